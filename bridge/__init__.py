@@ -1,0 +1,1 @@
+"""Transports (terminal, Slack), the turn pipeline, the composition root and the CLI."""

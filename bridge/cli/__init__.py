@@ -1,0 +1,1 @@
+"""`thoth` subcommands, one module per noun."""

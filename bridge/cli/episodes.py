@@ -1,0 +1,110 @@
+"""`thoth episodes import|export|purge`: bulk load and dump episodes as JSON lines."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TextIO
+
+from bridge.app import Thoth
+from layers.episodic.episode import Episode
+from layers.episodic.jsonl import LineError, episode_to_json, parse_episode_line, read_json_lines
+from layers.errors import BadInput
+from layers.redaction import redact
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("episodes", help="import, export or purge episodes")
+    actions = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
+
+    importer = actions.add_parser("import", help="load episodes from a JSON-lines file")
+    importer.add_argument("file", type=Path)
+    importer.add_argument(
+        "--skip-bad",
+        action="store_true",
+        help="import the good lines and report how many were skipped",
+    )
+    importer.set_defaults(handler=run_import)
+
+    exporter = actions.add_parser("export", help="write every episode as JSON lines")
+    exporter.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
+    exporter.set_defaults(handler=run_export)
+
+    purge = actions.add_parser("purge", help="delete episodes past EPISODE_RETENTION_DAYS")
+    purge.set_defaults(handler=run_purge)
+
+
+def run_import(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    episodes, errors = _parse_file(args.file, app)
+    if errors and not args.skip_bad:
+        more = f" (and {len(errors) - 1} more bad lines)" if len(errors) > 1 else ""
+        raise BadInput(
+            f"{args.file}: {errors[0]}{more}; nothing was imported"
+            " (--skip-bad imports the good lines)"
+        )
+    if not episodes:
+        raise BadInput(f"{args.file}: no episodes to import")
+    app.episodic.remember(episodes)
+    print(f"imported {len(episodes)} episodes", file=out)
+    if errors:
+        print(f"skipped {len(errors)} bad lines; first: {errors[0]}", file=out)
+    return 0
+
+
+def _parse_file(path: Path, app: Thoth) -> tuple[list[Episode], list[LineError]]:
+    """Every valid episode of the file and every refused line, ids checked for clashes."""
+    episodes: list[tuple[int, Episode]] = []
+    errors: list[LineError] = []
+    seen: set[str] = set()
+    for number, value in read_json_lines(path):
+        parsed = value if isinstance(value, LineError) else parse_episode_line(number, value)
+        if isinstance(parsed, LineError):
+            errors.append(parsed)
+        elif parsed.id in seen:
+            errors.append(LineError(number, f"id {parsed.id!r} appears twice in the file"))
+        else:
+            seen.add(parsed.id)
+            episodes.append((number, parsed))
+    taken = app.episodic.store.existing_ids(seen)
+    for number, episode in episodes:
+        if episode.id in taken:
+            errors.append(LineError(number, f"id {episode.id!r} already exists"))
+    errors.sort(key=lambda error: error.line_number)
+    return [episode for _, episode in episodes if episode.id not in taken], errors
+
+
+def run_export(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    target: TextIO
+    if args.output is None:
+        target = out
+    else:
+        try:
+            target = args.output.open("w", encoding="utf-8")
+        except OSError as error:
+            raise BadInput(f"cannot write {args.output}: {error.strerror or error}") from error
+    count = 0
+    try:
+        for episode in app.episodic.store.iter_episodes():
+            # Redacted again on the way out, in case an older row predates a pattern.
+            clean = replace(
+                episode, user_text=redact(episode.user_text), summary=redact(episode.summary)
+            )
+            target.write(episode_to_json(clean) + "\n")
+            count += 1
+    finally:
+        if target is not out:
+            target.close()
+    if args.output is not None:
+        print(f"exported {count} episodes to {args.output}", file=out)
+    return 0
+
+
+def run_purge(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    days = app.settings.episode_retention_days
+    if days == 0:
+        print("EPISODE_RETENTION_DAYS is 0: episodes are kept forever; nothing purged", file=out)
+        return 0
+    removed = app.episodic.purge_older_than(days)
+    print(f"purged {removed} episodes older than {days} days", file=out)
+    return 0

@@ -1,0 +1,96 @@
+"""`thoth`: parse the command line, build the app, turn errors into exit codes.
+
+Exit codes: 0 success, 1 configuration or backend problem, 2 bad input (usage,
+malformed files, empty queries). Errors go to stderr as one line; data to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from pydantic import ValidationError
+
+from bridge.app import Thoth, build
+from bridge.cli import episodes, init, recall
+from bridge.settings import Settings
+from layers.episodic.embedder import Embedder
+from layers.errors import BackendUnavailable, BadInput, ConfigurationError
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_BAD_INPUT = 2
+
+Command = Callable[[argparse.Namespace, Thoth, TextIO], int]
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser that raises instead of exiting, so ``main`` stays callable."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise BadInput(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="thoth", description="Thoth, the Slack agent that remembers.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    init.register(commands)
+    episodes.register(commands)
+    recall.register(commands)
+    return parser
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    settings: Settings | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    embedder: Embedder | None = None,
+) -> int:
+    """Run one command; returns the exit code (tests call this directly)."""
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    try:
+        args = build_parser().parse_args(argv)
+    except BadInput as error:
+        print(f"error: {error}", file=err)
+        return EXIT_BAD_INPUT
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=err,
+    )
+    try:
+        app = build(settings or Settings(), embedder=embedder)
+    except ValidationError as error:
+        print(f"error: invalid settings: {_first_validation_error(error)}", file=err)
+        return EXIT_FAILURE
+    except (ConfigurationError, BackendUnavailable) as error:
+        print(f"error: {error}", file=err)
+        return EXIT_FAILURE
+    command: Command = args.handler
+    try:
+        return command(args, app, out)
+    except BadInput as error:
+        print(f"error: {error}", file=err)
+        return EXIT_BAD_INPUT
+    except (ConfigurationError, BackendUnavailable) as error:
+        print(f"error: {error}", file=err)
+        return EXIT_FAILURE
+    finally:
+        app.close()
+
+
+def _first_validation_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    return f"{'.'.join(str(p) for p in first['loc']).upper()}: {first['msg']}"
+
+
+def run() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

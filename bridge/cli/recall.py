@@ -1,0 +1,151 @@
+"""`thoth recall`: search episodes as a given viewer, one query or a batch file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from bridge.app import Thoth
+from layers.episodic.episode import (
+    CHANNEL_TYPES,
+    LOCAL_CHANNEL,
+    LOCAL_TEAM,
+    ChannelType,
+    Hit,
+    Viewer,
+)
+from layers.episodic.jsonl import LineError, read_json_lines
+from layers.episodic.memory import RecallQuery
+from layers.errors import BadInput
+
+PREVIEW_CHARS = 120
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("recall", help="search episodes")
+    parser.add_argument("query", nargs="?", help="what to search for")
+    parser.add_argument("--k", type=_positive_int, default=None, help="how many results")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--batch", type=Path, help="JSON-lines file of queries")
+    parser.add_argument("--at", type=_iso_time, help="ISO-8601 'now' used for recency")
+    parser.add_argument("--team", default=LOCAL_TEAM, help="the asker's workspace")
+    parser.add_argument("--user", help="the asker's user id")
+    parser.add_argument("--channel", default=LOCAL_CHANNEL, help="the channel asked from")
+    parser.add_argument("--channel-type", choices=CHANNEL_TYPES, default="public")
+    parser.set_defaults(handler=run_recall)
+
+
+class BatchQuery(BaseModel):
+    """One line of a ``--batch`` file."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    id: str | int
+    query: str
+    at: datetime | None = None
+    team: str = LOCAL_TEAM
+    user: str | None = None
+    channel: str = LOCAL_CHANNEL
+    channel_type: ChannelType = "public"
+
+    def to_recall_query(self) -> RecallQuery:
+        viewer = Viewer(self.team, self.channel, self.channel_type, self.user)
+        return RecallQuery(self.query, viewer, _epoch(self.at) if self.at else None)
+
+
+def run_recall(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    k = args.k or app.settings.recall_top_k
+    if args.batch is not None:
+        if args.query is not None:
+            raise BadInput("give either a QUERY or --batch FILE, not both")
+        return _run_batch(args.batch, k, app, out)
+    if args.query is None or not args.query.strip():
+        raise BadInput("the query is empty: thoth recall 'what to search for'")
+    viewer = Viewer(args.team, args.channel, args.channel_type, args.user)
+    now = _epoch(args.at) if args.at else None
+    hits = app.episodic.recall(args.query, viewer, k=k, now=now)
+    if args.json:
+        print(json.dumps([_hit_json(hit) for hit in hits], ensure_ascii=False), file=out)
+    elif not hits:
+        print("no matching episodes", file=out)
+    else:
+        for rank, hit in enumerate(hits, start=1):
+            print(_hit_line(rank, hit), file=out)
+    return 0
+
+
+def _run_batch(path: Path, k: int, app: Thoth, out: TextIO) -> int:
+    ids: list[str | int] = []
+    queries: list[RecallQuery] = []
+    for number, value in read_json_lines(path):
+        if isinstance(value, LineError):
+            raise BadInput(f"{path}: {value}")
+        try:
+            line = BatchQuery.model_validate(value)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "line"
+            raise BadInput(f"{path}: line {number}: {where}: {first['msg']}") from error
+        if not line.query.strip():
+            raise BadInput(f"{path}: line {number}: the query is empty")
+        ids.append(line.id)
+        queries.append(line.to_recall_query())
+    results = app.episodic.recall_many(queries, k=k)
+    for query_id, hits in zip(ids, results, strict=True):
+        record = {
+            "id": query_id,
+            "results": [{"episode_id": h.episode.id, "score": round(h.score, 6)} for h in hits],
+        }
+        print(json.dumps(record, ensure_ascii=False), file=out)
+    return 0
+
+
+def _hit_json(hit: Hit) -> dict[str, object]:
+    episode = hit.episode
+    return {
+        "episode_id": episode.id,
+        "score": round(hit.score, 6),
+        "created_at": datetime.fromtimestamp(episode.created_at, UTC).isoformat(),
+        "user_text": episode.user_text,
+        "summary": episode.summary,
+        "team": episode.team,
+        "channel": episode.channel,
+        "channel_type": episode.channel_type,
+        "thread_ts": episode.thread_ts,
+        "user": episode.user,
+    }
+
+
+def _hit_line(rank: int, hit: Hit) -> str:
+    episode = hit.episode
+    day = datetime.fromtimestamp(episode.created_at, UTC).date().isoformat()
+    text = " ".join(episode.user_text.split())
+    if len(text) > PREVIEW_CHARS:
+        text = text[: PREVIEW_CHARS - 1] + "…"
+    return f"{rank}. {day}  {text}  [{episode.id}]"
+
+
+def _epoch(moment: datetime) -> float:
+    return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp()
+
+
+def _iso_time(value: str) -> datetime:
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {value!r}") from error
+
+
+def _positive_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from error
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return number

@@ -1,0 +1,91 @@
+"""The one Settings object: read once from the environment and `.env`, then passed down.
+
+No other module reads ``os.environ``. Layers take plain values from the composition
+root (``bridge.app.build``), so they never import this module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+
+
+class Settings(BaseSettings):
+    """Every setting DESIGN.md names; `.env.example` documents each one."""
+
+    model_config = SettingsConfigDict(
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        case_sensitive=False,
+    )
+
+    thoth_home: Path = Field(default=Path("~/.thoth"))
+
+    anthropic_api_key: SecretStr | None = None
+    anthropic_base_url: str | None = None
+    thoth_model: str = "claude-sonnet-4-5"
+    thoth_reflection_model: str = "claude-sonnet-4-5"
+
+    slack_bot_token: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_api_url: str = DEFAULT_SLACK_API_URL
+
+    honcho_api_key: SecretStr | None = None
+    honcho_url: str | None = None
+    honcho_workspace_id: str | None = None
+
+    honcho_disabled: bool = False
+    episodic_disabled: bool = False
+    reflection_disabled: bool = False
+
+    founder_user_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    daily_cost_cap_usd: Annotated[float, Field(ge=0)] = 5.0
+    brain_remote: str | None = None
+
+    reflection_idle_min: Annotated[float, Field(gt=0)] = 30
+    user_model_timeout_s: Annotated[float, Field(gt=0)] = 1.5
+    recall_tau_days: Annotated[float, Field(gt=0)] = 14
+    recall_top_k: Annotated[int, Field(gt=0, le=50)] = 3
+    episode_retention_days: Annotated[int, Field(ge=0)] = 0
+
+    @field_validator("founder_user_ids", mode="before")
+    @classmethod
+    def _split_user_ids(cls, value: object) -> object:
+        # Slack ids are plain tokens, so a comma list is friendlier in .env than JSON.
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("thoth_home", mode="after")
+    @classmethod
+    def _expand_home(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @field_validator("slack_api_url", mode="after")
+    @classmethod
+    def _slack_url_ends_with_slash(cls, value: str) -> str:
+        # slack_sdk joins the method name onto the base URL, so it must end in "/".
+        return value if value.endswith("/") else value + "/"
+
+    @model_validator(mode="after")
+    def _slack_transport_is_complete(self) -> Settings:
+        if self.slack_app_token is not None and self.slack_bot_token is None:
+            raise ValueError(
+                "SLACK_APP_TOKEN is set but SLACK_BOT_TOKEN is not: set both for Socket Mode"
+            )
+        return self
+
+    @property
+    def db_path(self) -> Path:
+        return self.thoth_home / "thoth.db"
+
+    @property
+    def brain_path(self) -> Path:
+        return self.thoth_home / "brain"

@@ -1,0 +1,1 @@
+"""The memory layers: working, identity, episodic, procedural (reflection lives apart)."""

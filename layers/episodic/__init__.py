@@ -1,0 +1,1 @@
+"""L3 episodic memory: what we did, one episode per successful turn."""

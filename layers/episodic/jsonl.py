@@ -1,0 +1,141 @@
+"""The JSON-lines format of `thoth episodes import/export` (a contract other tools use).
+
+One object per line: ``{"id"?, "user_text", "summary", "created_at", "team"?,
+"channel"?, "channel_type"?, "thread_ts"?, "user"?}``; a missing place means a
+public local channel. Export adds ``session_id``, ``cost_usd``, ``feedback`` and
+``reply_model`` so that an export imports back without loss.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from layers.episodic.episode import (
+    FEEDBACK_NAMES,
+    LOCAL_CHANNEL,
+    LOCAL_TEAM,
+    MAX_TEXT_CHARS,
+    ChannelType,
+    Episode,
+    Feedback,
+)
+from layers.errors import BadInput
+
+FeedbackName = Literal["worked", "did_not_work"]
+_FEEDBACK_BY_NAME = {name: value for value, name in FEEDBACK_NAMES.items() if name}
+
+BoundedText = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+
+
+class EpisodeLine(BaseModel):
+    """One line of the import file, validated."""
+
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
+
+    id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
+    user_text: Annotated[BoundedText, Field(min_length=1)]
+    summary: BoundedText
+    created_at: datetime
+    team: str | None = None
+    channel: str | None = None
+    channel_type: ChannelType | None = None
+    thread_ts: str | None = None
+    user: str | None = None
+    session_id: str | None = None
+    cost_usd: Annotated[float, Field(ge=0)] = 0.0
+    feedback: FeedbackName | None = None
+    reply_model: str | None = None
+
+    @field_validator("created_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        # A time without a zone is taken as UTC: the store keeps epoch seconds.
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+    def to_episode(self) -> Episode:
+        return Episode(
+            id=self.id or uuid.uuid4().hex,
+            user_text=self.user_text,
+            summary=self.summary,
+            created_at=self.created_at.timestamp(),
+            team=self.team or LOCAL_TEAM,
+            channel=self.channel or LOCAL_CHANNEL,
+            channel_type=self.channel_type or "public",
+            thread_ts=self.thread_ts,
+            user=self.user,
+            session_id=self.session_id,
+            cost_usd=self.cost_usd,
+            feedback=_FEEDBACK_BY_NAME[self.feedback] if self.feedback else Feedback.NONE,
+            reply_model=self.reply_model,
+        )
+
+
+@dataclass(frozen=True)
+class LineError:
+    """Why one line of a file was refused."""
+
+    line_number: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"line {self.line_number}: {self.reason}"
+
+
+def read_json_lines(path: Path) -> Iterator[tuple[int, object | LineError]]:
+    """Each non-blank line's parsed JSON (or why it is not JSON), with its 1-based number."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise BadInput(f"cannot read {path}: {error.strerror or error}") from error
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            yield number, LineError(number, f"not valid UTF-8 (byte {error.start})")
+            continue
+        try:
+            yield number, json.loads(text)
+        except json.JSONDecodeError as error:
+            yield number, LineError(number, f"not valid JSON ({error.msg})")
+
+
+def parse_episode_line(number: int, value: object) -> Episode | LineError:
+    """A validated episode, or the first reason the line is malformed."""
+    if not isinstance(value, dict):
+        return LineError(number, "expected a JSON object")
+    try:
+        return EpisodeLine.model_validate(value).to_episode()
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "line"
+        return LineError(number, f"{where}: {first['msg']}")
+
+
+def episode_to_json(episode: Episode) -> str:
+    """One export line; imports back to the same episode."""
+    record: dict[str, object] = {
+        "id": episode.id,
+        "user_text": episode.user_text,
+        "summary": episode.summary,
+        "created_at": datetime.fromtimestamp(episode.created_at, UTC).isoformat(),
+        "team": episode.team,
+        "channel": episode.channel,
+        "channel_type": episode.channel_type,
+        "thread_ts": episode.thread_ts,
+        "user": episode.user,
+        "session_id": episode.session_id,
+        "cost_usd": episode.cost_usd,
+        "feedback": FEEDBACK_NAMES[episode.feedback],
+        "reply_model": episode.reply_model,
+    }
+    return json.dumps(record, ensure_ascii=False)

@@ -1,0 +1,186 @@
+"""The episodic layer's one entry point: remember, recall, forget, purge.
+
+Everything persisted passes ``redact()`` first. Recall searches every episode
+the viewer may see, lexically (FTS5 BM25) and by meaning (MiniLM cosine), and
+fuses the two (see ``ranking.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from layers.episodic.chunking import chunk_text, episode_text
+from layers.episodic.embedder import Embedder
+from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit, Viewer
+from layers.episodic.lexical import match_expression
+from layers.episodic.ranking import Priors, apply_priors, reciprocal_rank_fusion
+from layers.episodic.store import EpisodeStore, StoredChunks
+from layers.episodic.vector_index import ChunkOwner, VectorIndex
+from layers.errors import BadInput
+from layers.redaction import redact
+from layers.storage.database import Database
+
+log = logging.getLogger(__name__)
+
+# How deep each ranking goes before fusion: deep enough that an episode ranked
+# modestly by both searches still surfaces, shallow enough to stay fast.
+CANDIDATES_PER_SEARCH = 100
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    """One question, asked by ``viewer`` at time ``now`` (seconds since the epoch)."""
+
+    text: str
+    viewer: Viewer
+    now: float | None = None
+
+
+class EpisodicMemory:
+    """Remembers turns and recalls the ones a viewer may see."""
+
+    def __init__(self, db: Database, embedder: Embedder, priors: Priors | None = None) -> None:
+        self._store = EpisodeStore(db, embedder.model_id)
+        self._embedder = embedder
+        self._priors = priors or Priors()
+        self._index: VectorIndex | None = None
+        self._index_lock = threading.Lock()
+
+    @property
+    def store(self) -> EpisodeStore:
+        return self._store
+
+    def remember(self, episodes: Sequence[Episode]) -> list[str]:
+        """Redact, embed and store episodes in one transaction; returns their ids.
+
+        Raises ``BadInput`` (storing nothing) if any is too long or its id exists.
+        """
+        clean = [_redacted(_checked(episode)) for episode in episodes]
+        ids = [episode.id for episode in clean]
+        if len(set(ids)) != len(ids):
+            raise BadInput("the same episode id appears twice")
+        taken = self._store.existing_ids(ids)
+        if taken:
+            raise BadInput(f"episode id {sorted(taken)[0]!r} already exists")
+        chunks_per_episode = [chunk_text(episode_text(e.user_text, e.summary)) for e in clean]
+        flat = [chunk for chunks in chunks_per_episode for chunk in chunks]
+        vectors = self._embedder.embed(flat)
+        items: list[StoredChunks] = []
+        start = 0
+        for episode, chunks in zip(clean, chunks_per_episode, strict=True):
+            items.append(StoredChunks(episode, vectors[start : start + len(chunks)]))
+            start += len(chunks)
+        rowids = self._store.insert(items)
+        with self._index_lock:
+            if self._index is not None:
+                owners = [
+                    _owner(rowid, item.episode)
+                    for rowid, item in zip(rowids, items, strict=True)
+                    for _ in range(len(item.vectors))
+                ]
+                self._index.add(owners, vectors)
+        return ids
+
+    def recall(self, query: str, viewer: Viewer, *, k: int, now: float | None = None) -> list[Hit]:
+        """The ``k`` most relevant episodes ``viewer`` may see, best first."""
+        return self.recall_many([RecallQuery(query, viewer, now)], k=k)[0]
+
+    def recall_many(self, queries: Sequence[RecallQuery], *, k: int) -> list[list[Hit]]:
+        """Recall for several queries, embedding them in one batch."""
+        for query in queries:
+            if not query.text.strip():
+                raise BadInput("the query is empty")
+        vectors = self._embedder.embed([redact(q.text) for q in queries])
+        return [
+            self.search(query, vector, k=k) for query, vector in zip(queries, vectors, strict=True)
+        ]
+
+    def search(self, query: RecallQuery, vector: npt.NDArray[np.float32], *, k: int) -> list[Hit]:
+        """Recall with the query already embedded (what the latency benchmark times)."""
+        index = self._loaded_index()
+        semantic = index.search(vector, query.viewer, CANDIDATES_PER_SEARCH)
+        match = match_expression(query.text)
+        lexical = (
+            self._store.lexical_search(match, query.viewer, CANDIDATES_PER_SEARCH) if match else []
+        )
+        fused = reciprocal_rank_fusion([[r for r, _ in lexical], [r for r, _ in semantic]])
+        episodes = self._store.by_rowids(list(fused))
+        now = time.time() if query.now is None else query.now
+        scored = [
+            Hit(
+                episode,
+                apply_priors(
+                    fused[rowid],
+                    age_seconds=now - episode.created_at,
+                    feedback=int(episode.feedback),
+                    priors=self._priors,
+                ),
+            )
+            for rowid, episode in episodes.items()
+        ]
+        scored.sort(key=lambda hit: hit.score, reverse=True)
+        return scored[:k]
+
+    def forget(self, episode_id: str) -> bool:
+        """Delete an episode: its text, FTS row and vectors. False if there was none."""
+        rowid = self._store.rowid_of(episode_id)
+        if rowid is None:
+            return False
+        self._drop([rowid])
+        return True
+
+    def purge_older_than(self, days: int, *, now: float | None = None) -> int:
+        """Delete episodes older than ``days`` (0 keeps everything); returns how many."""
+        if days <= 0:
+            return 0
+        cutoff = (time.time() if now is None else now) - days * 86_400
+        rowids = self._store.rowids_created_before(cutoff)
+        if rowids:
+            self._drop(rowids)
+            log.info("retention purge deleted %d episodes older than %d days", len(rowids), days)
+        return len(rowids)
+
+    def set_feedback(self, episode_id: str, feedback: Feedback) -> bool:
+        return self._store.set_feedback(episode_id, feedback)
+
+    def _drop(self, rowids: Sequence[int]) -> None:
+        self._store.delete(rowids)
+        with self._index_lock:
+            if self._index is not None:
+                self._index.remove(rowids)
+
+    def _loaded_index(self) -> VectorIndex:
+        with self._index_lock:
+            if self._index is None:
+                index = VectorIndex(self._embedder.dim)
+                for owners, vectors in self._store.iter_vectors(self._embedder.dim):
+                    index.add(owners, vectors)
+                self._index = index
+            return self._index
+
+
+def _checked(episode: Episode) -> Episode:
+    for field, text in (("user_text", episode.user_text), ("summary", episode.summary)):
+        if len(text) > MAX_TEXT_CHARS:
+            raise BadInput(
+                f"episode {episode.id!r}: {field} is {len(text)} characters;"
+                f" the limit is {MAX_TEXT_CHARS} (Slack's own message limit)"
+            )
+    if not episode.user_text.strip():
+        raise BadInput(f"episode {episode.id!r}: user_text is empty")
+    return episode
+
+
+def _redacted(episode: Episode) -> Episode:
+    return replace(episode, user_text=redact(episode.user_text), summary=redact(episode.summary))
+
+
+def _owner(rowid: int, episode: Episode) -> ChunkOwner:
+    return ChunkOwner(rowid, episode.team, episode.channel, episode.channel_type, episode.user)

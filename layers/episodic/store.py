@@ -1,0 +1,220 @@
+"""Episode rows, their FTS5 index and their chunk vectors in SQLite.
+
+The store takes its ``Database``; it does no redaction, embedding or ranking
+(see ``memory.py``). Visibility is applied inside the lexical query itself.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from layers.episodic.episode import Episode, Feedback, Viewer
+from layers.episodic.vector_index import ChunkOwner
+from layers.episodic.visibility import sql_predicate
+from layers.errors import BadInput
+from layers.storage.database import Database
+
+EPISODE_COLUMNS = (
+    "id, user_text, summary, created_at, team, channel, channel_type, thread_ts, user,"
+    " session_id, cost_usd, feedback, reply_model"
+)
+
+
+@dataclass(frozen=True)
+class StoredChunks:
+    """One episode ready to insert: its row and one vector per chunk."""
+
+    episode: Episode
+    vectors: npt.NDArray[np.float32]
+
+
+class EpisodeStore:
+    """CRUD and lexical search over the ``episodes`` tables."""
+
+    def __init__(self, db: Database, embedding_model: str) -> None:
+        self._db = db
+        self._embedding_model = embedding_model
+
+    def insert(self, items: Sequence[StoredChunks]) -> list[int]:
+        """Insert all items in one transaction (all or nothing); returns their rowids."""
+        rowids: list[int] = []
+        with self._db.write() as conn:
+            for item in items:
+                rowids.append(self._insert_one(conn, item))
+        return rowids
+
+    def _insert_one(self, conn: sqlite3.Connection, item: StoredChunks) -> int:
+        ep = item.episode
+        try:
+            cursor = conn.execute(
+                f"INSERT INTO episodes ({EPISODE_COLUMNS}, embedding_model)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    ep.id,
+                    ep.user_text,
+                    ep.summary,
+                    ep.created_at,
+                    ep.team,
+                    ep.channel,
+                    ep.channel_type,
+                    ep.thread_ts,
+                    ep.user,
+                    ep.session_id,
+                    ep.cost_usd,
+                    int(ep.feedback),
+                    ep.reply_model,
+                    self._embedding_model,
+                ),
+            )
+        except sqlite3.IntegrityError as error:
+            raise BadInput(f"episode id {ep.id!r} already exists") from error
+        rowid = int(cursor.lastrowid or 0)
+        conn.executemany(
+            "INSERT INTO episode_vectors (episode_rowid, chunk, vector) VALUES (?, ?, ?)",
+            [(rowid, index, vector.tobytes()) for index, vector in enumerate(item.vectors)],
+        )
+        return rowid
+
+    def existing_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of these ids are already stored."""
+        wanted = list(ids)
+        found: set[str] = set()
+        with self._db.read() as conn:
+            for start in range(0, len(wanted), 500):
+                batch = wanted[start : start + 500]
+                marks = ",".join("?" * len(batch))
+                rows = conn.execute(f"SELECT id FROM episodes WHERE id IN ({marks})", batch)
+                found.update(row[0] for row in rows)
+        return found
+
+    def by_rowids(self, rowids: Sequence[int]) -> dict[int, Episode]:
+        if not rowids:
+            return {}
+        marks = ",".join("?" * len(rowids))
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT rowid, {EPISODE_COLUMNS} FROM episodes WHERE rowid IN ({marks})",
+                list(rowids),
+            ).fetchall()
+        return {int(row[0]): _episode(row[1:]) for row in rows}
+
+    def get(self, episode_id: str) -> Episode | None:
+        with self._db.read() as conn:
+            row = conn.execute(
+                f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE id = ?", (episode_id,)
+            ).fetchone()
+        return _episode(row) if row else None
+
+    def rowid_of(self, episode_id: str) -> int | None:
+        with self._db.read() as conn:
+            row = conn.execute("SELECT rowid FROM episodes WHERE id = ?", (episode_id,)).fetchone()
+        return int(row[0]) if row else None
+
+    def delete(self, rowids: Sequence[int]) -> int:
+        """Delete episodes with their FTS rows (trigger) and vectors (cascade)."""
+        deleted = 0
+        with self._db.write() as conn:
+            for start in range(0, len(rowids), 500):
+                batch = list(rowids[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                deleted += conn.execute(
+                    f"DELETE FROM episodes WHERE rowid IN ({marks})", batch
+                ).rowcount
+        return deleted
+
+    def rowids_created_before(self, timestamp: float) -> list[int]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT rowid FROM episodes WHERE created_at < ?", (timestamp,)
+            ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def set_feedback(self, episode_id: str, feedback: Feedback) -> bool:
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                "UPDATE episodes SET feedback = ? WHERE id = ?", (int(feedback), episode_id)
+            )
+        return cursor.rowcount > 0
+
+    def count(self) -> int:
+        with self._db.read() as conn:
+            return int(conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
+
+    def iter_episodes(self, batch_size: int = 1000) -> Iterator[Episode]:
+        """Every episode, oldest first, read in batches so export stays flat in memory."""
+        last = 0
+        while True:
+            with self._db.read() as conn:
+                rows = conn.execute(
+                    f"SELECT rowid, {EPISODE_COLUMNS} FROM episodes WHERE rowid > ?"
+                    " ORDER BY rowid LIMIT ?",
+                    (last, batch_size),
+                ).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _episode(row[1:])
+            last = int(rows[-1][0])
+
+    def iter_vectors(
+        self, dim: int, batch_size: int = 20_000
+    ) -> Iterator[tuple[list[ChunkOwner], npt.NDArray[np.float32]]]:
+        """All chunk vectors with their owners, in batches, to rebuild the in-memory index."""
+        last = (0, -1)
+        while True:
+            with self._db.read() as conn:
+                rows = conn.execute(
+                    "SELECT v.episode_rowid, v.chunk, v.vector, e.team, e.channel,"
+                    " e.channel_type, e.user"
+                    " FROM episode_vectors v JOIN episodes e ON e.rowid = v.episode_rowid"
+                    " WHERE (v.episode_rowid, v.chunk) > (?, ?)"
+                    " ORDER BY v.episode_rowid, v.chunk LIMIT ?",
+                    (*last, batch_size),
+                ).fetchall()
+            if not rows:
+                return
+            owners = [ChunkOwner(int(r[0]), r[3], r[4], r[5], r[6]) for r in rows]
+            vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
+            yield owners, vectors.reshape(len(rows), dim)
+            last = (int(rows[-1][0]), int(rows[-1][1]))
+
+    def lexical_search(self, match: str, viewer: Viewer, limit: int) -> list[tuple[int, float]]:
+        """FTS5 BM25 over the episodes ``viewer`` may see: (rowid, score), best first.
+
+        SQLite's bm25() is lower-is-better; the sign is flipped so higher is better.
+        """
+        predicate, params = sql_predicate(viewer)
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT f.rowid, bm25(episodes_fts) AS rank FROM episodes_fts f"
+                " JOIN episodes e ON e.rowid = f.rowid"
+                f" WHERE episodes_fts MATCH :match AND {predicate}"
+                " ORDER BY rank LIMIT :limit",
+                {**params, "match": match, "limit": limit},
+            ).fetchall()
+        return [(int(row[0]), -float(row[1])) for row in rows]
+
+
+def _episode(row: Sequence[Any]) -> Episode:
+    """An Episode from the columns of EPISODE_COLUMNS, in order."""
+    return Episode(
+        id=row[0],
+        user_text=row[1],
+        summary=row[2],
+        created_at=float(row[3]),
+        team=row[4],
+        channel=row[5],
+        channel_type=row[6],
+        thread_ts=row[7],
+        user=row[8],
+        session_id=row[9],
+        cost_usd=float(row[10]),
+        feedback=Feedback(int(row[11])),
+        reply_model=row[12],
+    )

@@ -1,0 +1,143 @@
+"""Exact cosine search over every stored chunk vector, held in memory.
+
+SQLite is the truth; this is a cache of ``episode_vectors`` rebuilt on open and
+kept in step by the store. Searching all vectors (not a window of the newest)
+is what lets people ask about old things.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from layers.episodic.episode import Viewer
+from layers.episodic.visibility import CHANNEL_TYPE_CODES, Interner, visible_mask
+
+FloatMatrix = npt.NDArray[np.float32]
+_Scalar = TypeVar("_Scalar", bound=np.generic)
+
+
+@dataclass(frozen=True)
+class ChunkOwner:
+    """Where the episode a chunk belongs to was said (what visibility needs)."""
+
+    episode_rowid: int
+    team: str
+    channel: str
+    channel_type: str
+    user: str | None
+
+
+class VectorIndex:
+    """Growable arrays of unit vectors plus the visibility codes of their episodes."""
+
+    def __init__(self, dim: int, capacity: int = 1024) -> None:
+        self.dim = dim
+        self._size = 0
+        self._vectors = np.zeros((capacity, dim), dtype=np.float32)
+        self._rowids = np.zeros(capacity, dtype=np.int64)
+        self._alive = np.zeros(capacity, dtype=np.bool_)
+        self._teams = np.zeros(capacity, dtype=np.int32)
+        self._channels = np.zeros(capacity, dtype=np.int32)
+        self._channel_types = np.zeros(capacity, dtype=np.int8)
+        self._users = np.zeros(capacity, dtype=np.int32)
+        self._interner = Interner()
+        self._slots: dict[int, list[int]] = {}
+
+    def __len__(self) -> int:
+        """The number of live chunk vectors."""
+        return sum(len(slots) for slots in self._slots.values())
+
+    @property
+    def episode_count(self) -> int:
+        return len(self._slots)
+
+    def add(self, owners: Sequence[ChunkOwner], vectors: FloatMatrix) -> None:
+        """Append one vector per owner (an episode with several chunks appears several times)."""
+        count = len(owners)
+        if vectors.shape != (count, self.dim):
+            raise ValueError(f"expected {count} vectors of {self.dim} dims, got {vectors.shape}")
+        self._reserve(self._size + count)
+        start, end = self._size, self._size + count
+        self._vectors[start:end] = vectors
+        self._alive[start:end] = True
+        for offset, owner in enumerate(owners):
+            slot = start + offset
+            self._rowids[slot] = owner.episode_rowid
+            self._teams[slot] = self._interner.code(owner.team)
+            self._channels[slot] = self._interner.code(owner.channel)
+            self._channel_types[slot] = CHANNEL_TYPE_CODES[owner.channel_type]  # type: ignore[index]
+            self._users[slot] = self._interner.code(owner.user)
+            self._slots.setdefault(owner.episode_rowid, []).append(slot)
+        self._size = end
+
+    def remove(self, episode_rowids: Sequence[int]) -> None:
+        """Forget every chunk of these episodes."""
+        for rowid in episode_rowids:
+            for slot in self._slots.pop(rowid, []):
+                self._alive[slot] = False
+                self._vectors[slot] = 0.0
+
+    def search(self, query: FloatMatrix, viewer: Viewer, limit: int) -> list[tuple[int, float]]:
+        """The ``limit`` best visible episodes as (rowid, cosine), best first.
+
+        An episode's score is its best chunk's, so a long episode is found by any part.
+        """
+        size = self._size
+        if size == 0 or limit <= 0:
+            return []
+        mask = self._alive[:size] & visible_mask(
+            viewer,
+            teams=self._teams[:size],
+            channels=self._channels[:size],
+            channel_types=self._channel_types[:size],
+            users=self._users[:size],
+            interner=self._interner,
+        )
+        candidates = np.flatnonzero(mask)
+        if candidates.size == 0:
+            return []
+        if candidates.size == size:
+            scores = self._vectors[:size] @ query
+        else:
+            scores = self._vectors[candidates] @ query
+        # Take a few extra chunks: several may belong to one episode.
+        take = min(scores.size, limit * 4)
+        top = (
+            np.argpartition(-scores, take - 1)[:take]
+            if take < scores.size
+            else np.arange(scores.size)
+        )
+        top = top[np.argsort(-scores[top], kind="stable")]
+        slots = top if candidates.size == size else candidates[top]
+        best: dict[int, float] = {}
+        for slot, score in zip(slots.tolist(), scores[top].tolist(), strict=True):
+            rowid = int(self._rowids[slot])
+            if rowid not in best:
+                best[rowid] = float(score)
+                if len(best) == limit:
+                    break
+        return list(best.items())
+
+    def _reserve(self, needed: int) -> None:
+        capacity = self._vectors.shape[0]
+        if needed <= capacity:
+            return
+        new_capacity = max(needed, capacity * 2)
+        self._vectors = _grow(self._vectors, new_capacity)
+        self._rowids = _grow(self._rowids, new_capacity)
+        self._alive = _grow(self._alive, new_capacity)
+        self._teams = _grow(self._teams, new_capacity)
+        self._channels = _grow(self._channels, new_capacity)
+        self._channel_types = _grow(self._channel_types, new_capacity)
+        self._users = _grow(self._users, new_capacity)
+
+
+def _grow(array: npt.NDArray[_Scalar], capacity: int) -> npt.NDArray[_Scalar]:
+    grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
+    grown[: array.shape[0]] = array
+    return grown

@@ -1,0 +1,80 @@
+"""Who may recall what ("Memory must never leak", DESIGN.md).
+
+An episode is visible to a viewer in the same workspace when it was said
+- in a public channel: anywhere in that workspace;
+- in a private channel or a group DM: only in that same channel;
+- in a DM: only in a DM with the same person.
+Nothing crosses workspaces. The rule is written twice — as SQL for the lexical
+search and as array masks for the vector search — and tests hold the two equal.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from layers.episodic.episode import CHANNEL_TYPES, ChannelType, Viewer
+
+CHANNEL_TYPE_CODES: dict[ChannelType, int] = {name: code for code, name in enumerate(CHANNEL_TYPES)}
+SHARED_BY_CHANNEL: tuple[ChannelType, ...] = ("private", "mpim")
+
+
+def sql_predicate(viewer: Viewer, alias: str = "e") -> tuple[str, dict[str, str | None]]:
+    """A WHERE clause (and its parameters) selecting the episodes ``viewer`` may see."""
+    clause = (
+        f"{alias}.team = :v_team AND ("
+        f"{alias}.channel_type = 'public'"
+        f" OR ({alias}.channel_type IN ('private', 'mpim') AND {alias}.channel = :v_channel)"
+        f" OR ({alias}.channel_type = 'im' AND :v_type = 'im' AND {alias}.user = :v_user))"
+    )
+    params: dict[str, str | None] = {
+        "v_team": viewer.team,
+        "v_channel": viewer.channel,
+        "v_type": viewer.channel_type,
+        "v_user": viewer.user,
+    }
+    return clause, params
+
+
+class Interner:
+    """Maps strings to small ints so visibility can be checked on whole arrays at once."""
+
+    MISSING = -1
+
+    def __init__(self) -> None:
+        self._codes: dict[str | None, int] = {}
+
+    def code(self, value: str | None) -> int:
+        existing = self._codes.get(value)
+        if existing is None:
+            existing = self._codes[value] = len(self._codes)
+        return existing
+
+    def lookup(self, value: str | None) -> int:
+        """The code of a value, or MISSING (matches nothing) without interning it."""
+        return self._codes.get(value, self.MISSING)
+
+
+def visible_mask(
+    viewer: Viewer,
+    *,
+    teams: npt.NDArray[np.int32],
+    channels: npt.NDArray[np.int32],
+    channel_types: npt.NDArray[np.int8],
+    users: npt.NDArray[np.int32],
+    interner: Interner,
+) -> npt.NDArray[np.bool_]:
+    """Boolean mask over index rows: True where ``viewer`` may see the row's episode."""
+    team_code = interner.lookup(viewer.team)
+    visible = channel_types == CHANNEL_TYPE_CODES["public"]
+    channel_code = interner.lookup(viewer.channel)
+    if channel_code != Interner.MISSING:
+        shared = (channel_types == CHANNEL_TYPE_CODES["private"]) | (
+            channel_types == CHANNEL_TYPE_CODES["mpim"]
+        )
+        visible |= shared & (channels == channel_code)
+    user_code = interner.lookup(viewer.user)
+    if viewer.channel_type == "im" and viewer.user is not None and user_code != Interner.MISSING:
+        visible |= (channel_types == CHANNEL_TYPE_CODES["im"]) & (users == user_code)
+    visible &= teams == team_code
+    return np.asarray(visible, dtype=np.bool_)

@@ -1,0 +1,22 @@
+"""Errors grouped by how they are handled, turned into output only at the edges.
+
+- ``BadInput``: the caller sent something we refuse (one line, exit 2 / HTTP 4xx).
+- ``ConfigurationError``: the machine or settings are wrong; the message says what to set.
+- ``BackendUnavailable``: a layer's backend failed; the layer is skipped, the turn goes on.
+"""
+
+
+class ThothError(Exception):
+    """Base of every error Thoth raises on purpose."""
+
+
+class BadInput(ThothError):
+    """Input we refuse; nothing stored was changed."""
+
+
+class ConfigurationError(ThothError):
+    """Settings or the environment are wrong; the message says how to fix it."""
+
+
+class BackendUnavailable(ThothError):
+    """A backend (model, database, remote service) could not serve the request."""

@@ -1,0 +1,1 @@
+"""The SQLite database every layer keeps its rows in."""

@@ -1,0 +1,119 @@
+"""One SQLite file under THOTH_HOME: WAL, migrations on open, one writer at a time.
+
+Durability: every write is its own committed transaction with ``synchronous=FULL``,
+so a process killed between two turns loses nothing that was acknowledged.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from layers.errors import ConfigurationError
+from layers.storage.migrations import MIGRATIONS, Migration
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_MS = 10_000
+
+
+class Database:
+    """A connection to the Thoth database; ``write()`` serialises writers."""
+
+    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
+        self.connection = connection
+        self.path = path
+        # SQLite allows one writer per file; the lock keeps our own threads from
+        # interleaving statements of two transactions on the shared connection.
+        self._lock = threading.RLock()
+
+    @classmethod
+    def open(cls, path: Path, *, migrations: tuple[Migration, ...] = MIGRATIONS) -> Database:
+        """Open (creating if needed) the database at ``path`` and run pending migrations."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            connection = sqlite3.connect(
+                path,
+                timeout=BUSY_TIMEOUT_MS / 1000,
+                check_same_thread=False,
+                isolation_level=None,
+            )
+            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute("PRAGMA synchronous = FULL")
+            connection.execute("PRAGMA foreign_keys = ON")
+            database = cls(connection, path)
+            database.migrate(migrations)
+        except (OSError, sqlite3.OperationalError) as error:
+            raise ConfigurationError(
+                f"cannot open the database {path}: {error} (set THOTH_HOME to a writable directory)"
+            ) from error
+        return database
+
+    def close(self) -> None:
+        with self._lock:
+            self.connection.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction: committed on success, rolled back on any error."""
+        with self._lock:
+            self.connection.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.connection
+            except BaseException:
+                self.connection.execute("ROLLBACK")
+                raise
+            self.connection.execute("COMMIT")
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """The connection for reads, held so no writer's transaction interleaves."""
+        with self._lock:
+            yield self.connection
+
+    def applied_versions(self) -> set[int]:
+        with self.read() as conn:
+            rows = conn.execute("SELECT version FROM schema_migrations").fetchall()
+        return {int(row[0]) for row in rows}
+
+    def migrate(self, migrations: tuple[Migration, ...]) -> None:
+        """Apply, in order, each migration not yet recorded."""
+        with self.write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+            )
+        applied = self.applied_versions()
+        for migration in sorted(migrations, key=lambda m: m.version):
+            if migration.version in applied:
+                continue
+            with self.write() as conn:
+                # executescript would COMMIT our transaction; run statement by statement.
+                for statement in _split_statements(migration.sql):
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (migration.version, migration.name, time.time()),
+                )
+            log.info("applied migration %s %s", migration.version, migration.name)
+
+
+def _split_statements(script: str) -> list[str]:
+    """Split a migration into complete statements (triggers contain inner semicolons)."""
+    statements: list[str] = []
+    current = ""
+    for line in script.splitlines(keepends=True):
+        current += line
+        if sqlite3.complete_statement(current):
+            if current.strip():
+                statements.append(current.strip())
+            current = ""
+    if current.strip():
+        statements.append(current.strip())
+    return statements

@@ -1,0 +1,77 @@
+"""Named, ordered, forward-only schema migrations.
+
+Each migration runs once, in its own transaction, and is recorded in
+``schema_migrations``. Never edit a migration that has shipped: add a new one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "episodes",
+        """
+        CREATE TABLE episodes (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            user_text TEXT NOT NULL,
+            summary TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            team TEXT NOT NULL,
+            channel TEXT NOT NULL,
+            channel_type TEXT NOT NULL
+                CHECK (channel_type IN ('im', 'public', 'private', 'mpim')),
+            thread_ts TEXT,
+            user TEXT,
+            session_id TEXT,
+            cost_usd REAL NOT NULL DEFAULT 0,
+            feedback INTEGER NOT NULL DEFAULT 0 CHECK (feedback IN (-1, 0, 1)),
+            reply_model TEXT,
+            embedding_model TEXT NOT NULL
+        );
+        CREATE INDEX episodes_created_at ON episodes (created_at);
+        CREATE INDEX episodes_session ON episodes (session_id);
+
+        -- External-content FTS5: the text lives once, in episodes; porter stemming
+        -- lets "hiking" find "hiked".
+        CREATE VIRTUAL TABLE episodes_fts USING fts5 (
+            user_text, summary,
+            content = 'episodes', content_rowid = 'rowid',
+            tokenize = 'porter unicode61 remove_diacritics 2'
+        );
+        CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
+            INSERT INTO episodes_fts (rowid, user_text, summary)
+            VALUES (new.rowid, new.user_text, new.summary);
+        END;
+        CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
+            INSERT INTO episodes_fts (episodes_fts, rowid, user_text, summary)
+            VALUES ('delete', old.rowid, old.user_text, old.summary);
+        END;
+        CREATE TRIGGER episodes_fts_update AFTER UPDATE OF user_text, summary ON episodes BEGIN
+            INSERT INTO episodes_fts (episodes_fts, rowid, user_text, summary)
+            VALUES ('delete', old.rowid, old.user_text, old.summary);
+            INSERT INTO episodes_fts (rowid, user_text, summary)
+            VALUES (new.rowid, new.user_text, new.summary);
+        END;
+
+        -- One row per chunk: a long episode is embedded in overlapping windows so
+        -- its later parts stay findable past the model's 256-token limit.
+        CREATE TABLE episode_vectors (
+            episode_rowid INTEGER NOT NULL REFERENCES episodes (rowid) ON DELETE CASCADE,
+            chunk INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (episode_rowid, chunk)
+        ) WITHOUT ROWID;
+        """,
+    ),
+)

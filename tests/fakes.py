@@ -1,0 +1,38 @@
+"""Test stand-ins that implement the real Protocols (no patching of real code)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+_WORD = re.compile(r"\w+")
+
+
+class HashingEmbedder:
+    """A deterministic bag-of-words embedder: texts sharing words get similar vectors.
+
+    Fast and model-free, for tests about storage and visibility rather than meaning.
+    It records every batch it was asked to embed.
+    """
+
+    model_id = "test/hashing-embedder"
+    dim = 384
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls.append(list(texts))
+        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _WORD.findall(text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+                vectors[row, int.from_bytes(digest, "little") % self.dim] += 1.0
+            norm = float(np.linalg.norm(vectors[row]))
+            if norm:
+                vectors[row] /= norm
+        return vectors

@@ -1,0 +1,201 @@
+"""Episodic memory on a real SQLite file with the real MiniLM model."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from layers.episodic.embedder import MiniLMEmbedder
+from layers.episodic.episode import Episode, Feedback, Viewer
+from layers.episodic.memory import EpisodicMemory
+from layers.errors import BadInput
+from layers.storage.database import Database
+
+NOW = datetime(2026, 11, 1, tzinfo=UTC).timestamp()
+DAY = 86_400.0
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    return Database.open(tmp_path / "thoth.db")
+
+
+@pytest.fixture
+def memory(db: Database, minilm: MiniLMEmbedder) -> EpisodicMemory:
+    return EpisodicMemory(db, minilm)
+
+
+def _episode(id_: str, text: str, *, age_days: float = 1, **where: str) -> Episode:
+    return Episode(id=id_, user_text=text, summary="", created_at=NOW - age_days * DAY, **where)  # type: ignore[arg-type]
+
+
+def test_recall_finds_by_meaning_and_by_words(memory: EpisodicMemory) -> None:
+    memory.remember(
+        [
+            _episode("deploy", "We ship the billing service every Friday after standup"),
+            _episode("lunch", "The team lunch moved to the Thai place on Elm street"),
+            _episode("vpn", "To reach staging you need the corporate VPN profile"),
+        ]
+    )
+    by_meaning = memory.recall("when do we release payments code?", Viewer(), k=1, now=NOW)
+    assert [hit.episode.id for hit in by_meaning] == ["deploy"]
+    by_word = memory.recall("Elm street", Viewer(), k=1, now=NOW)
+    assert [hit.episode.id for hit in by_word] == ["lunch"]
+
+
+def test_old_evidence_beats_recent_noise(memory: EpisodicMemory) -> None:
+    memory.remember(
+        [
+            _episode(
+                "old",
+                "Our postgres backups run nightly at 02:00 UTC to the cold bucket",
+                age_days=700,
+            ),
+            _episode("new", "I had a nice coffee this morning", age_days=0.1),
+        ]
+    )
+    hits = memory.recall("when do postgres backups run?", Viewer(), k=2, now=NOW)
+    assert hits[0].episode.id == "old"
+
+
+def test_later_parts_of_a_long_episode_are_findable(memory: EpisodicMemory) -> None:
+    filler = " ".join(
+        f"Paragraph {i} talks about quarterly planning and budgets." for i in range(120)
+    )
+    long_text = filler + " Finally: the launch codename is Bluefin and it ships in March."
+    memory.remember(
+        [
+            _episode("long", long_text),
+            _episode("other", "We discussed the onboarding checklist for new hires"),
+        ]
+    )
+    vector_only = memory.recall("what is the launch codename?", Viewer(), k=1, now=NOW)
+    assert vector_only[0].episode.id == "long"
+
+
+def test_secrets_are_redacted_before_storage(memory: EpisodicMemory, db: Database) -> None:
+    token = "xoxb-" + "123456789012-1234567890123-" + "AbCdEfGhIjKlMnOpQrStUvWx"
+    memory.remember([_episode("secret", f"the bot token is {token} please keep it")])
+    stored = memory.store.get("secret")
+    assert stored is not None and token not in stored.user_text
+    raw = Path(db.path).read_bytes() + Path(str(db.path) + "-wal").read_bytes()
+    assert token.encode() not in raw
+
+
+def test_forget_removes_text_fts_row_and_vectors(memory: EpisodicMemory, db: Database) -> None:
+    memory.remember(
+        [
+            _episode("keep", "Alice prefers tabs over spaces"),
+            _episode("gone", "The wifi password for the office guest network rotates monthly"),
+        ]
+    )
+    assert memory.recall("guest network wifi", Viewer(), k=1, now=NOW)[0].episode.id == "gone"
+    assert memory.forget("gone") is True
+    assert memory.forget("gone") is False
+    with db.read() as conn:
+        assert conn.execute("SELECT count(*) FROM episodes WHERE id = 'gone'").fetchone()[0] == 0
+        assert (
+            conn.execute(
+                "SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH 'guest'"
+            ).fetchone()[0]
+            == 0
+        )
+        assert conn.execute("SELECT count(*) FROM episode_vectors").fetchone()[0] == 1
+    hits = memory.recall("guest network wifi", Viewer(), k=5, now=NOW)
+    assert [hit.episode.id for hit in hits] == ["keep"]
+
+
+def test_visibility_is_enforced_inside_search(memory: EpisodicMemory) -> None:
+    memory.remember(
+        [
+            _episode(
+                "pub",
+                "the roadmap review is on Tuesday",
+                team="T1",
+                channel="C1",
+                channel_type="public",
+            ),
+            _episode(
+                "priv",
+                "the roadmap review is secret in the war room",
+                team="T1",
+                channel="G1",
+                channel_type="private",
+            ),
+            _episode(
+                "dm",
+                "my own roadmap review notes",
+                team="T1",
+                channel="D1",
+                channel_type="im",
+                user="U1",
+            ),
+            _episode(
+                "other-team",
+                "roadmap review at the other company",
+                team="T2",
+                channel="C9",
+                channel_type="public",
+            ),
+        ]
+    )
+
+    def ids(viewer: Viewer) -> set[str]:
+        return {hit.episode.id for hit in memory.recall("roadmap review", viewer, k=10, now=NOW)}
+
+    assert ids(Viewer("T1", "C5", "public", "U2")) == {"pub"}
+    assert ids(Viewer("T1", "G1", "private", "U2")) == {"pub", "priv"}
+    assert ids(Viewer("T1", "D1", "im", "U1")) == {"pub", "dm"}
+    assert ids(Viewer("T1", "D2", "im", "U2")) == {"pub"}
+    assert ids(Viewer("T2", "C9", "public", "U1")) == {"other-team"}
+
+
+def test_feedback_reorders_a_near_tie(memory: EpisodicMemory) -> None:
+    memory.remember(
+        [
+            _episode("a", "restart the worker with make restart-worker", age_days=10),
+            _episode("b", "restart the worker with make restart-worker", age_days=10),
+        ]
+    )
+    memory.set_feedback("a", Feedback.DID_NOT_WORK)
+    memory.set_feedback("b", Feedback.WORKED)
+    hits = memory.recall("how do I restart the worker?", Viewer(), k=2, now=NOW)
+    assert [hit.episode.id for hit in hits] == ["b", "a"]
+
+
+def test_retention_purge_deletes_only_old_episodes(memory: EpisodicMemory) -> None:
+    memory.remember(
+        [
+            _episode("ancient", "the old office was on Main street", age_days=400),
+            _episode("recent", "the new office is on Oak avenue", age_days=3),
+        ]
+    )
+    assert memory.purge_older_than(0, now=NOW) == 0
+    assert memory.purge_older_than(365, now=NOW) == 1
+    assert memory.store.get("ancient") is None
+    assert [h.episode.id for h in memory.recall("office street", Viewer(), k=5, now=NOW)] == [
+        "recent"
+    ]
+
+
+def test_bad_episodes_store_nothing(memory: EpisodicMemory) -> None:
+    memory.remember([_episode("first", "hello there")])
+    with pytest.raises(BadInput, match="limit is 40000"):
+        memory.remember([_episode("ok", "fine"), _episode("huge", "x" * 50_000)])
+    with pytest.raises(BadInput, match="already exists"):
+        memory.remember([_episode("first", "again")])
+    assert memory.store.count() == 1
+
+
+def test_index_is_rebuilt_from_disk_on_open(
+    db: Database, minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    EpisodicMemory(db, minilm).remember(
+        [_episode("persisted", "the staging cluster lives in eu-west-1")]
+    )
+    db.close()
+    reopened = EpisodicMemory(Database.open(tmp_path / "thoth.db"), minilm)
+    hits = reopened.recall("which region hosts staging?", Viewer(), k=1, now=NOW)
+    assert hits[0].episode.id == "persisted"

@@ -1,0 +1,53 @@
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from bridge.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_defaults_need_no_configuration(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("THOTH_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.thoth_home == tmp_path / ".thoth"
+    assert settings.db_path == tmp_path / ".thoth" / "thoth.db"
+    assert (settings.recall_top_k, settings.recall_tau_days, settings.episode_retention_days) == (
+        3,
+        14,
+        0,
+    )
+    assert settings.anthropic_api_key is None
+
+
+def test_environment_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FOUNDER_USER_IDS", "U1, U2,,U3")
+    monkeypatch.setenv("SLACK_API_URL", "http://127.0.0.1:9999/api")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.founder_user_ids == ["U1", "U2", "U3"]
+    assert settings.slack_api_url == "http://127.0.0.1:9999/api/"
+    assert "sk-ant-test" not in repr(settings)
+
+
+def test_bad_values_fail_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RECALL_TOP_K", "0")
+    with pytest.raises(ValidationError, match="recall_top_k"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_socket_mode_needs_a_bot_token(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-1-test")
+    with pytest.raises(ValidationError, match="SLACK_BOT_TOKEN"):
+        Settings(_env_file=None)  # type: ignore[call-arg]
+
+
+def test_env_example_documents_every_setting() -> None:
+    documented = {
+        line.split("=", 1)[0].strip()
+        for line in (ROOT / ".env.example").read_text().splitlines()
+        if "=" in line and not line.startswith("#")
+    }
+    assert documented == {name.upper() for name in Settings.model_fields}

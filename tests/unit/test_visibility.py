@@ -1,0 +1,69 @@
+"""The SQL rule and the array rule of visibility must agree on every case."""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+
+import numpy as np
+
+from layers.episodic.episode import CHANNEL_TYPES, Viewer
+from layers.episodic.visibility import CHANNEL_TYPE_CODES, Interner, sql_predicate, visible_mask
+
+TEAMS = ("T1", "T2")
+CHANNELS = ("C1", "C2", "D1")
+USERS = ("U1", "U2", None)
+
+EPISODES = list(itertools.product(TEAMS, CHANNELS, CHANNEL_TYPES, USERS))
+VIEWERS = [Viewer(*combo) for combo in itertools.product(TEAMS, CHANNELS, CHANNEL_TYPES, USERS)]
+
+
+def _sql_visible(viewer: Viewer) -> set[int]:
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE e (i INTEGER, team, channel, channel_type, user)")
+    conn.executemany(
+        "INSERT INTO e VALUES (?, ?, ?, ?, ?)", [(i, *row) for i, row in enumerate(EPISODES)]
+    )
+    clause, params = sql_predicate(viewer)
+    return {row[0] for row in conn.execute(f"SELECT i FROM e WHERE {clause}", params)}
+
+
+def _mask_visible(viewer: Viewer) -> set[int]:
+    interner = Interner()
+    teams = np.array([interner.code(e[0]) for e in EPISODES], dtype=np.int32)
+    channels = np.array([interner.code(e[1]) for e in EPISODES], dtype=np.int32)
+    types = np.array([CHANNEL_TYPE_CODES[e[2]] for e in EPISODES], dtype=np.int8)
+    users = np.array([interner.code(e[3]) for e in EPISODES], dtype=np.int32)
+    mask = visible_mask(
+        viewer, teams=teams, channels=channels, channel_types=types, users=users, interner=interner
+    )
+    return set(np.flatnonzero(mask).tolist())
+
+
+def test_sql_and_array_rules_agree_for_every_viewer() -> None:
+    for viewer in VIEWERS:
+        assert _sql_visible(viewer) == _mask_visible(viewer), viewer
+
+
+def _visible_kinds(viewer: Viewer) -> set[tuple[str, str, str, str | None]]:
+    return {EPISODES[i] for i in _sql_visible(viewer)}  # type: ignore[misc]
+
+
+def test_dm_episodes_only_in_a_dm_with_the_same_person() -> None:
+    dm_rows = {e for e in EPISODES if e[2] == "im"}
+    seen_by_u1_in_dm = _visible_kinds(Viewer("T1", "D1", "im", "U1")) & dm_rows
+    assert seen_by_u1_in_dm == {e for e in dm_rows if e[0] == "T1" and e[3] == "U1"}
+    assert not _visible_kinds(Viewer("T1", "C1", "public", "U1")) & dm_rows
+    assert not _visible_kinds(Viewer("T1", "C1", "private", "U1")) & dm_rows
+
+
+def test_private_episodes_only_in_their_channel() -> None:
+    private = {e for e in EPISODES if e[2] in ("private", "mpim")}
+    seen = _visible_kinds(Viewer("T1", "C1", "public", "U1")) & private
+    assert seen == {e for e in private if e[0] == "T1" and e[1] == "C1"}
+
+
+def test_public_episodes_anywhere_in_the_workspace_and_never_across() -> None:
+    seen = _visible_kinds(Viewer("T1", "C2", "im", "U2"))
+    assert {e for e in EPISODES if e[0] == "T1" and e[2] == "public"} <= seen
+    assert all(e[0] == "T1" for e in seen)
