@@ -89,9 +89,7 @@ _SLACK_TOKEN_ANY = re.compile(
 _ANTHROPIC_KEY = re.compile(r"(?<![A-Za-z0-9_\-])sk-ant-[A-Za-z0-9_\-]{20,}")
 # OpenAI keys that lack the T3BlbkFJ marker detect-secrets relies on (some project and
 # service-account keys). Runs after the Anthropic rule, which shares the ``sk-`` prefix.
-_OPENAI_KEY_ANY = re.compile(
-    r"(?<![A-Za-z0-9_\-])sk-(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{20,}"
-)
+_OPENAI_KEY_ANY = re.compile(r"(?<![A-Za-z0-9_\-])sk-(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{20,}")
 # Not inside a word ("heyJoe.mp3"), and a header at least as long as the shortest real
 # one ('{"alg":"none"}' is 19 characters encoded), so "eyJust.kidding" is left alone.
 _JWT_START = r"(?<![A-Za-z0-9_\-])(?=eyJ[A-Za-z0-9_=\-]{16,}\.)"
