@@ -174,7 +174,9 @@ def child(argv: list[str]) -> None:
 def run_child(arguments: list[str]) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, __file__, "--child", *arguments],
-        capture_output=True, text=True, check=False,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         sys.exit(f"benchmark child failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -195,16 +197,25 @@ def main() -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         common = ["--queries", str(args.queries), "--workdir", str(workdir)]
         embed = run_child(["--embedding", *common])
-        print(f"query embedding  p50 {embed['embed_p50_ms']:.1f} ms  p95 {embed['embed_p95_ms']:.1f} ms"
-              "   (target p50 <= 20 ms)")
-        print(f"import           {embed['import_per_s']:.0f} episodes/s over {embed['import_n']:.0f}"
-              " (redact + embed + store; target >= 200/s)")
+        print(
+            f"query embedding  p50 {embed['embed_p50_ms']:.1f} ms"
+            f"  p95 {embed['embed_p95_ms']:.1f} ms   (target p50 <= 20 ms)"
+        )
+        print(
+            f"import           {embed['import_per_s']:.0f} episodes/s over {embed['import_n']:.0f}"
+            " (redact + embed + store; target >= 200/s)"
+        )
         print()
-        print(f"{'episodes':>10} {'p50 ms':>8} {'p95 ms':>8} {'peak RSS MB':>12} {'index load s':>13} {'build s':>8}")
+        print(
+            f"{'episodes':>10} {'p50 ms':>8} {'p95 ms':>8} {'peak RSS MB':>12}"
+            f" {'index load s':>13} {'build s':>8}"
+        )
         for size in (int(s) for s in args.sizes.split(",")):
             row = run_child(["--size", str(size), *common])
-            print(f"{size:>10,} {row['p50_ms']:>8.2f} {row['p95_ms']:>8.2f} {row['peak_rss_mb']:>12.0f}"
-                  f" {row['index_load_s']:>13.1f} {row['build_s']:>8.1f}")
+            print(
+                f"{size:>10,} {row['p50_ms']:>8.2f} {row['p95_ms']:>8.2f}"
+                f" {row['peak_rss_mb']:>12.0f} {row['index_load_s']:>13.1f} {row['build_s']:>8.1f}"
+            )
         print("targets: p50 <= 10 ms at 100k, <= 60 ms at 1M; peak RSS <= 800 MB at 100k")
 
 

@@ -20,6 +20,9 @@ from layers.episodic.visibility import sql_predicate
 from layers.errors import BadInput
 from layers.storage.database import Database
 
+# Stored vectors are float16 (see the migration); the index searches them as such.
+VECTOR_DTYPE = np.dtype("<f2")
+
 EPISODE_COLUMNS = (
     "id, user_text, summary, created_at, team, channel, channel_type, thread_ts, user,"
     " session_id, cost_usd, feedback, reply_model"
@@ -77,7 +80,10 @@ class EpisodeStore:
         rowid = int(cursor.lastrowid or 0)
         conn.executemany(
             "INSERT INTO episode_vectors (episode_rowid, chunk, vector) VALUES (?, ?, ?)",
-            [(rowid, index, vector.tobytes()) for index, vector in enumerate(item.vectors)],
+            [
+                (rowid, index, vector.astype(VECTOR_DTYPE).tobytes())
+                for index, vector in enumerate(item.vectors)
+            ],
         )
         return rowid
 
@@ -164,25 +170,24 @@ class EpisodeStore:
 
     def iter_vectors(
         self, dim: int, batch_size: int = 20_000
-    ) -> Iterator[tuple[list[ChunkOwner], npt.NDArray[np.float32]]]:
+    ) -> Iterator[tuple[list[ChunkOwner], npt.NDArray[np.float16]]]:
         """All chunk vectors with their owners, in batches, to rebuild the in-memory index."""
-        last = (0, -1)
+        last = 0
         while True:
             with self._db.read() as conn:
                 rows = conn.execute(
-                    "SELECT v.episode_rowid, v.chunk, v.vector, e.team, e.channel,"
+                    "SELECT v.rowid, v.episode_rowid, v.vector, e.team, e.channel,"
                     " e.channel_type, e.user"
                     " FROM episode_vectors v JOIN episodes e ON e.rowid = v.episode_rowid"
-                    " WHERE (v.episode_rowid, v.chunk) > (?, ?)"
-                    " ORDER BY v.episode_rowid, v.chunk LIMIT ?",
-                    (*last, batch_size),
+                    " WHERE v.rowid > ? ORDER BY v.rowid LIMIT ?",
+                    (last, batch_size),
                 ).fetchall()
             if not rows:
                 return
-            owners = [ChunkOwner(int(r[0]), r[3], r[4], r[5], r[6]) for r in rows]
-            vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
+            owners = [ChunkOwner(int(r[1]), r[3], r[4], r[5], r[6]) for r in rows]
+            vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=VECTOR_DTYPE)
             yield owners, vectors.reshape(len(rows), dim)
-            last = (int(rows[-1][0]), int(rows[-1][1]))
+            last = int(rows[-1][0])
 
     def lexical_search(self, match: str, viewer: Viewer, limit: int) -> list[tuple[int, float]]:
         """FTS5 BM25 over the episodes ``viewer`` may see: (rowid, score), best first.

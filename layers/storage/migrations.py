@@ -65,13 +65,15 @@ MIGRATIONS: tuple[Migration, ...] = (
         END;
 
         -- One row per chunk: a long episode is embedded in overlapping windows so
-        -- its later parts stay findable past the model's 256-token limit.
+        -- its later parts stay findable past the model's 256-token limit. Vectors
+        -- are little-endian float16: cosine to about three decimals at half the size.
+        -- (A rowid table: WITHOUT ROWID stores rows this wide poorly.)
         CREATE TABLE episode_vectors (
             episode_rowid INTEGER NOT NULL REFERENCES episodes (rowid) ON DELETE CASCADE,
             chunk INTEGER NOT NULL,
             vector BLOB NOT NULL,
-            PRIMARY KEY (episode_rowid, chunk)
-        ) WITHOUT ROWID;
+            UNIQUE (episode_rowid, chunk)
+        );
         """,
     ),
 )
