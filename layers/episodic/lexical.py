@@ -2,8 +2,12 @@
 
 Every word is quoted (so FTS5 operators and punctuation in user text are inert)
 and the words are OR-ed: BM25 then ranks episodes sharing more and rarer words
-higher. Function words are dropped because they match nearly every episode and
-only slow the search down.
+higher. Function words are dropped because they match nearly every episode.
+
+FTS5 scores every episode that matches any word before it can sort, so a common
+word makes a large store slow. ``affordable_terms`` keeps the rarest words whose
+matches add up to a budget: the words BM25 weighs most. What the common words
+would have found, the vector search still finds by meaning.
 """
 
 from __future__ import annotations
@@ -25,13 +29,34 @@ _STOPWORD_TEXT = """
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
-def match_expression(text: str) -> str | None:
-    """An FTS5 query OR-ing the content words of ``text``; None if it has none."""
+# BM25 costs about a microsecond per matching episode. This leaves small stores
+# untouched and bounds the lexical half of a recall to a few milliseconds.
+MATCH_BUDGET = 4_000
+
+
+def content_words(text: str) -> list[str]:
+    """The distinct non-stopwords of ``text``, lower-cased, in order."""
     words: list[str] = []
-    seen: set[str] = set()
     for word in _WORD.findall(text.lower()):
-        if word in STOPWORDS or word in seen:
+        if word not in STOPWORDS and word not in words:
+            words.append(word)
+    return words
+
+
+def affordable_terms(document_counts: dict[str, int], budget: int = MATCH_BUDGET) -> list[str]:
+    """The rarest words whose episode counts sum to at most ``budget``; absent words dropped."""
+    chosen: list[str] = []
+    spent = 0
+    for word, count in sorted(document_counts.items(), key=lambda item: item[1]):
+        if count == 0:
             continue
-        seen.add(word)
-        words.append(f'"{word}"')
-    return " OR ".join(words) if words else None
+        if spent + count > budget:
+            break
+        chosen.append(word)
+        spent += count
+    return chosen
+
+
+def match_expression(words: list[str]) -> str | None:
+    """An FTS5 query OR-ing ``words``, each quoted; None if there are none."""
+    return " OR ".join(f'"{word}"' for word in words) if words else None

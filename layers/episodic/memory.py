@@ -19,7 +19,7 @@ import numpy.typing as npt
 from layers.episodic.chunking import chunk_text, episode_text
 from layers.episodic.embedder import Embedder
 from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit, Viewer
-from layers.episodic.lexical import match_expression
+from layers.episodic.lexical import affordable_terms, content_words, match_expression
 from layers.episodic.ranking import Priors, apply_priors, reciprocal_rank_fusion
 from layers.episodic.store import EpisodeStore, StoredChunks
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
@@ -106,7 +106,8 @@ class EpisodicMemory:
         """Recall with the query already embedded (what the latency benchmark times)."""
         index = self._loaded_index()
         semantic = index.search(vector, query.viewer, CANDIDATES_PER_SEARCH)
-        match = match_expression(query.text)
+        words = content_words(query.text)
+        match = match_expression(affordable_terms(self._store.document_counts(words)))
         lexical = (
             self._store.lexical_search(match, query.viewer, CANDIDATES_PER_SEARCH) if match else []
         )

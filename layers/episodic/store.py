@@ -7,6 +7,7 @@ The store takes its ``Database``; it does no redaction, embedding or ranking
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,10 @@ from layers.storage.database import Database
 
 # Stored vectors are float16 (see the migration); the index searches them as such.
 VECTOR_DTYPE = np.dtype("<f2")
+
+# The fast lexical path ranks this many times the wanted hits before checking visibility.
+LEXICAL_POOL = 4
+COUNT_CACHE_SECONDS = 300.0
 
 EPISODE_COLUMNS = (
     "id, user_text, summary, created_at, team, channel, channel_type, thread_ts, user,"
@@ -43,6 +48,7 @@ class EpisodeStore:
     def __init__(self, db: Database, embedding_model: str) -> None:
         self._db = db
         self._embedding_model = embedding_model
+        self._counts: dict[str, tuple[int, float]] = {}
 
     def insert(self, items: Sequence[StoredChunks]) -> list[int]:
         """Insert all items in one transaction (all or nothing); returns their rowids."""
@@ -189,20 +195,59 @@ class EpisodeStore:
             yield owners, vectors.reshape(len(rows), dim)
             last = int(rows[-1][0])
 
+    def document_counts(self, words: Sequence[str]) -> dict[str, int]:
+        """About how many episodes each word (stemmed as the index stems it) occurs in.
+
+        Counts only steer how much lexical work a query may cost, so a few minutes
+        of staleness is harmless; a zero is never cached, so new words are found.
+        """
+        now = time.monotonic()
+        counts: dict[str, int] = {}
+        with self._db.read() as conn:
+            for word in words:
+                cached = self._counts.get(word)
+                if cached is not None and now - cached[1] < COUNT_CACHE_SECONDS:
+                    counts[word] = cached[0]
+                    continue
+                row = conn.execute(
+                    "SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH ?", (f'"{word}"',)
+                ).fetchone()
+                counts[word] = int(row[0])
+                if counts[word]:
+                    self._counts[word] = (counts[word], now)
+        return counts
+
     def lexical_search(self, match: str, viewer: Viewer, limit: int) -> list[tuple[int, float]]:
         """FTS5 BM25 over the episodes ``viewer`` may see: (rowid, score), best first.
 
+        Fast path: rank the matches first and check visibility on the best few;
+        joining every match to its episode row would double the cost. When too
+        few of those are visible, rank again with visibility in the join.
         SQLite's bm25() is lower-is-better; the sign is flipped so higher is better.
         """
         predicate, params = sql_predicate(viewer)
+        arguments = {**params, "match": match, "limit": limit, "pool": limit * LEXICAL_POOL}
         with self._db.read() as conn:
+            pool = conn.execute(
+                "SELECT count(*) FROM (SELECT rowid FROM episodes_fts"
+                " WHERE episodes_fts MATCH :match LIMIT :pool)",
+                arguments,
+            ).fetchone()[0]
             rows = conn.execute(
-                "SELECT f.rowid, bm25(episodes_fts) AS rank FROM episodes_fts f"
-                " JOIN episodes e ON e.rowid = f.rowid"
-                f" WHERE episodes_fts MATCH :match AND {predicate}"
-                " ORDER BY rank LIMIT :limit",
-                {**params, "match": match, "limit": limit},
+                "SELECT f.rowid, f.rank FROM (SELECT rowid, bm25(episodes_fts) AS rank"
+                " FROM episodes_fts WHERE episodes_fts MATCH :match ORDER BY rank LIMIT :pool) f"
+                f" JOIN episodes e ON e.rowid = f.rowid WHERE {predicate}"
+                " ORDER BY f.rank LIMIT :limit",
+                arguments,
             ).fetchall()
+            if len(rows) < limit and pool == limit * LEXICAL_POOL:
+                rows = conn.execute(
+                    "SELECT f.rowid, bm25(episodes_fts) AS rank FROM episodes_fts f"
+                    " JOIN episodes e ON e.rowid = f.rowid"
+                    f" WHERE episodes_fts MATCH :match AND {predicate}"
+                    " ORDER BY rank LIMIT :limit",
+                    arguments,
+                ).fetchall()
         return [(int(row[0]), -float(row[1])) for row in rows]
 
 
