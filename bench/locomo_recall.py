@@ -202,6 +202,7 @@ def episode_lines(sample: Mapping[str, Any]) -> list[dict[str, str]]:
                     "channel_type": "private",
                     "thread_ts": f"session_{session.number}",
                     "user": turn["speaker"],
+                    "user_name": turn["speaker"],
                 }
             )
     return lines

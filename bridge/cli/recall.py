@@ -118,6 +118,7 @@ def _hit_json(hit: Hit) -> dict[str, object]:
         "channel_type": episode.channel_type,
         "thread_ts": episode.thread_ts,
         "user": episode.user,
+        "user_name": episode.user_name,
     }
 
 

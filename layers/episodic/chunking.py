@@ -27,6 +27,11 @@ def chunk_text(text: str, window: int = WINDOW_WORDS, overlap: int = OVERLAP_WOR
     return chunks
 
 
-def episode_text(user_text: str, summary: str) -> str:
-    """What an episode is embedded and searched by: the message, then the reply's summary."""
-    return f"{user_text}\n{summary}".strip() if summary else user_text.strip()
+def episode_text(user_text: str, summary: str, user_name: str | None = None) -> str:
+    """What an episode is embedded by: who spoke, the message, then the reply's summary.
+
+    The speaker's name belongs in the vector: people ask "what did Dana say about X",
+    and a message read without its speaker is often ambiguous.
+    """
+    said = f"{user_name}: {user_text}" if user_name else user_text
+    return f"{said}\n{summary}".strip() if summary else said.strip()

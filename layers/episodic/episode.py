@@ -42,6 +42,8 @@ class Episode:
     channel_type: ChannelType = "public"
     thread_ts: str | None = None
     user: str | None = None
+    # The speaker's display name: recall finds "what did Dana say about..." by it.
+    user_name: str | None = None
     session_id: str | None = None
     cost_usd: float = 0.0
     feedback: Feedback = Feedback.NONE

@@ -1,8 +1,8 @@
 """The JSON-lines format of `thoth episodes import/export` (a contract other tools use).
 
 One object per line: ``{"id"?, "user_text", "summary", "created_at", "team"?,
-"channel"?, "channel_type"?, "thread_ts"?, "user"?}``; a missing place means a
-public local channel. Export adds ``session_id``, ``cost_usd``, ``feedback`` and
+"channel"?, "channel_type"?, "thread_ts"?, "user"?, "user_name"?}``; a missing
+place means a public local channel. Export adds ``session_id``, ``cost_usd``, ``feedback`` and
 ``reply_model`` so that an export imports back without loss.
 """
 
@@ -49,6 +49,7 @@ class EpisodeLine(BaseModel):
     channel_type: ChannelType | None = None
     thread_ts: str | None = None
     user: str | None = None
+    user_name: str | None = None
     session_id: str | None = None
     cost_usd: Annotated[float, Field(ge=0)] = 0.0
     feedback: FeedbackName | None = None
@@ -71,6 +72,7 @@ class EpisodeLine(BaseModel):
             channel_type=self.channel_type or "public",
             thread_ts=self.thread_ts,
             user=self.user,
+            user_name=self.user_name,
             session_id=self.session_id,
             cost_usd=self.cost_usd,
             feedback=_FEEDBACK_BY_NAME[self.feedback] if self.feedback else Feedback.NONE,
@@ -133,6 +135,7 @@ def episode_to_json(episode: Episode) -> str:
         "channel_type": episode.channel_type,
         "thread_ts": episode.thread_ts,
         "user": episode.user,
+        "user_name": episode.user_name,
         "session_id": episode.session_id,
         "cost_usd": episode.cost_usd,
         "feedback": FEEDBACK_NAMES[episode.feedback],

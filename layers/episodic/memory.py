@@ -20,7 +20,7 @@ from layers.episodic.chunking import chunk_text, episode_text
 from layers.episodic.embedder import Embedder
 from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit, Viewer
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
-from layers.episodic.ranking import Priors, apply_priors, reciprocal_rank_fusion
+from layers.episodic.ranking import Priors, apply_priors, fuse, with_thread_context
 from layers.episodic.store import EpisodeStore, StoredChunks
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
 from layers.errors import BadInput
@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)
 # How deep each ranking goes before fusion: deep enough that an episode ranked
 # modestly by both searches still surfaces, shallow enough to stay fast.
 CANDIDATES_PER_SEARCH = 100
+# Only strong hits lend context to their thread neighbours; weak ones barely move them.
+CONTEXT_SOURCES = 30
+# Priors move scores by a few percent, so only a few places past k can reach the top k.
+RERANK_SLACK = 10
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,9 @@ class EpisodicMemory:
         taken = self._store.existing_ids(ids)
         if taken:
             raise BadInput(f"episode id {sorted(taken)[0]!r} already exists")
-        chunks_per_episode = [chunk_text(episode_text(e.user_text, e.summary)) for e in clean]
+        chunks_per_episode = [
+            chunk_text(episode_text(e.user_text, e.summary, e.user_name)) for e in clean
+        ]
         flat = [chunk for chunks in chunks_per_episode for chunk in chunks]
         vectors = self._embedder.embed(flat)
         items: list[StoredChunks] = []
@@ -111,14 +117,19 @@ class EpisodicMemory:
         lexical = (
             self._store.lexical_search(match, query.viewer, CANDIDATES_PER_SEARCH) if match else []
         )
-        fused = reciprocal_rank_fusion([[r for r, _ in lexical], [r for r, _ in semantic]])
-        episodes = self._store.by_rowids(list(fused))
+        fused = fuse(lexical, semantic)
+        strongest = sorted(fused, key=fused.__getitem__, reverse=True)[: max(k, CONTEXT_SOURCES)]
+        scores = with_thread_context(
+            fused, self._store.thread_neighbours(strongest, query.viewer)
+        )
+        ranked = sorted(scores, key=scores.__getitem__, reverse=True)[: k + RERANK_SLACK]
+        episodes = self._store.by_rowids(ranked)
         now = time.time() if query.now is None else query.now
-        scored = [
+        hits = [
             Hit(
                 episode,
                 apply_priors(
-                    fused[rowid],
+                    scores[rowid],
                     age_seconds=now - episode.created_at,
                     feedback=int(episode.feedback),
                     priors=self._priors,
@@ -126,8 +137,8 @@ class EpisodicMemory:
             )
             for rowid, episode in episodes.items()
         ]
-        scored.sort(key=lambda hit: hit.score, reverse=True)
-        return scored[:k]
+        hits.sort(key=lambda hit: hit.score, reverse=True)
+        return hits[:k]
 
     def forget(self, episode_id: str) -> bool:
         """Delete an episode: its text, FTS row and vectors. False if there was none."""

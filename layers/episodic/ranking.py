@@ -1,41 +1,85 @@
-"""Fuse lexical and vector rankings, then let recency and feedback break near-ties.
+"""How recall orders what the two searches found.
 
-Reciprocal rank fusion needs no score calibration between BM25 and cosine.
-Recency and ✅/❌ feedback only nudge the fused score by a few percent: they
-reorder near-ties and never bury old evidence (a plain recency multiplier cut
-LoCoMo recall by more than half, because people ask about old things).
+1. Each search's scores are scaled to [0, 1] over its own candidates (min-max),
+   so BM25 and cosine can be averaged without calibrating one against the other.
+2. The two are averaged with equal weight: neither search is trusted more.
+3. Thread context: an episode inherits a share of its best thread neighbour's
+   score. In a conversation the answer is often the turn just after the one
+   that matches the question's words ("what did the vet say?" -> "she said...").
+4. Recency and ✅/❌ feedback then move the score by a few percent at most: they
+   reorder near-ties and never bury old evidence (a plain recency multiplier cut
+   LoCoMo recall by more than half, because people ask about old things).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-RRF_K = 60
 SECONDS_PER_DAY = 86_400.0
+LEXICAL_WEIGHT = 0.5
+NEIGHBOUR_SHARE = 0.3
 
 
 @dataclass(frozen=True)
 class Priors:
-    """How strongly recency and feedback may move a fused score (fractions of it)."""
+    """How strongly recency and feedback may move a score (fractions of it)."""
 
     recency_weight: float = 0.05
     feedback_weight: float = 0.05
     tau_days: float = 14.0
 
 
-def reciprocal_rank_fusion(rankings: Sequence[Sequence[int]], k: int = RRF_K) -> dict[int, float]:
-    """Σ 1/(k + rank) over the rankings each id appears in (rank starts at 1)."""
+def min_max(scored: Sequence[tuple[int, float]]) -> dict[int, float]:
+    """Scores scaled to [0, 1] over these candidates; a lone or all-equal list scores 1."""
+    if not scored:
+        return {}
+    values = [score for _, score in scored]
+    low, high = min(values), max(values)
+    if high - low <= 1e-12:
+        return {rowid: 1.0 for rowid, _ in scored}
+    return {rowid: (score - low) / (high - low) for rowid, score in scored}
+
+
+def fuse(
+    lexical: Sequence[tuple[int, float]],
+    semantic: Sequence[tuple[int, float]],
+    lexical_weight: float = LEXICAL_WEIGHT,
+) -> dict[int, float]:
+    """Weighted sum of the two min-max scaled rankings (absent from one = 0 there)."""
     fused: dict[int, float] = {}
-    for ranking in rankings:
-        for rank, rowid in enumerate(ranking, start=1):
-            fused[rowid] = fused.get(rowid, 0.0) + 1.0 / (k + rank)
+    for rowid, score in min_max(lexical).items():
+        fused[rowid] = fused.get(rowid, 0.0) + lexical_weight * score
+    for rowid, score in min_max(semantic).items():
+        fused[rowid] = fused.get(rowid, 0.0) + (1.0 - lexical_weight) * score
     return fused
 
 
-def apply_priors(fused: float, *, age_seconds: float, feedback: int, priors: Priors) -> float:
-    """The fused score nudged up for recent and ✅ episodes, down for ❌ ones."""
+def with_thread_context(
+    scores: Mapping[int, float],
+    neighbours: Mapping[int, Sequence[int]],
+    share: float = NEIGHBOUR_SHARE,
+) -> dict[int, float]:
+    """Each episode's score plus ``share`` of its best-scoring thread neighbour's.
+
+    ``neighbours`` maps a scored episode to the episodes just before and after it
+    in its thread; those may be new candidates, starting from 0.
+    """
+    best_neighbour: dict[int, float] = {}
+    for rowid, adjacent in neighbours.items():
+        score = scores.get(rowid, 0.0)
+        for other in adjacent:
+            if score > best_neighbour.get(other, 0.0):
+                best_neighbour[other] = score
+    result = dict(scores)
+    for rowid, score in best_neighbour.items():
+        result[rowid] = result.get(rowid, 0.0) + share * score
+    return result
+
+
+def apply_priors(score: float, *, age_seconds: float, feedback: int, priors: Priors) -> float:
+    """The score nudged up for recent and ✅ episodes, down for ❌ ones."""
     age_days = max(age_seconds, 0.0) / SECONDS_PER_DAY
     recency = math.exp(-age_days / priors.tau_days)
-    return fused * (1.0 + priors.recency_weight * recency + priors.feedback_weight * feedback)
+    return score * (1.0 + priors.recency_weight * recency + priors.feedback_weight * feedback)

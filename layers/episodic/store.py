@@ -30,7 +30,7 @@ COUNT_CACHE_SECONDS = 300.0
 
 EPISODE_COLUMNS = (
     "id, user_text, summary, created_at, team, channel, channel_type, thread_ts, user,"
-    " session_id, cost_usd, feedback, reply_model"
+    " user_name, session_id, cost_usd, feedback, reply_model"
 )
 
 
@@ -63,7 +63,7 @@ class EpisodeStore:
         try:
             cursor = conn.execute(
                 f"INSERT INTO episodes ({EPISODE_COLUMNS}, embedding_model)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     ep.id,
                     ep.user_text,
@@ -74,6 +74,7 @@ class EpisodeStore:
                     ep.channel_type,
                     ep.thread_ts,
                     ep.user,
+                ep.user_name,
                     ep.session_id,
                     ep.cost_usd,
                     int(ep.feedback),
@@ -217,6 +218,30 @@ class EpisodeStore:
                     self._counts[word] = (counts[word], now)
         return counts
 
+    def thread_neighbours(self, rowids: Sequence[int], viewer: Viewer) -> dict[int, list[int]]:
+        """For each episode, the visible episodes just before and after it in its thread."""
+        if not rowids:
+            return {}
+        predicate, params = sql_predicate(viewer, alias="n")
+        wanted = {f"r{index}": rowid for index, rowid in enumerate(rowids)}
+        same_thread = (
+            "n.team = e.team AND n.channel = e.channel AND n.thread_ts IS e.thread_ts"
+            f" AND {predicate}"
+        )
+        sql = (
+            "SELECT e.rowid,"
+            f" (SELECT n.rowid FROM episodes n WHERE {same_thread}"
+            "   AND (n.created_at, n.rowid) < (e.created_at, e.rowid)"
+            "   ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1),"
+            f" (SELECT n.rowid FROM episodes n WHERE {same_thread}"
+            "   AND (n.created_at, n.rowid) > (e.created_at, e.rowid)"
+            "   ORDER BY n.created_at, n.rowid LIMIT 1)"
+            f" FROM episodes e WHERE e.rowid IN ({', '.join(':' + key for key in wanted)})"
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(sql, {**params, **wanted}).fetchall()
+        return {int(row[0]): [int(r) for r in row[1:] if r is not None] for row in rows}
+
     def lexical_search(self, match: str, viewer: Viewer, limit: int) -> list[tuple[int, float]]:
         """FTS5 BM25 over the episodes ``viewer`` may see: (rowid, score), best first.
 
@@ -263,8 +288,9 @@ def _episode(row: Sequence[Any]) -> Episode:
         channel_type=row[6],
         thread_ts=row[7],
         user=row[8],
-        session_id=row[9],
-        cost_usd=float(row[10]),
-        feedback=Feedback(int(row[11])),
-        reply_model=row[12],
+        user_name=row[9],
+        session_id=row[10],
+        cost_usd=float(row[11]),
+        feedback=Feedback(int(row[12])),
+        reply_model=row[13],
     )

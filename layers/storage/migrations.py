@@ -33,6 +33,7 @@ MIGRATIONS: tuple[Migration, ...] = (
                 CHECK (channel_type IN ('im', 'public', 'private', 'mpim')),
             thread_ts TEXT,
             user TEXT,
+            user_name TEXT,
             session_id TEXT,
             cost_usd REAL NOT NULL DEFAULT 0,
             feedback INTEGER NOT NULL DEFAULT 0 CHECK (feedback IN (-1, 0, 1)),
@@ -41,27 +42,30 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         CREATE INDEX episodes_created_at ON episodes (created_at);
         CREATE INDEX episodes_session ON episodes (session_id);
+        -- Recall looks up the turns around a hit in its thread.
+        CREATE INDEX episodes_thread ON episodes (team, channel, thread_ts, created_at);
 
         -- External-content FTS5: the text lives once, in episodes; porter stemming
         -- lets "hiking" find "hiked".
         CREATE VIRTUAL TABLE episodes_fts USING fts5 (
-            user_text, summary,
+            user_name, user_text, summary,
             content = 'episodes', content_rowid = 'rowid',
             tokenize = 'porter unicode61 remove_diacritics 2'
         );
         CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
-            INSERT INTO episodes_fts (rowid, user_text, summary)
-            VALUES (new.rowid, new.user_text, new.summary);
+            INSERT INTO episodes_fts (rowid, user_name, user_text, summary)
+            VALUES (new.rowid, new.user_name, new.user_text, new.summary);
         END;
         CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
-            INSERT INTO episodes_fts (episodes_fts, rowid, user_text, summary)
-            VALUES ('delete', old.rowid, old.user_text, old.summary);
+            INSERT INTO episodes_fts (episodes_fts, rowid, user_name, user_text, summary)
+            VALUES ('delete', old.rowid, old.user_name, old.user_text, old.summary);
         END;
-        CREATE TRIGGER episodes_fts_update AFTER UPDATE OF user_text, summary ON episodes BEGIN
-            INSERT INTO episodes_fts (episodes_fts, rowid, user_text, summary)
-            VALUES ('delete', old.rowid, old.user_text, old.summary);
-            INSERT INTO episodes_fts (rowid, user_text, summary)
-            VALUES (new.rowid, new.user_text, new.summary);
+        CREATE TRIGGER episodes_fts_update AFTER UPDATE OF user_name, user_text, summary
+        ON episodes BEGIN
+            INSERT INTO episodes_fts (episodes_fts, rowid, user_name, user_text, summary)
+            VALUES ('delete', old.rowid, old.user_name, old.user_text, old.summary);
+            INSERT INTO episodes_fts (rowid, user_name, user_text, summary)
+            VALUES (new.rowid, new.user_name, new.user_text, new.summary);
         END;
 
         -- One row per chunk: a long episode is embedded in overlapping windows so

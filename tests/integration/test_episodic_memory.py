@@ -199,3 +199,48 @@ def test_index_is_rebuilt_from_disk_on_open(
     reopened = EpisodicMemory(Database.open(tmp_path / "thoth.db"), minilm)
     hits = reopened.recall("which region hosts staging?", Viewer(), k=1, now=NOW)
     assert hits[0].episode.id == "persisted"
+
+
+def test_thread_context_lifts_the_reply_and_never_leaks(memory: EpisodicMemory) -> None:
+    thread = {"team": "T1", "channel": "C1", "thread_ts": "100.1"}
+    memory.remember(
+        [
+            _episode(
+                "question",
+                "Has anyone heard back from the vet about Biscuit?",
+                age_days=3.0,
+                channel_type="public",
+                **thread,
+            ),
+            _episode(
+                "answer",
+                "Yes, she said it is only a sprain and to rest two weeks",
+                age_days=2.9,
+                channel_type="public",
+                **thread,
+            ),
+            _episode(
+                "hidden",
+                "Yes, and the bill was four hundred dollars",
+                age_days=2.8,
+                channel_type="private",
+                **thread,
+            ),
+            _episode(
+                "noise",
+                "The printer on floor two is jammed again",
+                age_days=1.0,
+                channel_type="public",
+                team="T1",
+                channel="C2",
+            ),
+        ]
+    )
+    outsider = Viewer("T1", "C9", "public", "U9")
+    hits = memory.recall("what did the vet say about Biscuit?", outsider, k=3, now=NOW)
+    assert [hit.episode.id for hit in hits[:2]] == ["question", "answer"]
+    assert "hidden" not in {hit.episode.id for hit in hits}
+    insider = Viewer("T1", "C1", "private", "U9")
+    assert "hidden" in {
+        hit.episode.id for hit in memory.recall("vet Biscuit", insider, k=4, now=NOW)
+    }
