@@ -363,7 +363,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Episodic recall R@k on LoCoMo via the CLI.")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="LoCoMo JSON file")
     parser.add_argument(
-        "--home", type=Path, default=None, help="THOTH_HOME to use (default: a temporary one)"
+        "--home",
+        type=Path,
+        default=None,
+        # Import refuses ids it already holds, so a reused home fails rather than mixing runs.
+        help="an empty THOTH_HOME to use (default: a temporary one)",
     )
     parser.add_argument(
         "--keep", action="store_true", help="keep the temporary files and print where they are"

@@ -46,7 +46,7 @@ async def embed_off_loop(embedder: Embedder, texts: Sequence[str]) -> npt.NDArra
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 through sentence-transformers, loaded on first use."""
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 32) -> None:
         self._batch_size = batch_size
         self._model: Any = None
         self._load_lock = threading.Lock()
