@@ -75,6 +75,7 @@ def main(
         return EXIT_FAILURE
     command: Command = args.handler
     try:
+        enforce_retention(app)
         return command(args, app, out)
     except BadInput as error:
         print(f"error: {error}", file=err)
@@ -84,6 +85,17 @@ def main(
         return EXIT_FAILURE
     finally:
         app.close()
+
+
+def enforce_retention(app: Thoth) -> None:
+    """Apply EPISODE_RETENTION_DAYS before any command reads or exports episodes.
+
+    The purge is one indexed range delete, cheap enough to run on every start; the
+    Slack bridge will also run it daily for a process that stays up.
+    """
+    days = app.settings.episode_retention_days
+    if days > 0:
+        app.episodic.purge_older_than(days)
 
 
 def _first_validation_error(error: ValidationError) -> str:

@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 # How deep each ranking goes before fusion: deep enough that an episode ranked
 # modestly by both searches still surfaces, shallow enough to stay fast.
 CANDIDATES_PER_SEARCH = 100
+# A long question keeps its first words for the lexical half (the model reads
+# only the first 256 word pieces anyway); each word costs one count lookup.
+MAX_QUERY_TERMS = 32
 # Only strong hits lend context to their thread neighbours; weak ones barely move them.
 CONTEXT_SOURCES = 30
 # Priors move scores by a few percent, so only a few places past k can reach the top k.
@@ -55,6 +58,8 @@ class EpisodicMemory:
         self._embedder = embedder
         self._priors = priors or Priors()
         self._index: VectorIndex | None = None
+        self._vectors_loaded = 0
+        self._data_version = -1
         self._index_lock = threading.Lock()
 
     @property
@@ -103,6 +108,10 @@ class EpisodicMemory:
         for query in queries:
             if not query.text.strip():
                 raise BadInput("the query is empty")
+            if len(query.text) > MAX_TEXT_CHARS:
+                raise BadInput(
+                    f"the query is {len(query.text)} characters; the limit is {MAX_TEXT_CHARS}"
+                )
         vectors = self._embedder.embed([redact(q.text) for q in queries])
         return [
             self.search(query, vector, k=k) for query, vector in zip(queries, vectors, strict=True)
@@ -112,7 +121,7 @@ class EpisodicMemory:
         """Recall with the query already embedded (what the latency benchmark times)."""
         index = self._loaded_index()
         semantic = index.search(vector, query.viewer, CANDIDATES_PER_SEARCH)
-        words = content_words(query.text)
+        words = content_words(query.text)[:MAX_QUERY_TERMS]
         match = match_expression(affordable_terms(self._store.document_counts(words)))
         lexical = (
             self._store.lexical_search(match, query.viewer, CANDIDATES_PER_SEARCH) if match else []
@@ -169,13 +178,36 @@ class EpisodicMemory:
                 self._index.remove(rowids)
 
     def _loaded_index(self) -> VectorIndex:
+        """The in-memory index, brought up to date with writes from other processes.
+
+        Our own writes update it directly. When another process has committed
+        (``thoth episodes import`` beside a running bridge), the vectors it added
+        are loaded; if it deleted any, the index is rebuilt so nothing forgotten
+        lingers in memory.
+        """
         with self._index_lock:
+            version = self._store.data_version()
             if self._index is None:
-                index = VectorIndex(self._embedder.dim)
-                for owners, vectors in self._store.iter_vectors(self._embedder.dim):
-                    index.add(owners, vectors)
-                self._index = index
+                self._index, self._vectors_loaded = VectorIndex(self._embedder.dim), 0
+                self._load_vectors_after(0)
+            elif version != self._data_version:
+                self._load_vectors_after(self._vectors_loaded)
+                if len(self._index) != self._store.vector_count():
+                    self._index = VectorIndex(self._embedder.dim)
+                    self._load_vectors_after(0)
+            self._data_version = version
             return self._index
+
+    def _load_vectors_after(self, vector_row: int) -> None:
+        assert self._index is not None
+        # Episodes this process stored itself are indexed already. A snapshot, because
+        # one episode's chunks may straddle two batches.
+        known = self._index.episode_rowids() if vector_row else frozenset()
+        for owners, vectors, last in self._store.iter_vectors(self._embedder.dim, after=vector_row):
+            fresh = [i for i, owner in enumerate(owners) if owner.episode_rowid not in known]
+            if fresh:
+                self._index.add([owners[i] for i in fresh], vectors[fresh])
+            self._vectors_loaded = last
 
 
 def _checked(episode: Episode) -> Episode:

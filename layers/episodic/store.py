@@ -176,10 +176,13 @@ class EpisodeStore:
             last = int(rows[-1][0])
 
     def iter_vectors(
-        self, dim: int, batch_size: int = 20_000
-    ) -> Iterator[tuple[list[ChunkOwner], npt.NDArray[np.float16]]]:
-        """All chunk vectors with their owners, in batches, to rebuild the in-memory index."""
-        last = 0
+        self, dim: int, *, after: int = 0, batch_size: int = 20_000
+    ) -> Iterator[tuple[list[ChunkOwner], npt.NDArray[np.float16], int]]:
+        """Chunk vectors stored after vector row ``after``, with their owners, in batches.
+
+        Each batch comes with the last vector row it holds, to resume from.
+        """
+        last = after
         while True:
             with self._db.read() as conn:
                 rows = conn.execute(
@@ -193,8 +196,17 @@ class EpisodeStore:
                 return
             owners = [ChunkOwner(int(r[1]), r[3], r[4], r[5], r[6]) for r in rows]
             vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=VECTOR_DTYPE)
-            yield owners, vectors.reshape(len(rows), dim)
             last = int(rows[-1][0])
+            yield owners, vectors.reshape(len(rows), dim), last
+
+    def vector_count(self) -> int:
+        with self._db.read() as conn:
+            return int(conn.execute("SELECT count(*) FROM episode_vectors").fetchone()[0])
+
+    def data_version(self) -> int:
+        """Changes whenever another connection (another process) commits a write."""
+        with self._db.read() as conn:
+            return int(conn.execute("PRAGMA data_version").fetchone()[0])
 
     def document_counts(self, words: Sequence[str]) -> dict[str, int]:
         """About how many episodes each word (stemmed as the index stems it) occurs in.

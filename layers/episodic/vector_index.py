@@ -50,10 +50,15 @@ class VectorIndex:
         self._users = np.zeros(capacity, dtype=np.int32)
         self._interner = Interner()
         self._slots: dict[int, list[int]] = {}
+        self._live = 0
 
     def __len__(self) -> int:
         """The number of live chunk vectors."""
-        return sum(len(slots) for slots in self._slots.values())
+        return self._live
+
+    def episode_rowids(self) -> frozenset[int]:
+        """The episodes that have vectors here."""
+        return frozenset(self._slots)
 
     @property
     def episode_count(self) -> int:
@@ -77,12 +82,14 @@ class VectorIndex:
             self._users[slot] = self._interner.code(owner.user)
             self._slots.setdefault(owner.episode_rowid, []).append(slot)
         self._size = end
+        self._live += count
 
     def remove(self, episode_rowids: Sequence[int]) -> None:
         """Forget every chunk of these episodes."""
         for rowid in episode_rowids:
             for slot in self._slots.pop(rowid, []):
                 self._alive[slot] = False
+                self._live -= 1
                 self._vectors[slot] = 0.0
 
     def search(self, query: FloatMatrix, viewer: Viewer, limit: int) -> list[tuple[int, float]]:

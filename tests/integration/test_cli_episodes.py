@@ -271,3 +271,31 @@ def test_entry_point_runs_as_a_process(tmp_path: Path) -> None:
         and "THOTH_HOME" in failed.stderr
     )
     assert len(failed.stderr.strip().splitlines()) == 1
+
+
+def test_retention_is_enforced_on_start(
+    settings: Settings, minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    keep_forever = Cli(settings, minilm)
+    old = _record("old", "the previous office was on Main street")
+    old["created_at"] = "2020-01-01T00:00:00Z"
+    keep_forever("episodes", "import", str(_write_lines(tmp_path / "old.jsonl", [old])))
+    assert "old" in keep_forever("episodes", "export")[1]
+    with_retention = Cli(settings.model_copy(update={"episode_retention_days": 30}), minilm)
+    code, out, _ = with_retention("episodes", "export")
+    assert code == 0 and out == ""
+    code, out, _ = with_retention("episodes", "purge")
+    assert code == 0 and "purged 0 episodes older than 30 days" in out
+
+
+def test_long_queries(cli: Cli, tmp_path: Path) -> None:
+    cli(
+        "episodes",
+        "import",
+        str(_write_lines(tmp_path / "a.jsonl", [_record("a", "zebra crossing")])),
+    )
+    words = " ".join(f"word{i}" for i in range(3000))
+    code, out, _ = cli("recall", f"{words} zebra", "--json")
+    assert code == 0 and json.loads(out) is not None
+    code, _, err = cli("recall", "q" * 50_000)
+    assert code == 2 and "the limit is 40000" in err

@@ -244,3 +244,20 @@ def test_thread_context_lifts_the_reply_and_never_leaks(memory: EpisodicMemory) 
     assert "hidden" in {
         hit.episode.id for hit in memory.recall("vet Biscuit", insider, k=4, now=NOW)
     }
+
+
+def test_writes_from_another_process_reach_a_running_index(
+    db: Database, memory: EpisodicMemory, minilm: MiniLMEmbedder, tmp_path: Path
+) -> None:
+    memory.remember([_episode("mine", "the office plants need water on Mondays")])
+    assert [h.episode.id for h in memory.recall("office plants", Viewer(), k=5, now=NOW)] == [
+        "mine"
+    ]
+    # A second connection stands in for `thoth episodes import` run beside the bridge.
+    other = EpisodicMemory(Database.open(tmp_path / "thoth.db"), minilm)
+    other.remember([_episode("theirs", "the office plants were moved to the window")])
+    found = {h.episode.id for h in memory.recall("office plants", Viewer(), k=5, now=NOW)}
+    assert found == {"mine", "theirs"}
+    assert other.forget("mine")
+    assert [h.episode.id for h in memory.recall("plants", Viewer(), k=5, now=NOW)] == ["theirs"]
+    assert memory._loaded_index().episode_rowids() == {memory.store.rowid_of("theirs")}
