@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import anthropic
+
+from bridge.model.anthropic_model import AnthropicModel
+from bridge.model.cost_ledger import CostLedger
+from bridge.model.offline import OfflineResponder
+from bridge.model.protocol import LanguageModel
+from bridge.model.retrying import RetryingModel
+from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
+from layers.procedural.persona import SHIPPED_PERSONA, PersonaLoader
 from layers.storage.database import Database
+from layers.working.sessions import SessionStore
+from layers.working.transcript import TranscriptStore
 
 
 @dataclass
@@ -19,12 +30,27 @@ class Thoth:
     db: Database
     embedder: Embedder
     episodic: EpisodicMemory
+    sessions: SessionStore
+    transcript: TranscriptStore
+    persona: PersonaLoader
+    pipeline: TurnPipeline
 
     def close(self) -> None:
         self.db.close()
 
+    async def aclose(self) -> None:
+        """Finish background writes, close the model's client, then the database."""
+        await self.pipeline.drain()
+        await self.pipeline.model.aclose()
+        self.close()
 
-def build(settings: Settings, *, embedder: Embedder | None = None) -> Thoth:
+
+def build(
+    settings: Settings,
+    *,
+    embedder: Embedder | None = None,
+    model: LanguageModel | None = None,
+) -> Thoth:
     """Open the database (running migrations) and wire the layers together.
 
     The embedding model loads lazily, on the first text to embed, so commands
@@ -33,4 +59,54 @@ def build(settings: Settings, *, embedder: Embedder | None = None) -> Thoth:
     db = Database.open(settings.db_path)
     chosen_embedder = embedder or MiniLMEmbedder()
     episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days))
-    return Thoth(settings=settings, db=db, embedder=chosen_embedder, episodic=episodic)
+    sessions = SessionStore(db)
+    transcript = TranscriptStore(db)
+    persona = PersonaLoader((settings.brain_path / "persona", SHIPPED_PERSONA))
+    chosen_model = model or build_model(settings)
+    ledger = (
+        None
+        if isinstance(chosen_model, OfflineResponder)
+        else CostLedger(db, settings.daily_cost_cap_usd)
+    )
+    pipeline = TurnPipeline(
+        sessions=sessions,
+        transcript=transcript,
+        persona=persona,
+        episodic=None if settings.episodic_disabled else episodic,
+        model=chosen_model,
+        ledger=ledger,
+        prices=settings.model_prices,
+        config=PipelineConfig(
+            recall_top_k=settings.recall_top_k,
+            transcript_token_budget=settings.transcript_token_budget,
+            user_model_timeout_s=settings.user_model_timeout_s,
+            max_tokens=settings.model_max_tokens,
+        ),
+        daily_cap_usd=settings.daily_cost_cap_usd,
+    )
+    return Thoth(
+        settings=settings,
+        db=db,
+        embedder=chosen_embedder,
+        episodic=episodic,
+        sessions=sessions,
+        transcript=transcript,
+        persona=persona,
+        pipeline=pipeline,
+    )
+
+
+def build_model(settings: Settings) -> LanguageModel:
+    """Claude when ``ANTHROPIC_API_KEY`` is set, the offline responder otherwise."""
+    if settings.anthropic_api_key is None:
+        return OfflineResponder()
+    # Every option is passed explicitly: the SDK would otherwise read the environment.
+    client = anthropic.AsyncAnthropic(
+        api_key=settings.anthropic_api_key.get_secret_value(),
+        base_url=settings.anthropic_base_url or None,
+        timeout=settings.model_timeout_s,
+        max_retries=0,
+    )
+    return RetryingModel(
+        AnthropicModel(client, settings.thoth_model), attempts=settings.model_max_attempts
+    )

@@ -12,6 +12,8 @@ from typing import Annotated
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from bridge.model.pricing import DEFAULT_PRICES, ModelPrice
+
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 
 
@@ -23,14 +25,24 @@ class Settings(BaseSettings):
         env_file_encoding="utf-8",
         extra="ignore",
         case_sensitive=False,
+        # `KEY=` (as in a copied .env.example) means "not set", not an empty string.
+        env_ignore_empty=True,
     )
 
     thoth_home: Path = Field(default=Path("~/.thoth"))
 
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
-    thoth_model: str = "claude-sonnet-4-5"
-    thoth_reflection_model: str = "claude-sonnet-4-5"
+    # claude-sonnet-4-5 (DESIGN.md's example) reaches end of life on 2026-11-30 (the
+    # SDK's deprecation table), so the default is its successor at the same price.
+    thoth_model: str = "claude-sonnet-4-6"
+    thoth_reflection_model: str = "claude-sonnet-4-6"
+    # Tries per model call (429, 5xx, 529 overloaded and timeouts are retried).
+    model_max_attempts: Annotated[int, Field(ge=1, le=10)] = 4
+    model_timeout_s: Annotated[float, Field(gt=0)] = 60
+    model_max_tokens: Annotated[int, Field(gt=0)] = 2048
+    # Dollars per million tokens; MODEL_PRICES (JSON) adds to or overrides the defaults.
+    model_prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
 
     slack_bot_token: SecretStr | None = None
     slack_app_token: SecretStr | None = None
@@ -54,6 +66,8 @@ class Settings(BaseSettings):
     recall_tau_days: Annotated[float, Field(gt=0)] = 14
     recall_top_k: Annotated[int, Field(gt=0, le=50)] = 3
     episode_retention_days: Annotated[int, Field(ge=0)] = 0
+    # The session transcript sent with each turn, newest turns first, in tokens.
+    transcript_token_budget: Annotated[int, Field(gt=0)] = 6000
 
     @field_validator("founder_user_ids", mode="before")
     @classmethod
@@ -62,6 +76,11 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("model_prices", mode="after")
+    @classmethod
+    def _prices_extend_defaults(cls, value: dict[str, ModelPrice]) -> dict[str, ModelPrice]:
+        return {**DEFAULT_PRICES, **value}
 
     @field_validator("thoth_home", mode="after")
     @classmethod

@@ -11,6 +11,7 @@ import pytest
 from bridge.settings import Settings
 from layers.episodic.embedder import MiniLMEmbedder
 from tests.fakes import HashingEmbedder
+from tests.servers.anthropic_api import FakeAnthropic
 
 _OUTSIDE_PREFIXES = ("SLACK_", "ANTHROPIC_", "HONCHO_", "THOTH_")
 
@@ -45,3 +46,22 @@ def minilm() -> Iterator[MiniLMEmbedder]:
 @pytest.fixture
 def hashing_embedder() -> HashingEmbedder:
     return HashingEmbedder()
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropic]:
+    """A loopback Messages API server, reached by the real SDK through its base URL."""
+    with FakeAnthropic() as server:
+        yield server
+
+
+@pytest.fixture
+def model_settings(isolated_environment: Path, fake_anthropic: FakeAnthropic) -> Settings:
+    """Settings with a (fake) API key and the loopback server as ANTHROPIC_BASE_URL."""
+    return Settings(
+        _env_file=None,  # type: ignore[call-arg]
+        thoth_home=isolated_environment,
+        anthropic_api_key="sk-ant-test-key",
+        anthropic_base_url=fake_anthropic.url,
+        model_timeout_s=5,
+    )

@@ -36,3 +36,25 @@ class HashingEmbedder:
             if norm:
                 vectors[row] /= norm
         return vectors
+
+
+class RecordingSink:
+    """A ``ReplySink`` that keeps everything it was shown, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.pieces: list[str] = []
+        self.final: str | None = None
+        self.ok: bool | None = None
+
+    async def thinking(self) -> None:
+        self.events.append(("thinking", ""))
+
+    async def stream(self, text: str) -> None:
+        self.events.append(("stream", text))
+        self.pieces.append(text)
+
+    async def finish(self, text: str, *, ok: bool) -> None:
+        self.events.append(("finish", text))
+        self.final = text
+        self.ok = ok

@@ -15,7 +15,7 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from bridge.app import Thoth, build
-from bridge.cli import episodes, init, recall
+from bridge.cli import chat, episodes, init, recall
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder
 from layers.errors import BackendUnavailable, BadInput, ConfigurationError
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     init.register(commands)
     episodes.register(commands)
     recall.register(commands)
+    chat.register(commands)
     return parser
 
 

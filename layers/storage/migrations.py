@@ -80,4 +80,56 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        2,
+        "sessions_transcript_usage",
+        """
+        -- L1 working memory. A session is one conversation: a Slack thread, a DM
+        -- thread or one `thoth chat` run. Its key names it in the transport's terms;
+        -- only one open session may hold a key, a new one starts once it has ended.
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            key TEXT NOT NULL,
+            team TEXT NOT NULL,
+            channel TEXT NOT NULL,
+            channel_type TEXT NOT NULL
+                CHECK (channel_type IN ('im', 'public', 'private', 'mpim')),
+            thread_ts TEXT,
+            started_at REAL NOT NULL,
+            last_turn_at REAL NOT NULL,
+            ended_at REAL
+        );
+        CREATE UNIQUE INDEX sessions_open_key ON sessions (key) WHERE ended_at IS NULL;
+
+        -- One row per turn (message and reply together), redacted. A turn whose
+        -- reply failed is kept (nothing the user typed is lost) but is not replayed
+        -- to the model.
+        CREATE TABLE transcript_turns (
+            session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+            seq INTEGER NOT NULL,
+            user TEXT,
+            user_name TEXT,
+            user_text TEXT NOT NULL,
+            reply_text TEXT NOT NULL,
+            ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
+            created_at REAL NOT NULL,
+            PRIMARY KEY (session_id, seq)
+        );
+
+        -- Every model call's tokens and price, for the daily cost cap.
+        CREATE TABLE model_usage (
+            rowid INTEGER PRIMARY KEY,
+            at REAL NOT NULL,
+            session_id TEXT,
+            purpose TEXT NOT NULL,
+            model TEXT NOT NULL,
+            input_tokens INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cache_read_tokens INTEGER NOT NULL,
+            cache_write_tokens INTEGER NOT NULL,
+            cost_usd REAL NOT NULL
+        );
+        CREATE INDEX model_usage_at ON model_usage (at);
+        """,
+    ),
 )

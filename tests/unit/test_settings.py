@@ -51,3 +51,24 @@ def test_env_example_documents_every_setting() -> None:
         if "=" in line and not line.startswith("#")
     }
     assert documented == {name.upper() for name in Settings.model_fields}
+
+
+def test_a_copied_env_example_configures_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / ".env").write_text((ROOT / ".env.example").read_text())
+    monkeypatch.chdir(tmp_path)
+    settings = Settings()
+    assert settings.anthropic_api_key is None
+    assert settings.slack_bot_token is None
+    assert settings.model_prices["claude-sonnet-4-6"].output == 15
+
+
+def test_model_prices_extend_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "MODEL_PRICES",
+        '{"claude-next": {"input": 1, "output": 2, "cache_read": 0.1, "cache_write": 1.25}}',
+    )
+    prices = Settings(_env_file=None).model_prices  # type: ignore[call-arg]
+    assert prices["claude-next"].output == 2
+    assert "claude-sonnet-4-6" in prices

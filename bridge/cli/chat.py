@@ -1,0 +1,42 @@
+"""`thoth chat`: talk to the agent in the terminal (the same pipeline as Slack)."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import sys
+from typing import Any, TextIO
+
+from bridge.app import Thoth
+from bridge.terminal.chat import ChatLoop, ChatOptions, terminal_lines
+
+HISTORY_FILE = "chat_history"
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "chat", help="talk to the agent (reads stdin when it is not a terminal)"
+    )
+    parser.add_argument("--session", help="resume this session instead of starting a new one")
+    parser.add_argument("--user", help="who is speaking (default: your login name)")
+    parser.set_defaults(handler=run_chat)
+
+
+def run_chat(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    stdin = sys.stdin
+    interactive = stdin.isatty() and out.isatty()
+    options = ChatOptions(
+        user=args.user or _login_name(),
+        session_id=args.session,
+        interactive=interactive,
+        history_file=app.settings.thoth_home / HISTORY_FILE,
+    )
+    lines = terminal_lines("you> ", options.history_file) if interactive else iter(stdin)
+    return ChatLoop(app, options, out, sys.stderr).run(lines)
+
+
+def _login_name() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "local-user"

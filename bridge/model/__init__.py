@@ -1,0 +1,1 @@
+"""The language model: a small Protocol, the Anthropic implementation, and its wrappers."""

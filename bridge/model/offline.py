@@ -1,0 +1,97 @@
+"""The responder used when no language model is configured.
+
+It speaks the same Protocol as a real model, so the rest of the pipeline runs
+exactly as it would with one: it asks for the ``recall_memory`` tool when the
+prompt carries no `<related-episodes>`, and its answer says plainly that no
+model is configured, then shows what memory holds for the message.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from bridge import messages
+from bridge.model.protocol import ModelRequest, ModelResult, OnText, ToolCall
+
+OFFLINE_MODEL = "offline"
+RECALL_TOOL = "recall_memory"
+_TAG = re.compile(r"<(?P<tag>[a-z-]+)>\n?(?P<body>.*?)\n?</(?P=tag)>", re.DOTALL)
+
+
+class OfflineResponder:
+    """Answers from memory alone; costs nothing and never fails."""
+
+    @property
+    def name(self) -> str:
+        return OFFLINE_MODEL
+
+    async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
+        last = request.messages[-1] if request.messages else {"content": ""}
+        tool_results = _tool_results(last)
+        can_recall = any(tool.name == RECALL_TOOL for tool in request.tools)
+        if request.section("related-episodes") is None and not tool_results and can_recall:
+            call = ToolCall("offline-recall", RECALL_TOOL, {"query": _text_of(last)})
+            block = {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
+            return ModelResult(
+                text="", content=(block,), tool_calls=(call,), stop_reason="tool_use",
+                model=OFFLINE_MODEL,
+            )
+        text = _answer(request, tool_results)
+        await on_text(text)
+        return ModelResult(
+            text=text,
+            content=({"type": "text", "text": text},),
+            stop_reason="end_turn",
+            model=OFFLINE_MODEL,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _answer(request: ModelRequest, tool_results: list[str]) -> str:
+    parts = [messages.NO_MODEL_CONFIGURED]
+    related = _untagged(request.section("related-episodes")) or "\n".join(tool_results).strip()
+    if related and related != "No matching episodes.":
+        parts.append(f"Related episodes:\n{related}")
+    else:
+        parts.append(messages.NOTHING_REMEMBERED)
+    user_model = _untagged(request.section("user-model"))
+    if user_model:
+        parts.append(f"What I know about you:\n{user_model}")
+    skills = _untagged(request.section("skill-index"))
+    if skills and not skills.startswith("No skills"):
+        parts.append(f"Skills I have:\n{skills}")
+    return "\n\n".join(parts)
+
+
+def _untagged(section: str | None) -> str:
+    if not section:
+        return ""
+    match = _TAG.fullmatch(section.strip())
+    return (match.group("body") if match else section).strip()
+
+
+def _tool_results(message: dict[str, Any]) -> list[str]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return []
+    return [
+        str(block.get("content", ""))
+        for block in content
+        if isinstance(block, dict) and block.get("type") == "tool_result"
+    ]
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+    return ""

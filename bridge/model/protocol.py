@@ -1,0 +1,85 @@
+"""What the pipeline asks of a language model, and what it gets back.
+
+A request keeps its system prompt as named sections (persona, skill index,
+context blocks) so wrappers and the offline responder can read them; the
+Anthropic implementation turns them into the API's text blocks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from bridge.model.pricing import Usage
+
+OnText = Callable[[str], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class SystemSection:
+    """One part of the system prompt; ``cache`` marks a stable prefix for prompt caching."""
+
+    name: str
+    text: str
+    cache: bool = False
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelRequest:
+    model: str
+    system: tuple[SystemSection, ...]
+    # Anthropic message params: {"role": "user" | "assistant", "content": str | [blocks]}.
+    messages: tuple[dict[str, Any], ...]
+    tools: tuple[ToolSpec, ...] = ()
+    max_tokens: int = 2048
+
+    def section(self, name: str) -> str | None:
+        return next((s.text for s in self.system if s.name == name), None)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    text: str
+    # The assistant turn as content blocks, to send back when answering tool calls.
+    content: tuple[dict[str, Any], ...]
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str | None = None
+    model: str = ""
+
+
+class ModelUnavailable(Exception):
+    """The model could not answer; ``retryable`` if trying again may help."""
+
+    def __init__(self, message: str, *, retryable: bool, retry_after: float | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class LanguageModel(Protocol):
+    """Answers one request, streaming text through ``on_text`` as it arrives."""
+
+    @property
+    def name(self) -> str:
+        """The model's id as stored with episodes (``offline`` for the responder)."""
+        ...
+
+    async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult: ...
+
+    async def aclose(self) -> None: ...

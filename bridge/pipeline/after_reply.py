@@ -1,0 +1,84 @@
+"""The writes that follow a reply: transcript (L1) and episode (L3).
+
+They run after the reply is shown, never before it, and a failure is logged and
+retried — never shown to the user. The transcript is written before the
+session's next turn may start (that turn reads it); the episode is written in
+the background, and ``drain()`` waits for what is still pending at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+
+from layers.episodic.episode import Episode
+from layers.episodic.memory import EpisodicMemory
+from layers.working.sessions import SessionStore
+from layers.working.transcript import TranscriptStore, TranscriptTurn
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+RETRY_DELAYS_S: tuple[float, ...] = (0.2, 1.0, 5.0)
+
+
+class AfterReply:
+    def __init__(
+        self,
+        transcript: TranscriptStore,
+        sessions: SessionStore,
+        episodic: EpisodicMemory | None,
+        *,
+        retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self._transcript = transcript
+        self._sessions = sessions
+        self._episodic = episodic
+        self._delays = tuple(retry_delays_s)
+        self._sleep = sleep
+        self._pending: set[asyncio.Task[bool]] = set()
+
+    async def record_turn(self, session_id: str, turn: TranscriptTurn) -> bool:
+        """Append the turn to the transcript and touch the session; False if it failed."""
+
+        def write() -> None:
+            self._transcript.append(session_id, turn)
+            self._sessions.touch(session_id)
+
+        return await self._retried(f"transcript of session {session_id}", write)
+
+    def remember(self, episode: Episode) -> None:
+        """Store the episode in the background (no-op when episodic memory is off)."""
+        episodic = self._episodic
+        if episodic is None:
+            return
+        task: asyncio.Task[bool] = asyncio.create_task(
+            self._retried(f"episode {episode.id}", lambda: episodic.remember([episode]))
+        )
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    async def drain(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for background writes; returns how many did not finish."""
+        if not self._pending:
+            return 0
+        _, unfinished = await asyncio.wait(set(self._pending), timeout=timeout_s)
+        if unfinished:
+            log.error("%d background writes did not finish before shutdown", len(unfinished))
+        return len(unfinished)
+
+    async def _retried(self, what: str, write: Callable[[], object]) -> bool:
+        for attempt in range(len(self._delays) + 1):
+            try:
+                await asyncio.to_thread(write)
+                return True
+            except Exception:
+                if attempt == len(self._delays):
+                    log.exception("writing %s failed for good after %d attempts", what, attempt + 1)
+                    return False
+                log.warning("writing %s failed; retrying", what, exc_info=True)
+                await self._sleep(self._delays[attempt])
+        return False  # pragma: no cover

@@ -1,0 +1,343 @@
+"""One turn end to end (DESIGN.md "One turn", steps 3-7).
+
+Lock the session; gather persona, transcript, user model and related episodes
+concurrently, each under its own deadline; build the prompt; stream the model's
+answer (answering its tool calls) to the transport's sink; then, with the reply
+already shown, write the transcript and the episode.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridge import messages
+from bridge.model.cost_ledger import CostLedger
+from bridge.model.offline import OFFLINE_MODEL
+from bridge.model.pricing import ModelPrice, Usage, price_of
+from bridge.model.protocol import LanguageModel, ModelRequest, ModelUnavailable, ToolCall
+from bridge.pipeline.after_reply import AfterReply
+from bridge.pipeline.deadlines import within_deadline
+from bridge.pipeline.prompt import GatheredContext, build_request
+from bridge.pipeline.session_locks import SessionLocks
+from bridge.pipeline.sink import ReplySink
+from bridge.pipeline.tools import ToolBox
+from bridge.pipeline.turn import Turn
+from layers.episodic.episode import Episode, Hit
+from layers.episodic.memory import EpisodicMemory
+from layers.episodic.summary import summarize_reply
+from layers.procedural.persona import PersonaLoader
+from layers.working.budget import TrimmedTranscript, trim_to_budget
+from layers.working.sessions import Session, SessionStore
+from layers.working.transcript import TranscriptStore, TranscriptTurn
+
+log = logging.getLogger(__name__)
+
+# Local sources answer in milliseconds; these bounds only stop a stuck disk or a
+# model still loading from holding the reply hostage.
+PERSONA_DEADLINE_S = 1.0
+TRANSCRIPT_DEADLINE_S = 1.0
+RELATED_EPISODES_DEADLINE_S = 2.0
+# A model that keeps asking for tools is cut off and its text so far is the reply.
+MAX_TOOL_ROUNDS = 4
+
+UserModelSource = Callable[[Turn], Awaitable[str | None]]
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    recall_top_k: int = 3
+    transcript_token_budget: int = 6000
+    user_model_timeout_s: float = 1.5
+    max_tokens: int = 2048
+
+
+@dataclass
+class TurnTimings:
+    """Monotonic clock readings of one turn, for the overhead benchmark."""
+
+    started: float = 0.0
+    context_ready: float = 0.0
+    model_seconds: float = 0.0
+    last_token: float = 0.0
+    shown: float = 0.0
+    recorded: float = 0.0
+
+
+@dataclass(frozen=True)
+class TurnOutcome:
+    session_id: str
+    reply: str
+    ok: bool
+    episode_id: str | None = None
+    cost_usd: float = 0.0
+    first_turn: bool = False
+    timings: TurnTimings = field(default_factory=TurnTimings)
+
+
+@dataclass
+class _Answer:
+    text: str = ""
+    ok: bool = True
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    model: str = ""
+
+
+class TurnPipeline:
+    """Runs turns; one at a time per session, sessions concurrently."""
+
+    def __init__(
+        self,
+        *,
+        sessions: SessionStore,
+        transcript: TranscriptStore,
+        persona: PersonaLoader,
+        episodic: EpisodicMemory | None,
+        model: LanguageModel,
+        ledger: CostLedger | None,
+        prices: Mapping[str, ModelPrice],
+        config: PipelineConfig,
+        user_models: UserModelSource | None = None,
+        after_reply: AfterReply | None = None,
+        daily_cap_usd: float = 0.0,
+    ) -> None:
+        self._sessions = sessions
+        self._transcript = transcript
+        self._persona = persona
+        self._episodic = episodic
+        self._model = model
+        self._ledger = ledger
+        self._prices = prices
+        self._config = config
+        self._user_models = user_models
+        self._tools = ToolBox(episodic, recall_k=config.recall_top_k)
+        self._after = after_reply or AfterReply(transcript, sessions, episodic)
+        self._daily_cap_usd = daily_cap_usd
+        self._locks = SessionLocks()
+
+    @property
+    def model(self) -> LanguageModel:
+        return self._model
+
+    async def handle(self, turn: Turn, sink: ReplySink) -> TurnOutcome:
+        """Answer ``turn`` through ``sink``; never raises for a model or layer failure."""
+        timings = TurnTimings(started=time.monotonic())
+        session = await asyncio.to_thread(self._sessions.open, turn.session_key, turn.place)
+        async with self._locks.hold(session.id):
+            await sink.thinking()
+            first_turn = await asyncio.to_thread(self._transcript.count, session.id) == 0
+            context = await self._gather(turn, session, first_turn=first_turn)
+            timings.context_ready = time.monotonic()
+            answer = await self._answer(turn, session, context, sink, timings)
+            timings.last_token = time.monotonic()
+            await sink.finish(answer.text, ok=answer.ok)
+            timings.shown = time.monotonic()
+            episode_id = await self._record(turn, session, answer)
+            timings.recorded = time.monotonic()
+        log.info(
+            "turn done session=%s ok=%s first=%s cost=%.5f",
+            session.id,
+            answer.ok,
+            first_turn,
+            answer.cost_usd,
+        )
+        return TurnOutcome(
+            session.id, answer.text, answer.ok, episode_id, answer.cost_usd, first_turn, timings
+        )
+
+    async def drain(self, timeout_s: float = 10.0) -> int:
+        """Let background writes finish (at shutdown); returns how many did not."""
+        return await self._after.drain(timeout_s)
+
+    async def _gather(self, turn: Turn, session: Session, *, first_turn: bool) -> GatheredContext:
+        persona, transcript, user_model, related = await asyncio.gather(
+            within_deadline(
+                "persona", PERSONA_DEADLINE_S, asyncio.to_thread(self._persona_text)
+            ),
+            within_deadline(
+                "transcript", TRANSCRIPT_DEADLINE_S, asyncio.to_thread(self._transcript_of, session)
+            ),
+            self._user_model(turn),
+            self._related_episodes(turn, first_turn=first_turn),
+        )
+        return GatheredContext(
+            persona=persona, user_model=user_model, related=related, transcript=transcript
+        )
+
+    def _persona_text(self) -> str:
+        return self._persona.load().render()
+
+    def _transcript_of(self, session: Session) -> TrimmedTranscript:
+        turns = self._transcript.turns(session.id)
+        return trim_to_budget(turns, self._config.transcript_token_budget)
+
+    async def _user_model(self, turn: Turn) -> str | None:
+        if self._user_models is None:
+            return None
+        return await within_deadline(
+            "user-model", self._config.user_model_timeout_s, self._user_models(turn)
+        )
+
+    async def _related_episodes(self, turn: Turn, *, first_turn: bool) -> Sequence[Hit] | None:
+        if not first_turn or self._episodic is None:
+            return None
+        episodic = self._episodic
+        return await within_deadline(
+            "related-episodes",
+            RELATED_EPISODES_DEADLINE_S,
+            asyncio.to_thread(
+                episodic.recall, turn.text, turn.viewer, k=self._config.recall_top_k
+            ),
+        )
+
+    async def _answer(
+        self,
+        turn: Turn,
+        session: Session,
+        context: GatheredContext,
+        sink: ReplySink,
+        timings: TurnTimings,
+    ) -> _Answer:
+        request = build_request(
+            turn,
+            context,
+            model=self._model.name,
+            tools=self._tools.specs,
+            max_tokens=self._config.max_tokens,
+        )
+        answer = _Answer(model=self._model.name)
+        reply = _ReplyStream(sink)
+        try:
+            for round_number in range(MAX_TOOL_ROUNDS + 1):
+                if self._over_cap():
+                    cap_message = messages.COST_CAP_REACHED.format(cap=self._daily_cap_usd)
+                    return _failed(answer, cap_message)
+                reply.next_round()
+                started = time.monotonic()
+                result = await self._model.respond(request, reply.write)
+                timings.model_seconds += time.monotonic() - started
+                self._charge(answer, result.model or self._model.name, result.usage, session)
+                if not result.tool_calls or round_number == MAX_TOOL_ROUNDS:
+                    break
+                request = await self._with_tool_results(request, result.content, turn)
+        except ModelUnavailable as error:
+            log.error("model failed for session %s: %s", session.id, error)
+            return _failed(answer, messages.MODEL_FAILED)
+        except Exception:
+            log.exception("turn failed for session %s", session.id)
+            return _failed(answer, messages.INTERNAL_ERROR)
+        answer.text = reply.text
+        return answer
+
+    async def _with_tool_results(
+        self, request: ModelRequest, content: Sequence[dict[str, Any]], turn: Turn
+    ) -> ModelRequest:
+        results: list[dict[str, Any]] = []
+        for block in content:
+            if block.get("type") != "tool_use":
+                continue
+            call = ToolCall(str(block["id"]), str(block["name"]), dict(block.get("input") or {}))
+            text, is_error = await self._tools.run(call, turn)
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": call.id,
+                "content": text,
+            }
+            if is_error:
+                result["is_error"] = True
+            results.append(result)
+        messages_so_far = (
+            *request.messages,
+            {"role": "assistant", "content": list(content)},
+            {"role": "user", "content": results},
+        )
+        return ModelRequest(
+            request.model, request.system, messages_so_far, request.tools, request.max_tokens
+        )
+
+    def _over_cap(self) -> bool:
+        return self._ledger is not None and self._ledger.over_cap()
+
+    def _charge(self, answer: _Answer, model: str, usage: Usage, session: Session) -> None:
+        answer.usage = answer.usage + usage
+        if self._ledger is None:
+            return
+        cost = price_of(model, self._prices).cost(usage)
+        answer.cost_usd += cost
+        try:
+            self._ledger.record(model=model, usage=usage, cost_usd=cost, session_id=session.id)
+        except Exception:
+            # The spend is still on the episode; only the cap's running total misses it.
+            log.exception("could not record model usage for session %s", session.id)
+
+    async def _record(self, turn: Turn, session: Session, answer: _Answer) -> str | None:
+        await self._after.record_turn(
+            session.id,
+            TranscriptTurn(
+                user_text=turn.text,
+                reply_text=answer.text,
+                ok=answer.ok,
+                user=turn.user,
+                user_name=turn.user_name,
+                created_at=turn.received_at,
+            ),
+        )
+        if not answer.ok:
+            return None
+        episode = Episode(
+            id=uuid.uuid4().hex,
+            user_text=turn.text,
+            # The offline responder's text is about the missing model, not an answer.
+            summary="" if answer.model == OFFLINE_MODEL else summarize_reply(answer.text),
+            created_at=turn.received_at,
+            team=turn.place.team,
+            channel=turn.place.channel,
+            channel_type=turn.place.channel_type,
+            thread_ts=turn.place.thread_ts,
+            user=turn.user,
+            user_name=turn.user_name,
+            session_id=session.id,
+            cost_usd=answer.cost_usd,
+            reply_model=answer.model,
+        )
+        self._after.remember(episode)
+        return episode.id
+
+
+class _ReplyStream:
+    """Forwards streamed text to the sink and keeps the whole reply."""
+
+    def __init__(self, sink: ReplySink) -> None:
+        self._sink = sink
+        self._pieces: list[str] = []
+        self._new_round = False
+
+    def next_round(self) -> None:
+        # Text after a tool call starts a new paragraph.
+        self._new_round = bool(self._pieces)
+
+    async def write(self, text: str) -> None:
+        if not text:
+            return
+        if self._new_round:
+            self._new_round = False
+            self._pieces.append("\n\n")
+            await self._sink.stream("\n\n")
+        self._pieces.append(text)
+        await self._sink.stream(text)
+
+    @property
+    def text(self) -> str:
+        return "".join(self._pieces).strip()
+
+
+def _failed(answer: _Answer, message: str) -> _Answer:
+    answer.text = message
+    answer.ok = False
+    return answer

@@ -1,0 +1,114 @@
+"""Assemble the model request in DESIGN.md's fixed order.
+
+System: persona, skill index (both marked for prompt caching: they change
+rarely, so every turn after the first reads them from the cache), then
+`<slack-context>`, `<user-model>`, `<related-episodes>`. Messages: the
+transcript, then the new message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.model.protocol import ModelRequest, SystemSection, ToolSpec
+from bridge.pipeline.episodes_block import episodes_text
+from bridge.pipeline.turn import Turn
+from layers.episodic.episode import Hit
+from layers.working.budget import TrimmedTranscript
+
+NO_SKILLS = "No skills are installed yet."
+
+
+@dataclass(frozen=True)
+class GatheredContext:
+    """What the context sources returned; None where a source was off, late or failed."""
+
+    persona: str | None = None
+    skill_index: str | None = None
+    user_model: str | None = None
+    related: Sequence[Hit] | None = None
+    transcript: TrimmedTranscript | None = None
+
+
+def build_request(
+    turn: Turn,
+    context: GatheredContext,
+    *,
+    model: str,
+    tools: Sequence[ToolSpec] = (),
+    max_tokens: int = 2048,
+) -> ModelRequest:
+    system: list[SystemSection] = []
+    if context.persona:
+        system.append(SystemSection("persona", context.persona, cache=True))
+    system.append(
+        SystemSection(
+            "skill-index",
+            f"<skill-index>\n{context.skill_index or NO_SKILLS}\n</skill-index>",
+            cache=True,
+        )
+    )
+    system.append(SystemSection("slack-context", _tagged("slack-context", slack_context(turn))))
+    if context.user_model:
+        system.append(SystemSection("user-model", _tagged("user-model", context.user_model)))
+    if context.related:
+        system.append(
+            SystemSection(
+                "related-episodes", _tagged("related-episodes", episodes_text(context.related))
+            )
+        )
+    return ModelRequest(
+        model=model,
+        system=tuple(system),
+        messages=tuple(_messages(turn, context.transcript)),
+        tools=tuple(tools),
+        max_tokens=max_tokens,
+    )
+
+
+def slack_context(turn: Turn) -> str:
+    place = turn.place
+    kind = {
+        "im": "direct message",
+        "mpim": "group direct message",
+        "private": "private channel",
+        "public": "public channel",
+    }[place.channel_type]
+    channel = f"#{place.channel_name}" if place.channel_name else place.channel
+    lines = [
+        f"workspace: {place.team}",
+        f"channel: {channel} ({kind})",
+        f"thread: {place.thread_ts or 'none'}",
+        f"speaker: {turn.user_name or turn.user or 'unknown'}"
+        + (f" ({turn.user})" if turn.user and turn.user_name else ""),
+    ]
+    return "\n".join(lines)
+
+
+def _tagged(tag: str, body: str) -> str:
+    return f"<{tag}>\n{body}\n</{tag}>"
+
+
+def _messages(turn: Turn, transcript: TrimmedTranscript | None) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    turns = transcript.turns if transcript else []
+    # Speakers are named only when several people share the conversation.
+    speakers = {t.user for t in turns} | {turn.user}
+    for past in turns:
+        said = past.user_text
+        if len(speakers) > 1 and (past.user_name or past.user):
+            said = f"{past.user_name or past.user}: {said}"
+        messages.append({"role": "user", "content": said})
+        messages.append({"role": "assistant", "content": past.reply_text})
+    note = transcript.note if transcript else None
+    if note and messages:
+        messages[0]["content"] = f"{note}\n\n{messages[0]['content']}"
+    current = turn.text
+    if len(speakers) > 1 and (turn.user_name or turn.user):
+        current = f"{turn.user_name or turn.user}: {current}"
+    if note and not messages:
+        current = f"{note}\n\n{current}"
+    messages.append({"role": "user", "content": current})
+    return messages

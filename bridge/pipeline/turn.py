@@ -1,0 +1,40 @@
+"""A transport-neutral turn: one human message, where it was said and by whom."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from layers.episodic.episode import MAX_TEXT_CHARS, Viewer
+from layers.errors import BadInput
+from layers.working.sessions import Place
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What every transport (Slack, terminal) turns its input into."""
+
+    session_key: str
+    text: str
+    place: Place
+    user: str | None = None
+    user_name: str | None = None
+    received_at: float = field(default_factory=time.time)
+    # The transport's delivery id (Slack's event_id), for logs and deduplication.
+    event_id: str | None = None
+
+    @property
+    def viewer(self) -> Viewer:
+        """Whose eyes recall must respect: this speaker, in this channel."""
+        return Viewer(self.place.team, self.place.channel, self.place.channel_type, self.user)
+
+
+def check_message(text: str) -> None:
+    """Refuse what no transport may pass on: an empty or over-long message."""
+    if not text.strip():
+        raise BadInput("the message is empty")
+    if len(text) > MAX_TEXT_CHARS:
+        raise BadInput(
+            f"the message is {len(text)} characters; the limit is {MAX_TEXT_CHARS}"
+            " (Slack's own message limit)"
+        )

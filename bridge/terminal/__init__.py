@@ -1,0 +1,1 @@
+"""The terminal transport: `thoth chat`."""

@@ -1,0 +1,175 @@
+"""`thoth chat`: the turn pipeline in a terminal, or over stdin when it is not one.
+
+The event loop runs in its own thread for the whole chat, so background writes
+(episodes) progress while the main thread waits for the next line, and
+``input()`` with readline (line editing, history) stays on the main thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO, TypeVar
+
+from bridge import messages
+from bridge.app import Thoth
+from bridge.pipeline.episodes_block import episodes_text
+from bridge.pipeline.turn import Turn, check_message
+from bridge.terminal.sink import TerminalSink
+from layers.errors import BadInput
+from layers.working.sessions import Place, Session
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+TERMINAL_TEAM = "local"
+TERMINAL_CHANNEL = "terminal"
+DRAIN_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class ChatOptions:
+    user: str
+    session_id: str | None = None
+    interactive: bool = False
+    history_file: Path | None = None
+
+
+def terminal_place() -> Place:
+    """A terminal chat is a DM with the local user: recall follows the DM rule."""
+    return Place(TERMINAL_TEAM, TERMINAL_CHANNEL, "im", None, TERMINAL_CHANNEL)
+
+
+class ChatLoop:
+    def __init__(self, app: Thoth, options: ChatOptions, out: TextIO, err: TextIO) -> None:
+        self._app = app
+        self._options = options
+        self._out = out
+        self._err = err
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self.bad_lines = 0
+
+    def run(self, lines: Iterator[str]) -> int:
+        """Chat until /done, /quit or the end of input; returns the exit code."""
+        self._thread.start()
+        try:
+            session = self._open_session()
+            if self._options.interactive:
+                print(messages.CHAT_BANNER.format(session_id=session.id), file=self._err)
+            self._warm_up()
+            self._converse(session, lines)
+            if self._options.interactive:
+                print(messages.CHAT_RESUME_HINT.format(session_id=session.id), file=self._err)
+        finally:
+            self._call(self._app.pipeline.drain(DRAIN_TIMEOUT_S))
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+        return 2 if self.bad_lines else 0
+
+    def _converse(self, session: Session, lines: Iterator[str]) -> None:
+        for raw in lines:
+            line = raw.rstrip("\r\n")
+            if not line.strip():
+                continue
+            command, _, rest = line.strip().partition(" ")
+            if command == "/quit":
+                return
+            if command == "/done":
+                self._app.sessions.end(session.id)
+                print(messages.SESSION_ENDED, file=self._out)
+                return
+            if command == "/recall":
+                self._recall(rest)
+                continue
+            if command.startswith("/"):
+                self._bad(f"unknown command {command}: use /recall QUERY, /done or /quit")
+                continue
+            try:
+                check_message(line)
+            except BadInput as error:
+                self._bad(str(error))
+                continue
+            turn = Turn(
+                session.key,
+                line,
+                session.place,
+                user=self._options.user,
+                user_name=self._options.user,
+            )
+            prefix = "thoth> " if self._options.interactive else ""
+            self._call(self._app.pipeline.handle(turn, TerminalSink(self._out, prefix=prefix)))
+
+    def _open_session(self) -> Session:
+        sessions = self._app.sessions
+        if self._options.session_id:
+            return sessions.resume(self._options.session_id)
+        return sessions.open(f"terminal:{uuid.uuid4()}", terminal_place())
+
+    def _warm_up(self) -> None:
+        # Load the embedding model and vector index now, so the first turn's
+        # related episodes meet their deadline instead of waiting on a cold start.
+        if self._app.settings.episodic_disabled:
+            return
+        try:
+            self._app.episodic.recall("warm up", self._viewer_turn().viewer, k=1)
+        except Exception:
+            log.exception("warming up episodic memory failed; the chat goes on without it")
+
+    def _recall(self, query: str) -> None:
+        if not query.strip():
+            self._bad("/recall needs a query: /recall what did we decide about deploys")
+            return
+        try:
+            hits = self._app.episodic.recall(
+                query, self._viewer_turn().viewer, k=self._app.settings.recall_top_k
+            )
+        except BadInput as error:
+            self._bad(str(error))
+            return
+        print(episodes_text(hits) or "no matching episodes", file=self._out)
+
+    def _viewer_turn(self) -> Turn:
+        return Turn("", "", terminal_place(), user=self._options.user)
+
+    def _bad(self, message: str) -> None:
+        self.bad_lines += 1
+        print(f"error: {message}", file=self._err)
+
+    def _call(self, work: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+
+
+def terminal_lines(prompt: str, history_file: Path | None) -> Iterator[str]:
+    """Lines typed at a terminal, with readline editing and a persistent history."""
+    save_history: Callable[[], None] = lambda: None  # noqa: E731
+    try:
+        import readline
+
+        if history_file is not None:
+            history_file.parent.mkdir(parents=True, exist_ok=True)
+            if history_file.exists():
+                readline.read_history_file(history_file)
+            readline.set_history_length(1000)
+            save_history = lambda: readline.write_history_file(history_file)  # noqa: E731
+    except (ImportError, OSError):
+        log.info("readline unavailable; plain input")
+    try:
+        while True:
+            try:
+                yield input(prompt)
+            except EOFError:
+                return
+            except KeyboardInterrupt:
+                print()
+                continue
+    finally:
+        try:
+            save_history()
+        except OSError:
+            log.warning("could not save chat history to %s", history_file)

@@ -1,0 +1,33 @@
+"""Prints a reply to the terminal as it streams."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+
+class TerminalSink:
+    """Streams text to ``out``; a reply that did not stream (a failure) is printed whole."""
+
+    def __init__(self, out: TextIO, *, prefix: str = "") -> None:
+        self._out = out
+        self._prefix = prefix
+        self._streamed = False
+
+    async def thinking(self) -> None:
+        self._streamed = False
+
+    async def stream(self, text: str) -> None:
+        if not self._streamed:
+            self._out.write(self._prefix)
+            self._streamed = True
+        self._out.write(text)
+        self._out.flush()
+
+    async def finish(self, text: str, *, ok: bool) -> None:
+        if self._streamed and not ok:
+            # Text had streamed before the failure: the failure gets its own line.
+            self._out.write("\n")
+        if not self._streamed or not ok:
+            self._out.write(self._prefix + text)
+        self._out.write("\n")
+        self._out.flush()

@@ -1,0 +1,1 @@
+"""L4 procedural memory: the persona stack (and, with the brain repo, skills)."""

@@ -1,0 +1,1 @@
+"""L1 working memory: sessions and their transcripts."""

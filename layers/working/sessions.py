@@ -1,0 +1,130 @@
+"""Sessions: one conversation each, named by its transport's key.
+
+A Slack thread's key is its (team, channel, thread); a `thoth chat` run's key is
+its own id. Only one open session holds a key; after ``/done`` (or the idle
+timeout) the same thread starts a new session.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import uuid
+from dataclasses import dataclass
+
+from layers.episodic.episode import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
+from layers.errors import BadInput
+from layers.storage.database import Database
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a conversation happens, in Slack's coordinates (a terminal is a local DM)."""
+
+    team: str = LOCAL_TEAM
+    channel: str = LOCAL_CHANNEL
+    channel_type: ChannelType = "public"
+    thread_ts: str | None = None
+    channel_name: str | None = None
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    key: str
+    place: Place
+    started_at: float
+    last_turn_at: float
+    ended_at: float | None = None
+
+    @property
+    def ended(self) -> bool:
+        return self.ended_at is not None
+
+
+_COLUMNS = "id, key, team, channel, channel_type, thread_ts, started_at, last_turn_at, ended_at"
+
+
+class SessionStore:
+    """Opens, finds, touches and ends sessions in SQLite."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def open(self, key: str, place: Place, *, now: float | None = None) -> Session:
+        """The open session holding ``key``, or a new one started now."""
+        moment = time.time() if now is None else now
+        with self._db.write() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE key = ? AND ended_at IS NULL", (key,)
+            ).fetchone()
+            if row is not None:
+                return _session(row, place.channel_name)
+            session = Session(str(uuid.uuid4()), key, place, moment, moment)
+            conn.execute(
+                f"INSERT INTO sessions ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+                (
+                    session.id,
+                    key,
+                    place.team,
+                    place.channel,
+                    place.channel_type,
+                    place.thread_ts,
+                    moment,
+                    moment,
+                ),
+            )
+        return session
+
+    def get(self, session_id: str) -> Session | None:
+        with self._db.read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        return None if row is None else _session(row, None)
+
+    def resume(self, session_id: str) -> Session:
+        """An existing open session by id (``thoth chat --session ID``)."""
+        session = self.get(session_id)
+        if session is None:
+            raise BadInput(f"no session {session_id!r}: start a new one without --session")
+        if session.ended:
+            raise BadInput(
+                f"session {session_id!r} has ended and been handed to reflection;"
+                " start a new one without --session"
+            )
+        return session
+
+    def touch(self, session_id: str, *, now: float | None = None) -> None:
+        moment = time.time() if now is None else now
+        with self._db.write() as conn:
+            conn.execute("UPDATE sessions SET last_turn_at = ? WHERE id = ?", (moment, session_id))
+
+    def end(self, session_id: str, *, now: float | None = None) -> bool:
+        """End an open session; False if it had ended already (ending is done once)."""
+        moment = time.time() if now is None else now
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                "UPDATE sessions SET ended_at = ? WHERE id = ? AND ended_at IS NULL",
+                (moment, session_id),
+            )
+        return cursor.rowcount == 1
+
+
+def _session(row: sqlite3.Row | tuple[object, ...], channel_name: str | None) -> Session:
+    sid, key, team, channel, channel_type, thread_ts, started, last, ended = row
+    place = Place(
+        str(team),
+        str(channel),
+        channel_type,  # type: ignore[arg-type]  # the CHECK constraint keeps it valid
+        None if thread_ts is None else str(thread_ts),
+        channel_name,
+    )
+    return Session(
+        str(sid),
+        str(key),
+        place,
+        float(started),  # type: ignore[arg-type]
+        float(last),  # type: ignore[arg-type]
+        None if ended is None else float(ended),  # type: ignore[arg-type]
+    )

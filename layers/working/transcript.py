@@ -1,0 +1,72 @@
+"""The session transcript: every turn, redacted, in SQLite."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from layers.redaction import redact
+from layers.storage.database import Database
+
+
+@dataclass(frozen=True)
+class TranscriptTurn:
+    """One human message and the agent's reply (``ok`` is False if the reply failed)."""
+
+    user_text: str
+    reply_text: str
+    ok: bool = True
+    user: str | None = None
+    user_name: str | None = None
+    created_at: float = 0.0
+
+
+class TranscriptStore:
+    """Appends turns to a session's transcript and reads them back in order."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def append(self, session_id: str, turn: TranscriptTurn) -> int:
+        """Store ``turn`` (redacted) as the session's next turn; returns its number."""
+        created_at = turn.created_at or time.time()
+        with self._db.write() as conn:
+            (last,) = conn.execute(
+                "SELECT COALESCE(MAX(seq), 0) FROM transcript_turns WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            seq = int(last) + 1
+            conn.execute(
+                "INSERT INTO transcript_turns (session_id, seq, user, user_name, user_text,"
+                " reply_text, ok, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    seq,
+                    turn.user,
+                    turn.user_name,
+                    redact(turn.user_text),
+                    redact(turn.reply_text),
+                    int(turn.ok),
+                    created_at,
+                ),
+            )
+        return seq
+
+    def turns(self, session_id: str) -> list[TranscriptTurn]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT user_text, reply_text, ok, user, user_name, created_at"
+                " FROM transcript_turns WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+        return [
+            TranscriptTurn(str(text), str(reply), bool(ok), user, name, float(at))
+            for text, reply, ok, user, name, at in rows
+        ]
+
+    def count(self, session_id: str) -> int:
+        with self._db.read() as conn:
+            (count,) = conn.execute(
+                "SELECT COUNT(*) FROM transcript_turns WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return int(count)

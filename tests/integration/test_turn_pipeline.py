@@ -1,0 +1,345 @@
+"""One turn end to end, through the real anthropic SDK against the loopback Messages API."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import pytest
+
+from bridge import messages
+from bridge.app import Thoth, build
+from bridge.model.anthropic_model import AnthropicModel
+from bridge.model.pricing import DEFAULT_PRICES, Usage
+from bridge.model.retrying import RetryingModel
+from bridge.pipeline.pipeline import TurnOutcome
+from bridge.pipeline.turn import Turn
+from bridge.settings import Settings
+from layers.working.sessions import Place
+from tests.fakes import HashingEmbedder, RecordingSink
+from tests.servers import anthropic_api as api
+from tests.servers.anthropic_api import FakeAnthropic
+
+PLACE = Place("T1", "C1", "public", None, "general")
+
+
+def ask(app: Thoth, text: str, *, key: str = "s1", user: str = "U1") -> TurnOutcome:
+    return converse(app, [(key, text)], user=user)[0]
+
+
+def converse(app: Thoth, turns: list[tuple[str, str]], *, user: str = "U1") -> list[TurnOutcome]:
+    """Run turns one after another in one event loop, as a transport does."""
+
+    async def run() -> list[TurnOutcome]:
+        return [await _ask(app, text, key=key, user=user) for key, text in turns]
+
+    return asyncio.run(run())
+
+
+async def _ask(app: Thoth, text: str, *, key: str, user: str) -> TurnOutcome:
+    outcome = await app.pipeline.handle(
+        Turn(key, text, PLACE, user=user, user_name="Dana"), RecordingSink()
+    )
+    await app.pipeline.drain(10)
+    return outcome
+
+
+@pytest.fixture
+def app(model_settings: Settings, hashing_embedder: HashingEmbedder) -> Iterator[Thoth]:
+    thoth = build(model_settings, embedder=hashing_embedder)
+    yield thoth
+    thoth.close()
+
+
+def test_request_carries_the_prompt_in_order_with_cache_marks(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(api.text("Deploys happen on Fridays."))
+    outcome = ask(app, "When do we deploy?")
+
+    assert outcome.ok and outcome.reply == "Deploys happen on Fridays."
+    (request,) = fake_anthropic.requests
+    assert request.path == "/v1/messages"
+    assert "sk-ant-test-key" in (
+        request.headers.get("x-api-key", ""),
+        request.headers.get("authorization", "").removeprefix("Bearer "),
+    )
+    assert request.headers["anthropic-version"]
+    assert request.body["stream"] is True
+    assert request.body["model"] == "claude-sonnet-4-6"
+    system = request.body["system"]
+    texts = request.system_texts()
+    # persona, skill index, slack context — in that order.
+    assert "You are Thoth" in texts[0]
+    order = [texts[0].index(f'name="{name}"') for name in ("IDENTITY.md", "SOUL.md", "TOOLS.md")]
+    assert order == sorted(order)
+    assert texts[1].startswith("<skill-index>")
+    assert texts[2].startswith("<slack-context>") and "#general" in texts[2]
+    assert "speaker: Dana (U1)" in texts[2]
+    assert system[0]["cache_control"] == {"type": "ephemeral"}
+    assert system[1]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in system[2]
+    assert request.body["messages"] == [{"role": "user", "content": "When do we deploy?"}]
+    assert [tool["name"] for tool in request.body["tools"]] == ["recall_memory"]
+
+
+def test_related_episodes_on_the_first_turn_of_a_new_session_only(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    converse(
+        app,
+        [
+            ("first", "We agreed the staging database migrates every Tuesday."),
+            ("first", "Also the release train leaves on Thursdays."),
+            ("second", "When does the staging database migrate?"),
+            ("second", "Thanks, and who owns it?"),
+        ],
+    )
+    first, later = fake_anthropic.requests[2:]
+    related = [t for t in first.system_texts() if t.startswith("<related-episodes>")]
+    assert len(related) == 1
+    assert "staging database migrates every Tuesday" in related[0]
+    assert "Dana" in related[0] and "20" in related[0]  # speaker and a dated line
+    assert first.system_texts().index(related[0]) == len(first.system_texts()) - 1
+    assert not any(t.startswith("<related-episodes>") for t in later.system_texts())
+    # The later turn carries the session's transcript instead.
+    assert [m["role"] for m in later.body["messages"]] == ["user", "assistant", "user"]
+    assert later.body["messages"][0]["content"] == "When does the staging database migrate?"
+
+
+def test_text_streams_to_the_sink_in_pieces(app: Thoth, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.push(api.text("One, two, three, four.", chunk_chars=3))
+    sink = RecordingSink()
+
+    async def run() -> TurnOutcome:
+        return await app.pipeline.handle(Turn("s", "count", PLACE, user="U1"), sink)
+
+    outcome = asyncio.run(run())
+    assert len(sink.pieces) >= 5
+    assert "".join(sink.pieces) == "One, two, three, four."
+    assert sink.events[0] == ("thinking", "")
+    assert sink.events[-1] == ("finish", "One, two, three, four.")
+    assert outcome.timings.shown >= outcome.timings.last_token
+
+
+def test_429_500_529_are_retried_then_the_answer_arrives(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(api.error(429), api.error(500), api.error(529), api.text("Finally."))
+    outcome = ask(app, "Are you there?")
+    assert outcome.ok and outcome.reply == "Finally."
+    assert len(fake_anthropic.requests) == 4
+    assert app.episodic.store.count() == 1
+
+
+def test_after_the_last_retry_the_user_gets_one_honest_message_and_nothing_is_stored(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(*[api.error(529)] * 4)
+    outcome, _ = converse(app, [("s1", "Are you there?"), ("s1", "Hello again")])
+
+    assert not outcome.ok
+    assert outcome.reply == messages.MODEL_FAILED
+    assert outcome.episode_id is None
+    assert len(fake_anthropic.requests) == 5
+    assert app.episodic.store.count() == 1
+    # The message is kept in the transcript, but the failed turn is not replayed.
+    kept = app.transcript.turns(outcome.session_id)[0]
+    assert kept.user_text == "Are you there?" and not kept.ok
+    assert fake_anthropic.requests[-1].body["messages"] == [
+        {"role": "user", "content": "Hello again"}
+    ]
+
+
+def test_a_client_error_is_not_retried(app: Thoth, fake_anthropic: FakeAnthropic) -> None:
+    fake_anthropic.push(api.error(400))
+    outcome = ask(app, "Hi")
+    assert not outcome.ok and len(fake_anthropic.requests) == 1
+
+
+def test_an_overloaded_error_inside_the_stream_fails_without_a_repeat(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    # Text already reached the user, so a retry would show it twice.
+    fake_anthropic.push(api.text("Partial answer that breaks", stream_error="overloaded_error"))
+    outcome = ask(app, "Hi")
+    assert not outcome.ok and outcome.reply == messages.MODEL_FAILED
+    assert len(fake_anthropic.requests) == 1
+
+
+def test_a_slow_response_times_out_and_is_retried(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    settings = model_settings.model_copy(update={"model_timeout_s": 0.5})
+    app = build(settings, embedder=hashing_embedder)
+    try:
+        fake_anthropic.push(api.text("too late", delay_s=3), api.text("on time"))
+        # The timeout carries no retry-after: keep the backoff short for the test.
+        outcome = asyncio.run(_ask_with_fast_backoff(app, settings, "Hi"))
+        assert outcome.ok and outcome.reply == "on time"
+        assert len(fake_anthropic.requests) == 2
+    finally:
+        app.close()
+
+
+async def _ask_with_fast_backoff(app: Thoth, settings: Settings, text: str) -> TurnOutcome:
+    assert settings.anthropic_api_key is not None
+    client = anthropic.AsyncAnthropic(
+        api_key=settings.anthropic_api_key.get_secret_value(),
+        base_url=settings.anthropic_base_url,
+        timeout=settings.model_timeout_s,
+        max_retries=0,
+    )
+    model = RetryingModel(AnthropicModel(client, settings.thoth_model), base_delay_s=0.01)
+    app.pipeline._model = model  # the composition root's choice, swapped for a fast backoff
+    try:
+        return await _ask(app, text, key="slow", user="U1")
+    finally:
+        await client.close()
+
+
+def test_tool_use_is_answered_and_the_turn_continues(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(
+        api.text("Noted."),
+        api.tool_use("recall_memory", {"query": "postmortem due"}, preface="Let me check."),
+        api.text("It is due on the 14th."),
+    )
+    _, outcome = converse(
+        app,
+        [
+            ("earlier", "The incident postmortem is due on the 14th."),
+            ("later", "Remind me about the postmortem?"),
+        ],
+    )
+
+    assert outcome.reply == "Let me check.\n\nIt is due on the 14th."
+    follow_up = fake_anthropic.requests[-1]
+    assistant, results = follow_up.body["messages"][-2:]
+    assert assistant["role"] == "assistant"
+    assert assistant["content"][-1]["type"] == "tool_use"
+    (result,) = results["content"]
+    assert result["type"] == "tool_result"
+    assert result["tool_use_id"] == assistant["content"][-1]["id"]
+    assert "postmortem is due on the 14th" in result["content"]
+
+
+def test_cost_comes_from_usage_and_the_daily_cap_stops_new_calls(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    usage = api.Usage(
+        input_tokens=1000,
+        output_tokens=500,
+        cache_read_input_tokens=2000,
+        cache_creation_input_tokens=4000,
+    )
+    settings = model_settings.model_copy(update={"daily_cost_cap_usd": 0.02})
+    app = build(settings, embedder=hashing_embedder)
+    try:
+        fake_anthropic.push(api.text("Costly.", usage=usage))
+        outcome, capped = converse(app, [("s1", "Spend some money"), ("s1", "And again")])
+        expected = DEFAULT_PRICES["claude-sonnet-4-6"].cost(Usage(1000, 500, 2000, 4000))
+        assert expected == pytest.approx(0.0003 * 10 + 0.0075 + 0.0006 + 0.015)
+        assert outcome.cost_usd == pytest.approx(expected)
+        stored = app.episodic.store.get(outcome.episode_id or "")
+        assert stored is not None and stored.cost_usd == pytest.approx(expected)
+
+        assert not capped.ok
+        assert "spending limit" in capped.reply and "$0.02" in capped.reply
+        assert len(fake_anthropic.requests) == 1
+    finally:
+        app.close()
+
+
+def test_a_failing_or_slow_context_source_is_left_out(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    async def broken(turn: Turn) -> str | None:
+        raise RuntimeError("identity backend down")
+
+    async def slow(turn: Turn) -> str | None:
+        await asyncio.sleep(5)
+        return "never"
+
+    async def knows(turn: Turn) -> str | None:
+        return "Dana prefers short answers."
+
+    for source in (broken, slow):
+        app.pipeline._user_models = source
+        assert ask(app, "Hi").ok
+        texts = fake_anthropic.requests[-1].system_texts()
+        assert not any(t.startswith("<user-model>") for t in texts)
+
+    app.pipeline._user_models = knows
+    ask(app, "Hi", key="fresh")
+    texts = fake_anthropic.requests[-1].system_texts()
+    user_model = next(i for i, t in enumerate(texts) if t.startswith("<user-model>"))
+    slack = next(i for i, t in enumerate(texts) if t.startswith("<slack-context>"))
+    assert user_model == slack + 1
+    assert "short answers" in texts[user_model]
+
+
+def test_sessions_run_concurrently_and_turns_of_one_session_in_order(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(*[api.text("slow reply", delay_s=0.4)] * 4)
+
+    async def run(turns: list[tuple[str, str]]) -> list[TurnOutcome]:
+        return list(
+            await asyncio.gather(
+                *(app.pipeline.handle(Turn(k, t, PLACE, user="U1"), RecordingSink())
+                  for k, t in turns)
+            )
+        )
+
+    asyncio.run(run([("a", "first in a"), ("b", "first in b")]))
+    assert fake_anthropic.max_in_flight == 2
+
+    fake_anthropic.max_in_flight = 0
+    asyncio.run(run([("c", "one"), ("c", "two")]))
+    assert fake_anthropic.max_in_flight == 1
+    # The second turn of the session saw the first one's transcript.
+    assert len(fake_anthropic.requests[-1].body["messages"]) == 3
+
+
+def test_secrets_never_reach_the_transcript_or_the_episode(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    token = "xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx"
+    outcome = ask(app, f"our bot token is {token}")
+    (turn,) = app.transcript.turns(outcome.session_id)
+    assert token not in turn.user_text and "[REDACTED" in turn.user_text
+    stored = app.episodic.store.get(outcome.episode_id or "")
+    assert stored is not None and token not in stored.user_text
+
+
+def test_a_failing_episode_write_never_reaches_the_user(
+    model_settings: Settings, fake_anthropic: FakeAnthropic
+) -> None:
+    class BrokenEmbedder(HashingEmbedder):
+        def embed(self, texts: Any) -> Any:
+            if any("remember" in t for t in texts):
+                raise OSError("disk full")
+            return super().embed(texts)
+
+    app = build(model_settings, embedder=BrokenEmbedder())
+    app.pipeline._after._delays = (0.0, 0.0)
+    try:
+        fake_anthropic.push(api.text("Noted."))
+        sink = RecordingSink()
+        outcome = asyncio.run(_handle_and_drain(app, "please remember this", sink))
+        assert outcome.ok and sink.final == "Noted." and sink.ok is True
+        assert app.episodic.store.count() == 0
+        assert app.transcript.count(outcome.session_id) == 1
+    finally:
+        app.close()
+
+
+async def _handle_and_drain(app: Thoth, text: str, sink: RecordingSink) -> TurnOutcome:
+    outcome = await app.pipeline.handle(Turn("s", text, PLACE, user="U1"), sink)
+    assert await app.pipeline.drain(10) == 0
+    return outcome
+

@@ -1,0 +1,320 @@
+"""A loopback server that speaks the Anthropic Messages API, for the real `anthropic` SDK.
+
+It answers ``POST /v1/messages`` with plain JSON or, when the request asks for
+``"stream": true``, with the SSE event sequence Anthropic sends (message_start,
+content_block_start/delta/stop, ping, message_delta, message_stop). Replies come
+from a script the test pushes (text, tool_use, HTTP errors, in-stream errors,
+delays); with an empty script it answers with a short text. Every request is
+recorded whole: path, headers and JSON body.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    429: "rate_limit_error",
+    500: "api_error",
+    529: "overloaded_error",
+}
+
+
+@dataclass(frozen=True)
+class Usage:
+    input_tokens: int = 100
+    output_tokens: int = 20
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer. ``status`` other than 200 makes it an HTTP error."""
+
+    text: str = ""
+    tool_use: tuple[str, dict[str, Any]] | None = None
+    status: int = 200
+    delay_s: float = 0.0
+    usage: Usage = field(default_factory=Usage)
+    # An SSE "error" event sent after the first text delta (status 200 already sent).
+    stream_error: str | None = None
+    retry_after: str | None = "0"
+    # Text is streamed in pieces of this many characters.
+    chunk_chars: int = 4
+
+
+def text(content: str, **options: Any) -> Reply:
+    return Reply(text=content, **options)
+
+
+def tool_use(name: str, tool_input: dict[str, Any], *, preface: str = "", **options: Any) -> Reply:
+    return Reply(text=preface, tool_use=(name, tool_input), **options)
+
+
+def error(status: int, **options: Any) -> Reply:
+    return Reply(status=status, **options)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+    received_at: float
+
+    def system_texts(self) -> list[str]:
+        system = self.body.get("system") or []
+        if isinstance(system, str):
+            return [system]
+        return [block["text"] for block in system]
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that closes its keep-alive connection (or times out) is normal here.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class FakeAnthropic:
+    """The server; use as a context manager. ``url`` goes to ANTHROPIC_BASE_URL."""
+
+    def __init__(self) -> None:
+        self._script: deque[Reply] = deque()
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Condition()
+        self._stopping = threading.Event()
+        self._ids = itertools.count(1)
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler_class())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> FakeAnthropic:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def push(self, *replies: Reply) -> None:
+        with self._lock:
+            self._script.extend(replies)
+
+    def wait_for_requests(self, count: int, timeout_s: float = 10.0) -> list[RecordedRequest]:
+        with self._lock:
+            if not self._lock.wait_for(lambda: len(self.requests) >= count, timeout_s):
+                raise AssertionError(f"expected {count} requests, got {len(self.requests)}")
+            return list(self.requests)
+
+    def _next_reply(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self.requests.append(request)
+            self._lock.notify_all()
+            if self._script:
+                return self._script.popleft()
+        last = request.body.get("messages", [{}])[-1].get("content")
+        said = last if isinstance(last, str) else "(tool results)"
+        return Reply(text=f"You said: {said[:60]}")
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return type("Handler", (_Handler,), {"fake": self})
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeAnthropic
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length", "0"))
+        request = RecordedRequest(
+            "POST",
+            self.path,
+            {k.lower(): v for k, v in self.headers.items()},
+            json.loads(self.rfile.read(length) or b"{}"),
+            time.monotonic(),
+        )
+        reply = self.fake._next_reply(request)
+        with self.fake._lock:
+            self.fake.in_flight += 1
+            self.fake.max_in_flight = max(self.fake.max_in_flight, self.fake.in_flight)
+        try:
+            if reply.delay_s and self.fake._stopping.wait(reply.delay_s):
+                return
+            self._answer(request, reply)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test); nothing to answer
+        finally:
+            with self.fake._lock:
+                self.fake.in_flight -= 1
+
+    def _answer(self, request: RecordedRequest, reply: Reply) -> None:
+        refusal = _refusal(request)
+        if refusal is not None:
+            self._send_json(refusal, _error_body(refusal, "refused"))
+        elif reply.status != 200:
+            self._send_json(
+                reply.status,
+                _error_body(reply.status, "scripted failure"),
+                retry_after=reply.retry_after,
+            )
+        elif request.body.get("stream"):
+            self._send_stream(reply, request.body)
+        else:
+            self._send_json(200, _message(self.fake, reply, request.body))
+
+    def _send_json(
+        self, status: int, payload: dict[str, Any], retry_after: str | None = None
+    ) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("request-id", f"req_{next(self.fake._ids)}")
+        if retry_after is not None and status in (429, 529, 500):
+            self.send_header("retry-after", retry_after)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def _send_stream(self, reply: Reply, body: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("request-id", f"req_{next(self.fake._ids)}")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        for event, data in _stream_events(self.fake, reply, body):
+            chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+            self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+def _refusal(request: RecordedRequest) -> int | None:
+    """The status the real API would refuse this request with, if any."""
+    if request.path.split("?")[0] != "/v1/messages":
+        return 404
+    has_key = request.headers.get("x-api-key") or request.headers.get(
+        "authorization", ""
+    ).startswith("Bearer ")
+    if not has_key:
+        return 401
+    if not request.body.get("messages") or not request.body.get("max_tokens"):
+        return 400
+    return None
+
+
+def _error_body(status: int, message: str) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message},
+    }
+
+
+def _usage(usage: Usage) -> dict[str, int]:
+    return {
+        "input_tokens": usage.input_tokens,
+        "output_tokens": usage.output_tokens,
+        "cache_read_input_tokens": usage.cache_read_input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+    }
+
+
+def _content(fake: FakeAnthropic, reply: Reply) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    if reply.text:
+        blocks.append({"type": "text", "text": reply.text})
+    if reply.tool_use is not None:
+        name, tool_input = reply.tool_use
+        blocks.append(
+            {"type": "tool_use", "id": f"toolu_{next(fake._ids):04d}", "name": name,
+             "input": tool_input}
+        )
+    return blocks
+
+
+def _message(fake: FakeAnthropic, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": f"msg_{next(fake._ids):04d}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "claude-test"),
+        "content": _content(fake, reply),
+        "stop_reason": "tool_use" if reply.tool_use else "end_turn",
+        "stop_sequence": None,
+        "usage": _usage(reply.usage),
+    }
+
+
+def _stream_events(
+    fake: FakeAnthropic, reply: Reply, body: dict[str, Any]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    message = _message(fake, reply, body)
+    start = {**message, "content": [], "stop_reason": None,
+             "usage": {**message["usage"], "output_tokens": 1}}
+    yield "message_start", {"type": "message_start", "message": start}
+    yield "ping", {"type": "ping"}
+    for index, block in enumerate(message["content"]):
+        if block["type"] == "text":
+            yield "content_block_start", {
+                "type": "content_block_start", "index": index,
+                "content_block": {"type": "text", "text": ""},
+            }
+            pieces = [
+                block["text"][i : i + reply.chunk_chars]
+                for i in range(0, len(block["text"]), reply.chunk_chars)
+            ]
+            for number, piece in enumerate(pieces):
+                yield "content_block_delta", {
+                    "type": "content_block_delta", "index": index,
+                    "delta": {"type": "text_delta", "text": piece},
+                }
+                if number == 0 and reply.stream_error:
+                    yield "error", {
+                        "type": "error",
+                        "error": {"type": reply.stream_error, "message": "scripted"},
+                    }
+                    return
+        else:
+            yield "content_block_start", {
+                "type": "content_block_start", "index": index,
+                "content_block": {**block, "input": {}},
+            }
+            yield "content_block_delta", {
+                "type": "content_block_delta", "index": index,
+                "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
+            }
+        yield "content_block_stop", {"type": "content_block_stop", "index": index}
+    yield "message_delta", {
+        "type": "message_delta",
+        "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+        "usage": {"output_tokens": reply.usage.output_tokens},
+    }
+    yield "message_stop", {"type": "message_stop"}
