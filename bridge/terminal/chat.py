@@ -125,6 +125,9 @@ class ChatLoop:
         if not query.strip():
             self._bad("/recall needs a query: /recall what did we decide about deploys")
             return
+        # The last turn's episode may still be on its way to the store; wait for it so
+        # "/recall" right after a turn finds that turn too.
+        self._call(self._app.pipeline.drain(DRAIN_TIMEOUT_S))
         try:
             hits = self._app.episodic.recall(
                 query, self._viewer_turn().viewer, k=self._app.settings.recall_top_k

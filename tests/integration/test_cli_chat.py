@@ -1,0 +1,168 @@
+"""`thoth chat` as a real subprocess: piped stdin, a pseudo-terminal, and two runs in a row."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bridge import messages
+from tests.servers import anthropic_api as api
+from tests.servers.anthropic_api import FakeAnthropic
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.model
+
+
+def _env(home: Path, fake: FakeAnthropic | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "THOTH_"))}
+    env.update(THOTH_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    if fake is not None:
+        env.update(ANTHROPIC_API_KEY="sk-ant-test-key", ANTHROPIC_BASE_URL=fake.url)
+    return env
+
+
+def chat(
+    home: Path, stdin: str, fake: FakeAnthropic | None = None, *args: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "bridge", "chat", *args],
+        cwd=home.parent,
+        env=_env(home, fake),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def _session_ids(home: Path) -> list[str]:
+    with sqlite3.connect(home / "thoth.db") as conn:
+        return [row[0] for row in conn.execute("SELECT id FROM sessions ORDER BY started_at")]
+
+
+def test_a_second_run_sees_the_first_runs_episodes(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "home"
+    fake_anthropic.push(api.text("Noted: canary first."), api.text("Noted: Grafana."))
+    first = chat(
+        home,
+        "We decided to ship the billing service behind a canary first.\n"
+        "The dashboards live in Grafana.\n",
+        fake_anthropic,
+    )
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.splitlines() == ["Noted: canary first.", "Noted: Grafana."]
+
+    second = chat(home, "How are we shipping billing?\nAnd then?\n", fake_anthropic)
+    assert second.returncode == 0, second.stderr
+
+    opening, follow_up = fake_anthropic.requests[2:]
+    related = [t for t in opening.system_texts() if t.startswith("<related-episodes>")]
+    assert related and "billing service behind a canary" in related[0]
+    assert not any(t.startswith("<related-episodes>") for t in follow_up.system_texts())
+    assert len(_session_ids(home)) == 2
+
+
+def test_offline_chat_says_so_and_shows_what_memory_holds(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    assert chat(home, "Our on-call rotation changes every Monday at 10:00.\n").returncode == 0
+
+    offline = chat(home, "when does the on-call rotation change?\n")
+    assert offline.returncode == 0, offline.stderr
+    assert messages.NO_MODEL_CONFIGURED in offline.stdout
+    assert "on-call rotation changes every Monday" in offline.stdout
+
+
+def test_resume_a_session_and_refuse_bad_lines_without_losing_the_rest(
+    tmp_path: Path, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "home"
+    assert chat(home, "Remember the launch is on the 3rd.\n", fake_anthropic).returncode == 0
+    (session_id,) = _session_ids(home)
+
+    resumed = chat(
+        home, "x" * 50_000 + "\n/bogus\nWhen is the launch?\n", fake_anthropic, "--session",
+        session_id,
+    )
+    assert resumed.returncode == 2
+    errors = resumed.stderr.strip().splitlines()
+    assert any("50000 characters" in line for line in errors)
+    assert any("unknown command /bogus" in line for line in errors)
+    last = fake_anthropic.requests[-1].body["messages"]
+    assert last[0]["content"] == "Remember the launch is on the 3rd."
+    assert last[-1]["content"] == "When is the launch?"
+
+    done = chat(home, "/done\n", fake_anthropic, "--session", session_id)
+    assert done.returncode == 0 and messages.SESSION_ENDED in done.stdout
+    again = chat(home, "hello\n", fake_anthropic, "--session", session_id)
+    assert again.returncode == 2 and "has ended" in again.stderr
+    missing = chat(home, "hello\n", fake_anthropic, "--session", "no-such-session")
+    assert missing.returncode == 2 and "no session" in missing.stderr
+
+
+def test_interactive_chat_in_a_terminal(tmp_path: Path, fake_anthropic: FakeAnthropic) -> None:
+    home = tmp_path / "home"
+    fake_anthropic.push(api.text("Hello from the model, streamed in pieces.", chunk_chars=5))
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bridge", "chat"],
+        cwd=tmp_path,
+        env=_env(home, fake_anthropic),
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        close_fds=True,
+    )
+    os.close(terminal)
+    screen = _Screen(controller)
+    try:
+        screen.wait_for("you> ")
+        assert "/recall QUERY" in screen.text  # the banner
+        os.write(controller, b"hello there\r")
+        screen.wait_for("thoth> Hello from the model, streamed in pieces.")
+        screen.wait_for("you> ", after=screen.text.index("streamed in pieces."))
+        os.write(controller, b"/recall hello there\r")
+        screen.wait_for(": hello there")
+        os.write(controller, b"/quit\r")
+        assert process.wait(timeout=60) == 0
+        screen.wait_for("thoth chat --session")
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+    assert "hello there" in (home / "chat_history").read_text()
+
+
+class _Screen:
+    """What a pseudo-terminal has printed so far."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self.text = ""
+
+    def wait_for(self, needle: str, *, after: int = 0, timeout_s: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while needle not in self.text[after:]:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise AssertionError(f"{needle!r} never appeared; screen:\n{self.text[-2000:]}")
+            ready, _, _ = select.select([self._fd], [], [], remaining)
+            if ready:
+                try:
+                    chunk = os.read(self._fd, 4096)
+                except OSError:
+                    chunk = b""
+                if not chunk:
+                    if needle not in self.text[after:]:
+                        raise AssertionError(f"terminal closed before {needle!r}:\n{self.text}")
+                    return
+                self.text += chunk.decode(errors="replace").replace("\r\n", "\n")
