@@ -58,3 +58,41 @@ class RecordingSink:
         self.events.append(("finish", text))
         self.final = text
         self.ok = ok
+
+
+class ScriptedModel:
+    """A ``LanguageModel`` that plays a queue of outcomes and records every request.
+
+    Each entry is text to stream (as one or more pieces), a ``ModelResult`` to return,
+    or an exception to raise (after streaming ``partial`` pieces, if given).
+    """
+
+    def __init__(self, *script: object, name: str = "scripted-model") -> None:
+        self.script = list(script)
+        self.requests: list[object] = []
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    async def respond(self, request: object, on_text: object) -> object:
+        from bridge.model.protocol import ModelResult
+
+        self.requests.append(request)
+        step = self.script.pop(0)
+        if isinstance(step, tuple):  # (pieces streamed first, exception)
+            pieces, error = step
+            for piece in pieces:
+                await on_text(piece)  # type: ignore[operator]
+            raise error
+        if isinstance(step, BaseException):
+            raise step
+        if isinstance(step, ModelResult):
+            return step
+        text = str(step)
+        await on_text(text)  # type: ignore[operator]
+        return ModelResult(text=text, content=({"type": "text", "text": text},), model=self._name)
+
+    async def aclose(self) -> None:
+        return None

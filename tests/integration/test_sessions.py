@@ -1,0 +1,62 @@
+"""Sessions and transcripts in the real SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from bridge.pipeline.session_locks import SessionLocks
+from layers.errors import BadInput
+from layers.storage.database import Database
+from layers.working.sessions import Place, SessionStore
+from layers.working.transcript import TranscriptStore, TranscriptTurn
+
+PLACE = Place("T1", "C1", "public", "1712.5")
+
+
+def test_a_key_holds_one_open_session_and_a_new_one_after_it_ends(tmp_path: Path) -> None:
+    store = SessionStore(Database.open(tmp_path / "thoth.db"))
+    first = store.open("slack:T1:C1:1712.5", PLACE)
+    assert store.open("slack:T1:C1:1712.5", PLACE).id == first.id
+    assert store.end(first.id) and not store.end(first.id)
+    second = store.open("slack:T1:C1:1712.5", PLACE)
+    assert second.id != first.id
+    assert store.resume(second.id).place == PLACE
+    with pytest.raises(BadInput, match="has ended"):
+        store.resume(first.id)
+
+
+def test_the_transcript_is_ordered_redacted_and_survives_reopening(tmp_path: Path) -> None:
+    db = Database.open(tmp_path / "thoth.db")
+    session = SessionStore(db).open("k", PLACE)
+    transcript = TranscriptStore(db)
+    transcript.append(session.id, TranscriptTurn("first", "one"))
+    transcript.append(
+        session.id, TranscriptTurn("key sk-ant-api03-" + "a" * 90 + " please", "ok", ok=False)
+    )
+    db.close()
+    reopened = TranscriptStore(Database.open(tmp_path / "thoth.db"))
+    first, second = reopened.turns(session.id)
+    assert (first.user_text, first.reply_text, first.ok) == ("first", "one", True)
+    assert "sk-ant-api03" not in second.user_text and not second.ok
+
+
+def test_session_locks_serialise_one_session_and_are_dropped_after_use() -> None:
+    locks = SessionLocks()
+    order: list[str] = []
+
+    async def turn(session: str, name: str) -> None:
+        async with locks.hold(session):
+            order.append(f"{name} in")
+            await asyncio.sleep(0.01)
+            order.append(f"{name} out")
+
+    async def run() -> None:
+        await asyncio.gather(turn("a", "a1"), turn("a", "a2"), turn("b", "b1"))
+
+    asyncio.run(run())
+    assert order.index("a1 out") < order.index("a2 in")
+    assert order.index("b1 in") < order.index("a1 out")  # another session did not wait
+    assert len(locks) == 0

@@ -1,0 +1,74 @@
+"""Prompt assembly details and the offline responder's two steps."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bridge import messages
+from bridge.model.offline import OfflineResponder
+from bridge.model.protocol import ModelRequest
+from bridge.pipeline.prompt import GatheredContext, build_request
+from bridge.pipeline.tools import RECALL_MEMORY
+from bridge.pipeline.turn import Turn
+from layers.working.budget import TrimmedTranscript
+from layers.working.sessions import Place
+from layers.working.transcript import TranscriptTurn
+
+PLACE = Place("T1", "C1", "private", "1712.5", "eng")
+
+
+def test_several_speakers_are_named_and_the_dropped_note_comes_first() -> None:
+    transcript = TrimmedTranscript(
+        [TranscriptTurn("Deploy now?", "Not yet.", user="U2", user_name="Ari")], dropped=2
+    )
+    request = build_request(
+        Turn("k", "Why not?", PLACE, user="U1", user_name="Dana"),
+        GatheredContext(persona="P", transcript=transcript),
+        model="m",
+    )
+    first, reply, current = request.messages
+    assert first["content"].startswith("[2 earlier turns")
+    assert first["content"].endswith("Ari: Deploy now?")
+    assert reply == {"role": "assistant", "content": "Not yet."}
+    assert current == {"role": "user", "content": "Dana: Why not?"}
+    assert [s.name for s in request.system] == ["persona", "skill-index", "slack-context"]
+    assert "#eng (private channel)" in request.system[2].text
+    assert "thread: 1712.5" in request.system[2].text
+
+
+def test_offline_responder_asks_memory_then_answers_from_it() -> None:
+    responder = OfflineResponder()
+    shown: list[str] = []
+
+    async def on_text(text: str) -> None:
+        shown.append(text)
+
+    request = ModelRequest(
+        "offline", (), ({"role": "user", "content": "deploy day?"},), (RECALL_MEMORY,)
+    )
+    ask = asyncio.run(responder.respond(request, on_text))
+    (call,) = ask.tool_calls
+    assert call.name == "recall_memory" and call.input == {"query": "deploy day?"}
+    assert shown == []
+
+    answered = ModelRequest(
+        "offline",
+        (),
+        (
+            *request.messages,
+            {"role": "assistant", "content": list(ask.content)},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": call.id,
+                     "content": "- 2026-11-01, #ops, Dana: we deploy on Fridays"}
+                ],
+            },
+        ),
+        (RECALL_MEMORY,),
+    )
+    result = asyncio.run(responder.respond(answered, on_text))
+    assert not result.tool_calls
+    assert result.text.startswith(messages.NO_MODEL_CONFIGURED)
+    assert "we deploy on Fridays" in result.text
+    assert shown == [result.text]
