@@ -66,7 +66,7 @@ def build(
     ledger = (
         None
         if isinstance(chosen_model, OfflineResponder)
-        else CostLedger(db, settings.daily_cost_cap_usd)
+        else CostLedger(db)
     )
     pipeline = TurnPipeline(
         sessions=sessions,

@@ -1,4 +1,4 @@
-"""Every model call's cost in SQLite, and the daily cap that stops new calls.
+"""Every model call's cost in SQLite, summed per day for the daily cap.
 
 The day is the UTC day: the cap resets at midnight UTC, the same moment for
 every member of a team spread over time zones.
@@ -7,6 +7,7 @@ every member of a team spread over time zones.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from bridge.model.pricing import Usage
@@ -14,37 +15,38 @@ from layers.storage.database import Database
 
 
 class CostLedger:
-    def __init__(self, db: Database, daily_cap_usd: float) -> None:
+    def __init__(self, db: Database) -> None:
         self._db = db
-        self._cap = daily_cap_usd
 
-    def record(
+    def record_all(
         self,
+        calls: Sequence[tuple[str, Usage, float]],
         *,
-        model: str,
-        usage: Usage,
-        cost_usd: float,
         purpose: str = "turn",
         session_id: str | None = None,
         now: float | None = None,
     ) -> None:
+        """Store (model, usage, cost) of each call, in one transaction."""
         moment = time.time() if now is None else now
         with self._db.write() as conn:
-            conn.execute(
+            conn.executemany(
                 "INSERT INTO model_usage (at, session_id, purpose, model, input_tokens,"
                 " output_tokens, cache_read_tokens, cache_write_tokens, cost_usd)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    moment,
-                    session_id,
-                    purpose,
-                    model,
-                    usage.input_tokens,
-                    usage.output_tokens,
-                    usage.cache_read_tokens,
-                    usage.cache_write_tokens,
-                    cost_usd,
-                ),
+                [
+                    (
+                        moment,
+                        session_id,
+                        purpose,
+                        model,
+                        usage.input_tokens,
+                        usage.output_tokens,
+                        usage.cache_read_tokens,
+                        usage.cache_write_tokens,
+                        cost,
+                    )
+                    for model, usage, cost in calls
+                ],
             )
 
     def spent_today(self, *, now: float | None = None) -> float:
@@ -52,11 +54,7 @@ class CostLedger:
         day = datetime.fromtimestamp(moment, UTC).replace(hour=0, minute=0, second=0, microsecond=0)
         with self._db.read() as conn:
             (total,) = conn.execute(
-                "SELECT COALESCE(SUM(cost_usd), 0) FROM model_usage WHERE at >= ?",
-                (day.timestamp(),),
+                "SELECT COALESCE(SUM(cost_usd), 0) FROM model_usage WHERE at >= ? AND at < ?",
+                (day.timestamp(), day.timestamp() + 86_400),
             ).fetchone()
         return float(total)
-
-    def over_cap(self, *, now: float | None = None) -> bool:
-        """True once today's spend has reached the cap (a cap of 0 allows no calls)."""
-        return self.spent_today(now=now) >= self._cap

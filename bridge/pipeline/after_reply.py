@@ -1,4 +1,4 @@
-"""The writes that follow a reply: transcript (L1) and episode (L3).
+"""The writes that follow a reply: transcript (L1), model spend, and episode (L3).
 
 They run after the reply is shown, never before it, and a failure is logged and
 retried — never shown to the user. The transcript is written before the
@@ -11,7 +11,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
+from bridge.model.cost_ledger import CostLedger
+from bridge.model.pricing import Usage
 from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.working.sessions import SessionStore
@@ -24,12 +27,22 @@ Sleep = Callable[[float], Awaitable[None]]
 RETRY_DELAYS_S: tuple[float, ...] = (0.2, 1.0, 5.0)
 
 
+@dataclass(frozen=True)
+class Charge:
+    """One model call's usage and its price in dollars."""
+
+    model: str
+    usage: Usage
+    cost_usd: float
+
+
 class AfterReply:
     def __init__(
         self,
         transcript: TranscriptStore,
         sessions: SessionStore,
         episodic: EpisodicMemory | None,
+        ledger: CostLedger | None = None,
         *,
         retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
         sleep: Sleep = asyncio.sleep,
@@ -37,12 +50,28 @@ class AfterReply:
         self._transcript = transcript
         self._sessions = sessions
         self._episodic = episodic
+        self._ledger = ledger
         self._delays = tuple(retry_delays_s)
         self._sleep = sleep
         self._pending: set[asyncio.Task[bool]] = set()
 
-    async def record_turn(self, session_id: str, turn: TranscriptTurn) -> bool:
-        """Append the turn to the transcript and touch the session; False if it failed."""
+    async def record_turn(
+        self, session_id: str, charges: Sequence[Charge], turn: TranscriptTurn
+    ) -> bool:
+        """Record the turn's model spend, append it to the transcript, touch the session.
+
+        Spend first: it is what the daily cap reads, and the next turn checks the cap.
+        Returns False if the writes failed for good.
+        """
+        ledger = self._ledger
+        if ledger is not None and charges:
+
+            def charge() -> None:
+                ledger.record_all(
+                    [(c.model, c.usage, c.cost_usd) for c in charges], session_id=session_id
+                )
+
+            await self._retried(f"model spend of session {session_id}", charge)
 
         def write() -> None:
             self._transcript.append(session_id, turn)

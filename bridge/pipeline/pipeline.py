@@ -21,7 +21,7 @@ from bridge.model.cost_ledger import CostLedger
 from bridge.model.offline import OFFLINE_MODEL
 from bridge.model.pricing import ModelPrice, Usage, price_of
 from bridge.model.protocol import LanguageModel, ModelRequest, ModelUnavailable, ToolCall
-from bridge.pipeline.after_reply import AfterReply
+from bridge.pipeline.after_reply import AfterReply, Charge
 from bridge.pipeline.deadlines import within_deadline
 from bridge.pipeline.prompt import GatheredContext, build_request
 from bridge.pipeline.session_locks import SessionLocks
@@ -87,6 +87,7 @@ class _Answer:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     model: str = ""
+    charges: list[Charge] = field(default_factory=list)
 
 
 class TurnPipeline:
@@ -117,7 +118,7 @@ class TurnPipeline:
         self._config = config
         self._user_models = user_models
         self._tools = ToolBox(episodic, recall_k=config.recall_top_k)
-        self._after = after_reply or AfterReply(transcript, sessions, episodic)
+        self._after = after_reply or AfterReply(transcript, sessions, episodic, ledger)
         self._daily_cap_usd = daily_cap_usd
         self._locks = SessionLocks()
 
@@ -215,14 +216,14 @@ class TurnPipeline:
         reply = _ReplyStream(sink)
         try:
             for round_number in range(MAX_TOOL_ROUNDS + 1):
-                if self._over_cap():
+                if await self._over_cap(answer):
                     cap_message = messages.COST_CAP_REACHED.format(cap=self._daily_cap_usd)
                     return _failed(answer, cap_message)
                 reply.next_round()
                 started = time.monotonic()
                 result = await self._model.respond(request, reply.write)
                 timings.model_seconds += time.monotonic() - started
-                self._charge(answer, result.model or self._model.name, result.usage, session)
+                self._charge(answer, result.model or self._model.name, result.usage)
                 if not result.tool_calls or round_number == MAX_TOOL_ROUNDS:
                     break
                 request = await self._with_tool_results(request, result.content, turn)
@@ -261,24 +262,24 @@ class TurnPipeline:
             request.model, request.system, messages_so_far, request.tools, request.max_tokens
         )
 
-    def _over_cap(self) -> bool:
-        return self._ledger is not None and self._ledger.over_cap()
-
-    def _charge(self, answer: _Answer, model: str, usage: Usage, session: Session) -> None:
-        answer.usage = answer.usage + usage
+    async def _over_cap(self, answer: _Answer) -> bool:
+        """Whether today's spend, this turn's earlier rounds included, reached the cap."""
         if self._ledger is None:
-            return
-        cost = price_of(model, self._prices).cost(usage)
+            return False
+        spent = await asyncio.to_thread(self._ledger.spent_today)
+        return spent + answer.cost_usd >= self._daily_cap_usd
+
+    def _charge(self, answer: _Answer, model: str, usage: Usage) -> None:
+        """Price one call; the ledger rows are written after the reply is shown."""
+        cost = price_of(model, self._prices).cost(usage) if self._ledger is not None else 0.0
+        answer.usage = answer.usage + usage
         answer.cost_usd += cost
-        try:
-            self._ledger.record(model=model, usage=usage, cost_usd=cost, session_id=session.id)
-        except Exception:
-            # The spend is still on the episode; only the cap's running total misses it.
-            log.exception("could not record model usage for session %s", session.id)
+        answer.charges.append(Charge(model, usage, cost))
 
     async def _record(self, turn: Turn, session: Session, answer: _Answer) -> str | None:
         await self._after.record_turn(
             session.id,
+            answer.charges,
             TranscriptTurn(
                 user_text=turn.text,
                 reply_text=answer.text,

@@ -60,3 +60,18 @@ def test_session_locks_serialise_one_session_and_are_dropped_after_use() -> None
     assert order.index("a1 out") < order.index("a2 in")
     assert order.index("b1 in") < order.index("a1 out")  # another session did not wait
     assert len(locks) == 0
+
+
+def test_spend_is_summed_per_utc_day(tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from bridge.model.cost_ledger import CostLedger
+    from bridge.model.pricing import Usage
+
+    ledger = CostLedger(Database.open(tmp_path / "thoth.db"))
+    late = datetime(2026, 11, 21, 23, 59, tzinfo=UTC).timestamp()
+    early = datetime(2026, 11, 22, 0, 1, tzinfo=UTC).timestamp()
+    ledger.record_all([("m", Usage(1, 1), 1.5)], now=late)
+    ledger.record_all([("m", Usage(1, 1), 0.25), ("m", Usage(2, 2), 0.5)], now=early)
+    assert ledger.spent_today(now=early + 3600) == 0.75
+    assert ledger.spent_today(now=late) == 1.5
