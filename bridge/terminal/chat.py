@@ -103,7 +103,12 @@ class ChatLoop:
                 user_name=self._options.user,
             )
             prefix = "thoth> " if self._options.interactive else ""
-            self._call(self._app.pipeline.handle(turn, TerminalSink(self._out, prefix=prefix)))
+            sink = TerminalSink(self._out, prefix=prefix)
+            try:
+                self._call(self._app.pipeline.handle(turn, sink))
+            except KeyboardInterrupt:
+                # Ctrl-C stops this reply, not the chat; the unfinished turn is not stored.
+                print("\n(interrupted)", file=self._err)
 
     def _open_session(self) -> Session:
         sessions = self._app.sessions
@@ -145,7 +150,12 @@ class ChatLoop:
         print(f"error: {message}", file=self._err)
 
     def _call(self, work: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(work, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(work, self._loop)
+        try:
+            return future.result()
+        except KeyboardInterrupt:
+            future.cancel()
+            raise
 
 
 def terminal_lines(prompt: str, history_file: Path | None) -> Iterator[str]:

@@ -343,3 +343,27 @@ async def _handle_and_drain(app: Thoth, text: str, sink: RecordingSink) -> TurnO
     assert await app.pipeline.drain(10) == 0
     return outcome
 
+
+
+def test_the_loopback_server_answers_plain_json_too(fake_anthropic: FakeAnthropic) -> None:
+    # Reflection asks for one whole JSON answer; the fake must speak that form as well.
+    fake_anthropic.push(api.tool_use("report", {"outcome": "success"}, preface="Here."))
+
+    async def create() -> Any:
+        client = anthropic.AsyncAnthropic(
+            api_key="sk-ant-test-key", base_url=fake_anthropic.url, max_retries=0
+        )
+        try:
+            return await client.messages.create(
+                model="claude-sonnet-4-6",
+                max_tokens=100,
+                messages=[{"role": "user", "content": "judge"}],
+            )
+        finally:
+            await client.close()
+
+    message = asyncio.run(create())
+    assert [block.type for block in message.content] == ["text", "tool_use"]
+    assert message.content[1].input == {"outcome": "success"}
+    assert message.usage.input_tokens == 100 and message.stop_reason == "tool_use"
+    assert "stream" not in fake_anthropic.requests[0].body
