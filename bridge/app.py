@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import anthropic
 
 from bridge.model.anthropic_model import AnthropicModel
 from bridge.model.cost_ledger import CostLedger
-from bridge.model.offline import OfflineResponder
+from bridge.model.offline import OfflineResponder, SkillFinder
 from bridge.model.protocol import LanguageModel
 from bridge.model.retrying import RetryingModel
 from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
@@ -16,10 +17,17 @@ from bridge.settings import Settings
 from layers.episodic.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
-from layers.procedural.persona import SHIPPED_PERSONA, PersonaLoader
+from layers.procedural.brain import Brain, BrainError
+from layers.procedural.drafts import SkillDrafts
+from layers.procedural.memory_notes import MemoryNotes
+from layers.procedural.persona import SHIPPED_PERSONA, SHIPPED_SKILLS, PersonaLoader
+from layers.procedural.skill_matcher import SkillMatcher
+from layers.procedural.skills import SkillLibrary
 from layers.storage.database import Database
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -33,7 +41,13 @@ class Thoth:
     sessions: SessionStore
     transcript: TranscriptStore
     persona: PersonaLoader
+    brain: Brain
+    skills: SkillLibrary
+    drafts: SkillDrafts
+    memory_notes: MemoryNotes
     pipeline: TurnPipeline
+    # Why the brain could not be created or used, if it could not (`thoth doctor` says it).
+    brain_problem: str | None = None
 
     def close(self) -> None:
         self.db.close()
@@ -61,8 +75,15 @@ def build(
     episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days))
     sessions = SessionStore(db)
     transcript = TranscriptStore(db)
-    persona = PersonaLoader((settings.brain_path / "persona", SHIPPED_PERSONA))
-    chosen_model = model or build_model(settings)
+    brain = Brain(settings.brain_path, remote=settings.brain_remote)
+    brain_problem = ensure_brain(brain)
+    # The brain's files when it exists; the shipped ones keep the agent whole if it does not.
+    persona = PersonaLoader((brain.persona_dir, SHIPPED_PERSONA))
+    skills = SkillLibrary((brain.skills_dir, SHIPPED_SKILLS))
+    matcher = SkillMatcher(skills, chosen_embedder)
+    chosen_model = model or build_model(
+        settings, find_skills=lambda text: [(s.slug, s.description) for s in matcher.match(text)]
+    )
     ledger = (
         None
         if isinstance(chosen_model, OfflineResponder)
@@ -72,6 +93,7 @@ def build(
         sessions=sessions,
         transcript=transcript,
         persona=persona,
+        skills=skills,
         episodic=None if settings.episodic_disabled else episodic,
         model=chosen_model,
         ledger=ledger,
@@ -92,14 +114,33 @@ def build(
         sessions=sessions,
         transcript=transcript,
         persona=persona,
+        brain=brain,
+        skills=skills,
+        drafts=SkillDrafts(db, brain, skills),
+        memory_notes=MemoryNotes(brain),
         pipeline=pipeline,
+        brain_problem=brain_problem,
     )
 
 
-def build_model(settings: Settings) -> LanguageModel:
+def ensure_brain(brain: Brain) -> str | None:
+    """Create the brain on first run; a problem is returned (and logged), not raised.
+
+    A broken brain must not stop a chat: the agent runs on the shipped persona and
+    skills, and every command that writes to the brain reports the problem itself.
+    """
+    try:
+        brain.create(SHIPPED_PERSONA, SHIPPED_SKILLS)
+    except BrainError as error:
+        log.error("%s", error)
+        return str(error)
+    return None
+
+
+def build_model(settings: Settings, *, find_skills: SkillFinder | None = None) -> LanguageModel:
     """Claude when ``ANTHROPIC_API_KEY`` is set, the offline responder otherwise."""
     if settings.anthropic_api_key is None:
-        return OfflineResponder()
+        return OfflineResponder(find_skills)
     # Every option is passed explicitly: the SDK would otherwise read the environment.
     client = anthropic.AsyncAnthropic(
         api_key=settings.anthropic_api_key.get_secret_value(),

@@ -8,7 +8,9 @@ model is configured, then shows what memory holds for the message.
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bridge import messages
@@ -16,11 +18,16 @@ from bridge.model.protocol import ModelRequest, ModelResult, OnText, ToolCall
 
 OFFLINE_MODEL = "offline"
 RECALL_TOOL = "recall_memory"
+# Finds installed skills that fit a message: (name, description) pairs.
+SkillFinder = Callable[[str], Sequence[tuple[str, str]]]
 _TAG = re.compile(r"<(?P<tag>[a-z-]+)>\n?(?P<body>.*?)\n?</(?P=tag)>", re.DOTALL)
 
 
 class OfflineResponder:
     """Answers from memory alone; costs nothing and never fails."""
+
+    def __init__(self, find_skills: SkillFinder | None = None) -> None:
+        self._find_skills = find_skills
 
     @property
     def name(self) -> str:
@@ -37,7 +44,10 @@ class OfflineResponder:
                 text="", content=(block,), tool_calls=(call,), stop_reason="tool_use",
                 model=OFFLINE_MODEL,
             )
-        text = _answer(request, tool_results)
+        skills: Sequence[tuple[str, str]] = ()
+        if self._find_skills is not None:
+            skills = await asyncio.to_thread(self._find_skills, _turn_message(request))
+        text = _answer(request, tool_results, skills)
         await on_text(text)
         return ModelResult(
             text=text,
@@ -50,7 +60,9 @@ class OfflineResponder:
         return None
 
 
-def _answer(request: ModelRequest, tool_results: list[str]) -> str:
+def _answer(
+    request: ModelRequest, tool_results: list[str], skills: Sequence[tuple[str, str]]
+) -> str:
     parts = [messages.NO_MODEL_CONFIGURED]
     related = _untagged(request.section("related-episodes")) or "\n".join(tool_results).strip()
     if related and related != "No matching episodes.":
@@ -60,10 +72,18 @@ def _answer(request: ModelRequest, tool_results: list[str]) -> str:
     user_model = _untagged(request.section("user-model"))
     if user_model:
         parts.append(f"What I know about you:\n{user_model}")
-    skills = _untagged(request.section("skill-index"))
-    if skills and not skills.startswith("No skills"):
-        parts.append(f"Skills I have:\n{skills}")
+    if skills:
+        listed = "\n".join(f"- {name}: {description}" for name, description in skills)
+        parts.append(f"Skills that may help:\n{listed}")
     return "\n\n".join(parts)
+
+
+def _turn_message(request: ModelRequest) -> str:
+    """The message of this turn: the last user message that is text, not tool results."""
+    for message in reversed(request.messages):
+        if message.get("role") == "user" and isinstance(message.get("content"), str):
+            return str(message["content"])
+    return ""
 
 
 def _untagged(section: str | None) -> str:

@@ -32,6 +32,7 @@ from layers.episodic.episode import Episode, Hit
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.summary import summarize_reply
 from layers.procedural.persona import PersonaLoader
+from layers.procedural.skills import SkillLibrary
 from layers.working.budget import TrimmedTranscript, trim_to_budget
 from layers.working.sessions import Session, SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
@@ -99,6 +100,7 @@ class TurnPipeline:
         sessions: SessionStore,
         transcript: TranscriptStore,
         persona: PersonaLoader,
+        skills: SkillLibrary | None,
         episodic: EpisodicMemory | None,
         model: LanguageModel,
         ledger: CostLedger | None,
@@ -111,13 +113,14 @@ class TurnPipeline:
         self._sessions = sessions
         self._transcript = transcript
         self._persona = persona
+        self._skills = skills
         self._episodic = episodic
         self._model = model
         self._ledger = ledger
         self._prices = prices
         self._config = config
         self._user_models = user_models
-        self._tools = ToolBox(episodic, recall_k=config.recall_top_k)
+        self._tools = ToolBox(episodic, skills, recall_k=config.recall_top_k)
         self._after = after_reply or AfterReply(transcript, sessions, episodic, ledger)
         self._daily_cap_usd = daily_cap_usd
         self._locks = SessionLocks()
@@ -157,9 +160,9 @@ class TurnPipeline:
         return await self._after.drain(timeout_s)
 
     async def _gather(self, turn: Turn, session: Session, *, first_turn: bool) -> GatheredContext:
-        persona, transcript, user_model, related = await asyncio.gather(
+        procedural, transcript, user_model, related = await asyncio.gather(
             within_deadline(
-                "persona", PERSONA_DEADLINE_S, asyncio.to_thread(self._persona_text)
+                "persona and skills", PERSONA_DEADLINE_S, asyncio.to_thread(self._procedural)
             ),
             within_deadline(
                 "transcript", TRANSCRIPT_DEADLINE_S, asyncio.to_thread(self._transcript_of, session)
@@ -167,12 +170,19 @@ class TurnPipeline:
             self._user_model(turn),
             self._related_episodes(turn, first_turn=first_turn),
         )
+        persona, skill_index = procedural or (None, None)
         return GatheredContext(
-            persona=persona, user_model=user_model, related=related, transcript=transcript
+            persona=persona,
+            skill_index=skill_index,
+            user_model=user_model,
+            related=related,
+            transcript=transcript,
         )
 
-    def _persona_text(self) -> str:
-        return self._persona.load().render()
+    def _procedural(self) -> tuple[str, str | None]:
+        """The persona stack and the skill index (L4), both cached until files change."""
+        index = self._skills.index_text() if self._skills is not None else None
+        return self._persona.load().render(), index
 
     def _transcript_of(self, session: Session) -> TrimmedTranscript:
         turns = self._transcript.turns(session.id)

@@ -23,9 +23,11 @@ PERSONA_FILES: tuple[str, ...] = (
     "MEMORY.md",
     "TOOLS.md",
 )
-# About 2 000 tokens a file: the whole stack stays a fraction of the context.
-MAX_FILE_CHARS = 8_000
+# About 3 000 tokens a file: the whole stack stays a fraction of the context.
+MAX_FILE_CHARS = 12_000
+# The repository's own persona/ and skills/ (an editable install runs from the checkout).
 SHIPPED_PERSONA = Path(__file__).resolve().parents[2] / "persona"
+SHIPPED_SKILLS = SHIPPED_PERSONA.parent / "skills"
 
 
 @dataclass(frozen=True)

@@ -132,4 +132,31 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX model_usage_at ON model_usage (at);
         """,
     ),
+    Migration(
+        3,
+        "skill_drafts",
+        """
+        -- Proposed skills wait here, outside the brain's committed tree, until a human
+        -- approves (the files are written and committed) or rejects them, or they expire.
+        CREATE TABLE skill_drafts (
+            id TEXT PRIMARY KEY,
+            slug TEXT NOT NULL,
+            version TEXT NOT NULL,
+            base_version TEXT,
+            title TEXT NOT NULL,
+            description TEXT NOT NULL,
+            body TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            state TEXT NOT NULL DEFAULT 'pending'
+                CHECK (state IN ('pending', 'accepted', 'rejected', 'expired')),
+            proposed_by TEXT,
+            proposed_at REAL NOT NULL,
+            session_id TEXT,
+            decided_by TEXT,
+            decided_at REAL,
+            commit_sha TEXT
+        );
+        CREATE INDEX skill_drafts_state ON skill_drafts (state, proposed_at);
+        """,
+    ),
 )

@@ -1,0 +1,282 @@
+"""Skill drafts: proposed, then approved (written and committed), rejected or expired.
+
+A draft lives in SQLite until a human decides; nothing reaches the brain's tree
+before that. A draft for a slug that is already installed proposes its next
+version instead of overwriting it. Every state change records who and when.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from enum import StrEnum
+from typing import Any
+
+from layers.errors import BadInput
+from layers.procedural.brain import Author, Brain
+from layers.procedural.skills import (
+    SCHEMA_VERSION,
+    SkillLibrary,
+    check_slug,
+    render_skill_md,
+)
+from layers.redaction import redact
+from layers.storage.database import Database
+
+DRAFT_LIFETIME_S = 7 * 86_400
+# A body shorter than this is a wish, not a procedure anyone could follow.
+MIN_BODY_CHARS = 120
+MAX_BODY_CHARS = 20_000
+MAX_DESCRIPTION_CHARS = 300
+FIRST_VERSION = "1.0.0"
+
+Clock = Callable[[], float]
+
+
+class DraftState(StrEnum):
+    PENDING = "pending"
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+    EXPIRED = "expired"
+
+
+@dataclass(frozen=True)
+class Draft:
+    id: str
+    slug: str
+    version: str
+    base_version: str | None
+    title: str
+    description: str
+    body: str
+    tags: tuple[str, ...]
+    state: DraftState
+    proposed_by: str | None
+    proposed_at: float
+    session_id: str | None = None
+    decided_by: str | None = None
+    decided_at: float | None = None
+    commit_sha: str | None = None
+
+
+_COLUMNS = (
+    "id, slug, version, base_version, title, description, body, tags, state, proposed_by,"
+    " proposed_at, session_id, decided_by, decided_at, commit_sha"
+)
+
+
+class SkillDrafts:
+    def __init__(
+        self, db: Database, brain: Brain, library: SkillLibrary, *, clock: Clock = time.time
+    ) -> None:
+        self._db = db
+        self._brain = brain
+        self._library = library
+        self._clock = clock
+
+    def propose(
+        self,
+        slug: str,
+        description: str,
+        body: str,
+        *,
+        title: str | None = None,
+        tags: tuple[str, ...] = (),
+        proposed_by: str | None = None,
+        session_id: str | None = None,
+    ) -> Draft:
+        """Store a pending draft (redacted); raises ``BadInput`` if it breaks a rule."""
+        try:
+            check_slug(slug)
+        except ValueError as error:
+            raise BadInput(str(error)) from error
+        body, description = redact(body.strip()), redact(" ".join(description.split()))
+        if not description or len(description) > MAX_DESCRIPTION_CHARS:
+            raise BadInput(f"a skill needs a description of 1-{MAX_DESCRIPTION_CHARS} characters")
+        if not MIN_BODY_CHARS <= len(body) <= MAX_BODY_CHARS:
+            raise BadInput(
+                f"a skill body must be {MIN_BODY_CHARS}-{MAX_BODY_CHARS} characters;"
+                f" this one is {len(body)}"
+            )
+        installed = self._library.get(slug)
+        base = installed.manifest.version if installed else None
+        draft = Draft(
+            id=uuid.uuid4().hex[:10],
+            slug=slug,
+            version=_next_version(base),
+            base_version=base,
+            title=title or slug.replace("-", " ").capitalize(),
+            description=description,
+            body=body,
+            tags=tuple(tags),
+            state=DraftState.PENDING,
+            proposed_by=proposed_by,
+            proposed_at=self._clock(),
+            session_id=session_id,
+        )
+        with self._db.write() as conn:
+            conn.execute(
+                f"INSERT INTO skill_drafts ({_COLUMNS}) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                _row(draft),
+            )
+        return draft
+
+    def get(self, draft_id: str) -> Draft:
+        with self._db.read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM skill_drafts WHERE id = ?", (draft_id,)
+            ).fetchone()
+        if row is None:
+            raise BadInput(
+                f"no skill draft {draft_id!r} (thoth skills list shows the pending ones)"
+            )
+        return _draft(row)
+
+    def list(self, state: DraftState | None = DraftState.PENDING) -> list[Draft]:
+        query = f"SELECT {_COLUMNS} FROM skill_drafts"
+        params: tuple[str, ...] = ()
+        if state is not None:
+            query, params = query + " WHERE state = ?", (state.value,)
+        with self._db.read() as conn:
+            rows = conn.execute(query + " ORDER BY proposed_at", params).fetchall()
+        return [_draft(row) for row in rows]
+
+    def approve(self, draft_id: str, *, by: str) -> Draft:
+        """Write the skill into the brain and commit it; the draft becomes accepted."""
+        draft = self._pending(draft_id)
+        folder = self._brain.skills_dir / draft.slug
+        with self._brain.writing():
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "SKILL.md").write_text(
+                render_skill_md(draft.slug, draft.description, draft.body), encoding="utf-8"
+            )
+            (folder / "manifest.json").write_text(
+                json.dumps(_manifest(draft, by), indent=2) + "\n", encoding="utf-8"
+            )
+            action = (
+                f"Update skill {draft.slug} to {draft.version}"
+                if draft.base_version
+                else f"Add skill {draft.slug} {draft.version}"
+            )
+            sha = self._brain.commit(
+                [f"skills/{draft.slug}"],
+                f"{action}\n\n{draft.description}\n\nWhy: skill draft {draft.id}, proposed by"
+                f" {draft.proposed_by or 'reflection'}.\nApproved-by: {by}",
+                author=Author(by),
+            )
+        return self._decide(draft, DraftState.ACCEPTED, by, sha)
+
+    def reject(self, draft_id: str, *, by: str) -> Draft:
+        """Reject a pending draft: its text is deleted, who and when are kept."""
+        return self._decide(self._pending(draft_id), DraftState.REJECTED, by, None)
+
+    def expire(self) -> int:
+        """Mark pending drafts older than seven days expired; returns how many."""
+        cutoff = self._clock() - DRAFT_LIFETIME_S
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                "UPDATE skill_drafts SET state = 'expired', body = '', decided_at = ?,"
+                " decided_by = 'expiry' WHERE state = 'pending' AND proposed_at < ?",
+                (self._clock(), cutoff),
+            )
+        return cursor.rowcount
+
+    def _pending(self, draft_id: str) -> Draft:
+        draft = self.get(draft_id)
+        if draft.state is not DraftState.PENDING:
+            raise BadInput(
+                f"skill draft {draft_id} is already {draft.state.value}"
+                f" (by {draft.decided_by or 'nobody'})"
+            )
+        return draft
+
+    def _decide(self, draft: Draft, state: DraftState, by: str, sha: str | None) -> Draft:
+        decided = replace(
+            draft,
+            state=state,
+            decided_by=by,
+            decided_at=self._clock(),
+            commit_sha=sha,
+            body=draft.body if state is DraftState.ACCEPTED else "",
+        )
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                "UPDATE skill_drafts SET state = ?, decided_by = ?, decided_at = ?,"
+                " commit_sha = ?, body = ? WHERE id = ? AND state = 'pending'",
+                (state.value, by, decided.decided_at, sha, decided.body, draft.id),
+            )
+        if cursor.rowcount != 1:
+            raise BadInput(f"skill draft {draft.id} was decided by someone else meanwhile")
+        return decided
+
+
+def remove_skill(brain: Brain, slug: str, *, by: str) -> str | None:
+    """Delete an installed skill from the brain, as one commit."""
+    folder = brain.skills_dir / slug
+    if not folder.is_dir():
+        raise BadInput(f"no installed skill {slug!r} (thoth skills list shows them)")
+    with brain.writing():
+        shutil.rmtree(folder)
+        return brain.commit(
+            [f"skills/{slug}"],
+            f"Remove skill {slug}\n\nWhy: removed by hand.\nApproved-by: {by}",
+            author=Author(by),
+        )
+
+
+def _next_version(base: str | None) -> str:
+    if base is None:
+        return FIRST_VERSION
+    major, minor, _ = (int(part) for part in base.split("."))
+    return f"{major}.{minor + 1}.0"
+
+
+def _manifest(draft: Draft, approved_by: str) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "name": draft.slug,
+        "version": draft.version,
+        "title": draft.title,
+        "description": draft.description,
+        "author": draft.proposed_by or "Thoth reflection",
+        "license": "proprietary",
+        "tags": list(draft.tags),
+        "tools_allowed": ["recall_memory"],
+        "approved_by": approved_by,
+    }
+
+
+def _row(draft: Draft) -> tuple[Any, ...]:
+    return (
+        draft.id,
+        draft.slug,
+        draft.version,
+        draft.base_version,
+        draft.title,
+        draft.description,
+        draft.body,
+        json.dumps(list(draft.tags)),
+        draft.state.value,
+        draft.proposed_by,
+        draft.proposed_at,
+        draft.session_id,
+        draft.decided_by,
+        draft.decided_at,
+        draft.commit_sha,
+    )
+
+
+def _draft(row: tuple[Any, ...]) -> Draft:
+    (
+        draft_id, slug, version, base, title, description, body, tags, state,
+        proposed_by, proposed_at, session_id, decided_by, decided_at, sha,
+    ) = row
+    return Draft(
+        draft_id, slug, version, base, title, description, body, tuple(json.loads(tags)),
+        DraftState(state), proposed_by, proposed_at, session_id, decided_by, decided_at, sha,
+    )

@@ -1,0 +1,99 @@
+"""MEMORY.md: notes the team asked the agent to keep, each a commit in the brain.
+
+Used by the 🧠 reaction and by reflection. A note is one redacted, dated line
+with its provenance (who, where, why). Past ``MAX_NOTE_LINES`` notes the oldest
+move to ``persona/archive/MEMORY-<date>.md``, which no prompt reads, so the
+file every prompt carries stays small.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from layers.errors import BadInput
+from layers.procedural.brain import Author, Brain
+from layers.redaction import redact
+
+MAX_NOTE_LINES = 60
+MAX_NOTE_CHARS = 180
+MEMORY_FILE = "persona/MEMORY.md"
+ARCHIVE_DIR = "persona/archive"
+NOTE_PREFIX = "- "
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class MemoryNote:
+    text: str
+    who: str  # the person who asked for it, or approved it
+    where: str  # "#general", "a DM", "terminal"
+    why: str  # "🧠 reaction", "reflection on session …"
+
+
+class MemoryNotes:
+    def __init__(
+        self, brain: Brain, *, max_lines: int = MAX_NOTE_LINES, clock: Clock = time.time
+    ) -> None:
+        self._brain = brain
+        self._max_lines = max_lines
+        self._clock = clock
+
+    def append(self, notes: Sequence[MemoryNote]) -> str | None:
+        """Add the notes (one commit); returns the commit sha, None if nothing changed."""
+        lines = [_line(note, self._clock()) for note in notes if note.text.strip()]
+        if not lines:
+            raise BadInput("a memory note needs some text")
+        memory = self._brain.path / MEMORY_FILE
+        with self._brain.writing():
+            # Appended, never rewritten: whatever a person wrote by hand stays where it is.
+            text = memory.read_text(encoding="utf-8") if memory.exists() else "# Memory\n"
+            kept = text.rstrip("\n").splitlines()
+            kept += [line for line in lines if line not in kept]
+            paths = [MEMORY_FILE]
+            notes_at = [i for i, line in enumerate(kept) if line.startswith(NOTE_PREFIX)]
+            overflow = len(notes_at) - self._max_lines
+            if overflow > 0:
+                moved = set(notes_at[:overflow])
+                paths.append(self._archive([kept[i] for i in sorted(moved)]))
+                kept = [line for i, line in enumerate(kept) if i not in moved]
+            memory.parent.mkdir(parents=True, exist_ok=True)
+            memory.write_text("\n".join(kept) + "\n", encoding="utf-8")
+            first = notes[0]
+            summary = first.text.strip().splitlines()[0][:60]
+            return self._brain.commit(
+                paths,
+                f"Remember: {redact(summary)}\n\nWhy: {first.why}, asked by {first.who}"
+                f" in {first.where}.\nApproved-by: {first.who}",
+                author=Author(first.who),
+            )
+
+    def recent(self, count: int = 20) -> list[str]:
+        """The newest notes, newest last (what reflection checks to avoid duplicates)."""
+        memory = self._brain.path / MEMORY_FILE
+        if not memory.exists():
+            return []
+        lines = memory.read_text(encoding="utf-8").splitlines()
+        return [line for line in lines if line.startswith(NOTE_PREFIX)][-count:]
+
+    def _archive(self, entries: list[str]) -> str:
+        day = datetime.fromtimestamp(self._clock(), UTC).date().isoformat()
+        relative = f"{ARCHIVE_DIR}/MEMORY-{day}.md"
+        archive = self._brain.path / relative
+        archive.parent.mkdir(parents=True, exist_ok=True)
+        existing = archive.read_text(encoding="utf-8") if archive.exists() else (
+            f"# Memory archive ({day})\n\nNotes moved out of MEMORY.md, oldest first.\n\n"
+        )
+        archive.write_text(existing + "\n".join(entries) + "\n", encoding="utf-8")
+        return relative
+
+
+def _line(note: MemoryNote, now: float) -> str:
+    day = datetime.fromtimestamp(now, UTC).date().isoformat()
+    text = " ".join(redact(note.text).split())
+    if len(text) > MAX_NOTE_CHARS:
+        text = text[: MAX_NOTE_CHARS - 1] + "…"
+    return f"{NOTE_PREFIX}{day} · {text} ({note.who}, {note.where}; {note.why})"
