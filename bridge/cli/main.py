@@ -15,7 +15,7 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from bridge.app import Thoth, build
-from bridge.cli import chat, episodes, init, recall
+from bridge.cli import chat, doctor, episodes, init, recall, skills
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder
 from layers.errors import BackendUnavailable, BadInput, ConfigurationError
@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     episodes.register(commands)
     recall.register(commands)
     chat.register(commands)
+    skills.register(commands)
+    doctor.register(commands)
     return parser
 
 

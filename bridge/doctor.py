@@ -1,0 +1,160 @@
+"""`thoth doctor`'s checks, gathered as data: each says what is wrong and how to fix it."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from enum import StrEnum
+
+import anthropic
+
+from bridge.app import Thoth
+from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
+
+MODEL_CHECK_TIMEOUT_S = 10.0
+
+
+class Status(StrEnum):
+    OK = "ok"
+    INFO = "info"
+    WARN = "warn"
+    FAIL = "FAIL"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+def run_checks(app: Thoth) -> list[Check]:
+    checks: list[Check] = []
+    for check in (_database, _embedding, _brain, _persona, _skills, _model, _slack):
+        try:
+            checks.extend(check(app))
+        except Exception as error:  # a check that breaks is itself a finding
+            checks.append(Check(check.__name__.strip("_"), Status.FAIL, f"check crashed: {error}"))
+    return checks
+
+
+def _database(app: Thoth) -> list[Check]:
+    versions = sorted(app.db.applied_versions())
+    return [
+        Check(
+            "database",
+            Status.OK,
+            f"{app.db.path}: schema {versions[-1]}, {app.episodic.store.count()} episodes",
+        )
+    ]
+
+
+def _embedding(app: Thoth) -> list[Check]:
+    vector = app.embedder.embed(["doctor"])
+    return [Check("embedding", Status.OK, f"{app.embedder.model_id}, {vector.shape[1]} dims")]
+
+
+def _brain(app: Thoth) -> list[Check]:
+    if app.brain_problem:
+        return [Check("brain", Status.FAIL, app.brain_problem, "see the message above")]
+    app.brain.check()
+    remote = app.settings.brain_remote
+    detail = f"{app.brain.path}" + (f", pushed to {remote}" if remote else ", no BRAIN_REMOTE")
+    return [Check("brain", Status.OK, detail)]
+
+
+def _persona(app: Thoth) -> list[Check]:
+    persona = app.persona.load()
+    found = {f.name for f in persona.files}
+    checks = [
+        Check(
+            "persona",
+            Status.OK if found == set(PERSONA_FILES) else Status.WARN,
+            f"{len(found)} of {len(PERSONA_FILES)} files in {app.persona.directory()}",
+            "" if found == set(PERSONA_FILES) else f"missing: {sorted(set(PERSONA_FILES) - found)}",
+        )
+    ]
+    for file in persona.files:
+        if file.truncated:
+            checks.append(
+                Check(
+                    "persona",
+                    Status.WARN,
+                    f"{file.name} is over {MAX_FILE_CHARS} characters and is cut in every prompt",
+                    f"shorten {file.name} (old MEMORY.md notes can move to persona/archive/)",
+                )
+            )
+    return checks
+
+
+def _skills(app: Thoth) -> list[Check]:
+    skills = app.skills.skills()
+    pending = app.drafts.list()
+    checks = [Check("skills", Status.OK, f"{len(skills)} installed, {len(pending)} drafts pending")]
+    for folder, problem in app.skills.problems.items():
+        checks.append(
+            Check("skills", Status.WARN, f"{folder} is skipped: {problem}", "fix or remove it")
+        )
+    return checks
+
+
+def _model(app: Thoth) -> list[Check]:
+    settings = app.settings
+    if settings.anthropic_api_key is None:
+        return [
+            Check(
+                "model",
+                Status.INFO,
+                "no ANTHROPIC_API_KEY: answers come from memory alone",
+                "set ANTHROPIC_API_KEY for Claude",
+            )
+        ]
+    try:
+        asyncio.run(_probe_model(app))
+    except anthropic.APIError as error:
+        return [
+            Check(
+                "model",
+                Status.FAIL,
+                f"{settings.thoth_model} did not answer: {error}",
+                "check ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL and the network",
+            )
+        ]
+    return [Check("model", Status.OK, f"{settings.thoth_model} answers")]
+
+
+async def _probe_model(app: Thoth) -> None:
+    settings = app.settings
+    assert settings.anthropic_api_key is not None
+    client = anthropic.AsyncAnthropic(
+        api_key=settings.anthropic_api_key.get_secret_value(),
+        base_url=settings.anthropic_base_url or None,
+        timeout=MODEL_CHECK_TIMEOUT_S,
+        max_retries=0,
+    )
+    try:
+        await client.messages.create(
+            model=settings.thoth_model,
+            max_tokens=1,
+            messages=[{"role": "user", "content": "ping"}],
+        )
+    finally:
+        await client.close()
+
+
+def _slack(app: Thoth) -> list[Check]:
+    settings = app.settings
+    if settings.slack_bot_token is None:
+        return [
+            Check(
+                "slack",
+                Status.INFO,
+                "not configured: `thoth chat` works, `thoth serve` needs Slack",
+                "set SLACK_BOT_TOKEN and SLACK_APP_TOKEN (or SLACK_SIGNING_SECRET)",
+            )
+        ]
+    mode = "Socket Mode" if settings.slack_app_token else "HTTP mode"
+    return [Check("slack", Status.OK, f"configured for {mode}")]
+
+
