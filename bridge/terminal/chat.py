@@ -13,11 +13,15 @@ import threading
 import uuid
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+from apscheduler.schedulers.background import BackgroundScheduler
+
 from bridge import messages
 from bridge.app import Thoth
+from bridge.housekeeping import schedule_housekeeping
 from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.turn import Turn, check_message
 from bridge.terminal.sink import TerminalSink
@@ -58,6 +62,9 @@ class ChatLoop:
     def run(self, lines: Iterator[str]) -> int:
         """Chat until /done, /quit or the end of input; returns the exit code."""
         self._thread.start()
+        scheduler = BackgroundScheduler(timezone=UTC)
+        schedule_housekeeping(self._app, scheduler)
+        scheduler.start()
         try:
             session = self._open_session()
             if self._options.interactive:
@@ -67,6 +74,7 @@ class ChatLoop:
             if self._options.interactive:
                 print(messages.CHAT_RESUME_HINT.format(session_id=session.id), file=self._err)
         finally:
+            scheduler.shutdown(wait=True)
             self._call(self._app.pipeline.drain(DRAIN_TIMEOUT_S))
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)

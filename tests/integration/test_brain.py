@@ -1,0 +1,244 @@
+"""The brain: real git repositories in temporary folders."""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import subprocess
+import threading
+from pathlib import Path
+
+import git
+import pytest
+
+from layers.errors import BadInput
+from layers.procedural.brain import Brain, BrainError
+from layers.procedural.drafts import DraftState, SkillDrafts, remove_skill
+from layers.procedural.memory_notes import MemoryNote, MemoryNotes
+from layers.procedural.persona import SHIPPED_PERSONA, SHIPPED_SKILLS
+from layers.procedural.skills import SkillLibrary
+from layers.storage.database import Database
+
+BODY = (
+    "# Deploy checklist\n\n1. Check the error budget.\n2. Announce in #deploys.\n"
+    "3. Run make deploy and watch the dashboards for fifteen minutes.\n4. Roll back on alerts.\n"
+)
+
+
+def _brain(tmp_path: Path, remote: str | None = None) -> Brain:
+    brain = Brain(tmp_path / "brain", remote=remote)
+    assert brain.create(SHIPPED_PERSONA, SHIPPED_SKILLS)
+    return brain
+
+
+def _log(brain: Brain) -> list[str]:
+    return [c.summary for c in git.Repo(brain.path).iter_commits()]
+
+
+def _drafts(tmp_path: Path, brain: Brain, clock: list[float] | None = None) -> SkillDrafts:
+    now = clock or [1_800_000_000.0]
+    library = SkillLibrary((brain.skills_dir,))
+    return SkillDrafts(Database.open(tmp_path / "thoth.db"), brain, library, clock=lambda: now[0])
+
+
+def test_the_brain_is_created_once_from_the_shipped_files(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    assert _log(brain) == ["Create the brain from the shipped persona and skills"]
+    assert (brain.persona_dir / "SOUL.md").read_text() == (SHIPPED_PERSONA / "SOUL.md").read_text()
+    assert (brain.skills_dir / "incident-summary" / "manifest.json").exists()
+    assert not Brain(brain.path).create(SHIPPED_PERSONA, SHIPPED_SKILLS)
+    assert len(_log(brain)) == 1
+    repo = git.Repo(brain.path)
+    assert not repo.is_dirty(untracked_files=True)
+
+
+def test_an_approved_draft_is_committed_with_who_and_why(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    drafts = _drafts(tmp_path, brain)
+    draft = drafts.propose("deploy-checklist", "Steps to deploy the API safely", BODY,
+                           proposed_by="reflection")
+    assert draft.state is DraftState.PENDING and draft.version == "1.0.0"
+    assert not (brain.skills_dir / "deploy-checklist").exists()  # outside the tree until approved
+
+    accepted = drafts.approve(draft.id, by="U_FOUNDER")
+    assert accepted.state is DraftState.ACCEPTED and accepted.decided_by == "U_FOUNDER"
+    head = git.Repo(brain.path).head.commit
+    assert head.hexsha == accepted.commit_sha
+    assert head.summary == "Add skill deploy-checklist 1.0.0"
+    assert "Approved-by: U_FOUNDER" in str(head.message) and head.author.name == "U_FOUNDER"
+    manifest = json.loads((brain.skills_dir / "deploy-checklist" / "manifest.json").read_text())
+    assert manifest["schema_version"] == "agentskills.io/v1" and manifest["version"] == "1.0.0"
+    skill = SkillLibrary((brain.skills_dir,)).get("deploy-checklist")
+    assert skill is not None and "Roll back on alerts" in skill.body
+
+
+def test_a_draft_for_an_existing_skill_is_its_next_version(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    drafts = _drafts(tmp_path, brain)
+    draft = drafts.propose("incident-summary", "A better incident summary", BODY)
+    assert (draft.base_version, draft.version) == ("1.0.0", "1.1.0")
+    before = (brain.skills_dir / "incident-summary" / "SKILL.md").read_text()
+    assert "Impact" in before  # untouched until approval
+    drafts.approve(draft.id, by="dana")
+    assert _log(brain)[0] == "Update skill incident-summary to 1.1.0"
+    manifest = json.loads((brain.skills_dir / "incident-summary" / "manifest.json").read_text())
+    assert manifest["version"] == "1.1.0"
+
+
+def test_reject_and_expiry_keep_who_and_when_but_not_the_text(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    clock = [1_800_000_000.0]
+    drafts = _drafts(tmp_path, brain, clock)
+    rejected = drafts.reject(drafts.propose("one-skill", "First", BODY).id, by="dana")
+    assert rejected.state is DraftState.REJECTED and rejected.body == ""
+    with pytest.raises(BadInput, match="already rejected"):
+        drafts.approve(rejected.id, by="ari")
+
+    old = drafts.propose("old-skill", "Old", BODY)
+    clock[0] += 6 * 86_400
+    fresh = drafts.propose("new-skill", "New", BODY)
+    clock[0] += 2 * 86_400
+    assert drafts.expire() == 1
+    assert drafts.get(old.id).state is DraftState.EXPIRED
+    assert drafts.get(fresh.id).state is DraftState.PENDING
+    assert len(_log(brain)) == 1  # nothing of this reached the brain
+
+
+def test_bad_drafts_are_refused(tmp_path: Path) -> None:
+    drafts = _drafts(tmp_path, _brain(tmp_path))
+    with pytest.raises(BadInput, match="must match"):
+        drafts.propose("Bad Slug", "x", BODY)
+    with pytest.raises(BadInput, match="body must be"):
+        drafts.propose("tiny", "x", "do it")
+
+
+def test_a_hand_edit_survives_an_agent_commit(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    user_md = brain.persona_dir / "USER.md"
+    user_md.write_text(user_md.read_text() + "\nWe are nine people in Lisbon.\n")
+    staged = brain.path / "notes.txt"
+    staged.write_text("a file I staged myself\n")
+    repo = git.Repo(brain.path)
+    repo.git.add("notes.txt")
+
+    drafts = _drafts(tmp_path, brain)
+    drafts.approve(drafts.propose("deploy-checklist", "Deploy safely", BODY).id, by="dana")
+
+    assert "nine people in Lisbon" in user_md.read_text()
+    changed = set(repo.git.show("--name-only", "--format=", "HEAD").split())
+    assert changed == {"skills/deploy-checklist/SKILL.md", "skills/deploy-checklist/manifest.json"}
+    assert "persona/USER.md" in repo.git.diff("--name-only")  # still the user's, uncommitted
+    assert "notes.txt" in repo.git.diff("--cached", "--name-only")  # still staged, not swept in
+
+
+def test_remove_is_a_commit(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    remove_skill(brain, "handover-notes", by="dana")
+    assert _log(brain)[0] == "Remove skill handover-notes"
+    assert not (brain.skills_dir / "handover-notes").exists()
+    assert "skills/handover-notes/SKILL.md" not in git.Repo(brain.path).git.ls_files()
+    with pytest.raises(BadInput):
+        remove_skill(brain, "handover-notes", by="dana")
+
+
+def test_a_malformed_skill_is_skipped_with_a_log_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    brain = _brain(tmp_path)
+    broken = brain.skills_dir / "broken-skill"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("no front matter here")
+    (broken / "manifest.json").write_text("{}")
+    bad_manifest = brain.skills_dir / "bad-manifest"
+    bad_manifest.mkdir()
+    (bad_manifest / "SKILL.md").write_text("---\nname: bad-manifest\ndescription: d\n---\nbody\n")
+    (bad_manifest / "manifest.json").write_text('{"schema_version": "v0"}')
+    (brain.skills_dir / "Not_A_Slug").mkdir()
+    with caplog.at_level(logging.WARNING):
+        library = SkillLibrary((brain.skills_dir,))
+        skills = library.skills()
+    assert set(skills) == {"incident-summary", "decision-record", "handover-notes"}
+    assert "front matter" in library.problems["broken-skill"]
+    assert "schema_version" in library.problems["bad-manifest"]
+    assert "must match" in library.problems["Not_A_Slug"]
+    assert "skipping skill" in caplog.text
+
+
+def test_memory_notes_are_dated_redacted_committed_and_archived(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    notes = MemoryNotes(brain, max_lines=3, clock=lambda: 1_795_000_000.0)
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    notes.append([MemoryNote(f"the CI token is {secret}", "Dana", "#eng", "🧠 reaction")])
+    memory = (brain.persona_dir / "MEMORY.md").read_text()
+    assert secret not in memory and "[REDACTED" in memory
+    assert "- 2026-11-18 · the CI token is" in memory and "(Dana, #eng; 🧠 reaction)" in memory
+    assert _log(brain)[0].startswith("Remember: the CI token is")
+    for number in range(4):
+        notes.append([MemoryNote(f"note {number}", "Ari", "a DM", "reflection")])
+    kept = notes.recent(10)
+    assert len(kept) == 3 and "note 3" in kept[-1]
+    archive = (brain.persona_dir / "archive" / "MEMORY-2026-11-18.md").read_text()
+    assert "the CI token is" in archive and "note 0" in archive
+    assert git.Repo(brain.path).is_dirty() is False
+
+
+def _append_notes(path: str, worker: int) -> None:
+    notes = MemoryNotes(Brain(Path(path)), max_lines=1000)
+    for number in range(5):
+        notes.append([MemoryNote(f"process {worker} note {number}", "p", "x", "test")])
+
+
+def test_concurrent_writers_do_not_corrupt_the_repo(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    threads = [
+        threading.Thread(target=_append_notes, args=(str(brain.path), 100 + n)) for n in range(3)
+    ]
+    context = multiprocessing.get_context("spawn")
+    processes = [context.Process(target=_append_notes, args=(str(brain.path), n)) for n in range(3)]
+    for worker in [*threads, *processes]:
+        worker.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    memory = (brain.persona_dir / "MEMORY.md").read_text()
+    for worker in [0, 1, 2, 100, 101, 102]:
+        for number in range(5):
+            assert f"process {worker} note {number} " in memory
+    assert len(_log(brain)) == 1 + 30
+    fsck = subprocess.run(["git", "-C", str(brain.path), "fsck", "--strict"], capture_output=True)
+    assert fsck.returncode == 0, fsck.stderr
+
+
+def test_each_commit_is_pushed_to_the_remote_and_a_failed_push_is_not_fatal(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    remote = tmp_path / "remote.git"
+    git.Repo.init(remote, bare=True)
+    brain = _brain(tmp_path, remote=str(remote))
+    MemoryNotes(brain).append([MemoryNote("pushed note", "Dana", "#eng", "🧠 reaction")])
+    pushed = git.Repo(remote).commit("main")
+    assert pushed.hexsha == git.Repo(brain.path).head.commit.hexsha
+
+    broken = Brain(brain.path, remote=str(tmp_path / "missing.git"))
+    with caplog.at_level(logging.WARNING):
+        sha = MemoryNotes(broken).append([MemoryNote("local only", "Dana", "#eng", "test")])
+    assert sha == git.Repo(brain.path).head.commit.hexsha
+    assert "pushing the brain" in caplog.text
+
+
+def test_a_broken_or_busy_repository_gets_an_error_that_says_the_fix(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    (brain.path / ".git" / "MERGE_HEAD").write_text("0" * 40 + "\n")
+    with pytest.raises(BrainError, match="merge --abort"):
+        MemoryNotes(brain).append([MemoryNote("x", "a", "b", "c")])
+    (brain.path / ".git" / "MERGE_HEAD").unlink()
+
+    not_a_repo = tmp_path / "other"
+    not_a_repo.mkdir()
+    (not_a_repo / "stuff.txt").write_text("mine")
+    with pytest.raises(BrainError, match="not a git repository"):
+        Brain(not_a_repo).create(SHIPPED_PERSONA, SHIPPED_SKILLS)
+    assert (not_a_repo / "stuff.txt").read_text() == "mine"
