@@ -1,0 +1,92 @@
+"""`thoth init`, `thoth skills …` and `thoth doctor`, called as functions on a real home."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import git
+
+from bridge.cli.main import main
+from bridge.settings import Settings
+from tests.fakes import HashingEmbedder
+
+BODY = (
+    "# Standup digest\n\n1. Collect yesterday's updates from the thread.\n"
+    "2. Group by person: done, doing, blocked.\n3. Flag every blocker with its owner.\n"
+)
+
+
+def thoth(settings: Settings, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(argv), settings=settings, stdout=out, stderr=err, embedder=HashingEmbedder())
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_init_creates_the_brain_once(settings: Settings) -> None:
+    code, out, _ = thoth(settings, "init")
+    assert code == 0 and "brain:" in out and "(3 skills)" in out
+    assert thoth(settings, "init")[0] == 0
+    assert len(list(git.Repo(settings.brain_path).iter_commits())) == 1
+
+
+def test_propose_approve_show_and_remove(settings: Settings, tmp_path: Path) -> None:
+    body = tmp_path / "body.md"
+    body.write_text(BODY)
+    code, out, err = thoth(
+        settings, "skills", "propose", "standup-digest", "--description", "Digest a standup",
+        "--body-file", str(body), "--by", "dana",
+    )
+    assert code == 0, err
+    code, listing, _ = thoth(settings, "skills", "list", "--json")
+    (draft,) = json.loads(listing)["drafts"]
+    assert draft["slug"] == "standup-digest" and draft["state"] == "pending"
+
+    code, out, _ = thoth(settings, "skills", "approve", draft["id"], "--by", "ari")
+    assert code == 0 and "approved standup-digest 1.0.0" in out
+    code, out, _ = thoth(settings, "skills", "show", "standup-digest")
+    assert "Flag every blocker" in out
+    code, out, _ = thoth(settings, "skills", "show", draft["id"])
+    assert "accepted" in out and "decided by ari" in out
+    code, again, err = thoth(settings, "skills", "approve", draft["id"])
+    assert code == 2 and "already accepted" in err
+
+    code, out, _ = thoth(settings, "skills", "remove", "standup-digest", "--by", "ari")
+    assert code == 0
+    summaries = [c.summary for c in git.Repo(settings.brain_path).iter_commits()]
+    assert summaries[:2] == ["Remove skill standup-digest", "Add skill standup-digest 1.0.0"]
+
+
+def test_bad_skill_input_is_one_line_and_exit_2(settings: Settings, tmp_path: Path) -> None:
+    code, _, err = thoth(
+        settings, "skills", "propose", "x", "--description", "d", "--body-file",
+        str(tmp_path / "missing.md"),
+    )
+    assert code == 2 and err.startswith("error: cannot read") and err.count("\n") == 1
+    assert thoth(settings, "skills", "reject", "nope")[0] == 2
+    assert thoth(settings, "skills", "remove", "nope")[0] == 2
+
+
+def test_doctor_reports_a_truncated_persona_file_and_a_skipped_skill(settings: Settings) -> None:
+    assert thoth(settings, "init")[0] == 0
+    (settings.brain_path / "persona" / "MEMORY.md").write_text("- note\n" * 3000)
+    broken = settings.brain_path / "skills" / "broken-one"
+    broken.mkdir()
+    (broken / "SKILL.md").write_text("no front matter")
+    code, out, _ = thoth(settings, "doctor")
+    assert code == 0, out
+    assert "warn  persona    MEMORY.md is over 12000 characters" in out
+    assert "warn  skills     broken-one is skipped" in out
+    assert "info  model      no ANTHROPIC_API_KEY" in out
+
+
+def test_doctor_fails_on_a_broken_brain(settings: Settings) -> None:
+    settings.brain_path.mkdir(parents=True)
+    (settings.brain_path / "stray.txt").write_text("not a repo")
+    code, out, _ = thoth(settings, "doctor", "--json")
+    assert code == 1
+    brain = next(c for c in json.loads(out) if c["name"] == "brain")
+    assert brain["status"] == "FAIL" and "not a git repository" in brain["detail"]
+    code, _, err = thoth(settings, "init")
+    assert code == 1 and "not a git repository" in err
