@@ -39,6 +39,9 @@ MAX_QUERY_TERMS = 32
 CONTEXT_SOURCES = 30
 # Priors move scores by a few percent, so only a few places past k can reach the top k.
 RERANK_SLACK = 10
+# A loaded index gets room for this fraction (1/n) more vectors than are stored, so
+# the next few writes do not double it at once.
+INDEX_HEADROOM_DIVISOR = 16
 
 
 @dataclass(frozen=True)
@@ -188,15 +191,23 @@ class EpisodicMemory:
         with self._index_lock:
             version = self._store.data_version()
             if self._index is None:
-                self._index, self._vectors_loaded = VectorIndex(self._embedder.dim), 0
+                self._index, self._vectors_loaded = self._empty_index(), 0
                 self._load_vectors_after(0)
             elif version != self._data_version:
                 self._load_vectors_after(self._vectors_loaded)
                 if len(self._index) != self._store.vector_count():
-                    self._index = VectorIndex(self._embedder.dim)
+                    self._index = None  # let the stale matrix go before the new one fills
+                    self._index, self._vectors_loaded = self._empty_index(), 0
                     self._load_vectors_after(0)
             self._data_version = version
             return self._index
+
+    def _empty_index(self) -> VectorIndex:
+        """An index sized for the stored vectors, so loading them never regrows it."""
+        index = VectorIndex(self._embedder.dim)
+        stored = self._store.vector_count()
+        index.reserve(stored + stored // INDEX_HEADROOM_DIVISOR)
+        return index
 
     def _load_vectors_after(self, vector_row: int) -> None:
         assert self._index is not None
@@ -205,7 +216,9 @@ class EpisodicMemory:
         known = self._index.episode_rowids() if vector_row else frozenset()
         for owners, vectors, last in self._store.iter_vectors(self._embedder.dim, after=vector_row):
             fresh = [i for i, owner in enumerate(owners) if owner.episode_rowid not in known]
-            if fresh:
+            if len(fresh) == len(owners):
+                self._index.add(owners, vectors)
+            elif fresh:
                 self._index.add([owners[i] for i in fresh], vectors[fresh])
             self._vectors_loaded = last
 

@@ -176,11 +176,13 @@ class EpisodeStore:
             last = int(rows[-1][0])
 
     def iter_vectors(
-        self, dim: int, *, after: int = 0, batch_size: int = 20_000
+        self, dim: int, *, after: int = 0, batch_size: int = 5_000
     ) -> Iterator[tuple[list[ChunkOwner], npt.NDArray[np.float16], int]]:
         """Chunk vectors stored after vector row ``after``, with their owners, in batches.
 
-        Each batch comes with the last vector row it holds, to resume from.
+        Each batch comes with the last vector row it holds, to resume from. Batches are
+        small because each row arrives as Python objects (about 1 KB a vector): larger
+        ones raise peak memory while loading and load no faster.
         """
         last = after
         while True:

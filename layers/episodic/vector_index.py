@@ -71,7 +71,8 @@ class VectorIndex:
             raise ValueError(f"expected {count} vectors of {self.dim} dims, got {vectors.shape}")
         self._reserve(self._size + count)
         start, end = self._size, self._size + count
-        self._vectors[start:end] = torch.from_numpy(np.array(vectors, dtype=np.float16))
+        # Written through a numpy view: no float16 temporary (numpy casts as it copies).
+        self._vectors[start:end].numpy()[...] = vectors
         self._alive[start:end] = True
         for offset, owner in enumerate(owners):
             slot = start + offset
@@ -132,11 +133,22 @@ class VectorIndex:
                     break
         return list(best.items())
 
+    def reserve(self, needed: int) -> None:
+        """Make room for ``needed`` vectors in all, exactly (loading a known count).
+
+        Growing by doubling would leave up to half the matrix unused and, while it
+        grows, hold the old and the new matrix at once.
+        """
+        if needed > self._vectors.shape[0]:
+            self._resize(needed)
+
     def _reserve(self, needed: int) -> None:
         capacity = self._vectors.shape[0]
-        if needed <= capacity:
-            return
-        new_capacity = max(needed, capacity * 2)
+        if needed > capacity:
+            self._resize(max(needed, capacity * 2))
+
+    def _resize(self, new_capacity: int) -> None:
+        capacity = self._vectors.shape[0]
         grown = torch.zeros((new_capacity, self.dim), dtype=torch.float16)
         grown[:capacity] = self._vectors
         self._vectors = grown
