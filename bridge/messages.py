@@ -11,6 +11,10 @@ MODEL_FAILED = (
     "Sorry, I couldn't get an answer from the language model just now (it is"
     " unavailable or overloaded). Please try again in a minute."
 )
+EMPTY_REPLY = (
+    "Sorry, the language model finished without an answer. Please rephrase or try again."
+)
+INTERRUPTED = "(interrupted before the reply was complete)"
 INTERNAL_ERROR = "Sorry, something went wrong on my side while answering. Please try again."
 COST_CAP_REACHED = (
     "I've reached today's spending limit for the language model (DAILY_COST_CAP_USD ="

@@ -9,12 +9,15 @@ model is configured, then shows what memory holds for the message.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from bridge import messages
 from bridge.model.protocol import ModelRequest, ModelResult, OnText, ToolCall
+
+log = logging.getLogger(__name__)
 
 OFFLINE_MODEL = "offline"
 RECALL_TOOL = "recall_memory"
@@ -46,7 +49,10 @@ class OfflineResponder:
             )
         skills: Sequence[tuple[str, str]] = ()
         if self._find_skills is not None:
-            skills = await asyncio.to_thread(self._find_skills, _turn_message(request))
+            try:
+                skills = await asyncio.to_thread(self._find_skills, _turn_message(request))
+            except Exception:
+                log.exception("matching skills failed; answering without them")
         text = _answer(request, tool_results, skills)
         await on_text(text)
         return ModelResult(

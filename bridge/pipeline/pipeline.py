@@ -138,7 +138,15 @@ class TurnPipeline:
             first_turn = await asyncio.to_thread(self._transcript.count, session.id) == 0
             context = await self._gather(turn, session, first_turn=first_turn)
             timings.context_ready = time.monotonic()
-            answer = await self._answer(turn, session, context, sink, timings)
+            answer = _Answer(model=self._model.name)
+            try:
+                await self._answer(answer, turn, session, context, sink, timings)
+            except asyncio.CancelledError:
+                # The transport gave up on the turn (Ctrl-C, shutdown): what was already
+                # spent still counts toward the cap, and the message is kept.
+                _failed(answer, messages.INTERRUPTED)
+                await asyncio.shield(self._record(turn, session, answer))
+                raise
             timings.last_token = time.monotonic()
             await sink.finish(answer.text, ok=answer.ok)
             timings.shown = time.monotonic()
@@ -209,12 +217,14 @@ class TurnPipeline:
 
     async def _answer(
         self,
+        answer: _Answer,
         turn: Turn,
         session: Session,
         context: GatheredContext,
         sink: ReplySink,
         timings: TurnTimings,
-    ) -> _Answer:
+    ) -> None:
+        """Fill ``answer``: the streamed reply, or a failure message, and what it cost."""
         request = build_request(
             turn,
             context,
@@ -222,13 +232,12 @@ class TurnPipeline:
             tools=self._tools.specs,
             max_tokens=self._config.max_tokens,
         )
-        answer = _Answer(model=self._model.name)
         reply = _ReplyStream(sink)
         try:
             for round_number in range(MAX_TOOL_ROUNDS + 1):
                 if await self._over_cap(answer):
-                    cap_message = messages.COST_CAP_REACHED.format(cap=self._daily_cap_usd)
-                    return _failed(answer, cap_message)
+                    _failed(answer, messages.COST_CAP_REACHED.format(cap=self._daily_cap_usd))
+                    return
                 reply.next_round()
                 started = time.monotonic()
                 result = await self._model.respond(request, reply.write)
@@ -239,12 +248,19 @@ class TurnPipeline:
                 request = await self._with_tool_results(request, result.content, turn)
         except ModelUnavailable as error:
             log.error("model failed for session %s: %s", session.id, error)
-            return _failed(answer, messages.MODEL_FAILED)
+            _failed(answer, messages.MODEL_FAILED)
+            return
         except Exception:
             log.exception("turn failed for session %s", session.id)
-            return _failed(answer, messages.INTERNAL_ERROR)
+            _failed(answer, messages.INTERNAL_ERROR)
+            return
+        if not reply.text:
+            # Only tool calls and no words (or an empty answer): not a reply to store or
+            # replay — the API refuses an empty assistant message in the transcript.
+            log.error("the model gave no text for session %s", session.id)
+            _failed(answer, messages.EMPTY_REPLY)
+            return
         answer.text = reply.text
-        return answer
 
     async def _with_tool_results(
         self, request: ModelRequest, content: Sequence[dict[str, Any]], turn: Turn

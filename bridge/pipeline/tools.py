@@ -68,6 +68,13 @@ class ToolBox:
 
     async def run(self, call: ToolCall, turn: Turn) -> tuple[str, bool]:
         """The tool's text result and whether it is an error (told to the model, not raised)."""
+        try:
+            return await self._dispatch(call, turn)
+        except Exception:
+            log.exception("tool %s failed", call.name)
+            return f"The tool {call.name} failed; go on without it.", True
+
+    async def _dispatch(self, call: ToolCall, turn: Turn) -> tuple[str, bool]:
         if call.name == RECALL_MEMORY.name and self._episodic is not None:
             query = call.input.get("query")
             if not isinstance(query, str) or not query.strip():

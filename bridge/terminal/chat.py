@@ -26,6 +26,7 @@ from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.turn import Turn, check_message
 from bridge.terminal.sink import TerminalSink
 from layers.errors import BadInput
+from layers.redaction import redact
 from layers.working.sessions import Place, Session
 
 log = logging.getLogger(__name__)
@@ -183,7 +184,9 @@ def terminal_lines(prompt: str, history_file: Path | None) -> Iterator[str]:
     try:
         while True:
             try:
-                yield input(prompt)
+                line = input(prompt)
+                _keep_secrets_out_of_history(line)
+                yield line
             except EOFError:
                 return
             except KeyboardInterrupt:
@@ -194,3 +197,18 @@ def terminal_lines(prompt: str, history_file: Path | None) -> Iterator[str]:
             save_history()
         except OSError:
             log.warning("could not save chat history to %s", history_file)
+
+
+def _keep_secrets_out_of_history(line: str) -> None:
+    """Replace the line readline just remembered by its redacted form (the file is on disk)."""
+    clean = redact(line)
+    if clean == line:
+        return
+    try:
+        import readline
+
+        last = readline.get_current_history_length()
+        if last:
+            readline.replace_history_item(last - 1, clean)
+    except (ImportError, ValueError):
+        pass

@@ -13,14 +13,16 @@ import fcntl
 import logging
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
+from typing import TYPE_CHECKING, Any
 
 from layers.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    import git
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +34,18 @@ PUSH_TIMEOUT_S = 30
 
 class BrainError(ConfigurationError):
     """The brain repository is missing, broken or mid-operation; the message says the fix."""
+
+
+def _gitpython() -> Any:
+    # Imported on first use: GitPython refuses to import without a git executable,
+    # and a machine without git must still run `thoth chat` on the shipped persona.
+    try:
+        import git
+    except ImportError as error:
+        raise BrainError(
+            f"git is not usable ({error}): install it (apt-get install git) for the brain"
+        ) from error
+    return git
 
 
 @dataclass(frozen=True)
@@ -78,7 +92,7 @@ class Brain:
             (shipped_skills, self.skills_dir),
         ):
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("README.md"))
-        repo = git.Repo.init(self.path, initial_branch="main")
+        repo = _gitpython().Repo.init(self.path, initial_branch="main")
         with repo.config_writer() as config:
             # Only this repository: commits name the approver, the committer is always Thoth.
             config.set_value("user", "name", AGENT_NAME)
@@ -114,6 +128,32 @@ class Brain:
                 f"the brain at {self.path} has unresolved conflicts: resolve them and commit"
             )
 
+    def apply(
+        self,
+        changes: Mapping[str, str | None],
+        message: str,
+        *,
+        author: Author | None = None,
+    ) -> str | None:
+        """Write files (None deletes one) and commit exactly them, all or nothing.
+
+        Paths are relative to the brain. The repository is checked before any file
+        is touched; if the commit fails, the files and their index entries are put
+        back as they were. Returns the new sha, or None when nothing changed.
+        """
+        with self._writing():
+            self.check()
+            before = {path: self._read(path) for path in changes}
+            try:
+                for path, text in changes.items():
+                    self._write(path, text)
+                return self.commit(list(changes), message, author=author)
+            except BaseException:
+                for path, text in before.items():
+                    self._write(path, text)
+                self._unstage(list(changes))
+                raise
+
     def commit(
         self,
         paths: Sequence[str],
@@ -125,23 +165,33 @@ class Brain:
 
         None when they hold no change. Other files, staged or not, stay as they were.
         """
+        gitpython = _gitpython()
         with self._writing():
             repo = self._repo()
             self.check()
-            repo.git.add("--all", "--", *paths)
-            if not repo.git.diff("--cached", "--name-only", "--", *paths).strip():
-                return None
             who = author or Author(AGENT_NAME)
-            with repo.git.custom_environment(
-                GIT_AUTHOR_NAME=who.name,
-                GIT_AUTHOR_EMAIL=who.email,
-                GIT_COMMITTER_NAME=AGENT_NAME,
-                GIT_COMMITTER_EMAIL=AGENT_EMAIL,
-            ):
-                repo.git.commit("--no-verify", "-m", message, "--", *paths)
-            sha = repo.head.commit.hexsha
+            try:
+                repo.git.add("--all", "--", *paths)
+                if not repo.git.diff("--cached", "--name-only", "--", *paths).strip():
+                    return None
+                with repo.git.custom_environment(
+                    GIT_AUTHOR_NAME=who.name,
+                    GIT_AUTHOR_EMAIL=who.email,
+                    GIT_COMMITTER_NAME=AGENT_NAME,
+                    GIT_COMMITTER_EMAIL=AGENT_EMAIL,
+                ):
+                    repo.git.commit("--no-verify", "-m", message, "--", *paths)
+            except gitpython.GitCommandError as error:
+                raise BrainError(_git_failure(self.path, error)) from error
+            sha = str(repo.head.commit.hexsha)
         self._push(repo)
         return sha
+
+    def has_hand_edits(self, path: str) -> bool:
+        """Whether ``path`` (a file or folder) differs from the last commit, staged or not."""
+        repo = self._repo()
+        status = repo.git.status("--porcelain", "--untracked-files=all", "--", path)
+        return bool(status.strip())
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -149,14 +199,39 @@ class Brain:
         with self._writing():
             yield
 
-    def _repo(self) -> git.Repo:
+    def _read(self, path: str) -> str | None:
+        target = self.path / path
+        return target.read_text(encoding="utf-8") if target.is_file() else None
+
+    def _write(self, path: str, text: str | None) -> None:
+        target = self.path / path
+        if text is None:
+            target.unlink(missing_ok=True)
+            # Leave no empty folders behind (git does not track them anyway).
+            folder = target.parent
+            while folder != self.path and folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+                folder = folder.parent
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+    def _unstage(self, paths: list[str]) -> None:
         try:
-            return git.Repo(self.path)
-        except git.NoSuchPathError as error:
+            self._repo().git.reset("-q", "HEAD", "--", *paths)
+        except Exception:
+            log.warning("could not unstage %s in the brain after a failed commit", paths)
+
+    def _repo(self) -> git.Repo:
+        gitpython = _gitpython()
+        try:
+            repo: git.Repo = gitpython.Repo(self.path)
+            return repo
+        except gitpython.NoSuchPathError as error:
             raise BrainError(
                 f"there is no brain at {self.path}: run `thoth init` to create it"
             ) from error
-        except git.InvalidGitRepositoryError as error:
+        except gitpython.InvalidGitRepositoryError as error:
             raise BrainError(
                 f"{self.path} is not a git repository (is .git missing or damaged?): move it"
                 " away and run `thoth init` to create a new brain"
@@ -189,6 +264,16 @@ class Brain:
             return
         try:
             repo.git.push(self._remote, "HEAD:refs/heads/main", kill_after_timeout=PUSH_TIMEOUT_S)
-        except git.GitCommandError as error:
+        except _gitpython().GitCommandError as error:
             # The commit is safe locally; the next successful push carries it too.
             log.warning("pushing the brain to %s failed: %s", self._remote, error.stderr.strip())
+
+
+def _git_failure(path: Path, error: Any) -> str:
+    lines = [line.strip() for line in str(error.stderr or "").splitlines() if line.strip()]
+    detail = next((line for line in lines if line.startswith(("fatal:", "error:"))), None)
+    detail = (detail or (lines[0] if lines else str(error))).strip("'\" ")
+    hint = ""
+    if "index.lock" in str(error.stderr):
+        hint = f"; if no other git command is running, delete {path}/.git/index.lock"
+    return f"git failed in the brain at {path}: {detail}{hint}"

@@ -8,7 +8,6 @@ version instead of overwriting it. Every state change records who and when.
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import uuid
 from collections.abc import Callable
@@ -147,24 +146,37 @@ class SkillDrafts:
         return [_draft(row) for row in rows]
 
     def approve(self, draft_id: str, *, by: str) -> Draft:
-        """Write the skill into the brain and commit it; the draft becomes accepted."""
+        """Write the skill into the brain and commit it; the draft becomes accepted.
+
+        Refused when the installed skill is no longer the version the draft was made
+        from (another draft was approved meanwhile) or has uncommitted hand edits:
+        approving must never overwrite work nobody has reviewed.
+        """
         draft = self._pending(draft_id)
-        folder = self._brain.skills_dir / draft.slug
+        folder = f"skills/{draft.slug}"
         with self._brain.writing():
-            folder.mkdir(parents=True, exist_ok=True)
-            (folder / "SKILL.md").write_text(
-                render_skill_md(draft.slug, draft.description, draft.body), encoding="utf-8"
-            )
-            (folder / "manifest.json").write_text(
-                json.dumps(_manifest(draft, by), indent=2) + "\n", encoding="utf-8"
-            )
+            installed = self._library.get(draft.slug)
+            current = installed.manifest.version if installed else None
+            if current != draft.base_version:
+                raise BadInput(
+                    f"skill draft {draft.id} was made from {draft.slug}"
+                    f" {draft.base_version or '(none)'}, but {current or 'no version'} is"
+                    " installed now: reject it and propose the change again"
+                )
+            if (self._brain.path / folder).exists() and self._brain.has_hand_edits(folder):
+                raise BadInput(
+                    f"{folder} in the brain has uncommitted hand edits: commit or undo them"
+                    f" (git -C {self._brain.path} status), then approve again"
+                )
             action = (
                 f"Update skill {draft.slug} to {draft.version}"
                 if draft.base_version
                 else f"Add skill {draft.slug} {draft.version}"
             )
-            sha = self._brain.commit(
-                [f"skills/{draft.slug}"],
+            skill_md = render_skill_md(draft.slug, draft.description, draft.body)
+            manifest = json.dumps(_manifest(draft, by), indent=2) + "\n"
+            sha = self._brain.apply(
+                {f"{folder}/SKILL.md": skill_md, f"{folder}/manifest.json": manifest},
                 f"{action}\n\n{draft.description}\n\nWhy: skill draft {draft.id}, proposed by"
                 f" {draft.proposed_by or 'reflection'}.\nApproved-by: {by}",
                 author=Author(by),
@@ -220,13 +232,12 @@ def remove_skill(brain: Brain, slug: str, *, by: str) -> str | None:
     folder = brain.skills_dir / slug
     if not folder.is_dir():
         raise BadInput(f"no installed skill {slug!r} (thoth skills list shows them)")
-    with brain.writing():
-        shutil.rmtree(folder)
-        return brain.commit(
-            [f"skills/{slug}"],
-            f"Remove skill {slug}\n\nWhy: removed by hand.\nApproved-by: {by}",
-            author=Author(by),
-        )
+    files = sorted(p.relative_to(brain.path).as_posix() for p in folder.rglob("*") if p.is_file())
+    return brain.apply(
+        dict.fromkeys(files),
+        f"Remove skill {slug}\n\nWhy: removed by hand.\nApproved-by: {by}",
+        author=Author(by),
+    )
 
 
 def _next_version(base: str | None) -> str:

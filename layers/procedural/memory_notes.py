@@ -8,6 +8,7 @@ file every prompt carries stays small.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,9 @@ MAX_NOTE_CHARS = 180
 MEMORY_FILE = "persona/MEMORY.md"
 ARCHIVE_DIR = "persona/archive"
 NOTE_PREFIX = "- "
+# Only the agent's own dated notes count toward the budget and move to the archive;
+# bullets a person wrote by hand stay put.
+_NOTE = re.compile(r"^- \d{4}-\d{2}-\d{2} · ")
 
 Clock = Callable[[], float]
 
@@ -49,26 +53,27 @@ class MemoryNotes:
             raise BadInput("a memory note needs some text")
         memory = self._brain.path / MEMORY_FILE
         with self._brain.writing():
+            self._brain.check()
             # Appended, never rewritten: whatever a person wrote by hand stays where it is.
             text = memory.read_text(encoding="utf-8") if memory.exists() else "# Memory\n"
             kept = text.rstrip("\n").splitlines()
             kept += [line for line in lines if line not in kept]
-            paths = [MEMORY_FILE]
-            notes_at = [i for i, line in enumerate(kept) if line.startswith(NOTE_PREFIX)]
+            changes: dict[str, str | None] = {}
+            notes_at = [i for i, line in enumerate(kept) if _NOTE.match(line)]
             overflow = len(notes_at) - self._max_lines
             if overflow > 0:
                 moved = set(notes_at[:overflow])
-                paths.append(self._archive([kept[i] for i in sorted(moved)]))
+                changes.update(self._archive([kept[i] for i in sorted(moved)]))
                 kept = [line for i, line in enumerate(kept) if i not in moved]
-            memory.parent.mkdir(parents=True, exist_ok=True)
-            memory.write_text("\n".join(kept) + "\n", encoding="utf-8")
+            changes[MEMORY_FILE] = "\n".join(kept) + "\n"
             first = notes[0]
-            summary = first.text.strip().splitlines()[0][:60]
-            return self._brain.commit(
-                paths,
-                f"Remember: {redact(summary)}\n\nWhy: {first.why}, asked by {first.who}"
-                f" in {first.where}.\nApproved-by: {first.who}",
-                author=Author(first.who),
+            who, where, why = (redact(part) for part in (first.who, first.where, first.why))
+            summary = redact(first.text).strip().splitlines()[0][:60]
+            return self._brain.apply(
+                changes,
+                f"Remember: {summary}\n\nWhy: {why}, asked by {who} in {where}.\n"
+                f"Approved-by: {who}",
+                author=Author(who),
             )
 
     def recent(self, count: int = 20) -> list[str]:
@@ -77,18 +82,16 @@ class MemoryNotes:
         if not memory.exists():
             return []
         lines = memory.read_text(encoding="utf-8").splitlines()
-        return [line for line in lines if line.startswith(NOTE_PREFIX)][-count:]
+        return [line for line in lines if _NOTE.match(line)][-count:]
 
-    def _archive(self, entries: list[str]) -> str:
+    def _archive(self, entries: list[str]) -> dict[str, str | None]:
         day = datetime.fromtimestamp(self._clock(), UTC).date().isoformat()
         relative = f"{ARCHIVE_DIR}/MEMORY-{day}.md"
         archive = self._brain.path / relative
-        archive.parent.mkdir(parents=True, exist_ok=True)
         existing = archive.read_text(encoding="utf-8") if archive.exists() else (
             f"# Memory archive ({day})\n\nNotes moved out of MEMORY.md, oldest first.\n\n"
         )
-        archive.write_text(existing + "\n".join(entries) + "\n", encoding="utf-8")
-        return relative
+        return {relative: existing + "\n".join(entries) + "\n"}
 
 
 def _line(note: MemoryNote, now: float) -> str:
@@ -96,4 +99,5 @@ def _line(note: MemoryNote, now: float) -> str:
     text = " ".join(redact(note.text).split())
     if len(text) > MAX_NOTE_CHARS:
         text = text[: MAX_NOTE_CHARS - 1] + "…"
-    return f"{NOTE_PREFIX}{day} · {text} ({note.who}, {note.where}; {note.why})"
+    who, where, why = (" ".join(redact(part).split()) for part in (note.who, note.where, note.why))
+    return f"{NOTE_PREFIX}{day} · {text} ({who}, {where}; {why})"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from layers.working.transcript import TranscriptTurn
 
@@ -37,9 +37,11 @@ def trim_to_budget(turns: Sequence[TranscriptTurn], budget_tokens: int) -> Trimm
     """The newest successful turns that fit ``budget_tokens``, oldest first.
 
     Failed turns are never replayed (their "reply" is an error message, not the
-    agent's words). A turn is kept whole or not at all.
+    agent's words). One huge turn (a pasted log) is cut to a quarter of the budget,
+    so it cannot push every earlier turn out of the context.
     """
-    replayable = [turn for turn in turns if turn.ok]
+    # An empty reply cannot be replayed (the API refuses an empty assistant message).
+    replayable = [_clipped(t, budget_tokens // 4) for t in turns if t.ok and t.reply_text.strip()]
     kept: list[TranscriptTurn] = []
     used = 0
     for turn in reversed(replayable):
@@ -50,3 +52,18 @@ def trim_to_budget(turns: Sequence[TranscriptTurn], budget_tokens: int) -> Trimm
         used += cost
     kept.reverse()
     return TrimmedTranscript(kept, len(replayable) - len(kept))
+
+
+def _clipped(turn: TranscriptTurn, max_tokens: int) -> TranscriptTurn:
+    """The turn with each text cut to ``max_tokens``, keeping its start and its end."""
+    limit = max(int(max_tokens * CHARS_PER_TOKEN), 200)
+
+    def cut(text: str) -> str:
+        if len(text) <= limit:
+            return text
+        half = limit // 2
+        return f"{text[:half]}\n[… {len(text) - 2 * half} characters cut …]\n{text[-half:]}"
+
+    if len(turn.user_text) <= limit and len(turn.reply_text) <= limit:
+        return turn
+    return replace(turn, user_text=cut(turn.user_text), reply_text=cut(turn.reply_text))

@@ -242,3 +242,66 @@ def test_a_broken_or_busy_repository_gets_an_error_that_says_the_fix(tmp_path: P
     with pytest.raises(BrainError, match="not a git repository"):
         Brain(not_a_repo).create(SHIPPED_PERSONA, SHIPPED_SKILLS)
     assert (not_a_repo / "stuff.txt").read_text() == "mine"
+
+
+def test_a_whole_token_never_reaches_the_commit_message(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2H1g0"
+    MemoryNotes(brain).append([MemoryNote(f"{token} is the deploy token", "Dana", "#eng", "x")])
+    message = str(git.Repo(brain.path).head.commit.message)
+    assert token[:12] not in message and "[REDACTED" in message
+
+
+def test_hand_written_bullets_are_not_archived(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    memory = brain.persona_dir / "MEMORY.md"
+    memory.write_text(memory.read_text() + "\n- Deploys only on Tuesdays (written by hand)\n")
+    notes = MemoryNotes(brain, max_lines=2)
+    for number in range(4):
+        notes.append([MemoryNote(f"note {number}", "Ari", "a DM", "reflection")])
+    assert "- Deploys only on Tuesdays (written by hand)" in memory.read_text()
+
+
+def test_nothing_changes_when_the_repository_refuses(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    memory = brain.persona_dir / "MEMORY.md"
+    before = memory.read_text()
+    (brain.path / ".git" / "MERGE_HEAD").write_text("0" * 40 + "\n")
+    with pytest.raises(BrainError):
+        MemoryNotes(brain).append([MemoryNote("x", "a", "b", "c")])
+    with pytest.raises(BrainError):
+        remove_skill(brain, "handover-notes", by="dana")
+    assert memory.read_text() == before
+    assert (brain.skills_dir / "handover-notes" / "SKILL.md").exists()
+
+
+def test_a_failed_commit_puts_the_files_back_and_leaves_the_draft_pending(
+    tmp_path: Path,
+) -> None:
+    brain = _brain(tmp_path)
+    drafts = _drafts(tmp_path, brain)
+    draft = drafts.propose("deploy-checklist", "Deploy safely", BODY)
+    (brain.path / ".git" / "index.lock").write_text("")  # another git command "running"
+    with pytest.raises(BrainError, match="index.lock"):
+        drafts.approve(draft.id, by="dana")
+    assert not (brain.skills_dir / "deploy-checklist").exists()
+    assert drafts.get(draft.id).state is DraftState.PENDING
+    (brain.path / ".git" / "index.lock").unlink()
+    assert drafts.approve(draft.id, by="dana").state is DraftState.ACCEPTED
+
+
+def test_approval_never_overwrites_unreviewed_work(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    drafts = _drafts(tmp_path, brain)
+    first = drafts.propose("deploy-checklist", "Deploy safely", BODY)
+    second = drafts.propose("deploy-checklist", "Deploy safely, v2", BODY + "5. Celebrate.\n")
+    drafts.approve(first.id, by="dana")
+    with pytest.raises(BadInput, match="propose the change again"):
+        drafts.approve(second.id, by="dana")
+
+    skill_md = brain.skills_dir / "deploy-checklist" / "SKILL.md"
+    skill_md.write_text(skill_md.read_text() + "\n6. A hand-written step.\n")
+    third = drafts.propose("deploy-checklist", "Deploy safely, v3", BODY)
+    with pytest.raises(BadInput, match="uncommitted hand edits"):
+        drafts.approve(third.id, by="dana")
+    assert "A hand-written step." in skill_md.read_text()

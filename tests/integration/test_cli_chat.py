@@ -19,6 +19,7 @@ from tests.servers.anthropic_api import FakeAnthropic
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.model
+SECRET = "sk-ant-api03-" + "k" * 40 + "-" + "Q" * 40 + "AA"
 
 
 def _env(home: Path, fake: FakeAnthropic | None) -> dict[str, str]:
@@ -130,6 +131,8 @@ def test_interactive_chat_in_a_terminal(tmp_path: Path, fake_anthropic: FakeAnth
         os.write(controller, b"hello there\r")
         screen.wait_for("thoth> Hello from the model, streamed in pieces.")
         screen.wait_for("you> ", after=screen.text.index("streamed in pieces."))
+        os.write(controller, f"the key is {SECRET}\r".encode())
+        screen.wait_for("thoth> You said: the key is")
         os.write(controller, b"/recall hello there\r")
         screen.wait_for(": hello there")
         os.write(controller, b"/quit\r")
@@ -139,7 +142,9 @@ def test_interactive_chat_in_a_terminal(tmp_path: Path, fake_anthropic: FakeAnth
         if process.poll() is None:
             process.kill()
         os.close(controller)
-    assert "hello there" in (home / "chat_history").read_text()
+    history = (home / "chat_history").read_text()
+    assert "hello there" in history
+    assert SECRET not in history and "the key is [REDACTED" in history
 
 
 class _Screen:

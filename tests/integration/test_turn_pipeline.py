@@ -369,3 +369,84 @@ def test_the_loopback_server_answers_plain_json_too(fake_anthropic: FakeAnthropi
     assert message.content[1].input == {"outcome": "success"}
     assert message.usage.input_tokens == 100 and message.stop_reason == "tool_use"
     assert "stream" not in fake_anthropic.requests[0].body
+
+
+def test_tool_calls_without_words_are_a_failed_turn_that_breaks_nothing(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(*[api.tool_use("recall_memory", {"query": "x"})] * 5)
+    empty, after = converse(app, [("s1", "loop forever"), ("s1", "hello?")])
+    assert not empty.ok and empty.reply == messages.EMPTY_REPLY
+    assert after.ok
+    assert fake_anthropic.requests[-1].body["messages"] == [{"role": "user", "content": "hello?"}]
+
+
+def test_failing_persona_and_transcript_sources_are_left_out(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    class Broken:
+        def load(self) -> None:
+            raise OSError("disk gone")
+
+        def turns(self, session_id: str) -> None:
+            raise OSError("disk gone")
+
+        def count(self, session_id: str) -> int:
+            return 1  # not a first turn: no related episodes either
+
+    app.pipeline._persona = Broken()  # type: ignore[assignment]
+    app.pipeline._transcript = Broken()  # type: ignore[assignment]
+    outcome = ask(app, "still there?")
+    assert outcome.ok
+    texts = fake_anthropic.requests[-1].system_texts()
+    assert texts[0].startswith("<skill-index>")  # the persona block is left out
+    assert not any("You are Thoth" in text for text in texts)
+    assert fake_anthropic.requests[-1].body["messages"] == [
+        {"role": "user", "content": "still there?"}
+    ]
+
+
+def test_an_interrupted_turn_keeps_its_cost_and_its_message(
+    model_settings: Settings, hashing_embedder: HashingEmbedder
+) -> None:
+    from bridge.model.pricing import Usage as ModelUsage
+    from bridge.model.protocol import ModelResult, ToolCall
+    from tests.fakes import ScriptedModel
+
+    class Hangs(ScriptedModel):
+        async def respond(self, request: object, on_text: object) -> object:
+            if not self.script:
+                await asyncio.Event().wait()
+            return await super().respond(request, on_text)
+
+    call = ToolCall("t1", "recall_memory", {"query": "x"})
+    block = {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
+    first_round = ModelResult(
+        text="",
+        content=(block,),
+        tool_calls=(call,),
+        usage=ModelUsage(input_tokens=1_000_000),
+        model="claude-sonnet-4-6",
+    )
+    hanging = Hangs(first_round)
+    app = build(model_settings, embedder=hashing_embedder, model=hanging)  # type: ignore[arg-type]
+    try:
+
+        async def run() -> str:
+            task = asyncio.create_task(
+                app.pipeline.handle(Turn("s1", "a long job", PLACE, user="U1"), RecordingSink())
+            )
+            await asyncio.sleep(0.5)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            return app.sessions.open("s1", PLACE).id
+
+        session_id = asyncio.run(run())
+        from bridge.model.cost_ledger import CostLedger
+
+        assert CostLedger(app.db).spent_today() == pytest.approx(3.0)
+        (kept,) = app.transcript.turns(session_id)
+        assert kept.user_text == "a long job" and not kept.ok
+    finally:
+        app.close()

@@ -46,3 +46,16 @@ def test_summary_keeps_identifiers_and_cuts_one_long_sentence_at_a_word() -> Non
     assert summarize_reply("Set user_id in the config.") == "Set user_id in the config."
     long = summarize_reply("word " * 200, limit=50)
     assert len(long) <= 50 and long.endswith("…")
+
+
+def test_one_huge_turn_is_cut_and_earlier_turns_still_fit() -> None:
+    turns = [_turn("earlier question"), _turn("pasted log " + "x" * 100_000), _turn("latest")]
+    trimmed = trim_to_budget(turns, 6000)
+    assert [t.user_text[:10] for t in trimmed.turns] == ["earlier qu", "pasted log", "latest"]
+    assert "characters cut" in trimmed.turns[1].user_text
+    assert len(trimmed.turns[1].user_text) < 6000
+
+
+def test_an_empty_reply_is_never_replayed() -> None:
+    empty = TranscriptTurn(user_text="q", reply_text="", ok=True)
+    assert trim_to_budget([empty, _turn("b")], 1000).turns == [_turn("b")]
