@@ -17,6 +17,10 @@ from bridge.settings import Settings
 from layers.episodic.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
+from layers.identity.ingest_queue import IngestQueue
+from layers.identity.local.backend import LocalIdentity
+from layers.identity.protocol import IdentityBackend
+from layers.identity.user_models import UserModels
 from layers.procedural.brain import Brain, BrainError
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.memory_notes import MemoryNotes
@@ -28,6 +32,9 @@ from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
 
 log = logging.getLogger(__name__)
+
+# At shutdown the identity queue gets this long to send what it holds.
+INGEST_DRAIN_S = 10.0
 
 
 @dataclass
@@ -46,6 +53,10 @@ class Thoth:
     drafts: SkillDrafts
     memory_notes: MemoryNotes
     pipeline: TurnPipeline
+    # The identity layer (L2): None when HONCHO_DISABLED.
+    identity: IdentityBackend | None = None
+    identity_ingest: IngestQueue | None = None
+    user_models: UserModels | None = None
     # Why the brain could not be created or used, if it could not (`thoth doctor` says it).
     brain_problem: str | None = None
 
@@ -55,6 +66,8 @@ class Thoth:
     async def aclose(self) -> None:
         """Finish background writes, close the model's client, then the database."""
         await self.pipeline.drain()
+        if self.identity_ingest is not None:
+            await self.identity_ingest.drain(INGEST_DRAIN_S)
         await self.pipeline.model.aclose()
         self.close()
 
@@ -81,6 +94,9 @@ def build(
     persona = PersonaLoader((brain.persona_dir, SHIPPED_PERSONA))
     skills = SkillLibrary((brain.skills_dir, SHIPPED_SKILLS))
     matcher = SkillMatcher(skills, chosen_embedder)
+    identity = None if settings.honcho_disabled else build_identity(settings, db, chosen_embedder)
+    ingest = IngestQueue(identity) if identity is not None else None
+    user_models = UserModels(identity) if identity is not None else None
     chosen_model = model or build_model(
         settings, find_skills=lambda text: [(s.slug, s.description) for s in matcher.match(text)]
     )
@@ -105,6 +121,8 @@ def build(
             max_tokens=settings.model_max_tokens,
         ),
         daily_cap_usd=settings.daily_cost_cap_usd,
+        user_models=user_models,
+        identity_ingest=ingest,
     )
     return Thoth(
         settings=settings,
@@ -119,8 +137,16 @@ def build(
         drafts=SkillDrafts(db, brain, skills),
         memory_notes=MemoryNotes(brain),
         pipeline=pipeline,
+        identity=identity,
+        identity_ingest=ingest,
+        user_models=user_models,
         brain_problem=brain_problem,
     )
+
+
+def build_identity(settings: Settings, db: Database, embedder: Embedder) -> IdentityBackend:
+    """The built-in local backend (Honcho arrives behind the same interface)."""
+    return LocalIdentity(db, embedder)
 
 
 def ensure_brain(brain: Brain) -> str | None:

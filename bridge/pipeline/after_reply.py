@@ -17,6 +17,8 @@ from bridge.model.cost_ledger import CostLedger
 from bridge.model.pricing import Usage
 from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
+from layers.identity.ingest_queue import IngestQueue
+from layers.identity.protocol import TurnMessages
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
 
@@ -43,6 +45,7 @@ class AfterReply:
         sessions: SessionStore,
         episodic: EpisodicMemory | None,
         ledger: CostLedger | None = None,
+        identity: IngestQueue | None = None,
         *,
         retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
         sleep: Sleep = asyncio.sleep,
@@ -51,6 +54,7 @@ class AfterReply:
         self._sessions = sessions
         self._episodic = episodic
         self._ledger = ledger
+        self._identity = identity
         self._delays = tuple(retry_delays_s)
         self._sleep = sleep
         self._pending: set[asyncio.Task[bool]] = set()
@@ -89,6 +93,11 @@ class AfterReply:
         )
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    def learn(self, turn: TurnMessages) -> None:
+        """Hand the turn to the identity layer's queue (no-op when L2 is off)."""
+        if self._identity is not None:
+            self._identity.submit(turn)
 
     async def drain(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for background writes; returns how many did not finish."""

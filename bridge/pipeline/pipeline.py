@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,9 @@ from bridge.pipeline.turn import Turn
 from layers.episodic.episode import Episode, Hit
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.summary import summarize_reply
+from layers.identity.ingest_queue import IngestQueue
+from layers.identity.protocol import TurnMessages
+from layers.identity.user_models import UserModels
 from layers.procedural.persona import PersonaLoader
 from layers.procedural.skills import SkillLibrary
 from layers.working.budget import TrimmedTranscript, trim_to_budget
@@ -46,8 +49,6 @@ TRANSCRIPT_DEADLINE_S = 1.0
 RELATED_EPISODES_DEADLINE_S = 2.0
 # A model that keeps asking for tools is cut off and its text so far is the reply.
 MAX_TOOL_ROUNDS = 4
-
-UserModelSource = Callable[[Turn], Awaitable[str | None]]
 
 
 @dataclass(frozen=True)
@@ -106,7 +107,8 @@ class TurnPipeline:
         ledger: CostLedger | None,
         prices: Mapping[str, ModelPrice],
         config: PipelineConfig,
-        user_models: UserModelSource | None = None,
+        user_models: UserModels | None = None,
+        identity_ingest: IngestQueue | None = None,
         after_reply: AfterReply | None = None,
         daily_cap_usd: float = 0.0,
     ) -> None:
@@ -121,7 +123,9 @@ class TurnPipeline:
         self._config = config
         self._user_models = user_models
         self._tools = ToolBox(episodic, skills, recall_k=config.recall_top_k)
-        self._after = after_reply or AfterReply(transcript, sessions, episodic, ledger)
+        self._after = after_reply or AfterReply(
+            transcript, sessions, episodic, ledger, identity_ingest
+        )
         self._daily_cap_usd = daily_cap_usd
         self._locks = SessionLocks()
 
@@ -197,10 +201,13 @@ class TurnPipeline:
         return trim_to_budget(turns, self._config.transcript_token_budget)
 
     async def _user_model(self, turn: Turn) -> str | None:
-        if self._user_models is None:
+        person = turn.person
+        if self._user_models is None or person is None:
             return None
         return await within_deadline(
-            "user-model", self._config.user_model_timeout_s, self._user_models(turn)
+            "user-model",
+            self._config.user_model_timeout_s,
+            self._user_models.for_message(person, turn.text),
         )
 
     async def _related_episodes(self, turn: Turn, *, first_turn: bool) -> Sequence[Hit] | None:
@@ -334,6 +341,10 @@ class TurnPipeline:
             reply_model=answer.model,
         )
         self._after.remember(episode)
+        if turn.person is not None:
+            self._after.learn(
+                TurnMessages(turn.person, session.id, turn.text, answer.text, turn.received_at)
+            )
         return episode.id
 
 

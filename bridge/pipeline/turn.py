@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from layers.episodic.episode import MAX_TEXT_CHARS, Viewer
 from layers.errors import BadInput
+from layers.identity.protocol import Person
 from layers.working.sessions import Place
 
 
@@ -22,6 +23,11 @@ class Turn:
     received_at: float = field(default_factory=time.time)
     # The transport's delivery id (Slack's event_id), for logs and deduplication.
     event_id: str | None = None
+
+    @property
+    def person(self) -> Person | None:
+        """The speaker in the identity layer's terms (None for an anonymous turn)."""
+        return Person(self.place.team, self.user, self.user_name) if self.user else None
 
     @property
     def viewer(self) -> Viewer:

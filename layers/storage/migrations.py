@@ -159,4 +159,30 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX skill_drafts_state ON skill_drafts (state, proposed_at);
         """,
     ),
+    Migration(
+        4,
+        "identity_observations",
+        """
+        -- L2 local backend: what each person said about themselves, redacted. A newer
+        -- observation in the same slot supersedes an older one, which is kept as
+        -- history (superseded_by) and never returned.
+        CREATE TABLE identity_observations (
+            id TEXT PRIMARY KEY,
+            team TEXT NOT NULL,
+            user TEXT NOT NULL,
+            text TEXT NOT NULL,
+            norm_hash TEXT NOT NULL,
+            slot TEXT,
+            vector BLOB NOT NULL,
+            source TEXT NOT NULL,
+            session_id TEXT,
+            created_at REAL NOT NULL,
+            last_seen_at REAL NOT NULL,
+            superseded_by TEXT,
+            superseded_at REAL
+        );
+        CREATE INDEX identity_observations_person
+            ON identity_observations (team, user, superseded_by);
+        """,
+    ),
 )

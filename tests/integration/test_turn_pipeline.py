@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anthropic
@@ -259,23 +259,30 @@ def test_cost_comes_from_usage_and_the_daily_cap_stops_new_calls(
 def test_a_failing_or_slow_context_source_is_left_out(
     app: Thoth, fake_anthropic: FakeAnthropic
 ) -> None:
-    async def broken(turn: Turn) -> str | None:
+    class Source:
+        def __init__(self, answer: Callable[[], Awaitable[str | None]]) -> None:
+            self._answer = answer
+
+        async def for_message(self, person: object, message: str) -> str | None:
+            return await self._answer()
+
+    async def broken() -> str | None:
         raise RuntimeError("identity backend down")
 
-    async def slow(turn: Turn) -> str | None:
+    async def slow() -> str | None:
         await asyncio.sleep(5)
         return "never"
 
-    async def knows(turn: Turn) -> str | None:
+    async def knows() -> str | None:
         return "Dana prefers short answers."
 
-    for source in (broken, slow):
-        app.pipeline._user_models = source
+    for answer in (broken, slow):
+        app.pipeline._user_models = Source(answer)  # type: ignore[assignment]
         assert ask(app, "Hi").ok
         texts = fake_anthropic.requests[-1].system_texts()
         assert not any(t.startswith("<user-model>") for t in texts)
 
-    app.pipeline._user_models = knows
+    app.pipeline._user_models = Source(knows)  # type: ignore[assignment]
     ask(app, "Hi", key="fresh")
     texts = fake_anthropic.requests[-1].system_texts()
     user_model = next(i for i, t in enumerate(texts) if t.startswith("<user-model>"))

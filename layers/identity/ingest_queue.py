@@ -1,0 +1,114 @@
+"""Fire-and-forget ingest: a bounded background queue with retries and backoff.
+
+Turns are submitted after the reply is out and never wait for the identity
+backend. When the queue is full the oldest waiting turn is dropped (and
+counted): a slow backend must not grow memory without bound. At shutdown
+``drain()`` gives the queue a time limit and reports what it could not send.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from layers.identity.protocol import IdentityBackend, TurnMessages
+
+log = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+
+
+@dataclass
+class IngestStats:
+    sent: int = 0
+    failed: int = 0
+    dropped: int = 0
+
+
+class IngestQueue:
+    def __init__(
+        self,
+        backend: IdentityBackend,
+        *,
+        capacity: int = 1000,
+        attempts: int = 5,
+        base_delay_s: float = 0.5,
+        max_delay_s: float = 30.0,
+        sleep: Sleep = asyncio.sleep,
+    ) -> None:
+        self._backend = backend
+        self._capacity = capacity
+        self._attempts = attempts
+        self._base_delay_s = base_delay_s
+        self._max_delay_s = max_delay_s
+        self._sleep = sleep
+        self._queue: asyncio.Queue[TurnMessages] | None = None
+        self._worker: asyncio.Task[None] | None = None
+        self._in_flight = 0
+        self.stats = IngestStats()
+
+    def submit(self, turn: TurnMessages) -> None:
+        """Queue a turn for the backend; returns at once (call from the event loop)."""
+        queue = self._started()
+        if queue.full():
+            queue.get_nowait()
+            queue.task_done()
+            self.stats.dropped += 1
+            log.warning("identity ingest queue full; dropped the oldest turn")
+        queue.put_nowait(turn)
+
+    async def drain(self, timeout_s: float) -> int:
+        """Wait up to ``timeout_s`` for the queue to empty; returns the turns left unsent."""
+        if self._queue is None or self._worker is None:
+            return self.stats.failed + self.stats.dropped
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._queue.join(), timeout_s)
+        left = self._queue.qsize() + self._in_flight
+        self._worker.cancel()
+        # A later submit (a process that goes on after draining) starts a fresh queue.
+        self._queue, self._worker = None, None
+        unsent = left + self.stats.failed + self.stats.dropped
+        if unsent:
+            log.error("identity ingest: %d turns could not be sent (%s)", unsent, self.stats)
+        return unsent
+
+    def _started(self) -> asyncio.Queue[TurnMessages]:
+        if self._queue is None:
+            self._queue = asyncio.Queue(self._capacity)
+            self._worker = asyncio.get_running_loop().create_task(self._work(self._queue))
+        return self._queue
+
+    async def _work(self, queue: asyncio.Queue[TurnMessages]) -> None:
+        while True:
+            turn = await queue.get()
+            self._in_flight = 1
+            try:
+                await self._send(turn)
+            finally:
+                self._in_flight = 0
+                queue.task_done()
+
+    async def _send(self, turn: TurnMessages) -> None:
+        for attempt in range(1, self._attempts + 1):
+            try:
+                await self._backend.ingest(turn)
+                self.stats.sent += 1
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                if attempt == self._attempts:
+                    self.stats.failed += 1
+                    log.error(
+                        "identity ingest for session %s failed after %d attempts: %s",
+                        turn.session_id,
+                        attempt,
+                        error,
+                    )
+                    return
+                delay = min(self._base_delay_s * 2 ** (attempt - 1), self._max_delay_s)
+                log.warning("identity ingest failed (%s); retry in %.1fs", error, delay)
+                await self._sleep(delay)

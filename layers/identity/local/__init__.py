@@ -1,0 +1,1 @@
+"""The local identity backend: observations per person in SQLite, no server needed."""

@@ -1,0 +1,107 @@
+"""The local identity backend: no server, observations from each person's own words."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import numpy as np
+import numpy.typing as npt
+
+from layers.episodic.embedder import Embedder
+from layers.identity.local.extraction import extract
+from layers.identity.local.store import Observation, ObservationStore
+from layers.identity.protocol import Fact, Person, TurnMessages
+from layers.redaction import redact
+from layers.storage.database import Database
+
+# A user model is a short block: the few observations closest to the message.
+USER_MODEL_SIZE = 5
+# Relevance first; recency (half-life 30 days) only orders close calls.
+RECENCY_WEIGHT = 0.05
+RECENCY_HALF_LIFE_S = 30 * 86_400
+
+
+class LocalIdentity:
+    name = "local"
+
+    def __init__(
+        self, db: Database, embedder: Embedder, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self._store = ObservationStore(db)
+        self._embedder = embedder
+        self._clock = clock
+
+    @property
+    def store(self) -> ObservationStore:
+        return self._store
+
+    async def ingest(self, turn: TurnMessages) -> None:
+        # Only the person's message: the reply is the agent's paraphrase, not their word.
+        statements = extract(redact(turn.user_text))
+        if statements:
+            await asyncio.to_thread(
+                self._add,
+                turn.person,
+                [(s.text, s.slot) for s in statements],
+                "message",
+                turn.session_id,
+            )
+
+    async def observe(
+        self, person: Person, observations: list[str], *, session_id: str | None, source: str
+    ) -> None:
+        texts: list[tuple[str, str | None]] = [
+            (redact(text).strip(), None) for text in observations if text.strip()
+        ]
+        if texts:
+            await asyncio.to_thread(self._add, person, texts, source, session_id)
+
+    async def user_model(self, person: Person, message: str) -> str | None:
+        return await asyncio.to_thread(self._user_model, person, message)
+
+    async def facts(self, person: Person) -> list[Fact]:
+        current = await asyncio.to_thread(self._store.current, person)
+        return [Fact(o.id, o.text, o.created_at, o.source) for o in current]
+
+    async def forget(self, person: Person, fact_id: str | None = None) -> int:
+        return await asyncio.to_thread(self._store.forget, person, fact_id)
+
+    def _add(
+        self,
+        person: Person,
+        texts: list[tuple[str, str | None]],
+        source: str,
+        session_id: str | None,
+    ) -> None:
+        vectors = self._embedder.embed([text for text, _ in texts])
+        now = self._clock()
+        for (text, slot), vector in zip(texts, vectors, strict=True):
+            self._store.add(
+                person, text, slot, vector, source=source, session_id=session_id, now=now
+            )
+
+    def _user_model(self, person: Person, message: str) -> str | None:
+        current = self._store.current(person)
+        if not current:
+            return None
+        chosen = current
+        if len(current) > USER_MODEL_SIZE:
+            query = self._embedder.embed([message])[0]
+            now = self._clock()
+            chosen = sorted(current, key=lambda o: -_score(o, query, now))[:USER_MODEL_SIZE]
+        name = person.name or person.user
+        lines = [f"- {name} {o.text} ({_day(o.created_at)})" for o in chosen]
+        return "\n".join(lines)
+
+
+def _score(observation: Observation, query: npt.NDArray[np.float32], now: float) -> float:
+    age = max(0.0, now - observation.last_seen_at)
+    recency = float(0.5 ** (age / RECENCY_HALF_LIFE_S))
+    return float(observation.vector @ query) + RECENCY_WEIGHT * recency
+
+
+def _day(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).date().isoformat()

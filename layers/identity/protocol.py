@@ -1,0 +1,71 @@
+"""The identity layer's one small interface, and the values that cross it.
+
+Two implementations: Honcho (``honcho.py``) and the local SQLite backend
+(``local/backend.py``). Every method may be slow or fail; callers put the user
+model under a deadline and ingest in the background (``ingest_queue.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Person:
+    """A human in a workspace (Slack ids are per workspace)."""
+
+    team: str
+    user: str
+    name: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.team}:{self.user}"
+
+
+@dataclass(frozen=True)
+class TurnMessages:
+    """What identity learns from: one human message and the agent's reply to it."""
+
+    person: Person
+    session_id: str
+    user_text: str
+    reply_text: str
+    at: float
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One thing known about a person, as stored (ids are the backend's own)."""
+
+    id: str
+    text: str
+    at: float
+    source: str
+
+
+class IdentityBackend(Protocol):
+    name: str
+
+    async def ingest(self, turn: TurnMessages) -> None:
+        """Learn from a turn (the person's own words only, never the agent's paraphrase)."""
+        ...
+
+    async def user_model(self, person: Person, message: str) -> str | None:
+        """What to know about ``person`` to answer ``message`` well, as a short block."""
+        ...
+
+    async def observe(
+        self, person: Person, observations: list[str], *, session_id: str | None, source: str
+    ) -> None:
+        """Add explicit observations (from reflection or the 👤 reaction)."""
+        ...
+
+    async def facts(self, person: Person) -> list[Fact]:
+        """Everything currently known about ``person`` ("what do you know about me?")."""
+        ...
+
+    async def forget(self, person: Person, fact_id: str | None = None) -> int:
+        """Delete one fact, or everything about the person; returns how many."""
+        ...

@@ -1,0 +1,59 @@
+"""L2 in the turn: what a person said about themselves reaches later prompts."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bridge.app import build
+from bridge.pipeline.pipeline import TurnOutcome
+from bridge.pipeline.turn import Turn
+from bridge.settings import Settings
+from layers.working.sessions import Place
+from tests.fakes import HashingEmbedder, RecordingSink
+from tests.servers.anthropic_api import FakeAnthropic
+
+PLACE = Place("T1", "C1", "public", None, "general")
+
+
+def test_a_stated_preference_reaches_the_next_sessions_user_model(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    app = build(model_settings, embedder=hashing_embedder)
+
+    async def run() -> list[TurnOutcome]:
+        outcomes = []
+        for key, text in (
+            ("s1", "I prefer short answers. My timezone is CET."),
+            ("s2", "When should we schedule the retro for my team?"),
+        ):
+            turn = Turn(key, text, PLACE, user="U1", user_name="Dana")
+            outcomes.append(await app.pipeline.handle(turn, RecordingSink()))
+            assert app.identity_ingest is not None
+            await app.pipeline.drain(10)
+            # Ingest is fire-and-forget; wait for it only to observe its effect.
+            assert await app.identity_ingest.drain(10) == 0
+        return outcomes
+
+    try:
+        assert all(outcome.ok for outcome in asyncio.run(run()))
+    finally:
+        app.close()
+    first, second = fake_anthropic.requests
+    assert not any(t.startswith("<user-model>") for t in first.system_texts())
+    (model,) = [t for t in second.system_texts() if t.startswith("<user-model>")]
+    assert "Dana prefers short answers" in model and "Dana their timezone is CET" in model
+
+
+def test_with_honcho_disabled_there_is_no_identity_layer(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    settings = model_settings.model_copy(update={"honcho_disabled": True})
+    app = build(settings, embedder=hashing_embedder)
+    try:
+        assert app.identity is None and app.identity_ingest is None
+        outcome = asyncio.run(
+            app.pipeline.handle(Turn("s", "I prefer tea", PLACE, user="U1"), RecordingSink())
+        )
+        assert outcome.ok
+    finally:
+        app.close()

@@ -1,0 +1,186 @@
+"""The local identity backend on the real SQLite file and the real MiniLM model."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from layers.episodic.embedder import MiniLMEmbedder
+from layers.identity.ingest_queue import IngestQueue
+from layers.identity.local.backend import LocalIdentity
+from layers.identity.protocol import Fact, Person, TurnMessages
+from layers.identity.user_models import UserModels
+from layers.storage.database import Database
+
+DANA = Person("T1", "U1", "Dana")
+pytestmark = pytest.mark.model
+
+
+def _identity(tmp_path: Path, minilm: MiniLMEmbedder, now: list[float]) -> LocalIdentity:
+    return LocalIdentity(Database.open(tmp_path / "thoth.db"), minilm, clock=lambda: now[0])
+
+
+def _said(text: str, reply: str = "Noted.") -> TurnMessages:
+    return TurnMessages(DANA, "s1", text, reply, 0.0)
+
+
+async def _facts(identity: LocalIdentity) -> list[str]:
+    return [fact.text for fact in await identity.facts(DANA)]
+
+
+def test_a_newer_statement_supersedes_the_older_one(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    now = [1_790_000_000.0]
+    identity = _identity(tmp_path, minilm, now)
+
+    async def run() -> list[str]:
+        await identity.ingest(_said("I prefer bullet points. My timezone is CET."))
+        now[0] += 86_400
+        await identity.ingest(_said("Actually, I don't like bullet points. My timezone is PST."))
+        return await _facts(identity)
+
+    assert asyncio.run(run()) == ["does not like bullet points", "their timezone is PST"]
+    history = identity.store.history(DANA)
+    superseded = {text for _, text, by in history if by is not None}
+    assert superseded == {"prefers bullet points", "their timezone is CET"}
+
+
+def test_the_agents_words_never_become_facts_about_the_user(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+    reply = "I see you prefer long answers, and your timezone is UTC. I'm a big fan of tea."
+    asyncio.run(identity.ingest(_said("Can you help me plan the release?", reply)))
+    assert asyncio.run(_facts(identity)) == []
+
+
+def test_repeats_and_paraphrases_are_stored_once(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+
+    async def run() -> list[str]:
+        await identity.ingest(_said("I prefer short answers."))
+        await identity.ingest(_said("I prefer short answers!"))
+        await identity.observe(DANA, ["Dana leads the payments team"], session_id=None,
+                               source="reflection")
+        await identity.observe(DANA, ["Dana is the lead of the payments team"], session_id=None,
+                               source="reflection")
+        return await _facts(identity)
+
+    assert asyncio.run(run()) == ["prefers short answers", "Dana leads the payments team"]
+
+
+def test_the_user_model_is_the_few_most_relevant_observations(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+    statements = [
+        "My timezone is CET.", "I prefer short answers.", "I work on the billing service.",
+        "I love hiking.", "I can't attend meetings on Fridays.", "My dog is called Rex.",
+        "I'm based in Lisbon.",
+    ]
+
+    async def run() -> str | None:
+        for statement in statements:
+            await identity.ingest(_said(statement))
+        return await identity.user_model(DANA, "When can we schedule the billing review meeting?")
+
+    model = asyncio.run(run())
+    assert model is not None
+    lines = model.splitlines()
+    assert len(lines) == 5
+    assert any("billing service" in line for line in lines)
+    assert any("Fridays" in line for line in lines)
+    assert all(line.startswith("- Dana ") for line in lines)
+
+
+def test_forget_one_fact_or_everything(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+
+    async def run() -> tuple[list[Fact], int, list[str], int, list[str]]:
+        await identity.ingest(_said("I prefer tea. My timezone is CET."))
+        facts = await identity.facts(DANA)
+        one = await identity.forget(DANA, facts[0].id)
+        after_one = await _facts(identity)
+        rest = await identity.forget(DANA)
+        return facts, one, after_one, rest, await _facts(identity)
+
+    facts, one, after_one, rest, after_all = asyncio.run(run())
+    assert len(facts) == 2 and one == 1 and after_one == ["their timezone is CET"]
+    assert rest == 1 and after_all == []
+
+
+def test_secrets_never_become_observations(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
+    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+    token = "xoxp-123456789012-123456789012-123456789012-abcdefabcdefabcdefabcdefabcdef12"
+    asyncio.run(identity.ingest(_said(f"My slack token is {token}")))
+    (fact,) = asyncio.run(_facts(identity))
+    assert token not in fact and "REDACTED" in fact
+
+
+class FlakyBackend:
+    name = "flaky"
+
+    def __init__(self, failures: int) -> None:
+        self.failures = failures
+        self.received: list[TurnMessages] = []
+
+    async def ingest(self, turn: TurnMessages) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("backend down")
+        self.received.append(turn)
+
+
+def test_the_ingest_queue_retries_and_counts_what_it_could_not_send() -> None:
+    async def run(failures: int) -> tuple[int, FlakyBackend, IngestQueue]:
+        backend = FlakyBackend(failures)
+        queue = IngestQueue(backend, attempts=3, base_delay_s=0.001)  # type: ignore[arg-type]
+        queue.submit(_said("one"))
+        queue.submit(_said("two"))
+        return await queue.drain(5), backend, queue
+
+    unsent, backend, queue = asyncio.run(run(2))
+    assert unsent == 0 and [t.user_text for t in backend.received] == ["one", "two"]
+    unsent, backend, queue = asyncio.run(run(100))
+    assert unsent == 2 and queue.stats.failed == 2 and backend.received == []
+
+
+def test_a_full_queue_drops_the_oldest_turn() -> None:
+    async def run() -> tuple[int, IngestQueue, FlakyBackend]:
+        backend = FlakyBackend(0)
+        queue = IngestQueue(backend, capacity=2)  # type: ignore[arg-type]
+        for text in ("a", "b", "c"):
+            queue.submit(_said(text))
+        return await queue.drain(5), queue, backend
+
+    unsent, queue, backend = asyncio.run(run())
+    assert queue.stats.dropped == 1 and unsent == 1
+    assert [t.user_text for t in backend.received] == ["b", "c"]
+
+
+def test_user_models_skip_short_messages_and_cache_briefly() -> None:
+    class Counting:
+        name = "counting"
+        calls = 0
+
+        async def user_model(self, person: Person, message: str) -> str | None:
+            self.calls += 1
+            return f"model {self.calls}"
+
+    now = [0.0]
+    backend = Counting()
+    models = UserModels(backend, ttl_s=60, clock=lambda: now[0])  # type: ignore[arg-type]
+
+    async def run() -> list[str | None]:
+        results = [await models.for_message(DANA, "ok")]
+        results.append(await models.for_message(DANA, "what is the plan today"))
+        results.append(await models.for_message(DANA, "and for tomorrow then?"))
+        now[0] = 61
+        results.append(await models.for_message(DANA, "thanks"))
+        results.append(await models.for_message(DANA, "what about next week"))
+        return results
+
+    assert asyncio.run(run()) == [None, "model 1", "model 1", "model 1", "model 2"]
