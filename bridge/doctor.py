@@ -31,7 +31,7 @@ class Check:
 
 def run_checks(app: Thoth) -> list[Check]:
     checks: list[Check] = []
-    for check in (_database, _embedding, _brain, _persona, _skills, _model, _slack):
+    for check in (_database, _embedding, _brain, _persona, _skills, _model, _identity, _slack):
         try:
             checks.extend(check(app))
         except Exception as error:  # a check that breaks is itself a finding
@@ -141,6 +141,12 @@ async def _probe_model(app: Thoth) -> None:
         )
     finally:
         await client.close()
+
+
+def _identity(app: Thoth) -> list[Check]:
+    if app.identity is None:
+        return [Check("identity", Status.INFO, "off (HONCHO_DISABLED=true)")]
+    return [Check("identity", Status.OK, f"{app.identity.name} backend")]
 
 
 def _slack(app: Thoth) -> list[Check]:

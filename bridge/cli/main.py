@@ -15,7 +15,7 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from bridge.app import Thoth, build
-from bridge.cli import chat, doctor, episodes, init, recall, skills
+from bridge.cli import chat, doctor, episodes, init, people, recall, skills
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder
 from layers.errors import BackendUnavailable, BadInput, ConfigurationError
@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     chat.register(commands)
     skills.register(commands)
     doctor.register(commands)
+    people.register(commands)
     return parser
 
 

@@ -90,3 +90,27 @@ def test_doctor_fails_on_a_broken_brain(settings: Settings) -> None:
     assert brain["status"] == "FAIL" and "not a git repository" in brain["detail"]
     code, _, err = thoth(settings, "init")
     assert code == 1 and "not a git repository" in err
+
+
+def test_people_show_and_forget(settings: Settings) -> None:
+    import asyncio
+
+    from bridge.app import build
+    from layers.identity.protocol import Person
+
+    app = build(settings, embedder=HashingEmbedder())
+    assert app.identity is not None
+    asyncio.run(
+        app.identity.observe(Person("local", "dana"), ["Dana runs the Friday demo"],
+                             session_id=None, source="reflection")
+    )
+    app.close()
+    code, out, _ = thoth(settings, "people", "show", "dana", "--json")
+    (fact,) = json.loads(out)
+    assert fact["text"] == "Dana runs the Friday demo" and fact["source"] == "reflection"
+    code, out, _ = thoth(settings, "people", "forget", "dana")
+    assert code == 0 and "forgot 1" in out
+    code, out, _ = thoth(settings, "people", "show", "dana")
+    assert "nothing is known about dana" in out
+    code, out, _ = thoth(settings, "doctor")
+    assert "ok    identity   local backend" in out

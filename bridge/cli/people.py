@@ -1,0 +1,58 @@
+"""`thoth people show|forget USER`: what the identity layer knows about a person."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from bridge.app import Thoth
+from layers.episodic.episode import LOCAL_TEAM
+from layers.errors import ConfigurationError
+from layers.identity.protocol import IdentityBackend, Person
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("people", help="show or forget what is known about a person")
+    actions = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
+    show = actions.add_parser("show", help="what is known about USER")
+    show.add_argument("user", help="a Slack user id (or the terminal login name)")
+    show.add_argument("--team", default=LOCAL_TEAM, help="the person's workspace id")
+    show.add_argument("--json", action="store_true", help="print JSON")
+    show.set_defaults(handler=run_show)
+    forget = actions.add_parser("forget", help="delete what is known about USER")
+    forget.add_argument("user")
+    forget.add_argument("--team", default=LOCAL_TEAM)
+    forget.add_argument("--fact", help="delete only this fact (an id from `people show`)")
+    forget.set_defaults(handler=run_forget)
+
+
+def run_show(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    facts = asyncio.run(_backend(app).facts(Person(args.team, args.user)))
+    if args.json:
+        records = [{"id": f.id, "text": f.text, "at": f.at, "source": f.source} for f in facts]
+        print(json.dumps(records, ensure_ascii=False), file=out)
+        return 0
+    if not facts:
+        print(f"nothing is known about {args.user} in {args.team}", file=out)
+    for fact in facts:
+        day = datetime.fromtimestamp(fact.at, UTC).date().isoformat()
+        print(f"{fact.id}  {day}  {fact.text}  ({fact.source})", file=out)
+    return 0
+
+
+def run_forget(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    person = Person(args.team, args.user)
+    deleted = asyncio.run(_backend(app).forget(person, args.fact))
+    if app.user_models is not None:
+        app.user_models.forget(person)
+    print(f"forgot {deleted} observation(s) about {args.user}", file=out)
+    return 0
+
+
+def _backend(app: Thoth) -> IdentityBackend:
+    if app.identity is None:
+        raise ConfigurationError("the identity layer is off (HONCHO_DISABLED=true)")
+    return app.identity
