@@ -17,6 +17,7 @@ from bridge.settings import Settings
 from layers.episodic.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
+from layers.identity.honcho import HonchoIdentity
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.protocol import IdentityBackend
@@ -35,6 +36,9 @@ log = logging.getLogger(__name__)
 
 # At shutdown the identity queue gets this long to send what it holds.
 INGEST_DRAIN_S = 10.0
+DEFAULT_HONCHO_URL = "https://api.honcho.dev"
+# One Honcho request (ingest, conclusions); the user model is bounded by USER_MODEL_TIMEOUT_S.
+HONCHO_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -145,8 +149,26 @@ def build(
 
 
 def build_identity(settings: Settings, db: Database, embedder: Embedder) -> IdentityBackend:
-    """The built-in local backend (Honcho arrives behind the same interface)."""
-    return LocalIdentity(db, embedder)
+    """Honcho when ``HONCHO_API_KEY`` or ``HONCHO_URL`` is set, the local backend otherwise."""
+    if settings.honcho_api_key is None and not settings.honcho_url:
+        return LocalIdentity(db, embedder)
+    api_key = settings.honcho_api_key.get_secret_value() if settings.honcho_api_key else None
+    base_url = settings.honcho_url or DEFAULT_HONCHO_URL
+
+    def client_for(workspace: str) -> object:
+        from honcho import Honcho
+
+        # Every option explicit (the SDK would read HONCHO_* itself); retries are the
+        # ingest queue's, and the user model has the pipeline's hard deadline.
+        return Honcho(
+            api_key=api_key,
+            base_url=base_url,
+            workspace_id=workspace,
+            timeout=HONCHO_TIMEOUT_S,
+            max_retries=0,
+        )
+
+    return HonchoIdentity(client_for, workspace_id=settings.honcho_workspace_id)
 
 
 def ensure_brain(brain: Brain) -> str | None:

@@ -12,6 +12,7 @@ from bridge.app import Thoth
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 
 MODEL_CHECK_TIMEOUT_S = 10.0
+IDENTITY_CHECK_TIMEOUT_S = 10.0
 
 
 class Status(StrEnum):
@@ -146,7 +147,18 @@ async def _probe_model(app: Thoth) -> None:
 def _identity(app: Thoth) -> list[Check]:
     if app.identity is None:
         return [Check("identity", Status.INFO, "off (HONCHO_DISABLED=true)")]
-    return [Check("identity", Status.OK, f"{app.identity.name} backend")]
+    try:
+        detail = asyncio.run(asyncio.wait_for(app.identity.check(), IDENTITY_CHECK_TIMEOUT_S))
+    except Exception as error:
+        return [
+            Check(
+                "identity",
+                Status.FAIL,
+                f"{app.identity.name} backend unreachable: {error or type(error).__name__}",
+                "check HONCHO_URL and HONCHO_API_KEY, or unset both for the local backend",
+            )
+        ]
+    return [Check("identity", Status.OK, detail)]
 
 
 def _slack(app: Thoth) -> list[Check]:

@@ -69,3 +69,7 @@ class IdentityBackend(Protocol):
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
         """Delete one fact, or everything about the person; returns how many."""
         ...
+
+    async def check(self) -> str:
+        """Reach the backend once (for `thoth doctor`); raises if it cannot be reached."""
+        ...

@@ -113,4 +113,4 @@ def test_people_show_and_forget(settings: Settings) -> None:
     code, out, _ = thoth(settings, "people", "show", "dana")
     assert "nothing is known about dana" in out
     code, out, _ = thoth(settings, "doctor")
-    assert "ok    identity   local backend" in out
+    assert "ok    identity   local backend (SQLite, no server)" in out

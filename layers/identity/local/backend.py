@@ -69,6 +69,9 @@ class LocalIdentity:
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
         return await asyncio.to_thread(self._store.forget, person, fact_id)
 
+    async def check(self) -> str:
+        return "local backend (SQLite, no server)"
+
     def _add(
         self,
         person: Person,

@@ -1,0 +1,136 @@
+"""The Honcho backend (honcho-ai 2.7): one workspace per Slack workspace, a peer per person.
+
+Mapping: workspace = ``HONCHO_WORKSPACE_ID`` or the Slack team id; a peer per
+person (their Slack user id) and one for the agent; a Honcho session per Thoth
+session. Ids pass through ``honcho_id`` (Honcho allows only ``[a-zA-Z0-9_-]``).
+Clients are built by the composition root with ``max_retries=0``: retries belong
+to the ingest queue, and the user model runs under the pipeline's hard deadline.
+The SDK's ``.aio`` views keep every call off the event loop's critical path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from layers.identity.ids import honcho_id
+from layers.identity.protocol import Fact, Person, TurnMessages
+from layers.redaction import redact
+
+AGENT_PEER = "thoth"
+MAX_MESSAGE_CHARS = 25_000
+MAX_CONCLUSIONS = 10
+# A user-model search query longer than this adds cost and no precision.
+MAX_QUERY_CHARS = 500
+FACTS_PAGE_SIZE = 100
+
+ClientFactory = Callable[[str], Any]
+
+
+class HonchoIdentity:
+    name = "honcho"
+
+    def __init__(self, client_for_workspace: ClientFactory, *, workspace_id: str | None) -> None:
+        self._client_for_workspace = client_for_workspace
+        self._workspace_id = workspace_id
+        self._clients: dict[str, Any] = {}
+        self._objects: dict[tuple[int, str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    async def ingest(self, turn: TurnMessages) -> None:
+        person = await self._peer(turn.person.team, honcho_id(turn.person.user))
+        agent = await self._peer(turn.person.team, AGENT_PEER)
+        session = await self._session(turn.person.team, honcho_id(turn.session_id))
+        await session.aio.add_messages(
+            [
+                person.message(_clip(redact(turn.user_text))),
+                agent.message(_clip(redact(turn.reply_text))),
+            ]
+        )
+
+    async def user_model(self, person: Person, message: str) -> str | None:
+        peer = await self._person(person)
+        # The representation is cheap (no LLM on Honcho's side), unlike peer.chat.
+        text = await peer.aio.representation(
+            search_query=redact(message)[:MAX_QUERY_CHARS] or None,
+            max_conclusions=MAX_CONCLUSIONS,
+        )
+        return str(text).strip() or None
+
+    async def observe(
+        self, person: Person, observations: list[str], *, session_id: str | None, source: str
+    ) -> None:
+        session = honcho_id(session_id) if session_id else None
+        if session is not None:
+            # Honcho refuses a conclusion that names a session it does not know.
+            await self._session(person.team, session)
+        items = [
+            {"content": redact(text).strip(), "session_id": session}
+            for text in observations
+            if text.strip()
+        ]
+        if items:
+            peer = await self._person(person)
+            await peer.conclusions.aio.create(items)
+
+    async def facts(self, person: Person) -> list[Fact]:
+        peer = await self._person(person)
+        page = await peer.conclusions.aio.list(size=FACTS_PAGE_SIZE)
+        return [_fact(item) for item in _items(page)]
+
+    async def forget(self, person: Person, fact_id: str | None = None) -> int:
+        peer = await self._person(person)
+        ids = [fact_id] if fact_id else [fact.id for fact in await self.facts(person)]
+        for conclusion_id in ids:
+            await peer.conclusions.aio.delete(conclusion_id)
+        return len(ids)
+
+    async def check(self) -> str:
+        await self._peer(self._workspace_id or "doctor", AGENT_PEER)
+        return f"Honcho backend, workspace {self._workspace_id or 'per Slack workspace'}"
+
+    async def _person(self, person: Person) -> Any:
+        return await self._peer(person.team, honcho_id(person.user))
+
+    async def _peer(self, team: str, peer_id: str) -> Any:
+        # Getting a peer or a session is a request (get-or-create); each is made once.
+        client = self._client(team)
+        key = (id(client), "peer", peer_id)
+        if key not in self._objects:
+            self._objects[key] = await client.aio.peer(peer_id)
+        return self._objects[key]
+
+    async def _session(self, team: str, session_id: str) -> Any:
+        client = self._client(team)
+        key = (id(client), "session", session_id)
+        if key not in self._objects:
+            self._objects[key] = await client.aio.session(session_id)
+        return self._objects[key]
+
+    def _client(self, team: str) -> Any:
+        workspace = self._workspace_id or honcho_id(team)
+        with self._lock:
+            client = self._clients.get(workspace)
+            if client is None:
+                client = self._clients[workspace] = self._client_for_workspace(workspace)
+            return client
+
+
+def _clip(text: str) -> str:
+    # Honcho refuses a message over 25 000 characters; keep the start, say it was cut.
+    if len(text) <= MAX_MESSAGE_CHARS:
+        return text
+    marker = " […]"
+    return text[: MAX_MESSAGE_CHARS - len(marker)] + marker
+
+
+def _items(page: Any) -> list[Any]:
+    items = getattr(page, "items", None)
+    return list(items) if items is not None else list(page)
+
+
+def _fact(conclusion: Any) -> Fact:
+    created = getattr(conclusion, "created_at", None)
+    at = created.timestamp() if created is not None and hasattr(created, "timestamp") else 0.0
+    return Fact(str(conclusion.id), str(conclusion.content), at, "honcho")

@@ -1,0 +1,150 @@
+"""The Honcho backend through the real honcho-ai SDK against the loopback Honcho server."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from pydantic import SecretStr
+
+from bridge.app import Thoth, build
+from bridge.pipeline.pipeline import TurnOutcome
+from bridge.pipeline.turn import Turn
+from bridge.settings import Settings
+from layers.identity.honcho import AGENT_PEER, HonchoIdentity
+from layers.identity.ids import honcho_id
+from layers.identity.protocol import Person
+from layers.working.sessions import Place
+from tests.fakes import HashingEmbedder, RecordingSink
+from tests.servers.anthropic_api import FakeAnthropic
+from tests.servers.honcho_api import FakeHoncho
+
+PLACE = Place("T1", "C1", "public", "1712.55", "general")
+DEADLINE_S = 0.5
+
+
+@pytest.fixture
+def honcho() -> Iterator[FakeHoncho]:
+    with FakeHoncho() as server:
+        yield server
+
+
+@pytest.fixture
+def app(
+    model_settings: Settings, honcho: FakeHoncho, hashing_embedder: HashingEmbedder
+) -> Iterator[Thoth]:
+    settings = model_settings.model_copy(
+        update={
+            "honcho_url": honcho.url,
+            "honcho_api_key": SecretStr("hch-test-key"),
+            "user_model_timeout_s": DEADLINE_S,
+        }
+    )
+    thoth = build(settings, embedder=hashing_embedder)
+    assert isinstance(thoth.identity, HonchoIdentity)
+    assert thoth.identity_ingest is not None
+    thoth.identity_ingest._base_delay_s = 0.01  # keep the test's retries quick
+    yield thoth
+    thoth.close()
+
+
+async def _turns(app: Thoth, texts: list[str]) -> list[TurnOutcome]:
+    outcomes = []
+    for text in texts:
+        turn = Turn("slack:T1:C1:1712.55", text, PLACE, user="U1", user_name="Dana")
+        outcomes.append(await app.pipeline.handle(turn, RecordingSink()))
+    return outcomes
+
+
+def test_both_messages_of_each_turn_arrive(
+    app: Thoth, honcho: FakeHoncho, fake_anthropic: FakeAnthropic
+) -> None:
+    async def run() -> list[TurnOutcome]:
+        outcomes = await _turns(app, ["I prefer short answers please", "What is on today?"])
+        assert app.identity_ingest is not None
+        assert await app.identity_ingest.drain(10) == 0
+        return outcomes
+
+    outcomes = asyncio.run(run())
+    workspace = honcho_id("T1")
+    stored = honcho.stored_messages(workspace, honcho_id(outcomes[0].session_id))
+    assert [(m["peer_id"], m["content"]) for m in stored] == [
+        (honcho_id("U1"), "I prefer short answers please"),
+        (AGENT_PEER, outcomes[0].reply),
+        (honcho_id("U1"), "What is on today?"),
+        (AGENT_PEER, outcomes[1].reply),
+    ]
+
+
+def test_a_turn_meets_its_deadline_when_honcho_hangs(
+    app: Thoth, honcho: FakeHoncho, fake_anthropic: FakeAnthropic
+) -> None:
+    honcho.hang()
+
+    async def run() -> tuple[TurnOutcome, float]:
+        started = time.monotonic()
+        (outcome,) = await _turns(app, ["Tell me about the release plan for Friday"])
+        return outcome, time.monotonic() - started
+
+    try:
+        outcome, elapsed = asyncio.run(run())
+    finally:
+        honcho.release()
+    assert outcome.ok
+    # The deadline plus a generous margin for a shared machine; a hang would be forever.
+    assert elapsed < DEADLINE_S + 3.0
+    assert not any(t.startswith("<user-model>") for t in fake_anthropic.requests[-1].system_texts())
+
+
+def test_an_outage_loses_nothing_the_queue_can_retry(
+    app: Thoth, honcho: FakeHoncho, fake_anthropic: FakeAnthropic
+) -> None:
+    honcho.fail_next(503, count=3, match="/messages")
+
+    async def run() -> TurnOutcome:
+        (outcome,) = await _turns(app, ["Remember that the demo moved to Thursday"])
+        assert app.identity_ingest is not None
+        assert await app.identity_ingest.drain(10) == 0
+        return outcome
+
+    outcome = asyncio.run(run())
+    stored = honcho.stored_messages(honcho_id("T1"), honcho_id(outcome.session_id))
+    assert [m["content"] for m in stored][0] == "Remember that the demo moved to Thursday"
+    assert len(honcho.requests_to("/messages", "POST")) >= 4
+
+
+def test_observations_feed_the_user_model_and_can_be_forgotten(
+    app: Thoth, honcho: FakeHoncho, fake_anthropic: FakeAnthropic
+) -> None:
+    identity = app.identity
+    assert identity is not None
+    # Slack punctuation in every id: a dotted user, a colon in the session.
+    dana = Person("T1", "U1.ext:42", "Dana")
+
+    async def run() -> tuple[str | None, int, list[str]]:
+        await identity.observe(
+            dana, ["Dana leads the payments team"], session_id="slack:C1:1712.55",
+            source="reflection",
+        )
+        model = await identity.user_model(dana, "who leads payments?")
+        forgotten = await identity.forget(dana)
+        return model, forgotten, [f.text for f in await identity.facts(dana)]
+
+    model, forgotten, after = asyncio.run(run())
+    assert model is not None and "Dana leads the payments team" in model
+    assert forgotten == 1 and after == []
+
+
+def test_doctor_reports_the_backend_and_whether_it_answers(
+    app: Thoth, honcho: FakeHoncho
+) -> None:
+    from bridge.doctor import Status, run_checks
+
+    (ok,) = [c for c in run_checks(app) if c.name == "identity"]
+    assert ok.status is Status.OK and ok.detail.startswith("Honcho backend")
+    honcho.fail_next(500, count=5)
+    app.identity._objects.clear()  # type: ignore[union-attr]
+    (down,) = [c for c in run_checks(app) if c.name == "identity"]
+    assert down.status is Status.FAIL and "unreachable" in down.detail
