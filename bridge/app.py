@@ -67,11 +67,16 @@ class Thoth:
     def close(self) -> None:
         self.db.close()
 
+    async def drain(self, timeout_s: float = INGEST_DRAIN_S) -> int:
+        """Let background writes (episodes, identity ingest) finish; returns what did not."""
+        unfinished = await self.pipeline.drain(timeout_s)
+        if self.identity_ingest is not None:
+            unfinished += await self.identity_ingest.drain(timeout_s)
+        return unfinished
+
     async def aclose(self) -> None:
         """Finish background writes, close the model's client, then the database."""
-        await self.pipeline.drain()
-        if self.identity_ingest is not None:
-            await self.identity_ingest.drain(INGEST_DRAIN_S)
+        await self.drain()
         await self.pipeline.model.aclose()
         self.close()
 
@@ -126,6 +131,7 @@ def build(
         ),
         daily_cap_usd=settings.daily_cost_cap_usd,
         user_models=user_models,
+        identity=identity,
         identity_ingest=ingest,
     )
     return Thoth(

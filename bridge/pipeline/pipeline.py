@@ -32,7 +32,7 @@ from layers.episodic.episode import Episode, Hit
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.summary import summarize_reply
 from layers.identity.ingest_queue import IngestQueue
-from layers.identity.protocol import TurnMessages
+from layers.identity.protocol import IdentityBackend, TurnMessages
 from layers.identity.user_models import UserModels
 from layers.procedural.persona import PersonaLoader
 from layers.procedural.skills import SkillLibrary
@@ -108,6 +108,7 @@ class TurnPipeline:
         prices: Mapping[str, ModelPrice],
         config: PipelineConfig,
         user_models: UserModels | None = None,
+        identity: IdentityBackend | None = None,
         identity_ingest: IngestQueue | None = None,
         after_reply: AfterReply | None = None,
         daily_cap_usd: float = 0.0,
@@ -122,7 +123,13 @@ class TurnPipeline:
         self._prices = prices
         self._config = config
         self._user_models = user_models
-        self._tools = ToolBox(episodic, skills, recall_k=config.recall_top_k)
+        self._tools = ToolBox(
+            episodic,
+            skills,
+            identity,
+            recall_k=config.recall_top_k,
+            on_forget=user_models.forget if user_models is not None else None,
+        )
         self._after = after_reply or AfterReply(
             transcript, sessions, episodic, ledger, identity_ingest
         )

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bridge.model.protocol import ToolCall, ToolSpec
 from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.turn import Turn
 from layers.episodic.memory import EpisodicMemory
+from layers.identity.protocol import IdentityBackend, Person
 from layers.procedural.skills import SkillLibrary
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,28 @@ USE_SKILL = ToolSpec(
 )
 
 
+ABOUT_SPEAKER = ToolSpec(
+    name="what_i_know_about_you",
+    description=(
+        "List what the identity memory holds about the person speaking now, with ids."
+        " Use it when they ask what you know or remember about them."
+    ),
+    input_schema={"type": "object", "properties": {}},
+)
+FORGET_SPEAKER = ToolSpec(
+    name="forget_about_you",
+    description=(
+        "Delete what the identity memory holds about the person speaking now: one fact by"
+        " its id from what_i_know_about_you, or everything when no id is given. Only when"
+        " they ask you to forget something about them."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {"fact_id": {"type": "string", "description": "omit to forget all"}},
+    },
+)
+
+
 class ToolBox:
     """The tools of a turn: their specs for the request, and running a call."""
 
@@ -50,12 +73,16 @@ class ToolBox:
         self,
         episodic: EpisodicMemory | None,
         skills: SkillLibrary | None = None,
+        identity: IdentityBackend | None = None,
         *,
         recall_k: int,
+        on_forget: Callable[[Person], None] | None = None,
     ) -> None:
         self._episodic = episodic
         self._skills = skills
+        self._identity = identity
         self._recall_k = recall_k
+        self._on_forget = on_forget
 
     @property
     def specs(self) -> Sequence[ToolSpec]:
@@ -64,6 +91,8 @@ class ToolBox:
             specs.append(RECALL_MEMORY)
         if self._skills is not None:
             specs.append(USE_SKILL)
+        if self._identity is not None:
+            specs.extend((ABOUT_SPEAKER, FORGET_SPEAKER))
         return specs
 
     async def run(self, call: ToolCall, turn: Turn) -> tuple[str, bool]:
@@ -89,7 +118,25 @@ class ToolBox:
             return (episodes_text(hits) or "No matching episodes."), False
         if call.name == USE_SKILL.name and self._skills is not None:
             return await asyncio.to_thread(self._skill_body, call.input.get("name"))
+        if call.name in (ABOUT_SPEAKER.name, FORGET_SPEAKER.name) and self._identity is not None:
+            return await self._about_speaker(call, turn.person)
         return f"Unknown tool {call.name!r}.", True
+
+    async def _about_speaker(self, call: ToolCall, person: Person | None) -> tuple[str, bool]:
+        # Only ever the person speaking: nobody can read or erase someone else's model.
+        assert self._identity is not None
+        if person is None:
+            return "The speaker is anonymous here; nothing is stored about them.", True
+        if call.name == ABOUT_SPEAKER.name:
+            facts = await self._identity.facts(person)
+            lines = [f"- [{fact.id}] {fact.text}" for fact in facts]
+            return "\n".join(lines) or "Nothing is stored about them.", False
+        fact_id = call.input.get("fact_id")
+        deleted = await self._identity.forget(person, fact_id if isinstance(fact_id, str) else None)
+        if self._on_forget is not None:
+            self._on_forget(person)
+        log.info("forgot %d identity facts at the speaker's request", deleted)
+        return f"Deleted {deleted} stored fact(s) about them.", False
 
     def _skill_body(self, name: object) -> tuple[str, bool]:
         assert self._skills is not None

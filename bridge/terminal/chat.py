@@ -76,7 +76,9 @@ class ChatLoop:
                 print(messages.CHAT_RESUME_HINT.format(session_id=session.id), file=self._err)
         finally:
             scheduler.shutdown(wait=True)
-            self._call(self._app.pipeline.drain(DRAIN_TIMEOUT_S))
+            # Episodes and identity ingest of the last turns, then the model's client.
+            self._call(self._app.drain(DRAIN_TIMEOUT_S))
+            self._call(self._app.pipeline.model.aclose())
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
         return 2 if self.bad_lines else 0

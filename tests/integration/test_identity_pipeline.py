@@ -57,3 +57,39 @@ def test_with_honcho_disabled_there_is_no_identity_layer(
         assert outcome.ok
     finally:
         app.close()
+
+
+def test_a_person_can_ask_what_is_known_and_have_it_forgotten(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    from layers.identity.protocol import Person
+    from tests.servers import anthropic_api as api
+
+    app = build(model_settings, embedder=hashing_embedder)
+    identity = app.identity
+    assert identity is not None
+    dana, ari = Person("T1", "U1", "Dana"), Person("T1", "U2", "Ari")
+    fake_anthropic.push(
+        api.tool_use("what_i_know_about_you", {}),
+        api.text("I know you run the demo."),
+        api.tool_use("forget_about_you", {}),
+        api.text("Done, forgotten."),
+    )
+
+    async def run() -> tuple[list[str], list[str]]:
+        await identity.observe(dana, ["Dana runs the Friday demo"], session_id=None, source="x")
+        await identity.observe(ari, ["Ari owns billing"], session_id=None, source="x")
+        for text in ("What do you know about me?", "Please forget that."):
+            turn = Turn("s1", text, PLACE, user="U1", user_name="Dana")
+            await app.pipeline.handle(turn, RecordingSink())
+        return [f.text for f in await identity.facts(dana)], [
+            f.text for f in await identity.facts(ari)
+        ]
+
+    try:
+        dana_after, ari_after = asyncio.run(run())
+    finally:
+        app.close()
+    listing = fake_anthropic.requests[1].body["messages"][-1]["content"][0]["content"]
+    assert "Dana runs the Friday demo" in listing and "Ari" not in listing
+    assert dana_after == [] and ari_after == ["Ari owns billing"]

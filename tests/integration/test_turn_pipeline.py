@@ -82,7 +82,12 @@ def test_request_carries_the_prompt_in_order_with_cache_marks(
     assert system[1]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in system[2]
     assert request.body["messages"] == [{"role": "user", "content": "When do we deploy?"}]
-    assert [tool["name"] for tool in request.body["tools"]] == ["recall_memory", "use_skill"]
+    assert [tool["name"] for tool in request.body["tools"]] == [
+        "recall_memory",
+        "use_skill",
+        "what_i_know_about_you",
+        "forget_about_you",
+    ]
     # The skill index lists the brain's skills, one line each.
     assert "- incident-summary: Turn an incident thread" in texts[1]
 
