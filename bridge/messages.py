@@ -21,6 +21,10 @@ COST_CAP_REACHED = (
     " ${cap:.2f}), so I won't make new model calls until midnight UTC."
 )
 SESSION_ENDED = "Session ended."
+SESSION_ENDED_SLACK = (
+    "Session ended. I'll look back on it and post anything worth keeping here for approval."
+)
+NO_OPEN_SESSION = "There is no open session in this thread to end."
 CHAT_BANNER = (
     "Thoth — session {session_id}. /recall QUERY searches memory, /done ends the"
     " session, /quit leaves. Ctrl-D also leaves."

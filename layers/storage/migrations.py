@@ -185,4 +185,30 @@ MIGRATIONS: tuple[Migration, ...] = (
             ON identity_observations (team, user, superseded_by);
         """,
     ),
+    Migration(
+        5,
+        "slack_bridge",
+        """
+        -- Deliveries already handled: Slack retries an event (same event_id) and sends a
+        -- mention twice (app_mention and message, different ids, same channel + ts).
+        CREATE TABLE slack_seen (
+            key TEXT PRIMARY KEY,
+            seen_at REAL NOT NULL
+        );
+        CREATE INDEX slack_seen_at ON slack_seen (seen_at);
+
+        -- The agent's replies in Slack and the turn each answered, for reactions.
+        CREATE TABLE slack_replies (
+            channel TEXT NOT NULL,
+            ts TEXT NOT NULL,
+            team TEXT NOT NULL,
+            thread_ts TEXT,
+            session_id TEXT NOT NULL,
+            episode_id TEXT,
+            asker TEXT,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (channel, ts)
+        );
+        """,
+    ),
 )

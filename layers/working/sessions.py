@@ -76,6 +76,14 @@ class SessionStore:
             )
         return session
 
+    def find_open(self, key: str) -> Session | None:
+        """The open session holding ``key``, if there is one (nothing is created)."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE key = ? AND ended_at IS NULL", (key,)
+            ).fetchone()
+        return None if row is None else _session(row, None)
+
     def get(self, session_id: str) -> Session | None:
         with self._db.read() as conn:
             row = conn.execute(

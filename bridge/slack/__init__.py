@@ -1,0 +1,1 @@
+"""The Slack transport on slack-bolt: events, commands, reactions, approval cards."""

@@ -1,0 +1,126 @@
+"""One Slack message through the turn pipeline, and the text commands in threads.
+
+``done`` and ``recall QUERY`` also work as text addressed to the agent in a thread
+or DM: Slack does not deliver slash commands from inside threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+
+from slack_sdk import WebClient
+
+from bridge import messages
+from bridge.app import Thoth
+from bridge.pipeline.episodes_block import episodes_text
+from bridge.pipeline.turn import Turn, check_message
+from bridge.slack.directory import Directory
+from bridge.slack.events import Incoming
+from bridge.slack.replies import ReplyRecord, SlackReplies
+from bridge.slack.sink import SlackSink
+from layers.episodic.episode import Viewer
+from layers.errors import BadInput
+from layers.working.sessions import Place
+
+log = logging.getLogger(__name__)
+
+_DONE = re.compile(r"^\s*/?done[.!]?\s*$", re.IGNORECASE)
+_RECALL = re.compile(r"^\s*/?recall\s+(?P<query>.+)$", re.IGNORECASE | re.DOTALL)
+
+
+class Conversation:
+    """What the bridge does with a message once Bolt has acknowledged it."""
+
+    def __init__(
+        self, thoth: Thoth, client: WebClient, directory: Directory, replies: SlackReplies
+    ) -> None:
+        self._thoth = thoth
+        self._client = client
+        self._directory = directory
+        self._replies = replies
+
+    async def handle(self, incoming: Incoming) -> None:
+        place, name = await asyncio.to_thread(self._place_and_name, incoming)
+        if _DONE.match(incoming.text):
+            await self.end_session(incoming.session_key, incoming.channel, incoming.thread_root)
+            return
+        recall = _RECALL.match(incoming.text)
+        if recall:
+            text = await self.recall_text(recall.group("query"), place, incoming.user)
+            await self._post(incoming.channel, incoming.thread_root, text)
+            return
+        try:
+            check_message(incoming.text)
+        except BadInput as error:
+            await self._post(incoming.channel, incoming.thread_root, f"Sorry: {error}.")
+            return
+        turn = Turn(
+            incoming.session_key,
+            incoming.text,
+            place,
+            user=incoming.user,
+            user_name=name,
+            event_id=incoming.event_id,
+        )
+        sink = SlackSink(
+            self._client,
+            channel=incoming.channel,
+            thread_ts=incoming.thread_root,
+            recipient_user=incoming.user,
+            recipient_team=incoming.team,
+        )
+        outcome = await self._thoth.pipeline.handle(turn, sink)
+        for ts in sink.posted:
+            await asyncio.to_thread(
+                self._replies.record,
+                ReplyRecord(
+                    incoming.channel,
+                    ts,
+                    incoming.team,
+                    incoming.thread_root,
+                    outcome.session_id,
+                    outcome.episode_id,
+                    incoming.user,
+                ),
+            )
+
+    async def recall_text(self, query: str, place: Place, user: str) -> str:
+        viewer = Viewer(place.team, place.channel, place.channel_type, user)
+        try:
+            hits = await asyncio.to_thread(
+                self._thoth.episodic.recall,
+                query,
+                viewer,
+                k=self._thoth.settings.recall_top_k,
+            )
+        except BadInput as error:
+            return f"Sorry: {error}."
+        return episodes_text(hits) or messages.NOTHING_REMEMBERED
+
+    async def end_session(self, key: str, channel: str, thread_ts: str) -> None:
+        sessions = self._thoth.sessions
+        session = await asyncio.to_thread(sessions.find_open, key)
+        if session is None:
+            await self._post(channel, thread_ts, messages.NO_OPEN_SESSION)
+            return
+        await asyncio.to_thread(sessions.end, session.id)
+        await self._post(channel, thread_ts, messages.SESSION_ENDED_SLACK)
+
+    def _place_and_name(self, incoming: Incoming) -> tuple[Place, str | None]:
+        channel = self._directory.channel(incoming.channel, incoming.event_channel_type)
+        user = self._directory.user(incoming.user)
+        place = Place(
+            incoming.team,
+            incoming.channel,
+            channel.channel_type,
+            incoming.thread_root,
+            channel.name,
+        )
+        return place, user.name
+
+    async def _post(self, channel: str, thread_ts: str, text: str) -> None:
+        await asyncio.to_thread(
+            self._client.chat_postMessage, channel=channel, thread_ts=thread_ts, text=text
+        )

@@ -1,0 +1,101 @@
+"""Names for ids (users.info, conversations.info), cached: the `<slack-context>` block."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import TypeVar
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+
+from layers.episodic.episode import ChannelType
+
+log = logging.getLogger(__name__)
+
+CACHE_SECONDS = 3_600.0
+Info = TypeVar("Info")
+
+
+@dataclass(frozen=True)
+class ChannelInfo:
+    id: str
+    name: str | None
+    channel_type: ChannelType
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    id: str
+    name: str | None
+    is_bot: bool
+
+
+class Directory:
+    def __init__(self, client: WebClient) -> None:
+        self._client = client
+        self._lock = threading.Lock()
+        self._users: dict[str, tuple[float, UserInfo]] = {}
+        self._channels: dict[str, tuple[float, ChannelInfo]] = {}
+
+    def user(self, user_id: str) -> UserInfo:
+        cached = self._cached(self._users, user_id)
+        if cached is not None:
+            return cached
+        try:
+            data = self._client.users_info(user=user_id).get("user") or {}
+            profile = data.get("profile") or {}
+            name = profile.get("display_name") or profile.get("real_name") or data.get("name")
+            info = UserInfo(user_id, name or None, bool(data.get("is_bot")))
+        except SlackApiError as error:
+            log.warning("users.info %s failed: %s", user_id, error.response.get("error"))
+            return UserInfo(user_id, None, False)
+        with self._lock:
+            self._users[user_id] = (time.monotonic(), info)
+        return info
+
+    def channel(self, channel_id: str, event_channel_type: str | None = None) -> ChannelInfo:
+        cached = self._cached(self._channels, channel_id)
+        if cached is not None:
+            return cached
+        try:
+            data = self._client.conversations_info(channel=channel_id).get("channel") or {}
+            info = ChannelInfo(channel_id, data.get("name"), _kind(data))
+        except SlackApiError as error:
+            log.warning("conversations.info %s failed: %s", channel_id, error.response.get("error"))
+            # Without Slack's answer, err on the private side: never widen who may recall.
+            return ChannelInfo(channel_id, None, _kind_from_event(channel_id, event_channel_type))
+        with self._lock:
+            self._channels[channel_id] = (time.monotonic(), info)
+        return info
+
+    def _cached(self, table: dict[str, tuple[float, Info]], key: str) -> Info | None:
+        with self._lock:
+            entry = table.get(key)
+        if entry is None or time.monotonic() - entry[0] > CACHE_SECONDS:
+            return None
+        return entry[1]
+
+
+def _kind(channel: dict[str, object]) -> ChannelType:
+    if channel.get("is_im"):
+        return "im"
+    if channel.get("is_mpim"):
+        return "mpim"
+    if channel.get("is_private") or channel.get("is_group"):
+        return "private"
+    return "public"
+
+
+def _kind_from_event(channel_id: str, event_channel_type: str | None) -> ChannelType:
+    mapped: dict[str, ChannelType] = {
+        "im": "im",
+        "mpim": "mpim",
+        "group": "private",
+        "channel": "public",
+    }
+    if event_channel_type in mapped:
+        return mapped[event_channel_type]
+    return "im" if channel_id.startswith("D") else "private"

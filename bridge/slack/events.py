@@ -1,0 +1,77 @@
+"""Which Slack messages the agent answers, and what they say once the mention is gone."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# Edits, deletions, joins and the like are not someone talking to the agent.
+IGNORED_SUBTYPES = frozenset(
+    {
+        "bot_message",
+        "message_changed",
+        "message_deleted",
+        "message_replied",
+        "channel_join",
+        "channel_leave",
+        "thread_broadcast",
+        "assistant_app_thread",
+    }
+)
+_MENTION = re.compile(r"<@([A-Z0-9]+)(\|[^>]*)?>")
+
+
+@dataclass(frozen=True)
+class Incoming:
+    """A human message addressed to the agent."""
+
+    team: str
+    channel: str
+    user: str
+    text: str
+    ts: str
+    thread_root: str  # the thread it belongs to (its own ts for a new thread)
+    event_id: str | None
+    event_channel_type: str | None
+
+    @property
+    def session_key(self) -> str:
+        return f"slack:{self.team}:{self.channel}:{self.thread_root}"
+
+
+def from_event(
+    event: dict[str, Any], *, team: str, event_id: str | None, bot_user: str | None
+) -> Incoming | None:
+    """The event as an ``Incoming`` message, or None if it is not a person talking."""
+    if event.get("bot_id") or event.get("subtype") in IGNORED_SUBTYPES:
+        return None
+    user = event.get("user")
+    if not user or user == bot_user:
+        return None
+    text = strip_mention(str(event.get("text") or ""), bot_user)
+    ts = str(event.get("ts") or "")
+    if not text or not ts:
+        return None
+    return Incoming(
+        team=str(event.get("team") or team),
+        channel=str(event.get("channel")),
+        user=str(user),
+        text=text,
+        ts=ts,
+        thread_root=str(event.get("thread_ts") or ts),
+        event_id=event_id,
+        event_channel_type=event.get("channel_type"),
+    )
+
+
+def mentions(text: str, user: str | None) -> bool:
+    return user is not None and any(m.group(1) == user for m in _MENTION.finditer(text))
+
+
+def strip_mention(text: str, bot_user: str | None) -> str:
+    """The text without the agent's own mention (other people's mentions stay)."""
+    if bot_user is None:
+        return text.strip()
+    stripped = _MENTION.sub(lambda m: "" if m.group(1) == bot_user else m.group(0), text)
+    return " ".join(stripped.split())

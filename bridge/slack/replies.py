@@ -1,0 +1,59 @@
+"""Which Slack message is which reply: what a reaction on it refers to."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from layers.storage.database import Database
+
+
+@dataclass(frozen=True)
+class ReplyRecord:
+    channel: str
+    ts: str
+    team: str
+    thread_ts: str | None
+    session_id: str
+    episode_id: str | None
+    asker: str | None
+
+
+class SlackReplies:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def record(self, reply: ReplyRecord) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO slack_replies (channel, ts, team, thread_ts, session_id,"
+                " episode_id, asker, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    reply.channel,
+                    reply.ts,
+                    reply.team,
+                    reply.thread_ts,
+                    reply.session_id,
+                    reply.episode_id,
+                    reply.asker,
+                    time.time(),
+                ),
+            )
+
+    def find(self, channel: str, ts: str) -> ReplyRecord | None:
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT channel, ts, team, thread_ts, session_id, episode_id, asker"
+                " FROM slack_replies WHERE channel = ? AND ts = ?",
+                (channel, ts),
+            ).fetchone()
+        return None if row is None else ReplyRecord(*row)
+
+    def in_thread(self, channel: str, thread_ts: str) -> bool:
+        """Whether the agent has replied in this thread (so it follows the thread)."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM slack_replies WHERE channel = ? AND thread_ts = ? LIMIT 1",
+                (channel, thread_ts),
+            ).fetchone()
+        return row is not None

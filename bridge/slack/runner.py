@@ -1,0 +1,81 @@
+"""Turns run on the bridge's own event loop, never on Bolt's listener threads.
+
+Bolt acknowledges each request and hands the listener to a small thread pool; a
+listener here only records the delivery and submits work to this runner, so a
+slow model call cannot starve the acks of slash commands or button clicks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+MAX_CONCURRENT_TURNS = 16
+
+
+class TurnRunner:
+    def __init__(self, *, max_concurrent: int = MAX_CONCURRENT_TURNS) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="thoth-turns", daemon=True
+        )
+        self._max_concurrent = max_concurrent
+        self._slots: asyncio.Semaphore | None = None
+        self._in_flight: set[concurrent.futures.Future[Any]] = set()
+        self._lock = threading.Lock()
+        self._closing = False
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def submit(self, work: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run ``work`` on the loop, at most ``max_concurrent`` at once; returns at once."""
+        with self._lock:
+            if self._closing:
+                work.close()
+                raise RuntimeError("the bridge is shutting down")
+            future = asyncio.run_coroutine_threadsafe(self._limited(work), self._loop)
+            self._in_flight.add(future)
+        future.add_done_callback(self._finished)
+        return future
+
+    def call(self, work: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
+        """Run ``work`` on the loop and wait for its result (for startup and shutdown)."""
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout_s)
+
+    def shutdown(self, timeout_s: float) -> int:
+        """Stop taking work, let in-flight turns finish; returns how many did not."""
+        with self._lock:
+            self._closing = True
+            pending = list(self._in_flight)
+        _, unfinished = concurrent.futures.wait(pending, timeout=timeout_s)
+        for future in unfinished:
+            future.cancel()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        if unfinished:
+            log.error("%d turns were still running at shutdown", len(unfinished))
+        return len(unfinished)
+
+    async def _limited(self, work: Coroutine[Any, Any, T]) -> T:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self._max_concurrent)
+        async with self._slots:
+            return await work
+
+    def _finished(self, future: concurrent.futures.Future[Any]) -> None:
+        with self._lock:
+            self._in_flight.discard(future)
+        if not future.cancelled() and future.exception() is not None:
+            log.error("a Slack task failed", exc_info=future.exception())

@@ -1,0 +1,40 @@
+"""Each Slack delivery is handled once: by event id, and by channel + message ts.
+
+Persisted, so a restart in the middle of Slack's retries does not answer twice;
+entries older than a day are swept (Slack stops retrying within minutes).
+"""
+
+from __future__ import annotations
+
+import time
+
+from layers.storage.database import Database
+
+TTL_S = 86_400.0
+
+
+class SeenDeliveries:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def first_time(self, *keys: str, now: float | None = None) -> bool:
+        """Record ``keys``; True only if none of them was seen before."""
+        moment = time.time() if now is None else now
+        wanted = [key for key in keys if key]
+        with self._db.write() as conn:
+            placeholders = ",".join("?" * len(wanted))
+            seen = conn.execute(
+                f"SELECT COUNT(*) FROM slack_seen WHERE key IN ({placeholders})", wanted
+            ).fetchone()[0]
+            conn.executemany(
+                "INSERT OR IGNORE INTO slack_seen (key, seen_at) VALUES (?, ?)",
+                [(key, moment) for key in wanted],
+            )
+        return int(seen) == 0
+
+    def sweep(self, *, now: float | None = None) -> int:
+        moment = time.time() if now is None else now
+        with self._db.write() as conn:
+            return conn.execute(
+                "DELETE FROM slack_seen WHERE seen_at < ?", (moment - TTL_S,)
+            ).rowcount
