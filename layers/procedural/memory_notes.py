@@ -76,6 +76,29 @@ class MemoryNotes:
                 author=Author(who),
             )
 
+    def append_one(self, note: MemoryNote) -> tuple[str, str | None]:
+        """Add one note; returns the exact line written (to remove it later) and the sha."""
+        line = _line(note, self._clock())
+        return line, self.append([note])
+
+    def remove(self, line: str, *, who: str, why: str) -> str | None:
+        """Take one note line out of MEMORY.md again (a 🧠 reaction removed); a commit."""
+        memory = self._brain.path / MEMORY_FILE
+        with self._brain.writing():
+            self._brain.check()
+            if not memory.exists():
+                return None
+            lines = memory.read_text(encoding="utf-8").rstrip("\n").splitlines()
+            if line not in lines:
+                return None
+            lines.remove(line)
+            who, why = redact(who), redact(why)
+            return self._brain.apply(
+                {MEMORY_FILE: "\n".join(lines) + "\n"},
+                f"Forget a memory note\n\nWhy: {why}, by {who}.\nApproved-by: {who}",
+                author=Author(who),
+            )
+
     def recent(self, count: int = 20) -> list[str]:
         """The newest notes, newest last (what reflection checks to avoid duplicates)."""
         memory = self._brain.path / MEMORY_FILE

@@ -209,6 +209,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             created_at REAL NOT NULL,
             PRIMARY KEY (channel, ts)
         );
+        CREATE INDEX slack_replies_thread ON slack_replies (channel, thread_ts);
+
+        -- Skill-draft approval cards, so a click or a reaction on one finds its draft.
+        CREATE TABLE slack_cards (
+            channel TEXT NOT NULL,
+            ts TEXT NOT NULL,
+            draft_id TEXT NOT NULL,
+            PRIMARY KEY (channel, ts)
+        );
+
+        -- What a reaction did, so removing it can undo exactly that.
+        CREATE TABLE slack_reaction_effects (
+            channel TEXT NOT NULL,
+            ts TEXT NOT NULL,
+            reaction TEXT NOT NULL,
+            user TEXT NOT NULL,
+            effect TEXT NOT NULL,
+            PRIMARY KEY (channel, ts, reaction, user)
+        );
         """,
     ),
 )

@@ -1,0 +1,167 @@
+"""Reactions (DESIGN.md "Reactions"): on the agent's replies and on skill-draft cards.
+
+Only humans count, never a bot or the agent itself; ``reaction_removed`` undoes
+what ``reaction_added`` did. One exception, decided and said in the thread: 🗑️
+deletes the episode for good (keeping its text to restore it would defeat the
+forgetting), so removing 🗑️ cannot bring it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from slack_sdk import WebClient
+
+from bridge.app import Thoth
+from bridge.slack.cards import SkillCards
+from bridge.slack.directory import Directory
+from bridge.slack.replies import ReplyRecord, SlackReplies
+from layers.episodic.episode import Feedback
+from layers.errors import ThothError
+from layers.identity.protocol import Person
+from layers.procedural.memory_notes import MemoryNote
+from layers.storage.database import Database
+
+log = logging.getLogger(__name__)
+
+WORKED, DID_NOT_WORK = "white_check_mark", "x"
+BRAIN, WASTEBASKET, BUST = "brain", "wastebasket", "bust_in_silhouette"
+FORGOTTEN_TEXT = "Forgotten: that exchange is deleted from my memory (text and vector)."
+NOT_A_FOUNDER = "Only founders (FOUNDER_USER_IDS) can approve or reject skills."
+
+
+class Reactions:
+    def __init__(
+        self,
+        thoth: Thoth,
+        client: WebClient,
+        directory: Directory,
+        replies: SlackReplies,
+        cards: SkillCards,
+        *,
+        bot_user: str | None,
+    ) -> None:
+        self._thoth = thoth
+        self._client = client
+        self._directory = directory
+        self._replies = replies
+        self._cards = cards
+        self._db: Database = thoth.db
+        self._bot_user = bot_user
+        self._founders = set(thoth.settings.founder_user_ids)
+
+    async def handle(self, event: dict[str, Any], *, added: bool) -> None:
+        item = event.get("item") or {}
+        user, name = str(event.get("user") or ""), str(event.get("reaction") or "")
+        channel, ts = str(item.get("channel") or ""), str(item.get("ts") or "")
+        if not user or user == self._bot_user or item.get("type") != "message":
+            return
+        if (await asyncio.to_thread(self._directory.user, user)).is_bot:
+            return
+        draft_id = await asyncio.to_thread(self._cards.draft_at, channel, ts)
+        if draft_id is not None:
+            if added and name in (WORKED, DID_NOT_WORK):
+                approve = name == WORKED
+                await self.decide(draft_id, approve=approve, user=user, channel=channel, ts=ts)
+            return
+        reply = await asyncio.to_thread(self._replies.find, channel, ts)
+        if reply is None or not reply.episode_id:
+            return
+        if name == BUST:
+            await self._bust(reply, reply.episode_id, user, added)
+        else:
+            await asyncio.to_thread(self._on_reply, reply, reply.episode_id, name, user, added)
+
+    async def decide(
+        self, draft_id: str, *, approve: bool, user: str, channel: str, ts: str
+    ) -> None:
+        """Approve or reject a draft from its card (a button or a reaction)."""
+        if user not in self._founders:
+            await asyncio.to_thread(
+                self._client.chat_postEphemeral, channel=channel, user=user, text=NOT_A_FOUNDER
+            )
+            return
+        drafts = self._thoth.drafts
+        try:
+            draft = await asyncio.to_thread(
+                drafts.approve if approve else drafts.reject, draft_id, by=user
+            )
+        except ThothError as error:
+            await asyncio.to_thread(
+                self._client.chat_postEphemeral, channel=channel, user=user, text=f"Sorry: {error}"
+            )
+            return
+        await asyncio.to_thread(self._cards.show_outcome, draft, channel=channel, ts=ts)
+
+    def _on_reply(
+        self, reply: ReplyRecord, episode_id: str, name: str, user: str, added: bool
+    ) -> None:
+        if name in (WORKED, DID_NOT_WORK):
+            feedback = Feedback.WORKED if name == WORKED else Feedback.DID_NOT_WORK
+            self._thoth.episodic.set_feedback(episode_id, feedback if added else Feedback.NONE)
+        elif name == BRAIN:
+            self._brain(reply, episode_id, user, added)
+        elif name == WASTEBASKET and added and self._thoth.episodic.forget(episode_id):
+            self._client.chat_postMessage(
+                channel=reply.channel, thread_ts=reply.thread_ts, text=FORGOTTEN_TEXT
+            )
+
+    def _brain(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
+        notes = self._thoth.memory_notes
+        who = self._directory.user(user).name or user
+        if not added:
+            line = self._pop_effect(reply, BRAIN, user)
+            if line:
+                notes.remove(line, who=who, why="🧠 reaction removed")
+            return
+        episode = self._thoth.episodic.store.get(episode_id)
+        if episode is None:
+            return
+        channel = self._directory.channel(reply.channel)
+        where = f"#{channel.name}" if channel.name else "a DM"
+        said = episode.user_text + (f" → {episode.summary}" if episode.summary else "")
+        line, _ = notes.append_one(MemoryNote(said, who, where, "🧠 reaction"))
+        self._keep_effect(reply, BRAIN, user, line)
+
+    async def _bust(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
+        identity = self._thoth.identity
+        episode = await asyncio.to_thread(self._thoth.episodic.store.get, episode_id)
+        if identity is None or episode is None:
+            return
+        info = await asyncio.to_thread(self._directory.user, user)
+        person = Person(reply.team, user, info.name)
+        if added:
+            text = f"marked as about them the answer to: {episode.user_text[:160]}"
+            await identity.observe(
+                person, [text], session_id=reply.session_id, source="👤 reaction"
+            )
+            await asyncio.to_thread(self._keep_effect, reply, BUST, user, text)
+            return
+        kept = await asyncio.to_thread(self._pop_effect, reply, BUST, user)
+        for fact in await identity.facts(person) if kept else []:
+            if fact.text == kept:
+                await identity.forget(person, fact.id)
+
+    def _keep_effect(self, reply: ReplyRecord, reaction: str, user: str, effect: str) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO slack_reaction_effects (channel, ts, reaction, user,"
+                " effect) VALUES (?, ?, ?, ?, ?)",
+                (reply.channel, reply.ts, reaction, user, effect),
+            )
+
+    def _pop_effect(self, reply: ReplyRecord, reaction: str, user: str) -> str | None:
+        with self._db.write() as conn:
+            row = conn.execute(
+                "SELECT effect FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
+                " AND reaction = ? AND user = ?",
+                (reply.channel, reply.ts, reaction, user),
+            ).fetchone()
+            conn.execute(
+                "DELETE FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
+                " AND reaction = ? AND user = ?",
+                (reply.channel, reply.ts, reaction, user),
+            )
+        return None if row is None else str(row[0])
