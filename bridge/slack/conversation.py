@@ -11,16 +11,17 @@ import logging
 import re
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from bridge import messages
 from bridge.app import Thoth
-from bridge.pipeline.episodes_block import episodes_text
+from bridge.pipeline.episodes_block import episode_line, episodes_text
 from bridge.pipeline.turn import Turn, check_message
 from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from bridge.slack.sink import SlackSink
-from layers.episodic.episode import Viewer
+from layers.episodic.episode import LOCAL_TEAM, Episode, Viewer
 from layers.errors import BadInput
 from layers.working.sessions import Place
 
@@ -86,7 +87,14 @@ class Conversation:
                 ),
             )
 
-    async def recall_text(self, query: str, place: Place, user: str) -> str:
+    @property
+    def directory(self) -> Directory:
+        return self._directory
+
+    async def recall_text(
+        self, query: str, place: Place, user: str, *, with_links: bool = False
+    ) -> str:
+        """The top episodes this person may see from here, dated (and linked, for /recall)."""
         viewer = Viewer(place.team, place.channel, place.channel_type, user)
         try:
             hits = await asyncio.to_thread(
@@ -97,7 +105,32 @@ class Conversation:
             )
         except BadInput as error:
             return f"Sorry: {error}."
-        return episodes_text(hits) or messages.NOTHING_REMEMBERED
+        if not hits:
+            return messages.NOTHING_REMEMBERED
+        if not with_links:
+            return episodes_text(hits)
+        lines = []
+        for hit in hits:
+            line = episode_line(hit.episode)
+            link = await asyncio.to_thread(self._permalink, hit.episode)
+            lines.append(f"{line}\n  <{link}|open the thread>" if link else line)
+        return "\n".join(lines)
+
+    async def post_ephemeral(self, channel: str, user: str, text: str) -> None:
+        await asyncio.to_thread(
+            self._client.chat_postEphemeral, channel=channel, user=user, text=text
+        )
+
+    def _permalink(self, episode: Episode) -> str | None:
+        if not episode.thread_ts or episode.team == LOCAL_TEAM:
+            return None
+        try:
+            response = self._client.chat_getPermalink(
+                channel=episode.channel, message_ts=episode.thread_ts
+            )
+        except SlackApiError:
+            return None
+        return str(response.get("permalink") or "") or None
 
     async def end_session(self, key: str, channel: str, thread_ts: str) -> None:
         sessions = self._thoth.sessions

@@ -24,6 +24,7 @@ MAX_CONCLUSIONS = 10
 # A user-model search query longer than this adds cost and no precision.
 MAX_QUERY_CHARS = 500
 FACTS_PAGE_SIZE = 100
+MAX_PAGES = 50
 
 ClientFactory = Callable[[str], Any]
 
@@ -39,7 +40,7 @@ class HonchoIdentity:
         self._lock = threading.Lock()
 
     async def ingest(self, turn: TurnMessages) -> None:
-        person = await self._peer(turn.person.team, honcho_id(turn.person.user))
+        person = await self._person(turn.person)
         agent = await self._peer(turn.person.team, AGENT_PEER)
         session = await self._session(turn.person.team, honcho_id(turn.session_id))
         await session.aio.add_messages(
@@ -76,12 +77,20 @@ class HonchoIdentity:
 
     async def facts(self, person: Person) -> list[Fact]:
         peer = await self._person(person)
-        page = await peer.conclusions.aio.list(size=FACTS_PAGE_SIZE)
-        return [_fact(item) for item in _items(page)]
+        facts: list[Fact] = []
+        for number in range(1, MAX_PAGES + 1):
+            page = _items(await peer.conclusions.aio.list(page=number, size=FACTS_PAGE_SIZE))
+            facts.extend(_fact(item) for item in page)
+            if len(page) < FACTS_PAGE_SIZE:
+                break
+        return facts
 
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
+        # Deleting a conclusion is a workspace-wide call: only ids of this person's own
+        # conclusions are ever passed to it.
         peer = await self._person(person)
-        ids = [fact_id] if fact_id else [fact.id for fact in await self.facts(person)]
+        own = [fact.id for fact in await self.facts(person)]
+        ids = own if fact_id is None else [fact_id] if fact_id in own else []
         for conclusion_id in ids:
             await peer.conclusions.aio.delete(conclusion_id)
         return len(ids)
@@ -91,7 +100,9 @@ class HonchoIdentity:
         return f"Honcho backend, workspace {self._workspace_id or 'per Slack workspace'}"
 
     async def _person(self, person: Person) -> Any:
-        return await self._peer(person.team, honcho_id(person.user))
+        # The team is part of the id: with a fixed HONCHO_WORKSPACE_ID two workspaces' U1
+        # are different people, and no person can share the agent's peer.
+        return await self._peer(person.team, person_peer_id(person))
 
     async def _peer(self, team: str, peer_id: str) -> Any:
         # Getting a peer or a session is a request (get-or-create); each is made once.
@@ -115,6 +126,10 @@ class HonchoIdentity:
             if client is None:
                 client = self._clients[workspace] = self._client_for_workspace(workspace)
             return client
+
+
+def person_peer_id(person: Person) -> str:
+    return honcho_id("person", person.team, person.user)
 
 
 def _clip(text: str) -> str:

@@ -1,9 +1,11 @@
 """Fire-and-forget ingest: a bounded background queue with retries and backoff.
 
 Turns are submitted after the reply is out and never wait for the identity
-backend. When the queue is full the oldest waiting turn is dropped (and
-counted): a slow backend must not grow memory without bound. At shutdown
-``drain()`` gives the queue a time limit and reports what it could not send.
+backend. A transient failure is retried with exponential backoff for about five
+minutes in all (a short outage loses nothing); a refusal (4xx) is given up at
+once. When the queue is full the oldest waiting turn is dropped (and counted): a
+slow backend must not grow memory without bound. At shutdown ``drain()`` gives
+the queue a time limit and reports what it could not send.
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ class IngestQueue:
         backend: IdentityBackend,
         *,
         capacity: int = 1000,
-        attempts: int = 5,
+        attempts: int = 10,
         base_delay_s: float = 0.5,
-        max_delay_s: float = 30.0,
+        max_delay_s: float = 60.0,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         self._backend = backend
@@ -76,9 +78,17 @@ class IngestQueue:
         return unsent
 
     def _started(self) -> asyncio.Queue[TurnMessages]:
-        if self._queue is None:
+        loop = asyncio.get_running_loop()
+        if self._queue is None or self._worker is None or self._worker.get_loop() is not loop:
+            # First use, or the loop that ran the worker is gone (one asyncio.run after
+            # another): carry over what was waiting, on a queue of this loop.
+            waiting = _take_all(self._queue) if self._queue is not None else []
             self._queue = asyncio.Queue(self._capacity)
-            self._worker = asyncio.get_running_loop().create_task(self._work(self._queue))
+            for turn in waiting:
+                self._queue.put_nowait(turn)
+            self._worker = loop.create_task(self._work(self._queue))
+        elif self._worker.done():
+            self._worker = loop.create_task(self._work(self._queue))
         return self._queue
 
     async def _work(self, queue: asyncio.Queue[TurnMessages]) -> None:
@@ -100,7 +110,7 @@ class IngestQueue:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                if attempt == self._attempts:
+                if _refused(error) or attempt == self._attempts:
                     self.stats.failed += 1
                     log.error(
                         "identity ingest for session %s failed after %d attempts: %s",
@@ -112,3 +122,16 @@ class IngestQueue:
                 delay = min(self._base_delay_s * 2 ** (attempt - 1), self._max_delay_s)
                 log.warning("identity ingest failed (%s); retry in %.1fs", error, delay)
                 await self._sleep(delay)
+
+
+def _refused(error: Exception) -> bool:
+    """A 4xx other than 408/429: the backend will refuse this turn however often it is sent."""
+    status = getattr(error, "status_code", None) or getattr(error, "status", None)
+    return isinstance(status, int) and 400 <= status < 500 and status not in (408, 429)
+
+
+def _take_all(queue: asyncio.Queue[TurnMessages]) -> list[TurnMessages]:
+    items: list[TurnMessages] = []
+    while not queue.empty():
+        items.append(queue.get_nowait())
+    return items

@@ -84,6 +84,16 @@ class SessionStore:
             ).fetchone()
         return None if row is None else _session(row, None)
 
+    def latest_open_with_prefix(self, prefix: str) -> Session | None:
+        """The most recently active open session whose key starts with ``prefix``."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE ended_at IS NULL"
+                " AND substr(key, 1, ?) = ? ORDER BY last_turn_at DESC LIMIT 1",
+                (len(prefix), prefix),
+            ).fetchone()
+        return None if row is None else _session(row, None)
+
     def get(self, session_id: str) -> Session | None:
         with self._db.read() as conn:
             row = conn.execute(

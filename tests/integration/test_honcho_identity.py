@@ -13,7 +13,7 @@ from bridge.app import Thoth, build
 from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
-from layers.identity.honcho import AGENT_PEER, HonchoIdentity
+from layers.identity.honcho import AGENT_PEER, HonchoIdentity, person_peer_id
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Person
 from layers.working.sessions import Place
@@ -68,12 +68,13 @@ def test_both_messages_of_each_turn_arrive(
         return outcomes
 
     outcomes = asyncio.run(run())
+    dana_peer = person_peer_id(Person("T1", "U1"))
     workspace = honcho_id("T1")
     stored = honcho.stored_messages(workspace, honcho_id(outcomes[0].session_id))
     assert [(m["peer_id"], m["content"]) for m in stored] == [
-        (honcho_id("U1"), "I prefer short answers please"),
+        (dana_peer, "I prefer short answers please"),
         (AGENT_PEER, outcomes[0].reply),
-        (honcho_id("U1"), "What is on today?"),
+        (dana_peer, "What is on today?"),
         (AGENT_PEER, outcomes[1].reply),
     ]
 
@@ -148,3 +149,23 @@ def test_doctor_reports_the_backend_and_whether_it_answers(
     app.identity._objects.clear()  # type: ignore[union-attr]
     (down,) = [c for c in run_checks(app) if c.name == "identity"]
     assert down.status is Status.FAIL and "unreachable" in down.detail
+
+
+def test_people_never_share_a_peer_or_reach_each_others_facts(
+    app: Thoth, honcho: FakeHoncho
+) -> None:
+    identity = app.identity
+    assert isinstance(identity, HonchoIdentity)
+    identity._workspace_id = "shared"  # one workspace for every Slack workspace
+    t1, t2, named_thoth = Person("T1", "U1"), Person("T2", "U1"), Person("T1", "thoth")
+    assert len({person_peer_id(p) for p in (t1, t2, named_thoth)} | {AGENT_PEER}) == 4
+
+    async def run() -> tuple[list[str], int, list[str]]:
+        await identity.observe(t1, ["U1 of T1 owns billing"], session_id=None, source="x")
+        t2_facts = [f.text for f in await identity.facts(t2)]
+        (t1_fact,) = await identity.facts(t1)
+        stolen = await identity.forget(t2, t1_fact.id)
+        return t2_facts, stolen, [f.text for f in await identity.facts(t1)]
+
+    t2_facts, stolen, t1_after = asyncio.run(run())
+    assert t2_facts == [] and stolen == 0 and t1_after == ["U1 of T1 owns billing"]

@@ -115,9 +115,28 @@ def test_forget_one_fact_or_everything(tmp_path: Path, minilm: MiniLMEmbedder) -
 def test_secrets_never_become_observations(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
     identity = _identity(tmp_path, minilm, [1_790_000_000.0])
     token = "xoxp-123456789012-123456789012-123456789012-abcdefabcdefabcdefabcdefabcdef12"
-    asyncio.run(identity.ingest(_said(f"My slack token is {token}")))
-    (fact,) = asyncio.run(_facts(identity))
-    assert token not in fact and "REDACTED" in fact
+    asyncio.run(identity.ingest(_said(f"My slack token is {token}. My password is hunter2.")))
+    asyncio.run(identity.ingest(_said(f"I prefer pasting {token} into every reply")))
+    facts = asyncio.run(_facts(identity))
+    assert all(token not in fact and "hunter2" not in fact for fact in facts)
+    assert facts == ["prefers pasting [REDACTED:slack-token] into every reply"] or all(
+        "REDACTED" in fact for fact in facts
+    )
+
+
+def test_a_negation_or_another_day_is_not_a_duplicate(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+
+    async def run() -> list[str]:
+        await identity.observe(DANA, ["Dana is vegetarian"], session_id=None, source="x")
+        await identity.observe(DANA, ["Dana is not vegetarian"], session_id=None, source="x")
+        await identity.observe(DANA, ["deploy freeze on Friday"], session_id=None, source="x")
+        await identity.observe(DANA, ["deploy freeze on Monday"], session_id=None, source="x")
+        return await _facts(identity)
+
+    assert len(asyncio.run(run())) == 4
 
 
 class FlakyBackend:
@@ -184,3 +203,40 @@ def test_user_models_skip_short_messages_and_cache_briefly() -> None:
         return results
 
     assert asyncio.run(run()) == [None, "model 1", "model 1", "model 1", "model 2"]
+
+
+def test_the_queue_survives_a_change_of_event_loop() -> None:
+    backend = FlakyBackend(0)
+    queue = IngestQueue(backend, base_delay_s=0.001)  # type: ignore[arg-type]
+
+    async def first() -> None:
+        queue.submit(_said("one"))
+
+    async def second() -> int:
+        queue.submit(_said("two"))
+        return await queue.drain(5)
+
+    asyncio.run(first())
+    assert asyncio.run(second()) == 0
+    assert {t.user_text for t in backend.received} == {"one", "two"}
+
+
+def test_a_refusal_is_not_retried() -> None:
+    class Refusing:
+        name = "refusing"
+        calls = 0
+
+        async def ingest(self, turn: TurnMessages) -> None:
+            self.calls += 1
+            error = RuntimeError("unprocessable")
+            error.status_code = 422  # type: ignore[attr-defined]
+            raise error
+
+    backend = Refusing()
+
+    async def run() -> int:
+        queue = IngestQueue(backend, base_delay_s=0.001)  # type: ignore[arg-type]
+        queue.submit(_said("bad"))
+        return await queue.drain(5)
+
+    assert asyncio.run(run()) == 1 and backend.calls == 1

@@ -49,7 +49,10 @@ def test_questions_hypotheticals_and_other_people_are_not_facts(message: str) ->
 def test_opposite_statements_share_a_slot() -> None:
     (liked,) = extract("I prefer bullet points")
     (disliked,) = extract("no, I don't like bullet points")
-    assert liked.slot == disliked.slot == "pref:bullet points"
+    assert liked.slot == disliked.slot == "pref:points"
+    (short,) = extract("I prefer short answers if possible")
+    (detailed,) = extract("I prefer detailed answers")
+    assert short.text == "prefers short answers" and short.slot == detailed.slot
     assert extract("my timezone is PST")[0].slot == extract("My timezone is CET")[0].slot
 
 
@@ -65,3 +68,27 @@ def test_honcho_ids_are_valid_deterministic_and_injective() -> None:
         assert len(value) <= MAX_ID_CHARS
         assert all(c.isalnum() or c in "_-" for c in value)
     assert honcho_id("a" * 600) != honcho_id("a" * 599 + "b")
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "I'm out today",
+        "I'm seeing a 500 on staging",
+        "Don't merge that PR yet",
+        "Never mind",
+        "I love this, thanks!",
+        "> I prefer concise answers",
+        "Please call me after lunch about the outage",
+        "My manager is out today",
+        "I work on weekends sometimes",
+        "my password is hunter2",
+        "Forget that I live in Berlin",
+    ],
+)
+def test_passing_remarks_commands_quotes_and_secrets_are_not_facts(message: str) -> None:
+    assert extract(message) == []
+
+
+def test_a_request_about_replies_is_kept() -> None:
+    assert [s.text for s in extract("Do not use emojis.")] == ["asks Thoth not to use emojis"]

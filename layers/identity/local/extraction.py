@@ -30,7 +30,33 @@ _QUESTION_START = re.compile(
     r"should|will|shall|may|might)\b",
     re.IGNORECASE,
 )
-_HYPOTHETICAL = re.compile(r"\b(if|unless|suppose|imagine|maybe|perhaps)\b", re.IGNORECASE)
+_HYPOTHETICAL = re.compile(
+    r"^(if|unless|suppose|imagine|say)\b|\b(maybe|perhaps|probably)\b", re.IGNORECASE
+)
+# About this moment, not about the person: "I'm out today", "my laptop is broken now".
+_TRANSIENT = re.compile(
+    r"\b(today|tonight|tomorrow|yesterday|now|right now|this (morning|afternoon|evening|week"
+    r"|month)|at the moment|currently|for now|sometimes|weekends?|for a bit|later)\b",
+    re.IGNORECASE,
+)
+# Never store these as facts, whatever the redactor makes of the value.
+_SECRET_WORDS = re.compile(
+    r"\b(password|passcode|passphrase|pin|token|secret|api key|key|ssn|social security|"
+    r"credit card|card number|cvv|iban|otp)\b",
+    re.IGNORECASE,
+)
+# "Forget that I live in Berlin" is a request to forget, not a new fact.
+_FORGET = re.compile(r"^(please )?(forget|stop remembering|don't remember|do not remember)\b",
+                     re.IGNORECASE)
+# A standing request is about how Thoth talks to this person, not a one-off command.
+_ABOUT_REPLIES = re.compile(
+    r"\b(me|my|answer|answers|reply|replies|respond|emoji|emojis|bullet|bullets|format|"
+    r"tag|ping|page|dm|message|messages|summar\w*|explain\w*|jargon|english|language|"
+    r"tone|formal|casual|long|short|detail\w*)\b",
+    re.IGNORECASE,
+)
+_DEMONSTRATIVE = re.compile(r"^(this|that|it|these|those|them)\b", re.IGNORECASE)
+_QUOTE_OR_CODE = re.compile(r"```.*?```|`[^`]*`|^>.*$", re.DOTALL | re.MULTILINE)
 _FILLER = re.compile(r"^(sure|fine|ok|okay|good|great|sorry|glad|happy|not sure|afraid|going|"
                      r"trying|about|back|here|done|ready|on it|thinking|wondering|curious)\b",
                      re.IGNORECASE)
@@ -51,14 +77,32 @@ def _key(text: str) -> str:
     return " ".join(re.findall(r"[a-z0-9]+", text.lower())[:4])
 
 
+def _topic(thing: str) -> str:
+    """A preference's topic: its head noun ("short answers" and "detailed answers" meet)."""
+    words = re.findall(r"[a-z0-9]+", thing.lower())
+    return words[-1] if words else ""
+
+
+_CLAUSE = re.compile(r",|\b(if|when|unless|because|but|so that|as long as)\b", re.IGNORECASE)
+
+
+def _thing(text: str) -> str:
+    """What a preference is about, without its condition ("... if possible")."""
+    return _object(_CLAUSE.split(text, maxsplit=1)[0])
+
+
 def _likes(match: re.Match[str]) -> Statement | None:
-    thing = _object(match.group("thing"))
-    return Statement(f"prefers {thing}", f"pref:{_key(thing)}") if thing else None
+    thing = _thing(match.group("thing"))
+    if not thing or _DEMONSTRATIVE.match(thing):
+        return None
+    return Statement(f"prefers {thing}", f"pref:{_topic(thing)}")
 
 
 def _dislikes(match: re.Match[str]) -> Statement | None:
-    thing = _object(match.group("thing"))
-    return Statement(f"does not like {thing}", f"pref:{_key(thing)}") if thing else None
+    thing = _thing(match.group("thing"))
+    if not thing or _DEMONSTRATIVE.match(thing):
+        return None
+    return Statement(f"does not like {thing}", f"pref:{_topic(thing)}")
 
 
 def _mine(match: re.Match[str]) -> Statement | None:
@@ -85,7 +129,9 @@ def _called(match: re.Match[str]) -> Statement | None:
 
 def _is(match: re.Match[str]) -> Statement | None:
     what = _object(match.group("what"))
-    if not what or _FILLER.match(what):
+    first = what.split()[0].lower() if what else ""
+    # "I'm seeing a 500", "I'm looking into it": what they are doing, not who they are.
+    if not what or _FILLER.match(what) or first.endswith("ing"):
         return None
     return Statement(f"is {what}", None)
 
@@ -99,6 +145,8 @@ def _request(match: re.Match[str]) -> Statement | None:
     how = match.group("how").lower()
     what = _object(match.group("what"))
     if not what:
+        return None
+    if not _ABOUT_REPLIES.search(what):
         return None
     verb = {"always": "always", "never": "never", "don't": "not", "do not": "not"}[how]
     text = f"asks Thoth to {verb} {what}".replace("to not", "not to")
@@ -121,7 +169,7 @@ _RULES: tuple[Rule, ...] = (
     (re.compile(r"\bi(?:'m| am) (based|located|living) in (?P<place>.+)", re.I), _location),
     (re.compile(r"\bi live in (?P<place>.+)", re.I), _location),
     (re.compile(r"\bi work (?P<prep>on|at|in|as|for) (?P<what>.+)", re.I), _works),
-    (re.compile(r"\bcall me (?P<name>.+)", re.I), _called),
+    (re.compile(r"^(please )?call me (?P<name>[A-Z][\w'-]*( [A-Z][\w'-]*)?)[.!]?$"), _called),
     (re.compile(r"\bi (can't|cannot|can not|won't be able to) (?P<what>.+)", re.I), _cannot),
     (re.compile(r"^i(?:'m| am) (?:an? |the )?(?P<what>.+)", re.I), _is),
 )
@@ -130,9 +178,10 @@ _RULES: tuple[Rule, ...] = (
 def extract(message: str) -> list[Statement]:
     """The observations in one message the person wrote, in order, without repeats."""
     found: list[Statement] = []
-    for raw in _SENTENCE.split(message):
+    # Quoted lines (often the agent's own words) and code are not the person speaking.
+    for raw in _SENTENCE.split(_QUOTE_OR_CODE.sub(" ", message)):
         sentence = _CORRECTION.sub("", raw.strip())
-        if not sentence or _is_question(sentence) or _HYPOTHETICAL.search(sentence):
+        if not sentence or _skipped(sentence):
             continue
         for pattern, build in _RULES:
             match = pattern.search(sentence)
@@ -145,5 +194,17 @@ def extract(message: str) -> list[Statement]:
     return found
 
 
+def _skipped(sentence: str) -> bool:
+    return (
+        _is_question(sentence)
+        or bool(_HYPOTHETICAL.search(sentence))
+        or bool(_TRANSIENT.search(sentence))
+        or bool(_SECRET_WORDS.search(sentence))
+        or bool(_FORGET.match(sentence))
+    )
+
+
 def _is_question(sentence: str) -> bool:
+    if re.match(r"^(do not|don't)\b", sentence, re.IGNORECASE):
+        return False  # "Do not use emojis." is a request
     return sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence))

@@ -59,7 +59,7 @@ class ObservationStore:
         with self._db.write() as conn:
             current = self._current(conn, person)
             for observation in current:
-                if _duplicate(observation, digest, slot, vector):
+                if _duplicate(observation, text, digest, slot, vector):
                     conn.execute(
                         "UPDATE identity_observations SET last_seen_at = ? WHERE id = ?",
                         (now, observation.id),
@@ -145,11 +145,28 @@ class ObservationStore:
         ]
 
 
+_SIGNATURE = re.compile(
+    r"\b(not|no|never|n't|without|\d+|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+    r"january|february|march|april|may|june|july|august|september|october|november|december)\b"
+)
+
+
+def _signature(text: str) -> frozenset[str]:
+    """Negations, numbers and dates: MiniLM barely sees them, but they change the meaning."""
+    return frozenset(_SIGNATURE.findall(text.lower().replace("n't", " n't")))
+
+
 def _duplicate(
-    known: Observation, digest: str, slot: str | None, vector: npt.NDArray[np.float32]
+    known: Observation,
+    text: str,
+    digest: str,
+    slot: str | None,
+    vector: npt.NDArray[np.float32],
 ) -> bool:
     if digest == normalized_hash(known.text):
         return True
     if slot is not None:
         return False  # same slot, other words: a new value, which supersedes
-    return known.slot is None and float(known.vector @ vector) >= DUPLICATE_COSINE
+    if known.slot is not None or _signature(known.text) != _signature(text):
+        return False
+    return float(known.vector @ vector) >= DUPLICATE_COSINE

@@ -1,0 +1,816 @@
+"""A loopback server that speaks the Slack Web API, for the real ``slack_sdk`` ``WebClient``.
+
+Point ``WebClient(token="xoxb-...", base_url=server.url)`` at it. Requests are parsed
+whatever their encoding: JSON bodies (what ``chat_postMessage`` and the streaming methods
+send), ``application/x-www-form-urlencoded`` forms (``params=``/``data=``, where
+structured fields such as ``blocks`` arrive as JSON text), multipart forms and query
+strings. Every request is recorded whole (HTTP verb, API method, headers, parsed
+arguments, raw body, encoding).
+
+State lives in memory: messages per channel (with threads and reactions), ephemeral
+messages, streams, assistant statuses, and the users and channels the test adds. Answers
+are shaped like Slack's: HTTP 200 with ``{"ok": true, ...}`` or ``{"ok": false, "error":
+...}``. Faults are scripted with ``fail_next`` (429 with ``Retry-After``, 5xx, or a Slack
+error at HTTP 200) and ``delay_next``.
+
+Leniency, on purpose: posting to a channel nobody added works, replies may name a parent
+the fake never saw, and reactions and permalinks work on any ``ts`` (an app reacts to
+messages that reached it as events, not through this server). ``add_message`` seeds
+such messages when a test wants them listed by ``conversations.replies``.
+"""
+
+from __future__ import annotations
+
+import copy
+import email.parser
+import email.policy
+import itertools
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+# Fields Slack takes as JSON; in a form they arrive as JSON text.
+STRUCTURED_FIELDS = frozenset({
+    "blocks", "attachments", "metadata", "chunks", "loading_messages", "unfurls",
+    "user_auth_blocks", "prompts",
+})
+ERRORS_BY_STATUS = {
+    200: "fatal_error",
+    429: "ratelimited",
+    500: "fatal_error",
+    503: "service_unavailable",
+}
+APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+NO_AUTH_METHODS = frozenset({"api.test"})
+
+
+@dataclass(frozen=True)
+class RecordedCall:
+    """One request as it reached the server."""
+
+    http_method: str  # "POST" or "GET"
+    method: str  # the Slack API method, e.g. "chat.postMessage"
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]  # names lower-cased
+    args: dict[str, Any]  # query string and body merged, values as sent (form values are text)
+    encoding: str  # "json", "form", "multipart", "none" (no body) or "invalid" (bad JSON)
+    body_text: str
+    received_at: float
+
+    @property
+    def token(self) -> str | None:
+        auth = self.headers.get("authorization", "")
+        if auth.startswith("Bearer "):
+            return auth[len("Bearer "):].strip() or None
+        if self.encoding != "json":  # Slack reads a token field only from forms and queries
+            token = self.args.get("token")
+            return token if isinstance(token, str) and token else None
+        return None
+
+    def field(self, name: str) -> Any:
+        """The argument, with JSON text decoded for the fields Slack takes as JSON."""
+        value = self.args.get(name)
+        if name in STRUCTURED_FIELDS and isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                return value
+        return value
+
+
+@dataclass
+class _Fault:
+    kind: str  # "fail" or "delay"
+    method: str | None  # None: any method
+    remaining: int
+    status: int = 429
+    error: str | None = None
+    retry_after: int | None = 1
+    seconds: float = 0.0
+
+    def applies_to(self, call: RecordedCall) -> bool:
+        return self.method in (None, "*", call.method)
+
+
+@dataclass
+class _Stream:
+    channel: str
+    ts: str
+    state: str = "in_progress"  # then "stopped"
+    chunks: list[Any] = field(default_factory=list)
+
+
+class SlackError(Exception):
+    """An ``{"ok": false, "error": code}`` answer (HTTP 200, as Slack answers them)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+_ApiMethod = Callable[["FakeSlack", RecordedCall], dict[str, Any]]
+_METHODS: dict[str, _ApiMethod] = {}
+
+
+def api(name: str) -> Callable[[_ApiMethod], _ApiMethod]:
+    def register(function: _ApiMethod) -> _ApiMethod:
+        _METHODS[name] = function
+        return function
+
+    return register
+
+
+def _text(call: RecordedCall, name: str, missing: str | None = None) -> str | None:
+    value = call.args.get(name)
+    if value is None or value == "":
+        if missing is not None:
+            raise SlackError(missing)
+        return None
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def _structured(call: RecordedCall, name: str, invalid: str = "invalid_arguments") -> Any:
+    value = call.field(name)
+    if isinstance(value, str):  # JSON text that did not parse
+        raise SlackError(invalid)
+    return value
+
+
+def _chunk_text(chunks: Any) -> str:
+    if not isinstance(chunks, list):
+        return ""
+    return "".join(
+        str(c.get("text", "")) for c in chunks
+        if isinstance(c, dict) and c.get("type") == "markdown_text"
+    )
+
+
+def _ts_key(ts: str) -> float:
+    return float(ts)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that closes its connection (or times out) is normal here.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class FakeSlack:
+    """The server; use as a context manager and pass ``url`` as ``WebClient(base_url=...)``.
+
+    ``bot_token``/``app_token``, when given, pin the exact tokens (others: ``invalid_auth``);
+    otherwise any ``xoxb-`` token (``xapp-`` for ``apps.connections.open``) is accepted.
+    """
+
+    def __init__(
+        self,
+        *,
+        bot_user_id: str = "UBOT",
+        bot_id: str = "BBOT",
+        bot_name: str = "thoth",
+        team_id: str = "T1",
+        team: str = "Test Team",
+        team_domain: str = "test",
+        app_id: str = "A1",
+        bot_token: str | None = None,
+        app_token: str | None = None,
+        scopes: str = "chat:write,reactions:write,users:read,channels:history,im:history",
+    ) -> None:
+        self.bot_user_id = bot_user_id
+        self.bot_id = bot_id
+        self.bot_name = bot_name
+        self.team_id = team_id
+        self.team = team
+        self.team_domain = team_domain
+        self.app_id = app_id
+        self.bot_token = bot_token
+        self.app_token = app_token
+        self.scopes = scopes
+        self.socket_url = f"wss://{team_domain}.invalid/link/?ticket=fake&app_id={app_id}"
+        self.requests: list[RecordedCall] = []
+        self._users: dict[str, dict[str, Any]] = {}
+        self._channels: dict[str, dict[str, Any]] = {}
+        self._messages: dict[str, list[dict[str, Any]]] = {}
+        self._ephemerals: dict[str, list[dict[str, Any]]] = {}
+        self._reactions: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._streams: dict[tuple[str, str], _Stream] = {}
+        self._statuses: list[dict[str, Any]] = []
+        self._faults: list[_Fault] = []
+        self._lock = threading.Condition()
+        self._stopping = threading.Event()
+        self._epoch = int(time.time())
+        self._ticks = itertools.count(1)
+        self._ids = itertools.count(1)
+        self.add_user(bot_user_id, bot_name, is_bot=True)
+        self._server = _QuietServer(("127.0.0.1", 0), self._handler_class())
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/api/"
+
+    def __enter__(self) -> FakeSlack:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    # -- set-up ---------------------------------------------------------------------
+
+    def add_user(
+        self,
+        user_id: str,
+        name: str,
+        *,
+        real_name: str | None = None,
+        display_name: str | None = None,
+        is_bot: bool = False,
+        **extra: Any,
+    ) -> None:
+        real = real_name if real_name is not None else name
+        shown = display_name if display_name is not None else name
+        with self._lock:
+            self._users[user_id] = {
+                "id": user_id, "team_id": self.team_id, "name": name, "deleted": False,
+                "real_name": real, "is_bot": is_bot, "is_app_user": False,
+                "tz": "Europe/London", "tz_offset": 0,
+                "profile": {"display_name": shown, "real_name": real,
+                            "display_name_normalized": shown, "real_name_normalized": real},
+                **extra,
+            }
+
+    def add_channel(
+        self, channel_id: str, name: str, kind: str = "channel", **extra: Any
+    ) -> None:
+        """``kind``: "channel" (public), "private", "im" or "mpim"."""
+        if kind not in ("channel", "private", "im", "mpim"):
+            raise ValueError(f"unknown channel kind {kind!r}")
+        with self._lock:
+            self._channels[channel_id] = {
+                "id": channel_id, "name": name, "created": self._epoch,
+                "is_channel": kind == "channel", "is_group": kind == "private",
+                "is_im": kind == "im", "is_mpim": kind == "mpim",
+                "is_private": kind != "channel", "is_archived": False,
+                "is_member": True, "context_team_id": self.team_id,
+                **extra,
+            }
+
+    def add_message(
+        self,
+        channel: str,
+        text: str,
+        *,
+        user: str = "U1",
+        thread_ts: str | None = None,
+        ts: str | None = None,
+        **extra: Any,
+    ) -> str:
+        """Store a message as if someone had posted it; returns its ``ts``."""
+        with self._lock:
+            message = {"type": "message", "user": user, "text": text, "team": self.team_id,
+                       "ts": ts or self._next_ts(), **extra}
+            self._store(channel, message, thread_ts)
+            return str(message["ts"])
+
+    # -- faults ---------------------------------------------------------------------
+
+    def fail_next(
+        self,
+        method: str | None,
+        status: int = 429,
+        count: int = 1,
+        retry_after: int | None = 1,
+        *,
+        error: str | None = None,
+    ) -> None:
+        """Answer the next ``count`` calls of ``method`` (None: any) with ``status``.
+
+        429 comes with ``Retry-After: retry_after`` (whole seconds, as Slack sends and as
+        the SDK's handler parses) and ``ratelimited``; 500 with ``fatal_error``; 503 with
+        ``service_unavailable``; status 200 gives an ``ok: false`` answer with ``error``.
+        """
+        with self._lock:
+            self._faults.append(_Fault("fail", method, count, status=status, error=error,
+                                       retry_after=retry_after))
+
+    def delay_next(self, method: str | None, seconds: float, count: int = 1) -> None:
+        """Hold the next ``count`` calls of ``method`` (None: any) before answering."""
+        with self._lock:
+            self._faults.append(_Fault("delay", method, count, seconds=seconds))
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self._faults.clear()
+
+    # -- inspection -----------------------------------------------------------------
+
+    def calls(self, method: str | None = None) -> list[RecordedCall]:
+        with self._lock:
+            return [c for c in self.requests if method is None or c.method == method]
+
+    def wait_for_call(
+        self, method: str | None, count: int = 1, timeout_s: float = 10.0
+    ) -> list[RecordedCall]:
+        """Block until ``count`` calls of ``method`` (None: any) arrived; returns them."""
+        with self._lock:
+            def arrived() -> list[RecordedCall]:
+                return [c for c in self.requests if method is None or c.method == method]
+
+            if not self._lock.wait_for(lambda: len(arrived()) >= count, timeout_s):
+                raise AssertionError(
+                    f"expected {count} calls of {method}, got {len(arrived())}: "
+                    f"{[c.method for c in self.requests]}"
+                )
+            return arrived()
+
+    def messages(self, channel: str, thread_ts: str | None = None) -> list[dict[str, Any]]:
+        """The stored messages of ``channel`` in ``ts`` order; with ``thread_ts``, that
+        thread only (its parent, if stored, then the replies)."""
+        with self._lock:
+            found = self._messages.get(channel, [])
+            if thread_ts is not None:
+                found = [m for m in found
+                         if m["ts"] == thread_ts or m.get("thread_ts") == thread_ts]
+            return [self._visible(channel, m) for m in found]
+
+    def message(self, channel: str, ts: str) -> dict[str, Any] | None:
+        with self._lock:
+            found = self._find(channel, ts)
+            return None if found is None else self._visible(channel, found)
+
+    def ephemerals(self, channel: str) -> list[dict[str, Any]]:
+        with self._lock:
+            return copy.deepcopy(self._ephemerals.get(channel, []))
+
+    def reactions_on(self, channel: str, ts: str) -> list[str]:
+        with self._lock:
+            return [r["name"] for r in self._reactions.get((channel, ts), [])]
+
+    def statuses(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return copy.deepcopy(self._statuses)
+
+    def stream(self, channel: str, ts: str) -> dict[str, Any] | None:
+        """A stream's state ("in_progress"/"stopped") and every chunk it received."""
+        with self._lock:
+            found = self._streams.get((channel, ts))
+            if found is None:
+                return None
+            return {"state": found.state, "chunks": copy.deepcopy(found.chunks)}
+
+    # -- state (called with the lock held) ------------------------------------------
+
+    def _next_ts(self) -> str:
+        return f"{self._epoch}.{next(self._ticks):06d}"
+
+    def _find(self, channel: str, ts: str | None) -> dict[str, Any] | None:
+        return next((m for m in self._messages.get(channel, []) if m["ts"] == ts), None)
+
+    def _visible(self, channel: str, message: dict[str, Any]) -> dict[str, Any]:
+        shown = copy.deepcopy(message)
+        reactions = self._reactions.get((channel, message["ts"]))
+        if reactions:
+            shown["reactions"] = copy.deepcopy(reactions)
+        return shown
+
+    def _store(self, channel: str, message: dict[str, Any], thread_ts: str | None) -> None:
+        if thread_ts:
+            message["thread_ts"] = thread_ts
+            parent = self._find(channel, thread_ts)
+            if parent is not None and parent is not message:
+                message["parent_user_id"] = parent.get("user")
+                parent["thread_ts"] = thread_ts
+                parent["reply_count"] = parent.get("reply_count", 0) + 1
+                users = parent.setdefault("reply_users", [])
+                if message.get("user") not in users:
+                    users.append(message.get("user"))
+                parent["reply_users_count"] = len(users)
+                parent["latest_reply"] = message["ts"]
+        stored = self._messages.setdefault(channel, [])
+        stored.append(message)
+        stored.sort(key=lambda m: _ts_key(m["ts"]))
+
+    def _bot_message(self, text: str, blocks: Any, ts: str | None = None) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "type": "message", "user": self.bot_user_id, "bot_id": self.bot_id,
+            "app_id": self.app_id, "team": self.team_id, "text": text,
+            "ts": ts or self._next_ts(),
+            "bot_profile": {"id": self.bot_id, "app_id": self.app_id, "name": self.bot_name,
+                            "team_id": self.team_id, "deleted": False},
+        }
+        if blocks is not None:
+            message["blocks"] = blocks
+        return message
+
+    def _own_message(self, call: RecordedCall, refusal: str) -> tuple[str, dict[str, Any]]:
+        channel = _text(call, "channel", "channel_not_found")
+        assert channel is not None
+        message = self._find(channel, _text(call, "ts", "message_not_found"))
+        if message is None:
+            raise SlackError("message_not_found")
+        if message.get("bot_id") != self.bot_id:
+            raise SlackError(refusal)
+        return channel, message
+
+    def _open_stream(self, call: RecordedCall) -> tuple[_Stream, dict[str, Any]]:
+        channel = _text(call, "channel", "channel_not_found")
+        ts = _text(call, "ts", "invalid_arguments")
+        stream = self._streams.get((str(channel), str(ts)))
+        message = self._find(str(channel), ts)
+        if stream is None or message is None:
+            raise SlackError("message_not_found")
+        if stream.state != "in_progress":
+            raise SlackError("message_not_in_streaming_state")
+        return stream, message
+
+    def _append_to_stream(
+        self, call: RecordedCall, stream: _Stream, message: dict[str, Any]
+    ) -> None:
+        chunks = _structured(call, "chunks") or []
+        if not isinstance(chunks, list):
+            raise SlackError("invalid_arguments")
+        stream.chunks.extend(chunks)
+        message["text"] += (_text(call, "markdown_text") or "") + _chunk_text(chunks)
+
+    # -- request handling -----------------------------------------------------------
+
+    def _record(self, call: RecordedCall) -> tuple[_Fault | None, float]:
+        """Record ``call``; return the failure it meets (if any) and how long to hold it."""
+        with self._lock:
+            self.requests.append(call)
+            self._lock.notify_all()
+            failure, delay = None, 0.0
+            for fault in list(self._faults):
+                if not fault.applies_to(call):
+                    continue
+                if fault.kind == "delay" and not delay:
+                    delay = fault.seconds
+                elif fault.kind == "fail" and failure is None:
+                    failure = fault
+                else:
+                    continue
+                fault.remaining -= 1
+                if fault.remaining <= 0:
+                    self._faults.remove(fault)
+            return failure, delay
+
+    def _auth_error(self, call: RecordedCall) -> str | None:
+        if call.method in NO_AUTH_METHODS or call.method not in _METHODS:
+            return None
+        token = call.token
+        if token is None:
+            return "not_authed"
+        wants_app = call.method in APP_TOKEN_METHODS
+        prefix, pinned = ("xapp-", self.app_token) if wants_app else ("xoxb-", self.bot_token)
+        if not token.startswith(("xoxb-", "xapp-", "xoxp-")):
+            return "invalid_auth"
+        if not token.startswith(prefix):
+            return "not_allowed_token_type"
+        if pinned is not None and token != pinned:
+            return "invalid_auth"
+        return None
+
+    def _respond(
+        self, call: RecordedCall, failure: _Fault | None
+    ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        if failure is not None:
+            error = failure.error or ERRORS_BY_STATUS.get(failure.status, "fatal_error")
+            headers = {}
+            if failure.status == 429 and failure.retry_after is not None:
+                headers["Retry-After"] = str(failure.retry_after)
+            return failure.status, {"ok": False, "error": error}, headers
+        if call.method not in _METHODS:
+            return 200, {"ok": False, "error": "unknown_method", "req_method": call.method}, {}
+        refusal = "invalid_json" if call.encoding == "invalid" else self._auth_error(call)
+        if refusal is not None:
+            return 200, {"ok": False, "error": refusal}, {}
+        try:
+            with self._lock:
+                payload = copy.deepcopy(_METHODS[call.method](self, call))
+        except SlackError as error:
+            return 200, {"ok": False, "error": error.code}, {}
+        except Exception as error:  # a bug in the fake: say so rather than drop the line
+            return 500, {"ok": False, "error": f"FakeSlack failed: {error!r}"}, {}
+        return 200, {"ok": True, **payload}, {}
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return type("Handler", (_Handler,), {"fake": self})
+
+    # -- API methods (called with the lock held) ------------------------------------
+
+    @api("api.test")
+    def _api_test(self, call: RecordedCall) -> dict[str, Any]:
+        """Echoes its text arguments; an ``error`` argument becomes the error, as in Slack."""
+        if _text(call, "error"):
+            raise SlackError(str(_text(call, "error")))
+        echoed = {k: v for k, v in call.args.items() if isinstance(v, str) and k != "token"}
+        return {"args": echoed} if echoed else {}
+
+    @api("auth.test")
+    def _auth_test(self, call: RecordedCall) -> dict[str, Any]:
+        return {
+            "url": f"https://{self.team_domain}.slack.com/", "team": self.team,
+            "user": self.bot_name, "team_id": self.team_id, "user_id": self.bot_user_id,
+            "bot_id": self.bot_id, "is_enterprise_install": False,
+        }
+
+    @api("apps.connections.open")
+    def _apps_connections_open(self, call: RecordedCall) -> dict[str, Any]:
+        return {"url": self.socket_url}
+
+    @api("chat.postMessage")
+    def _chat_post_message(self, call: RecordedCall) -> dict[str, Any]:
+        channel = _text(call, "channel", "channel_not_found")
+        assert channel is not None
+        blocks = _structured(call, "blocks", "invalid_blocks_format")
+        text = _text(call, "text") or _text(call, "markdown_text")
+        if text is None and not blocks and not call.field("attachments"):
+            raise SlackError("no_text")
+        message = self._bot_message(text or "", blocks)
+        for name in ("attachments", "metadata"):
+            if call.field(name) is not None:
+                message[name] = _structured(call, name)
+        self._store(channel, message, _text(call, "thread_ts"))
+        return {"channel": channel, "ts": message["ts"], "message": message}
+
+    @api("chat.update")
+    def _chat_update(self, call: RecordedCall) -> dict[str, Any]:
+        channel, message = self._own_message(call, "cant_update_message")
+        text = _text(call, "text") or _text(call, "markdown_text")
+        blocks = _structured(call, "blocks", "invalid_blocks_format")
+        if text is None and blocks is None and call.field("attachments") is None:
+            raise SlackError("no_text")
+        if text is not None:
+            message["text"] = text
+        if blocks is not None:
+            message["blocks"] = blocks
+        if call.field("attachments") is not None:
+            message["attachments"] = _structured(call, "attachments")
+        message["edited"] = {"user": self.bot_user_id, "ts": self._next_ts()}
+        return {"channel": channel, "ts": message["ts"], "text": message["text"],
+                "message": message}
+
+    @api("chat.delete")
+    def _chat_delete(self, call: RecordedCall) -> dict[str, Any]:
+        channel, message = self._own_message(call, "cant_delete_message")
+        self._messages[channel].remove(message)
+        self._streams.pop((channel, message["ts"]), None)
+        return {"channel": channel, "ts": message["ts"]}
+
+    @api("chat.postEphemeral")
+    def _chat_post_ephemeral(self, call: RecordedCall) -> dict[str, Any]:
+        channel = _text(call, "channel", "channel_not_found")
+        user = _text(call, "user", "user_not_found")
+        blocks = _structured(call, "blocks", "invalid_blocks_format")
+        text = _text(call, "text") or _text(call, "markdown_text")
+        if text is None and not blocks and not call.field("attachments"):
+            raise SlackError("no_text")
+        ephemeral = {"channel": channel, "user": user, "text": text or "", "blocks": blocks,
+                     "thread_ts": _text(call, "thread_ts"), "message_ts": self._next_ts()}
+        self._ephemerals.setdefault(str(channel), []).append(ephemeral)
+        return {"message_ts": ephemeral["message_ts"]}
+
+    @api("chat.getPermalink")
+    def _chat_get_permalink(self, call: RecordedCall) -> dict[str, Any]:
+        channel = _text(call, "channel", "channel_not_found")
+        ts = _text(call, "message_ts", "message_not_found")
+        assert channel is not None and ts is not None
+        link = f"https://{self.team_domain}.slack.com/archives/{channel}/p{ts.replace('.', '')}"
+        message = self._find(channel, ts)
+        if message is not None and message.get("thread_ts") not in (None, ts):
+            link += f"?thread_ts={message['thread_ts']}&cid={channel}"
+        return {"channel": channel, "permalink": link}
+
+    @api("chat.startStream")
+    def _chat_start_stream(self, call: RecordedCall) -> dict[str, Any]:
+        channel = _text(call, "channel", "channel_not_found")
+        thread_ts = _text(call, "thread_ts", "invalid_arguments")
+        assert channel is not None
+        message = self._bot_message("", None)
+        stream = _Stream(channel, message["ts"])
+        self._append_to_stream(call, stream, message)
+        self._store(channel, message, thread_ts)
+        self._streams[(channel, message["ts"])] = stream
+        return {"channel": channel, "ts": message["ts"]}
+
+    @api("chat.appendStream")
+    def _chat_append_stream(self, call: RecordedCall) -> dict[str, Any]:
+        stream, message = self._open_stream(call)
+        self._append_to_stream(call, stream, message)
+        return {"channel": stream.channel, "ts": stream.ts}
+
+    @api("chat.stopStream")
+    def _chat_stop_stream(self, call: RecordedCall) -> dict[str, Any]:
+        stream, message = self._open_stream(call)
+        self._append_to_stream(call, stream, message)
+        blocks = _structured(call, "blocks", "invalid_blocks_format")
+        if blocks is not None:
+            message["blocks"] = blocks
+        if call.field("metadata") is not None:
+            message["metadata"] = _structured(call, "metadata")
+        stream.state = "stopped"
+        return {"channel": stream.channel, "ts": stream.ts, "message": message}
+
+    @api("assistant.threads.setStatus")
+    def _assistant_set_status(self, call: RecordedCall) -> dict[str, Any]:
+        channel_id = _text(call, "channel_id", "channel_not_found")
+        thread_ts = _text(call, "thread_ts", "invalid_arguments")
+        status = call.args.get("status")
+        if not isinstance(status, str):  # "" is allowed: it clears the status
+            raise SlackError("invalid_arguments")
+        loading = _structured(call, "loading_messages")
+        self._statuses.append({"channel_id": channel_id, "thread_ts": thread_ts,
+                               "status": status, "loading_messages": loading})
+        return {}
+
+    @api("assistant.threads.setTitle")
+    @api("assistant.threads.setSuggestedPrompts")
+    def _assistant_recorded_only(self, call: RecordedCall) -> dict[str, Any]:
+        _text(call, "channel_id", "channel_not_found")
+        _text(call, "thread_ts", "invalid_arguments")
+        return {}
+
+    @api("reactions.add")
+    def _reactions_add(self, call: RecordedCall) -> dict[str, Any]:
+        key, name = self._reaction_target(call)
+        reactions = self._reactions.setdefault(key, [])
+        entry = next((r for r in reactions if r["name"] == name), None)
+        if entry is None:
+            reactions.append({"name": name, "users": [self.bot_user_id], "count": 1})
+        elif self.bot_user_id in entry["users"]:
+            raise SlackError("already_reacted")
+        else:
+            entry["users"].append(self.bot_user_id)
+            entry["count"] += 1
+        return {}
+
+    @api("reactions.remove")
+    def _reactions_remove(self, call: RecordedCall) -> dict[str, Any]:
+        key, name = self._reaction_target(call)
+        reactions = self._reactions.get(key, [])
+        entry = next((r for r in reactions if r["name"] == name), None)
+        if entry is None or self.bot_user_id not in entry["users"]:
+            raise SlackError("no_reaction")
+        entry["users"].remove(self.bot_user_id)
+        entry["count"] -= 1
+        if not entry["users"]:
+            reactions.remove(entry)
+        return {}
+
+    def _reaction_target(self, call: RecordedCall) -> tuple[tuple[str, str], str]:
+        name = _text(call, "name", "invalid_name")
+        channel = _text(call, "channel", "no_item_specified")
+        ts = _text(call, "timestamp", "no_item_specified")
+        return (str(channel), str(ts)), str(name).strip(":")
+
+    @api("users.info")
+    def _users_info(self, call: RecordedCall) -> dict[str, Any]:
+        user = self._users.get(_text(call, "user", "user_not_found") or "")
+        if user is None:
+            raise SlackError("user_not_found")
+        return {"user": user}
+
+    @api("conversations.info")
+    def _conversations_info(self, call: RecordedCall) -> dict[str, Any]:
+        channel = self._channels.get(_text(call, "channel", "channel_not_found") or "")
+        if channel is None:
+            raise SlackError("channel_not_found")
+        return {"channel": channel}
+
+    @api("conversations.replies")
+    def _conversations_replies(self, call: RecordedCall) -> dict[str, Any]:
+        channel = _text(call, "channel", "channel_not_found")
+        ts = _text(call, "ts", "thread_not_found")
+        assert channel is not None
+        thread = [m for m in self._messages.get(channel, [])
+                  if m["ts"] == ts or m.get("thread_ts") == ts]
+        if not thread:
+            raise SlackError("thread_not_found")
+        return _page([self._visible(channel, m) for m in thread], call, default_limit=1000)
+
+    @api("conversations.history")
+    def _conversations_history(self, call: RecordedCall) -> dict[str, Any]:
+        channel = _text(call, "channel", "channel_not_found")
+        assert channel is not None
+        top = [m for m in self._messages.get(channel, [])
+               if m.get("thread_ts") in (None, m["ts"])]
+        newest_first = [self._visible(channel, m) for m in reversed(top)]
+        return _page(newest_first, call, default_limit=100)
+
+
+def _page(items: list[dict[str, Any]], call: RecordedCall, default_limit: int) -> dict[str, Any]:
+    """Cursor pagination as Slack does it; the cursor here is an offset."""
+    try:
+        start = int(_text(call, "cursor") or 0)
+        limit = int(_text(call, "limit") or default_limit) or default_limit
+    except ValueError as error:
+        raise SlackError("invalid_cursor") from error
+    page = items[start : start + limit]
+    more = start + limit < len(items)
+    return {"messages": page, "has_more": more,
+            "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
+
+
+def _parse_multipart(raw: bytes, content_type: str) -> dict[str, Any]:
+    head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
+    parsed = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + raw)
+    fields: dict[str, Any] = {}
+    for part in parsed.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        payload = part.get_payload(decode=True)
+        if not isinstance(payload, bytes):
+            payload = b""
+        is_file = part.get_filename() is not None
+        fields[str(name)] = payload if is_file else payload.decode("utf-8", "replace")
+    return fields
+
+
+def _parse_body(raw: bytes, content_type: str) -> tuple[str, dict[str, Any]]:
+    """The body's encoding and its arguments."""
+    kind = content_type.split(";")[0].strip().lower()
+    if not raw:
+        return "none", {}
+    if kind == "application/json":
+        try:
+            body = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return "invalid", {}
+        return ("json", body) if isinstance(body, dict) else ("invalid", {})
+    if kind == "multipart/form-data":
+        return "multipart", _parse_multipart(raw, content_type)
+    text = raw.decode("utf-8", "replace")
+    return "form", dict(parse_qsl(text, keep_blank_values=True))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    fake: FakeSlack
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def do_GET(self) -> None:
+        self._handle()
+
+    def do_POST(self) -> None:
+        self._handle()
+
+    def _read(self) -> RecordedCall:
+        parts = urlsplit(self.path)
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        encoding, body = _parse_body(raw, self.headers.get("content-type", ""))
+        return RecordedCall(
+            http_method=self.command,
+            method=parts.path.rstrip("/").rsplit("/", 1)[-1],
+            path=parts.path,
+            query=query,
+            headers={k.lower(): v for k, v in self.headers.items()},
+            args={**query, **body},
+            encoding=encoding,
+            body_text=raw.decode("utf-8", "replace"),
+            received_at=time.monotonic(),
+        )
+
+    def _handle(self) -> None:
+        call = self._read()
+        failure, delay = self.fake._record(call)
+        try:
+            if delay and self.fake._stopping.wait(delay):
+                self.close_connection = True
+                return
+            status, payload, headers = self.fake._respond(call, failure)
+            self._send(status, payload, headers)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test); nothing to answer
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json; charset=utf-8")
+        self.send_header("x-slack-req-id", f"req{next(self.fake._ids):06d}")
+        self.send_header("x-oauth-scopes", self.fake.scopes)
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
