@@ -15,6 +15,7 @@ from bridge.model.retrying import RetryingModel
 from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder, MiniLMEmbedder
+from layers.episodic.episode import Viewer
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
 from layers.identity.honcho import HonchoIdentity
@@ -66,6 +67,19 @@ class Thoth:
 
     def close(self) -> None:
         self.db.close()
+
+    def warm_up(self) -> None:
+        """Load the embedding model and the vector index before the first turn.
+
+        Cold, they take seconds: the first turn's related episodes would miss their
+        deadline. A failure is logged; the turn will simply go on without them.
+        """
+        if self.settings.episodic_disabled:
+            return
+        try:
+            self.episodic.recall("warm up", Viewer(), k=1)
+        except Exception:
+            log.exception("warming up episodic memory failed; turns go on without it")
 
     async def drain(self, timeout_s: float = INGEST_DRAIN_S) -> int:
         """Let background writes (episodes, identity ingest) finish; returns what did not."""

@@ -54,14 +54,22 @@ class TurnRunner:
         """Run ``work`` on the loop and wait for its result (for startup and shutdown)."""
         return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout_s)
 
-    def shutdown(self, timeout_s: float) -> int:
-        """Stop taking work, let in-flight turns finish; returns how many did not."""
+    def shutdown(
+        self, timeout_s: float, *, last: Coroutine[Any, Any, object] | None = None
+    ) -> int:
+        """Stop taking work, let in-flight turns finish, run ``last`` (the final drain),
+        then stop the loop; returns how many turns did not finish in time."""
         with self._lock:
             self._closing = True
             pending = list(self._in_flight)
         _, unfinished = concurrent.futures.wait(pending, timeout=timeout_s)
         for future in unfinished:
             future.cancel()
+        if last is not None:
+            try:
+                self.call(last, timeout_s)
+            except Exception:
+                log.exception("the final drain failed")
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         if unfinished:

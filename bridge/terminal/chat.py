@@ -70,7 +70,7 @@ class ChatLoop:
             session = self._open_session()
             if self._options.interactive:
                 print(messages.CHAT_BANNER.format(session_id=session.id), file=self._err)
-            self._warm_up()
+            self._app.warm_up()
             self._converse(session, lines)
             if self._options.interactive:
                 print(messages.CHAT_RESUME_HINT.format(session_id=session.id), file=self._err)
@@ -126,16 +126,6 @@ class ChatLoop:
         if self._options.session_id:
             return sessions.resume(self._options.session_id)
         return sessions.open(f"terminal:{uuid.uuid4()}", terminal_place())
-
-    def _warm_up(self) -> None:
-        # Load the embedding model and vector index now, so the first turn's
-        # related episodes meet their deadline instead of waiting on a cold start.
-        if self._app.settings.episodic_disabled:
-            return
-        try:
-            self._app.episodic.recall("warm up", self._viewer_turn().viewer, k=1)
-        except Exception:
-            log.exception("warming up episodic memory failed; the chat goes on without it")
 
     def _recall(self, query: str) -> None:
         if not query.strip():

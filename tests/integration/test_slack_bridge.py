@@ -1,0 +1,311 @@
+"""The Slack bridge end to end: signed requests over real HTTP to the real Bolt app,
+the real WebClient against the loopback Slack Web API, the real anthropic SDK against
+the loopback Messages API."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+from slack_sdk.signature import SignatureVerifier
+
+from bridge.app import Thoth, build
+from bridge.settings import Settings
+from bridge.slack.bolt_app import SlackBridge, build_bridge
+from bridge.slack.http_server import SlackHttpServer
+from bridge.slack.runner import TurnRunner
+from bridge.slack.web import build_web_client
+from layers.episodic.episode import Feedback
+from tests.fakes import HashingEmbedder
+from tests.servers import anthropic_api as api
+from tests.servers.anthropic_api import FakeAnthropic
+from tests.servers.slack_api import FakeSlack
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+CHANNEL = "C1"
+FOUNDER = "UFOUNDER"
+
+
+@dataclass
+class Harness:
+    thoth: Thoth
+    bridge: SlackBridge
+    slack: FakeSlack
+    model: FakeAnthropic
+    url: str
+    counter: int = 0
+
+    def post(
+        self,
+        body: str,
+        *,
+        content_type: str = "application/json",
+        timestamp: int | None = None,
+        signature: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, str, float]:
+        moment = str(timestamp if timestamp is not None else int(time.time()))
+        signed = signature or SignatureVerifier(SECRET).generate_signature(
+            timestamp=moment, body=body
+        )
+        request = urllib.request.Request(
+            self.url,
+            data=body.encode(),
+            method="POST",
+            headers={
+                "content-type": content_type,
+                "x-slack-request-timestamp": moment,
+                "x-slack-signature": signed,
+                **(headers or {}),
+            },
+        )
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, response.read().decode(), time.monotonic() - started
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(), time.monotonic() - started
+
+    def event(self, event: dict[str, Any], *, event_id: str | None = None, **kw: Any) -> int:
+        self.counter += 1
+        body = {
+            "type": "event_callback",
+            "team_id": "T1",
+            "api_app_id": "A1",
+            "event_id": event_id or f"Ev{self.counter:04d}",
+            "event_time": int(time.time()),
+            "event": event,
+        }
+        return self.post(json.dumps(body), **kw)[0]
+
+    def mention(self, text: str, ts: str, *, thread_ts: str | None = None, **kw: Any) -> int:
+        event = {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {text}", "ts": ts,
+                 "channel": CHANNEL, "team": "T1"}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return self.event(event, **kw)
+
+    def command(self, name: str, text: str, *, user: str = "U1") -> tuple[int, str, float]:
+        form = {"command": name, "text": text, "team_id": "T1", "channel_id": CHANNEL,
+                "channel_name": "general", "user_id": user, "response_url": "http://127.0.0.1:9/",
+                "trigger_id": "1.2.3"}
+        return self.post(
+            urllib.parse.urlencode(form), content_type="application/x-www-form-urlencoded"
+        )
+
+    def reaction(self, name: str, ts: str, *, added: bool = True, user: str = "U1") -> int:
+        return self.event(
+            {"type": "reaction_added" if added else "reaction_removed", "user": user,
+             "reaction": name, "item": {"type": "message", "channel": CHANNEL, "ts": ts},
+             "item_user": "UBOT", "event_ts": f"{time.time():.6f}"}
+        )
+
+    def replies_in(self, thread_ts: str) -> list[dict[str, Any]]:
+        return [m for m in self.slack.messages(CHANNEL, thread_ts) if m.get("user") == "UBOT"]
+
+
+def wait_until(check: Callable[[], Any], timeout_s: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def harness(
+    model_settings: Settings, fake_anthropic: FakeAnthropic, hashing_embedder: HashingEmbedder
+) -> Iterator[Harness]:
+    with FakeSlack() as slack:
+        slack.add_user("U1", "dana")
+        slack.add_user(FOUNDER, "fia")
+        slack.add_channel(CHANNEL, "general")
+        settings = model_settings.model_copy(
+            update={
+                "slack_bot_token": SecretStr("xoxb-test"),
+                "slack_signing_secret": SecretStr(SECRET),
+                "slack_api_url": slack.url,
+                "founder_user_ids": [FOUNDER],
+            }
+        )
+        thoth = build(settings, embedder=hashing_embedder)
+        runner = TurnRunner()
+        runner.start()
+        bridge = build_bridge(thoth, build_web_client(settings), runner)
+        server = SlackHttpServer(bridge.app, host="127.0.0.1", port=0)
+        server.start()
+        try:
+            yield Harness(
+                thoth, bridge, slack, fake_anthropic, f"http://127.0.0.1:{server.port}/slack/events"
+            )
+        finally:
+            server.stop()
+            runner.shutdown(30, last=thoth.drain())
+            thoth.close()
+
+
+def _streamed_text(h: Harness, thread_ts: str) -> str:
+    """The agent's finished reply in the thread (a stopped stream, or a posted message)."""
+    for message in h.replies_in(thread_ts):
+        stream = h.slack.stream(CHANNEL, message["ts"])
+        if (stream is None or stream["state"] == "stopped") and message.get("text"):
+            return str(message["text"])
+    return ""
+
+
+def test_a_mention_is_answered_in_its_thread(harness: Harness) -> None:
+    harness.model.push(api.text("Deploys are on Fridays."))
+    assert harness.mention("when do we deploy?", "1700000000.000100") == 200
+    text = wait_until(lambda: _streamed_text(harness, "1700000000.000100"))
+    assert text == "Deploys are on Fridays."
+    (request,) = harness.model.requests
+    assert request.body["messages"][-1]["content"] == "when do we deploy?"
+    context = next(t for t in request.system_texts() if t.startswith("<slack-context>"))
+    assert "#general" in context and "dana" in context
+
+
+def test_bad_and_stale_signatures_are_refused(harness: Harness) -> None:
+    body = json.dumps({"type": "event_callback", "event": {"type": "app_mention"}})
+    assert harness.post(body, signature="v0=deadbeef")[0] == 401
+    assert harness.post(body, timestamp=int(time.time()) - 3600)[0] == 401
+    assert harness.model.requests == []
+
+
+def test_a_retried_event_and_a_double_delivery_are_answered_once(harness: Harness) -> None:
+    ts = "1700000000.000200"
+    assert harness.mention("hello", ts, event_id="EvSAME") == 200
+    retry = {"x-slack-retry-num": "1", "x-slack-retry-reason": "http_timeout"}
+    assert harness.mention("hello", ts, event_id="EvSAME", headers=retry) == 200
+    harness.event({"type": "message", "channel_type": "channel", "user": "U1",
+                   "text": "<@UBOT> hello", "ts": ts, "channel": CHANNEL})
+    wait_until(lambda: _streamed_text(harness, ts))
+    time.sleep(0.3)  # room for a wrong second answer to show up
+    assert len(harness.model.requests) == 1
+    assert len(harness.replies_in(ts)) == 1
+
+
+def test_twenty_threads_at_once_with_a_slow_model(harness: Harness) -> None:
+    harness.model.push(*[api.text("slow answer", delay_s=1.0) for _ in range(20)])
+    acks = []
+    for number in range(20):
+        status, _, elapsed = harness.post(json.dumps({
+            "type": "event_callback", "team_id": "T1", "event_id": f"EvMany{number}",
+            "event": {"type": "app_mention", "user": "U1", "text": f"<@UBOT> question {number}",
+                      "ts": f"1700000100.{number:06d}", "channel": CHANNEL},
+        }))
+        assert status == 200
+        acks.append(elapsed)
+    # Slack retries after 3 s: every ack must come back long before that.
+    assert max(acks) < 1.0
+    for number in range(20):
+        wait_until(lambda n=number: _streamed_text(harness, f"1700000100.{n:06d}"), 60)
+    assert len(harness.model.requests) == 20
+    for number in range(20):
+        assert len(harness.replies_in(f"1700000100.{number:06d}")) == 1
+
+
+def test_recall_acks_while_a_slow_turn_runs(harness: Harness) -> None:
+    harness.model.push(api.text("Noted.", delay_s=3.0))
+    harness.mention("the staging database migrates on Tuesdays", "1700000200.000100")
+    harness.model.wait_for_requests(1)
+    status, body, elapsed = harness.command("/recall", "staging database")
+    assert status == 200 and elapsed < 1.0
+    assert "Searching" in body
+    ephemeral = wait_until(lambda: harness.slack.ephemerals(CHANNEL), 30)
+    assert ephemeral[0]["user"] == "U1"
+
+
+def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harness) -> None:
+    ts = "1700000300.000100"
+    harness.model.push(api.text("Use the blue-green deploy for the API."))
+    harness.mention("how should we deploy the api?", ts)
+    wait_until(lambda: _streamed_text(harness, ts))
+    reply_ts = harness.replies_in(ts)[0]["ts"]
+    record = wait_until(lambda: harness.bridge.conversation._replies.find(CHANNEL, reply_ts))
+    episode_id = record.episode_id
+    store = harness.thoth.episodic.store
+    wait_until(lambda: store.get(episode_id))
+
+    harness.reaction("white_check_mark", reply_ts)
+    wait_until(lambda: store.get(episode_id).feedback == Feedback.WORKED)
+    harness.reaction("white_check_mark", reply_ts, added=False)
+    wait_until(lambda: store.get(episode_id).feedback == Feedback.NONE)
+    harness.reaction("x", reply_ts, user="UBOT")  # the bot's own reaction counts for nothing
+    harness.reaction("x", reply_ts)
+    wait_until(lambda: store.get(episode_id).feedback == Feedback.DID_NOT_WORK)
+
+    memory = harness.thoth.brain.persona_dir / "MEMORY.md"
+    harness.reaction("brain", reply_ts)
+    wait_until(lambda: "how should we deploy the api?" in memory.read_text())
+    harness.reaction("brain", reply_ts, added=False)
+    wait_until(lambda: "how should we deploy the api?" not in memory.read_text())
+
+    identity = harness.thoth.identity
+    assert identity is not None
+    harness.reaction("bust_in_silhouette", reply_ts)
+
+    def facts() -> list[str]:
+        import asyncio
+
+        from layers.identity.protocol import Person
+
+        return [f.text for f in asyncio.run(identity.facts(Person("T1", "U1")))]
+
+    wait_until(lambda: any("deploy the api" in fact for fact in facts()))
+    harness.reaction("bust_in_silhouette", reply_ts, added=False)
+    wait_until(lambda: not any("deploy the api" in fact for fact in facts()))
+
+    harness.reaction("wastebasket", reply_ts)
+    wait_until(lambda: store.get(episode_id) is None)
+    wait_until(lambda: any("Forgotten" in m.get("text", "") for m in harness.replies_in(ts)))
+
+
+def test_skill_cards_need_a_founder(harness: Harness) -> None:
+    body = "# Standup\n\n1. Collect updates.\n2. Group by person.\n3. Flag blockers with owners.\n"
+    draft = harness.thoth.drafts.propose("standup-digest", "Digest a standup", body * 2)
+    card_ts = harness.bridge.cards.post(draft, channel=CHANNEL, thread_ts=None)
+    assert set(harness.slack.reactions_on(CHANNEL, card_ts)) >= {"white_check_mark", "x"}
+
+    harness.reaction("white_check_mark", card_ts, user="U1")
+    refusal = wait_until(lambda: harness.slack.ephemerals(CHANNEL))
+    assert "Only founders" in refusal[0]["text"]
+    assert harness.thoth.drafts.get(draft.id).state.value == "pending"
+
+    action = {
+        "type": "block_actions", "team": {"id": "T1"}, "user": {"id": FOUNDER},
+        "api_app_id": "A1", "container": {"type": "message", "channel_id": CHANNEL,
+                                          "message_ts": card_ts},
+        "channel": {"id": CHANNEL}, "message": {"ts": card_ts},
+        "actions": [{"action_id": "skill_draft_approve", "value": draft.id,
+                     "type": "button", "block_id": "b1"}],
+        "trigger_id": "1.2.3", "response_url": "http://127.0.0.1:9/",
+    }
+    status, _, elapsed = harness.post(
+        urllib.parse.urlencode({"payload": json.dumps(action)}),
+        content_type="application/x-www-form-urlencoded",
+    )
+    assert status == 200 and elapsed < 1.0
+    wait_until(lambda: harness.thoth.drafts.get(draft.id).state.value == "accepted")
+    card = wait_until(lambda: "approved" in (harness.slack.message(CHANNEL, card_ts) or {}).get(
+        "text", "") and harness.slack.message(CHANNEL, card_ts))
+    assert FOUNDER in card["text"]
+    assert harness.thoth.skills.get("standup-digest") is not None
+
+
+def test_a_rate_limited_call_is_retried(harness: Harness) -> None:
+    harness.slack.fail_next("chat.startStream", status=429, retry_after=1)
+    harness.model.push(api.text("After a short wait."))
+    harness.mention("hello again", "1700000400.000100")
+    text = wait_until(lambda: _streamed_text(harness, "1700000400.000100"), 30)
+    assert text == "After a short wait."
+    assert len(harness.slack.calls("chat.startStream")) == 2
