@@ -309,3 +309,39 @@ def test_a_rate_limited_call_is_retried(harness: Harness) -> None:
     text = wait_until(lambda: _streamed_text(harness, "1700000400.000100"), 30)
     assert text == "After a short wait."
     assert len(harness.slack.calls("chat.startStream")) == 2
+
+
+def test_without_streaming_the_reply_is_posted_then_updated(harness: Harness) -> None:
+    harness.slack.fail_next("chat.startStream", status=200, error="not_in_assistant_thread")
+    harness.model.push(api.text("A reply that arrives in several pieces.", chunk_chars=5))
+    harness.mention("tell me something", "1700000500.000100")
+    text = wait_until(lambda: _streamed_text(harness, "1700000500.000100"))
+    assert text == "A reply that arrives in several pieces."
+    assert harness.slack.calls("chat.postMessage") and harness.slack.calls("chat.update")
+
+
+def test_done_and_recall_work_as_text_in_a_thread(harness: Harness) -> None:
+    root = "1700000600.000100"
+    harness.model.push(api.text("Noted: migrations on Tuesdays."))
+    harness.mention("staging migrations happen on Tuesdays", root)
+    wait_until(lambda: _streamed_text(harness, root))
+    key = f"slack:T1:{CHANNEL}:{root}"
+    assert harness.thoth.sessions.find_open(key) is not None
+    wait_until(lambda: harness.thoth.episodic.store.count() == 1)
+
+    harness.mention("recall staging migrations", "1700000600.000200", thread_ts=root)
+    wait_until(lambda: any("migrations happen on Tuesdays" in m.get("text", "")
+                           for m in harness.replies_in(root)))
+    harness.mention("done", "1700000600.000300", thread_ts=root)
+    wait_until(lambda: harness.thoth.sessions.find_open(key) is None)
+    assert any("Session ended" in m.get("text", "") for m in harness.replies_in(root))
+    assert len(harness.model.requests) == 1  # neither command reached the model
+
+
+def test_founders_get_a_direct_message(harness: Harness) -> None:
+    from bridge.slack.founders import dm_founders
+
+    client = build_web_client(harness.thoth.settings)
+    assert dm_founders(client, [FOUNDER, "U1"], "**Observation:** be briefer.") == 2
+    (dm,) = harness.slack.messages(FOUNDER)
+    assert dm["text"] == "*Observation:* be briefer."
