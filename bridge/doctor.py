@@ -173,6 +173,30 @@ def _slack(app: Thoth) -> list[Check]:
             )
         ]
     mode = "Socket Mode" if settings.slack_app_token else "HTTP mode"
-    return [Check("slack", Status.OK, f"configured for {mode}")]
+    if settings.slack_app_token is None and settings.slack_signing_secret is None:
+        return [
+            Check(
+                "slack",
+                Status.FAIL,
+                "SLACK_BOT_TOKEN is set but neither SLACK_APP_TOKEN nor SLACK_SIGNING_SECRET",
+                "set SLACK_APP_TOKEN for Socket Mode or SLACK_SIGNING_SECRET for HTTP mode",
+            )
+        ]
+    from slack_sdk.errors import SlackApiError
+
+    from bridge.slack.web import build_web_client
+
+    try:
+        auth = build_web_client(settings).auth_test()
+    except (SlackApiError, OSError) as error:
+        return [
+            Check(
+                "slack",
+                Status.FAIL,
+                f"auth.test failed: {error}",
+                "check SLACK_BOT_TOKEN (Install App -> Bot User OAuth Token) and SLACK_API_URL",
+            )
+        ]
+    return [Check("slack", Status.OK, f"{mode}, bot {auth.get('user')} in {auth.get('team')}")]
 
 

@@ -345,3 +345,10 @@ def test_founders_get_a_direct_message(harness: Harness) -> None:
     assert dm_founders(client, [FOUNDER, "U1"], "**Observation:** be briefer.") == 2
     (dm,) = harness.slack.messages(FOUNDER)
     assert dm["text"] == "*Observation:* be briefer."
+
+
+def test_doctor_checks_the_slack_token(harness: Harness) -> None:
+    from bridge.doctor import Status, run_checks
+
+    (slack,) = [c for c in run_checks(harness.thoth) if c.name == "slack"]
+    assert slack.status is Status.OK and "HTTP mode, bot thoth" in slack.detail
