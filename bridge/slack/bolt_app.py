@@ -9,6 +9,8 @@ from typing import Any
 
 from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.webhook import WebhookClient
 
 from bridge.app import Thoth
 from bridge.slack.cards import APPROVE_ACTION, REJECT_ACTION, SkillCards
@@ -81,31 +83,31 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
 
     @app.event("reaction_added")
     def on_reaction_added(event: dict[str, Any]) -> None:
-        runner.submit(reactions.handle(event, added=True))
+        runner.submit(reactions.handle(event, added=True), turn=False)
 
     @app.event("reaction_removed")
     def on_reaction_removed(event: dict[str, Any]) -> None:
-        runner.submit(reactions.handle(event, added=False))
+        runner.submit(reactions.handle(event, added=False), turn=False)
 
     @app.command("/recall")
     def on_recall(ack: Ack, command: dict[str, Any]) -> None:
         ack(RECALL_ACK)
-        runner.submit(_recall_command(bridge, client, command))
+        runner.submit(_recall_command(bridge, client, command), turn=False)
 
     @app.command("/done")
     def on_done(ack: Ack, command: dict[str, Any]) -> None:
         ack()
-        runner.submit(_done_command(thoth, conversation, command))
+        runner.submit(_done_command(thoth, conversation, command), turn=False)
 
     @app.action(APPROVE_ACTION)
     def on_approve(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
         ack()
-        runner.submit(_decide(reactions, body, approve=True))
+        runner.submit(_decide(reactions, body, approve=True), turn=False)
 
     @app.action(REJECT_ACTION)
     def on_reject(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
         ack()
-        runner.submit(_decide(reactions, body, approve=False))
+        runner.submit(_decide(reactions, body, approve=False), turn=False)
 
     return bridge
 
@@ -132,7 +134,16 @@ async def _recall_command(bridge: SlackBridge, client: WebClient, command: dict[
         )
         place = Place(str(command.get("team_id")), channel, info.channel_type, None, info.name)
         text = await bridge.conversation.recall_text(query, place, user, with_links=True)
-    await asyncio.to_thread(client.chat_postEphemeral, channel=channel, user=user, text=text)
+    try:
+        await asyncio.to_thread(client.chat_postEphemeral, channel=channel, user=user, text=text)
+    except SlackApiError:
+        # Not a member of the channel (or a DM between two people): answer through the
+        # command's response_url, which works everywhere a command can be typed.
+        url = str(command.get("response_url") or "")
+        if url:
+            await asyncio.to_thread(
+                WebhookClient(url).send, text=text, response_type="ephemeral"
+            )
 
 
 async def _done_command(thoth: Thoth, conversation: Conversation, command: dict[str, Any]) -> None:

@@ -65,27 +65,39 @@ class Conversation:
             user_name=name,
             event_id=incoming.event_id,
         )
+        session = await asyncio.to_thread(
+            self._thoth.sessions.open, incoming.session_key, place
+        )
+
+        def posted(ts: str) -> None:
+            # Recorded as soon as it exists: a reaction or a follow-up in the thread may
+            # come while the reply is still streaming. The episode is filled in after.
+            self._replies.record(
+                ReplyRecord(
+                    incoming.channel,
+                    ts,
+                    incoming.team,
+                    incoming.thread_root,
+                    session.id,
+                    None,
+                    incoming.user,
+                )
+            )
+
         sink = SlackSink(
             self._client,
             channel=incoming.channel,
             thread_ts=incoming.thread_root,
             recipient_user=incoming.user,
             recipient_team=incoming.team,
+            on_posted=posted,
         )
         outcome = await self._thoth.pipeline.handle(turn, sink)
-        for ts in sink.posted:
-            await asyncio.to_thread(
-                self._replies.record,
-                ReplyRecord(
-                    incoming.channel,
-                    ts,
-                    incoming.team,
-                    incoming.thread_root,
-                    outcome.session_id,
-                    outcome.episode_id,
-                    incoming.user,
-                ),
-            )
+        if outcome.episode_id is not None:
+            for ts in sink.posted:
+                await asyncio.to_thread(
+                    self._replies.set_episode, incoming.channel, ts, outcome.episode_id
+                )
 
     @property
     def directory(self) -> Directory:

@@ -15,7 +15,6 @@ IGNORED_SUBTYPES = frozenset(
         "message_replied",
         "channel_join",
         "channel_leave",
-        "thread_broadcast",
         "assistant_app_thread",
     }
 )
@@ -54,7 +53,9 @@ def from_event(
     if not text or not ts:
         return None
     return Incoming(
-        team=str(event.get("team") or team),
+        # The installation's workspace, not the author's: in a shared channel people from
+        # two workspaces talk in one thread, and it must stay one session.
+        team=team or str(event.get("team") or ""),
         channel=str(event.get("channel")),
         user=str(user),
         text=text,

@@ -1,9 +1,11 @@
 """Reactions (DESIGN.md "Reactions"): on the agent's replies and on skill-draft cards.
 
 Only humans count, never a bot or the agent itself; ``reaction_removed`` undoes
-what ``reaction_added`` did. One exception, decided and said in the thread: 🗑️
-deletes the episode for good (keeping its text to restore it would defeat the
-forgetting), so removing 🗑️ cannot bring it back.
+what ``reaction_added`` did, per person. ✅ / ❌ are anyone's to give; 🧠, 🗑️ and 👤
+belong to the person who asked, since the exchange holds their words. One
+exception, decided and said in the thread: 🗑️ deletes the episode for good
+(keeping its text to restore it would defeat the forgetting), so removing 🗑️
+cannot bring it back.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ WORKED, DID_NOT_WORK = "white_check_mark", "x"
 BRAIN, WASTEBASKET, BUST = "brain", "wastebasket", "bust_in_silhouette"
 FORGOTTEN_TEXT = "Forgotten: that exchange is deleted from my memory (text and vector)."
 NOT_A_FOUNDER = "Only founders (FOUNDER_USER_IDS) can approve or reject skills."
+ASKER_ONLY = "Only the person who asked can save (🧠) or forget (🗑️) this exchange."
 
 
 class Reactions:
@@ -99,8 +102,14 @@ class Reactions:
         self, reply: ReplyRecord, episode_id: str, name: str, user: str, added: bool
     ) -> None:
         if name in (WORKED, DID_NOT_WORK):
-            feedback = Feedback.WORKED if name == WORKED else Feedback.DID_NOT_WORK
-            self._thoth.episodic.set_feedback(episode_id, feedback if added else Feedback.NONE)
+            self._feedback(reply, episode_id, name, user, added)
+        elif name in (BRAIN, WASTEBASKET) and user != reply.asker:
+            # Saving or deleting an exchange is the asker's call: it may hold their words
+            # from a DM or a private channel.
+            if added:
+                self._client.chat_postEphemeral(
+                    channel=reply.channel, user=user, text=ASKER_ONLY
+                )
         elif name == BRAIN:
             self._brain(reply, episode_id, user, added)
         elif name == WASTEBASKET and added and self._thoth.episodic.forget(episode_id):
@@ -108,12 +117,34 @@ class Reactions:
                 channel=reply.channel, thread_ts=reply.thread_ts, text=FORGOTTEN_TEXT
             )
 
+    def _feedback(
+        self, reply: ReplyRecord, episode_id: str, name: str, user: str, added: bool
+    ) -> None:
+        """Each person's ✅ / ❌ counts once; the episode shows what the reactions add up to.
+
+        Any ❌ standing makes it "did not work" (a failure report outweighs praise),
+        else any ✅ makes it "worked", else no feedback.
+        """
+        if added:
+            self._keep_effect(reply, name, user, name)
+        elif self._pop_effect(reply, name, user) is None:
+            return  # removing a reaction that never counted changes nothing
+        standing = self._effects(reply, (WORKED, DID_NOT_WORK))
+        if DID_NOT_WORK in standing:
+            feedback = Feedback.DID_NOT_WORK
+        elif WORKED in standing:
+            feedback = Feedback.WORKED
+        else:
+            feedback = Feedback.NONE
+        self._thoth.episodic.set_feedback(episode_id, feedback)
+
     def _brain(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
         notes = self._thoth.memory_notes
         who = self._directory.user(user).name or user
         if not added:
             line = self._pop_effect(reply, BRAIN, user)
-            if line:
+            # The same note may stand for another 🧠 (the same question answered twice).
+            if line and not self._line_still_kept(line):
                 notes.remove(line, who=who, why="🧠 reaction removed")
             return
         episode = self._thoth.episodic.store.get(episode_id)
@@ -127,22 +158,26 @@ class Reactions:
 
     async def _bust(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
         identity = self._thoth.identity
-        episode = await asyncio.to_thread(self._thoth.episodic.store.get, episode_id)
-        if identity is None or episode is None:
+        if identity is None or user != reply.asker:
             return
         info = await asyncio.to_thread(self._directory.user, user)
         person = Person(reply.team, user, info.name)
-        if added:
-            text = f"marked as about them the answer to: {episode.user_text[:160]}"
-            await identity.observe(
-                person, [text], session_id=reply.session_id, source="👤 reaction"
-            )
-            await asyncio.to_thread(self._keep_effect, reply, BUST, user, text)
+        if not added:
+            kept = await asyncio.to_thread(self._pop_effect, reply, BUST, user)
+            if kept:
+                await identity.forget(person, kept)
             return
-        kept = await asyncio.to_thread(self._pop_effect, reply, BUST, user)
-        for fact in await identity.facts(person) if kept else []:
-            if fact.text == kept:
-                await identity.forget(person, fact.id)
+        episode = await asyncio.to_thread(self._thoth.episodic.store.get, episode_id)
+        if episode is None:
+            return
+        before = {fact.id for fact in await identity.facts(person)}
+        text = f"marked as about them the answer to: {episode.user_text[:160]}"
+        await identity.observe(person, [text], session_id=reply.session_id, source="👤 reaction")
+        # Only a fact this reaction created is undone by removing it (a duplicate adds none).
+        for fact in await identity.facts(person):
+            if fact.id not in before:
+                await asyncio.to_thread(self._keep_effect, reply, BUST, user, fact.id)
+                break
 
     def _keep_effect(self, reply: ReplyRecord, reaction: str, user: str, effect: str) -> None:
         with self._db.write() as conn:
@@ -151,6 +186,24 @@ class Reactions:
                 " effect) VALUES (?, ?, ?, ?, ?)",
                 (reply.channel, reply.ts, reaction, user, effect),
             )
+
+    def _effects(self, reply: ReplyRecord, reactions: tuple[str, ...]) -> set[str]:
+        marks = ",".join("?" * len(reactions))
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT reaction FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
+                f" AND reaction IN ({marks})",
+                (reply.channel, reply.ts, *reactions),
+            ).fetchall()
+        return {str(row[0]) for row in rows}
+
+    def _line_still_kept(self, line: str) -> bool:
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT 1 FROM slack_reaction_effects WHERE reaction = ? AND effect = ? LIMIT 1",
+                (BRAIN, line),
+            ).fetchone()
+        return row is not None
 
     def _pop_effect(self, reply: ReplyRecord, reaction: str, user: str) -> str | None:
         with self._db.write() as conn:

@@ -40,6 +40,13 @@ class SlackReplies:
                 ),
             )
 
+    def set_episode(self, channel: str, ts: str, episode_id: str | None) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE slack_replies SET episode_id = ? WHERE channel = ? AND ts = ?",
+                (episode_id, channel, ts),
+            )
+
     def find(self, channel: str, ts: str) -> ReplyRecord | None:
         with self._db.read() as conn:
             row = conn.execute(

@@ -18,11 +18,17 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_CONCURRENT_TURNS = 16
+WORKER_THREADS = 64
 
 
 class TurnRunner:
     def __init__(self, *, max_concurrent: int = MAX_CONCURRENT_TURNS) -> None:
         self._loop = asyncio.new_event_loop()
+        # Every Slack, SQLite and embedding call runs in a worker thread: asyncio's
+        # default pool (cores + 4) would queue a /recall behind a few slow API calls.
+        self._loop.set_default_executor(
+            concurrent.futures.ThreadPoolExecutor(max_workers=WORKER_THREADS)
+        )
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="thoth-turns", daemon=True
         )
@@ -39,13 +45,20 @@ class TurnRunner:
     def start(self) -> None:
         self._thread.start()
 
-    def submit(self, work: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        """Run ``work`` on the loop, at most ``max_concurrent`` at once; returns at once."""
+    def submit(
+        self, work: Coroutine[Any, Any, T], *, turn: bool = True
+    ) -> concurrent.futures.Future[T]:
+        """Run ``work`` on the loop; returns at once.
+
+        Turns (model calls) run at most ``max_concurrent`` at once; commands, reactions
+        and clicks (``turn=False``) never wait behind them.
+        """
         with self._lock:
             if self._closing:
                 work.close()
                 raise RuntimeError("the bridge is shutting down")
-            future = asyncio.run_coroutine_threadsafe(self._limited(work), self._loop)
+            wrapped = self._limited(work) if turn else work
+            future = asyncio.run_coroutine_threadsafe(wrapped, self._loop)
             self._in_flight.add(future)
         future.add_done_callback(self._finished)
         return future

@@ -48,7 +48,10 @@ class MemoryNotes:
 
     def append(self, notes: Sequence[MemoryNote]) -> str | None:
         """Add the notes (one commit); returns the commit sha, None if nothing changed."""
-        lines = [_line(note, self._clock()) for note in notes if note.text.strip()]
+        now = self._clock()
+        return self._append([_line(note, now) for note in notes if note.text.strip()], notes)
+
+    def _append(self, lines: list[str], notes: Sequence[MemoryNote]) -> str | None:
         if not lines:
             raise BadInput("a memory note needs some text")
         memory = self._brain.path / MEMORY_FILE
@@ -77,9 +80,10 @@ class MemoryNotes:
             )
 
     def append_one(self, note: MemoryNote) -> tuple[str, str | None]:
-        """Add one note; returns the exact line written (to remove it later) and the sha."""
+        """Add one note; returns the exact line (to remove it later) and the sha (None when
+        the same line was there already)."""
         line = _line(note, self._clock())
-        return line, self.append([note])
+        return line, self._append([line], [note])
 
     def remove(self, line: str, *, who: str, why: str) -> str | None:
         """Take one note line out of MEMORY.md again (a 🧠 reaction removed); a commit."""

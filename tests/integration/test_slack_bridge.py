@@ -128,6 +128,7 @@ def harness(
 ) -> Iterator[Harness]:
     with FakeSlack() as slack:
         slack.add_user("U1", "dana")
+        slack.add_user("U2", "ari")
         slack.add_user(FOUNDER, "fia")
         slack.add_channel(CHANNEL, "general")
         settings = model_settings.model_copy(
@@ -241,8 +242,18 @@ def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harnes
     harness.reaction("white_check_mark", reply_ts, added=False)
     wait_until(lambda: store.get(episode_id).feedback == Feedback.NONE)
     harness.reaction("x", reply_ts, user="UBOT")  # the bot's own reaction counts for nothing
+    harness.reaction("x", reply_ts, added=False, user="U2")  # never given: changes nothing
+    harness.reaction("white_check_mark", reply_ts, user="U2")
+    wait_until(lambda: store.get(episode_id).feedback == Feedback.WORKED)
     harness.reaction("x", reply_ts)
     wait_until(lambda: store.get(episode_id).feedback == Feedback.DID_NOT_WORK)
+    harness.reaction("x", reply_ts, added=False)  # U2's ✅ still stands
+    wait_until(lambda: store.get(episode_id).feedback == Feedback.WORKED)
+
+    harness.reaction("wastebasket", reply_ts, user="U2")  # not the asker: refused
+    wait_until(lambda: any("Only the person who asked" in e["text"]
+                           for e in harness.slack.ephemerals(CHANNEL)))
+    assert store.get(episode_id) is not None
 
     memory = harness.thoth.brain.persona_dir / "MEMORY.md"
     harness.reaction("brain", reply_ts)
@@ -315,8 +326,8 @@ def test_without_streaming_the_reply_is_posted_then_updated(harness: Harness) ->
     harness.slack.fail_next("chat.startStream", status=200, error="not_in_assistant_thread")
     harness.model.push(api.text("A reply that arrives in several pieces.", chunk_chars=5))
     harness.mention("tell me something", "1700000500.000100")
-    text = wait_until(lambda: _streamed_text(harness, "1700000500.000100"))
-    assert text == "A reply that arrives in several pieces."
+    expected = "A reply that arrives in several pieces."
+    wait_until(lambda: _streamed_text(harness, "1700000500.000100") == expected)
     assert harness.slack.calls("chat.postMessage") and harness.slack.calls("chat.update")
 
 
@@ -352,3 +363,16 @@ def test_doctor_checks_the_slack_token(harness: Harness) -> None:
 
     (slack,) = [c for c in run_checks(harness.thoth) if c.name == "slack"]
     assert slack.status is Status.OK and "HTTP mode, bot thoth" in slack.detail
+
+
+def test_a_failing_stream_never_loses_the_reply(harness: Harness) -> None:
+    harness.slack.fail_next("chat.appendStream", status=200, error="internal_error")
+    harness.slack.fail_next("chat.stopStream", status=200, error="internal_error")
+    answer = "word " * 200
+    harness.model.push(api.text(answer, chunk_chars=50))
+    harness.mention("a long answer please", "1700000700.000100")
+    wait_until(lambda: _streamed_text(harness, "1700000700.000100") == answer.strip())
+    session = harness.thoth.sessions.find_open(f"slack:T1:{CHANNEL}:1700000700.000100")
+    assert session is not None
+    (turn,) = harness.thoth.transcript.turns(session.id)
+    assert turn.ok and turn.reply_text == answer.strip()
