@@ -1,0 +1,29 @@
+"""What a reflection reads: the session's transcript and episodes, the feedback on its
+replies, and what the agent already knows (so it does not propose duplicates)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from layers.working.sessions import Place
+from layers.working.transcript import TranscriptTurn
+
+
+@dataclass(frozen=True)
+class SessionInput:
+    session_id: str
+    place: Place
+    turns: list[TranscriptTurn]
+    # ✅ = 1, ❌ = -1, per stored episode of the session.
+    feedback: list[int] = field(default_factory=list)
+    existing_skills: list[str] = field(default_factory=list)
+    recent_notes: list[str] = field(default_factory=list)
+    cost_usd: float = 0.0
+
+    def transcript_text(self) -> str:
+        lines = []
+        for turn in self.turns:
+            who = turn.user_name or turn.user or "someone"
+            lines.append(f"{who}: {turn.user_text}")
+            lines.append(f"Thoth: {turn.reply_text}" + ("" if turn.ok else " [failed]"))
+        return "\n".join(lines)

@@ -1,0 +1,79 @@
+"""Rule-based reflection on a scripted conversation, and lenient report parsing."""
+
+from __future__ import annotations
+
+import pytest
+
+from layers.errors import BadInput
+from layers.working.sessions import Place
+from layers.working.transcript import TranscriptTurn
+from reflection.report import parse_report, tool_schema
+from reflection.rules import reflect_by_rules
+from reflection.session_input import SessionInput
+
+
+def _turn(user: str, text: str, reply: str = "Noted.", ok: bool = True) -> TranscriptTurn:
+    return TranscriptTurn(text, reply, ok, user=user, user_name=user.lower())
+
+
+SESSION = SessionInput(
+    "s1",
+    Place("T1", "C1", "public"),
+    [
+        _turn("U1", "Remember that the release freeze starts on December 15."),
+        _turn("U2", "After the review we decided to ship billing behind a canary."),
+        _turn("U1", "Should we also freeze the docs site?"),
+        _turn("U1", "I prefer short answers. My timezone is CET."),
+        _turn(
+            "U2",
+            "Deploy checklist:\n1. Check the error budget.\n2. Announce in #deploys.\n"
+            "3. Run make deploy and watch the dashboards.",
+        ),
+        _turn("U1", "Thanks", reply="I see you prefer long answers and live in Paris."),
+    ],
+    feedback=[1],
+    existing_skills=["incident-summary"],
+    recent_notes=["- 2026-11-01 · the on-call rotation changes on Mondays"],
+)
+
+
+def test_the_notes_a_person_would_expect() -> None:
+    report = reflect_by_rules(SESSION)
+    assert report.outcome == "success"
+    assert report.memory_notes == [
+        "the release freeze starts on December 15",
+        "Decision: After the review we decided to ship billing behind a canary",
+    ]
+    assert report.user_model_updates == {"U1": ["prefers short answers", "their timezone is CET"]}
+    assert report.should_skill and report.skill_slug == "deploy-checklist"
+    assert report.skill_body is not None and "2. Announce in #deploys." in report.skill_body
+
+
+def test_questions_the_agents_words_and_known_notes_are_left_out() -> None:
+    report = reflect_by_rules(SESSION)
+    everything = " ".join(report.memory_notes) + str(report.user_model_updates)
+    assert "docs site" not in everything
+    assert "Paris" not in everything and "long answers" not in everything
+    known = SessionInput(
+        "s2", Place(), [_turn("U1", "Remember that the on-call rotation changes on Mondays")],
+        recent_notes=SESSION.recent_notes,
+    )
+    assert reflect_by_rules(known).memory_notes == []
+
+
+def test_failed_turns_and_a_thumbs_down_set_the_outcome() -> None:
+    failed = SessionInput("s3", Place(), [_turn("U1", "hi"), _turn("U1", "x", ok=False)])
+    assert reflect_by_rules(failed).outcome == "partial"
+    disliked = SessionInput("s4", Place(), [_turn("U1", "hi")], feedback=[-1])
+    assert reflect_by_rules(disliked).outcome == "failure"
+
+
+def test_reports_are_parsed_leniently_where_it_is_safe() -> None:
+    fenced = '```json\n{"outcome": "success", "memory_notes": null, "should_skill": null}\n```'
+    assert parse_report(fenced).memory_notes == [] and not parse_report(fenced).should_skill
+    chatty = 'Sure! {"note": 1} Here it is: {"outcome": "partial", "what_worked": "recall"} Bye'
+    assert parse_report(chatty).what_worked == "recall"
+    for bad in ("no json here", '{"outcome": "great"}', '{"what_worked": "x"}'):
+        with pytest.raises(BadInput):
+            parse_report(bad)
+    assert {"outcome", "memory_notes", "user_model_updates"} <= set(tool_schema()["properties"])
