@@ -1,0 +1,172 @@
+"""The Slack bridge over Socket Mode: the real Bolt ``SocketModeHandler`` (the SDK's
+builtin WebSocket client) against a loopback Socket Mode server, the real WebClient
+against the loopback Slack Web API, the real anthropic SDK against the loopback
+Messages API."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+from slack_bolt.adapter.socket_mode import SocketModeHandler
+
+from bridge.app import Thoth, build
+from bridge.settings import Settings
+from bridge.slack.bolt_app import RECALL_ACK, SlackBridge, build_bridge
+from bridge.slack.runner import TurnRunner
+from bridge.slack.web import build_web_client
+from tests.fakes import HashingEmbedder
+from tests.servers import anthropic_api as api
+from tests.servers.anthropic_api import FakeAnthropic
+from tests.servers.slack_api import FakeSlack
+from tests.servers.slack_socket import FakeSocketMode
+
+CHANNEL = "C1"
+APP_TOKEN = "xapp-test"
+# Slack retries an envelope nobody acknowledged within 3 s; ours must come back far sooner.
+ACK_BUDGET_S = 1.0
+# The SDK's client reads these itself (and ignores NO_PROXY): a proxy must not catch loopback.
+_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+
+
+@dataclass
+class SocketHarness:
+    thoth: Thoth
+    bridge: SlackBridge
+    slack: FakeSlack
+    socket: FakeSocketMode
+    model: FakeAnthropic
+    handler: SocketModeHandler
+
+    def mention(self, text: str, ts: str) -> str:
+        return self.socket.send_event({
+            "type": "app_mention", "user": "U1", "text": f"<@UBOT> {text}", "ts": ts,
+            "channel": CHANNEL, "team": "T1", "event_ts": ts,
+        })
+
+    def command(self, name: str, text: str, *, user: str = "U1") -> str:
+        return self.socket.send_command({
+            "command": name, "text": text, "channel_id": CHANNEL, "channel_name": "general",
+            "user_id": user, "user_name": "dana", "response_url": "http://127.0.0.1:9/",
+            "trigger_id": "1.2.3", "is_enterprise_install": "false",
+        })
+
+    def finished_reply(self, thread_ts: str) -> str:
+        """The agent's finished reply in the thread (a stopped stream, or a posted message)."""
+        for message in self.slack.messages(CHANNEL, thread_ts):
+            if message.get("user") != "UBOT":
+                continue
+            stream = self.slack.stream(CHANNEL, message["ts"])
+            if (stream is None or stream["state"] == "stopped") and message.get("text"):
+                return str(message["text"])
+        return ""
+
+
+def wait_until(check: Callable[[], Any], timeout_s: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError("condition not met in time")
+
+
+@pytest.fixture
+def socket_harness(
+    model_settings: Settings,
+    fake_anthropic: FakeAnthropic,
+    hashing_embedder: HashingEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[SocketHarness]:
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    with FakeSocketMode() as socket, FakeSlack() as slack:
+        slack.socket_url = socket.url
+        slack.add_user("U1", "dana")
+        slack.add_channel(CHANNEL, "general")
+        settings = model_settings.model_copy(
+            update={
+                "slack_bot_token": SecretStr("xoxb-test"),
+                "slack_app_token": SecretStr(APP_TOKEN),
+                "slack_api_url": slack.url,
+            }
+        )
+        thoth = build(settings, embedder=hashing_embedder)
+        runner = TurnRunner()
+        runner.start()
+        bridge = build_bridge(thoth, build_web_client(settings), runner)
+        # The handler asks apps.connections.open for the WebSocket URL through this client
+        # (its default is the App's client too, which is what `thoth serve` relies on).
+        handler = SocketModeHandler(bridge.app, APP_TOKEN, web_client=bridge.app.client)
+        try:
+            handler.connect()  # type: ignore[no-untyped-call]
+            socket.wait_for_connection()
+            yield SocketHarness(thoth, bridge, slack, socket, fake_anthropic, handler)
+        finally:
+            # The SDK's client holds its socket lock through a blocking read (3 s timeout),
+            # so close() alone waits for that read to time out. Ending the connection from
+            # the server side first, with reconnecting switched off, frees it at once. Wait
+            # for the client to drop the socket itself: its disconnect() tests the socket
+            # outside its lock, so closing while the reader also disconnects can race.
+            handler.client.auto_reconnect_enabled = False
+            socket.close_connections()
+            with contextlib.suppress(AssertionError):
+                wait_until(lambda: not handler.client.is_connected(), 5)
+            try:
+                handler.close()  # type: ignore[no-untyped-call]
+            finally:
+                runner.shutdown(30, last=thoth.drain())
+                thoth.close()
+
+
+def test_the_handler_opens_its_socket_through_the_configured_web_api(
+    socket_harness: SocketHarness,
+) -> None:
+    (call,) = socket_harness.slack.calls("apps.connections.open")
+    assert call.token == APP_TOKEN
+    assert socket_harness.socket.paths == [
+        f"/link/?ticket={socket_harness.socket.ticket}&app_id=A1"
+    ]
+    assert socket_harness.handler.client.is_connected()
+
+
+def test_a_mention_is_acked_at_once_and_answered_in_its_thread(
+    socket_harness: SocketHarness,
+) -> None:
+    h = socket_harness
+    ts = "1700000000.000100"
+    h.model.push(api.text("Deploys are on Fridays."))
+    envelope_id = h.mention("when do we deploy?", ts)
+    ack = h.socket.wait_for_ack(envelope_id, timeout_s=3)
+    assert ack.elapsed < ACK_BUDGET_S
+    assert ack.payload is None  # events take a bare {"envelope_id": ...}
+    assert wait_until(lambda: h.finished_reply(ts)) == "Deploys are on Fridays."
+    (request,) = h.model.requests
+    assert request.body["messages"][-1]["content"] == "when do we deploy?"
+    assert len(h.socket.acks) == 1
+
+
+def test_recall_is_acked_while_a_slow_turn_runs(socket_harness: SocketHarness) -> None:
+    h = socket_harness
+    ts = "1700000200.000100"
+    h.model.push(api.text("Noted.", delay_s=3.0))
+    mention_id = h.mention("the staging database migrates on Tuesdays", ts)
+    assert h.socket.wait_for_ack(mention_id, timeout_s=3).elapsed < ACK_BUDGET_S
+    h.model.wait_for_requests(1)  # the slow turn is now waiting on the model
+
+    command_id = h.command("/recall", "staging database")
+    ack = h.socket.wait_for_ack(command_id, timeout_s=3)
+    assert ack.elapsed < ACK_BUDGET_S
+    assert ack.payload == {"text": RECALL_ACK}  # shown to the user, as in HTTP mode
+    assert h.finished_reply(ts) == ""  # the acks did not wait for the turn
+
+    ephemeral = wait_until(lambda: h.slack.ephemerals(CHANNEL), 30)
+    assert ephemeral[0]["user"] == "U1"
+    assert ephemeral[0]["text"]
+    assert wait_until(lambda: h.finished_reply(ts), 30) == "Noted."
