@@ -6,11 +6,15 @@ Each job is a plain method tested on its own; this module only schedules them.
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime
 
 from apscheduler.schedulers.base import BaseScheduler
 
 from bridge.app import Thoth
+from bridge.cli.reflect import RUN_TIMEOUT_S
+from bridge.reflection_launcher import run_reflection, sweep_idle_sessions
+from reflection.state import ReflectionState
 
 log = logging.getLogger(__name__)
 
@@ -19,8 +23,21 @@ RETENTION_SWEEP_HOURS = 24
 
 
 def schedule_housekeeping(app: Thoth, scheduler: BaseScheduler) -> None:
-    """Expire week-old skill drafts hourly and apply episode retention daily, from now."""
+    """Expire week-old skill drafts hourly, apply episode retention daily, and every
+    minute end idle sessions and run the reflections that are due."""
     now = datetime.now(UTC)
+    if not app.settings.reflection_disabled:
+        scheduler.add_job(
+            reflect_idle_sessions,
+            "interval",
+            args=[app],
+            minutes=1,
+            id="reflection-sweep",
+            next_run_time=now,
+            coalesce=True,
+            max_instances=1,
+            replace_existing=True,
+        )
     scheduler.add_job(
         _expire_drafts,
         "interval",
@@ -50,3 +67,14 @@ def _expire_drafts(app: Thoth) -> None:
     expired = app.drafts.expire()
     if expired:
         log.info("expired %d skill drafts older than seven days", expired)
+
+
+def reflect_idle_sessions(app: Thoth, now: float | None = None) -> list[str]:
+    """Sessions idle past REFLECTION_IDLE_MIN end; due reflections run (one process each)."""
+    return sweep_idle_sessions(
+        app.sessions,
+        ReflectionState(app.db, run_timeout_s=RUN_TIMEOUT_S),
+        idle_s=app.settings.reflection_idle_min * 60,
+        now=time.time() if now is None else now,
+        launch=lambda session_id: run_reflection(app.settings, session_id, summary=False),
+    )

@@ -40,8 +40,6 @@ def reflect_by_rules(session: SessionInput) -> Reflection:
                 notes.append(note)
         if turn.user:
             for statement in extract(turn.user_text):
-                if statement.text.startswith("said:"):
-                    continue  # "remember that …" is about the work: a memory note above
                 updates.setdefault(turn.user, [])
                 if statement.text not in updates[turn.user]:
                     updates[turn.user].append(statement.text)

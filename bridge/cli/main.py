@@ -15,7 +15,7 @@ from typing import TextIO
 from pydantic import ValidationError
 
 from bridge.app import Thoth, build
-from bridge.cli import chat, doctor, episodes, init, people, recall, serve, skills
+from bridge.cli import chat, doctor, episodes, init, people, recall, reflect, serve, skills
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder
 from layers.errors import BackendUnavailable, BadInput, ConfigurationError
@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.register(commands)
     people.register(commands)
     serve.register(commands)
+    reflect.register(commands)
     return parser
 
 

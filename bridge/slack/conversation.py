@@ -15,8 +15,10 @@ from slack_sdk.errors import SlackApiError
 
 from bridge import messages
 from bridge.app import Thoth
+from bridge.cli.reflect import RUN_TIMEOUT_S
 from bridge.pipeline.episodes_block import episode_line, episodes_text
 from bridge.pipeline.turn import Turn, check_message
+from bridge.reflection_launcher import run_reflection
 from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming
 from bridge.slack.replies import ReplyRecord, SlackReplies
@@ -24,6 +26,7 @@ from bridge.slack.sink import SlackSink
 from layers.episodic.episode import LOCAL_TEAM, Episode, Viewer
 from layers.errors import BadInput
 from layers.working.sessions import Place
+from reflection.state import ReflectionState
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +154,16 @@ class Conversation:
             await self._post(channel, thread_ts, messages.NO_OPEN_SESSION)
             return
         await asyncio.to_thread(sessions.end, session.id)
-        await self._post(channel, thread_ts, messages.SESSION_ENDED_SLACK)
+        settings = self._thoth.settings
+        if settings.reflection_disabled:
+            await self._post(channel, thread_ts, messages.SESSION_ENDED)
+            return
+        # The reflection process posts the summary (and any approval card) in the thread.
+        await asyncio.to_thread(
+            ReflectionState(self._thoth.db, run_timeout_s=RUN_TIMEOUT_S).queue, session.id
+        )
+        await self._thoth.drain()
+        await asyncio.to_thread(run_reflection, settings, session.id, summary=True)
 
     def _place_and_name(self, incoming: Incoming) -> tuple[Place, str | None]:
         channel = self._directory.channel(incoming.channel, incoming.event_channel_type)

@@ -21,13 +21,16 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from bridge import messages
 from bridge.app import Thoth
+from bridge.cli.reflect import RUN_TIMEOUT_S
 from bridge.housekeeping import schedule_housekeeping
 from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.turn import Turn, check_message
+from bridge.reflection_launcher import run_reflection
 from bridge.terminal.sink import TerminalSink
 from layers.errors import BadInput
 from layers.redaction import redact
 from layers.working.sessions import Place, Session
+from reflection.state import ReflectionState
 
 log = logging.getLogger(__name__)
 
@@ -92,8 +95,7 @@ class ChatLoop:
             if command == "/quit":
                 return
             if command == "/done":
-                self._app.sessions.end(session.id)
-                print(messages.SESSION_ENDED, file=self._out)
+                self._done(session)
                 return
             if command == "/recall":
                 self._recall(rest)
@@ -120,6 +122,17 @@ class ChatLoop:
             except KeyboardInterrupt:
                 # Ctrl-C stops this reply, not the chat; the unfinished turn is not stored.
                 print("\n(interrupted)", file=self._err)
+
+    def _done(self, session: Session) -> None:
+        """End the session and reflect on it now (a process of its own), showing the result."""
+        self._call(self._app.drain(DRAIN_TIMEOUT_S))  # the last turns' episodes first
+        self._app.sessions.end(session.id)
+        if self._app.settings.reflection_disabled:
+            print(messages.SESSION_ENDED, file=self._out)
+            return
+        ReflectionState(self._app.db, run_timeout_s=RUN_TIMEOUT_S).queue(session.id)
+        _, printed = run_reflection(self._app.settings, session.id, summary=True)
+        print(printed.strip() or messages.SESSION_ENDED, file=self._out)
 
     def _open_session(self) -> Session:
         sessions = self._app.sessions

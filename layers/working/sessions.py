@@ -94,6 +94,15 @@ class SessionStore:
             ).fetchone()
         return None if row is None else _session(row, None)
 
+    def idle_since(self, cutoff: float) -> list[Session]:
+        """Open sessions whose last turn was before ``cutoff``."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE ended_at IS NULL AND last_turn_at < ?",
+                (cutoff,),
+            ).fetchall()
+        return [_session(row, None) for row in rows]
+
     def get(self, session_id: str) -> Session | None:
         with self._db.read() as conn:
             row = conn.execute(

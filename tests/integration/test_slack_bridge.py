@@ -232,8 +232,9 @@ def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harnes
     harness.mention("how should we deploy the api?", ts)
     wait_until(lambda: _streamed_text(harness, ts))
     reply_ts = harness.replies_in(ts)[0]["ts"]
-    record = wait_until(lambda: harness.bridge.conversation._replies.find(CHANNEL, reply_ts))
-    episode_id = record.episode_id
+    replies = harness.bridge.conversation._replies
+    episode_id = wait_until(lambda: (replies.find(CHANNEL, reply_ts) or None) and replies.find(
+        CHANNEL, reply_ts).episode_id)
     store = harness.thoth.episodic.store
     wait_until(lambda: store.get(episode_id))
 
@@ -343,10 +344,23 @@ def test_done_and_recall_work_as_text_in_a_thread(harness: Harness) -> None:
     harness.mention("recall staging migrations", "1700000600.000200", thread_ts=root)
     wait_until(lambda: any("migrations happen on Tuesdays" in m.get("text", "")
                            for m in harness.replies_in(root)))
+    assert len(harness.model.requests) == 1  # the recall command did not reach the model
+    harness.model.push(
+        api.tool_use(
+            "report_reflection",
+            {"outcome": "success", "memory_notes": ["Staging migrations run on Tuesdays"]},
+        )
+    )
     harness.mention("done", "1700000600.000300", thread_ts=root)
     wait_until(lambda: harness.thoth.sessions.find_open(key) is None)
-    assert any("Session ended" in m.get("text", "") for m in harness.replies_in(root))
-    assert len(harness.model.requests) == 1  # neither command reached the model
+    def summaries() -> list[str]:
+        return [m["text"] for m in harness.replies_in(root) if "Session ended" in m.get("text", "")]
+
+    summary = wait_until(summaries, 90)
+    assert "outcome: success" in summary[0] and "Saved 1 note(s)" in summary[0]
+    reflection_call = harness.model.requests[-1].body
+    assert reflection_call["tool_choice"] == {"type": "tool", "name": "report_reflection"}
+    assert "staging migrations happen on Tuesdays" in reflection_call["messages"][0]["content"]
 
 
 def test_founders_get_a_direct_message(harness: Harness) -> None:

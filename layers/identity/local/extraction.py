@@ -153,13 +153,9 @@ def _request(match: re.Match[str]) -> Statement | None:
     return Statement(text, f"ask:{_key(what)}")
 
 
-def _remember(match: re.Match[str]) -> Statement | None:
-    what = _object(match.group("what"))
-    return Statement(f"said: {what}", None) if what else None
-
-
 _RULES: tuple[Rule, ...] = (
-    (re.compile(r"^(please )?remember (that )?(?P<what>.+)", re.I), _remember),
+    # "Remember that …" is about the work, not the person: reflection makes it a note.
+    (re.compile(r"^(please )?remember (that )?(?P<what>.+)", re.I), lambda _: None),
     (re.compile(r"^(please )?(?P<how>always|never|don't|do not) (?P<what>.+)", re.I), _request),
     (re.compile(r"\bi (really |much |strongly )?(prefer|like|love|enjoy) (?P<thing>.+)", re.I),
      _likes),

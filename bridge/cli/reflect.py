@@ -1,0 +1,92 @@
+"""`thoth reflect SESSION_ID`: reflect on one session (the bridge runs it as a subprocess)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+import anthropic
+
+from bridge.app import Thoth
+from bridge.model.cost_ledger import CostLedger
+from layers.episodic.episode import LOCAL_TEAM
+from layers.errors import BadInput, ConfigurationError
+from reflection.fanout import Writers
+from reflection.notify import Notifier, PrintNotifier
+from reflection.reflector import ModelReflector, Reflector, RuleReflector
+from reflection.run import reflect_session, summary_text
+from reflection.state import ReflectionState
+
+# A reflection that runs longer than this is presumed dead and may be claimed again.
+RUN_TIMEOUT_S = 600.0
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("reflect", help="reflect on one session (runs once)")
+    parser.add_argument("session_id")
+    parser.add_argument("--summary", action="store_true", help="post the closing summary")
+    parser.set_defaults(handler=run_reflect)
+
+
+def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    if app.settings.reflection_disabled:
+        raise ConfigurationError("reflection is off (REFLECTION_DISABLED=true)")
+    session = app.sessions.get(args.session_id)
+    if session is None:
+        raise BadInput(f"no session {args.session_id!r}")
+    notifier = build_notifier(app, session.place.team, out)
+    result = reflect_session(
+        args.session_id,
+        sessions=app.sessions,
+        transcript=app.transcript,
+        state=ReflectionState(app.db, run_timeout_s=RUN_TIMEOUT_S),
+        reflector=build_reflector(app),
+        writers=Writers(
+            db=app.db,
+            notes=app.memory_notes,
+            drafts=app.drafts,
+            identity=app.identity,
+            notifier=notifier,
+            founders=list(app.settings.founder_user_ids),
+        ),
+        existing_skills=sorted(app.skills.skills()),
+    )
+    if args.summary:
+        with app.db.read() as conn:
+            (cost,) = conn.execute(
+                "SELECT COALESCE(SUM(cost_usd), 0) FROM model_usage WHERE session_id = ?",
+                (args.session_id,),
+            ).fetchone()
+        notifier.summary(session.place, summary_text(result, float(cost)))
+    detail = f": {result.error}" if result.error else ""
+    print(f"reflection {result.state}{detail}", file=sys.stderr)
+    return 0 if result.state in ("done", "running") or result.error == "not due" else 1
+
+
+def build_reflector(app: Thoth) -> Reflector:
+    settings = app.settings
+    if settings.anthropic_api_key is None:
+        return RuleReflector()
+    client = anthropic.Anthropic(
+        api_key=settings.anthropic_api_key.get_secret_value(),
+        base_url=settings.anthropic_base_url or None,
+        timeout=settings.model_timeout_s,
+        max_retries=settings.model_max_attempts - 1,
+    )
+    return ModelReflector(
+        client,
+        settings.thoth_reflection_model,
+        CostLedger(app.db),
+        dict(settings.model_prices),
+        settings.daily_cost_cap_usd,
+    )
+
+
+def build_notifier(app: Thoth, team: str, out: TextIO) -> Notifier:
+    if team == LOCAL_TEAM or app.settings.slack_bot_token is None:
+        return PrintNotifier(out)
+    from bridge.slack.notifier import SlackNotifier
+    from bridge.slack.web import build_web_client
+
+    return SlackNotifier(build_web_client(app.settings), app.db)

@@ -1,0 +1,100 @@
+"""Run ``thoth reflect SESSION_ID`` as a separate process, under a timeout.
+
+A hung or crashing reflection cannot hurt the bridge or the chat: it is another
+process, killed when its time is up (its state stays "running" and a later sweep
+retries it). The child gets the parent's settings through its environment.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from bridge.settings import Settings
+from layers.working.sessions import SessionStore
+from reflection.state import ReflectionState
+
+log = logging.getLogger(__name__)
+
+REFLECTION_TIMEOUT_S = 300.0
+
+
+def child_environment(settings: Settings) -> dict[str, str]:
+    """The parent's environment (PATH, locale, proxies) with every setting made explicit,
+    so the child sees exactly the configuration the parent was given."""
+    env = dict(os.environ)
+    for name, value in settings:
+        key = name.upper()
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = _as_env(value)
+    return env
+
+
+def run_reflection(
+    settings: Settings, session_id: str, *, summary: bool, timeout_s: float = REFLECTION_TIMEOUT_S
+) -> tuple[int, str]:
+    """Reflect on a session in a child process; returns its exit code and what it printed."""
+    command = [sys.executable, "-m", "bridge", "reflect", session_id]
+    if summary:
+        command.append("--summary")
+    try:
+        done = subprocess.run(
+            command,
+            env=child_environment(settings),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        log.error("reflection on session %s timed out after %.0fs", session_id, timeout_s)
+        return -1, ""
+    if done.returncode != 0:
+        log.error("reflection on session %s failed: %s", session_id, done.stderr.strip()[-500:])
+    return done.returncode, done.stdout
+
+
+def sweep_idle_sessions(
+    sessions: SessionStore,
+    state: ReflectionState,
+    *,
+    idle_s: float,
+    now: float,
+    launch: Callable[[str], object],
+) -> list[str]:
+    """End sessions idle longer than ``idle_s``, and reflect on every session due one.
+
+    A plain function of the clock (``now``), run every minute by the scheduler.
+    """
+    for session in sessions.idle_since(now - idle_s):
+        sessions.end(session.id, now=now)
+        state.queue(session.id)
+    due = state.due()
+    for session_id in due:
+        launch(session_id)
+    return due
+
+
+def _as_env(value: object) -> str:
+    if isinstance(value, SecretStr):
+        return value.get_secret_value()
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ",".join(str(item) for item in value)
+    if isinstance(value, dict):
+        return json.dumps({k: v.model_dump() if hasattr(v, "model_dump") else v
+                           for k, v in value.items()})
+    if isinstance(value, Path):
+        return str(value)
+    return str(value)
+

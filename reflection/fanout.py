@@ -1,0 +1,170 @@
+"""The reflection's fan-out: each writer independent, each applied once per session.
+
+A writer that fails is logged and the others go on; the run is then "failed" and
+a retry applies only the writers that had not finished (``reflection_writes``).
+Idempotent where a crash could land between a write and its record: memory notes
+(an identical line is not added twice), the skill draft (one per session and
+slug), user-model updates (duplicates are merged by the identity layer) and the
+follow-up (one per session). A founder's DM is recorded per founder, so at worst
+one founder gets one message twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from layers.errors import ThothError
+from layers.identity.protocol import IdentityBackend, Person
+from layers.procedural.drafts import SkillDrafts
+from layers.procedural.memory_notes import MemoryNote, MemoryNotes
+from layers.storage.database import Database
+from layers.working.sessions import Session
+from reflection.notify import Notifier
+from reflection.report import MAX_MEMORY_NOTES, Reflection
+from reflection.state import ReflectionState
+
+log = logging.getLogger(__name__)
+
+FOLLOWUP_MIN_S = 30
+FOLLOWUP_MAX_S = 30 * 86_400
+
+
+@dataclass
+class FanoutResult:
+    applied: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    notes_saved: int = 0
+    draft_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Writers:
+    db: Database
+    notes: MemoryNotes
+    drafts: SkillDrafts
+    identity: IdentityBackend | None
+    notifier: Notifier
+    founders: list[str]
+    clock: Callable[[], float] = time.time
+
+
+def fan_out(
+    session: Session, report: Reflection, state: ReflectionState, writers: Writers
+) -> FanoutResult:
+    result = FanoutResult()
+    done = state.written(session.id)
+    steps: list[tuple[str, Callable[[], str | None]]] = [
+        ("memory", lambda: _memory(session, report, writers, result)),
+        ("skill", lambda: _skill(session, report, writers, result)),
+        ("identity", lambda: _identity(session, report, writers)),
+        ("followup", lambda: _followup(session, report, writers)),
+    ]
+    steps += [
+        (f"persona:{founder}", lambda f=founder: _persona(f, report, writers))  # type: ignore[misc]
+        for founder in writers.founders
+    ]
+    for name, write in steps:
+        if name in done:
+            result.applied.append(name)
+            continue
+        try:
+            detail = write()
+        except (ThothError, OSError, ValueError, RuntimeError) as error:
+            log.error("reflection writer %s failed for session %s: %s", name, session.id, error)
+            result.failed.append(name)
+            continue
+        state.mark_written(session.id, name, detail)
+        result.applied.append(name)
+    return result
+
+
+def _memory(
+    session: Session, report: Reflection, writers: Writers, result: FanoutResult
+) -> str | None:
+    notes = [note for note in report.memory_notes if note.strip()][:MAX_MEMORY_NOTES]
+    if not notes:
+        return None
+    place = session.place
+    where = f"#{place.channel_name}" if place.channel_name else place.channel
+    why = f"reflection on session {session.id[:8]}"
+    writers.notes.append([MemoryNote(note, "Thoth", where, why) for note in notes])
+    result.notes_saved = len(notes)
+    return str(len(notes))
+
+
+def _skill(
+    session: Session, report: Reflection, writers: Writers, result: FanoutResult
+) -> str | None:
+    if not (report.should_skill and report.skill_slug and report.skill_body):
+        return None
+    with writers.db.read() as conn:
+        row = conn.execute(
+            "SELECT id FROM skill_drafts WHERE session_id = ? AND slug = ?",
+            (session.id, report.skill_slug),
+        ).fetchone()
+    if row is not None:
+        draft = writers.drafts.get(str(row[0]))
+    else:
+        draft = writers.drafts.propose(
+            report.skill_slug,
+            report.skill_description or report.skill_slug,
+            report.skill_body,
+            proposed_by="reflection",
+            session_id=session.id,
+        )
+    writers.notifier.skill_card(draft, session.place)
+    result.draft_id = draft.id
+    return draft.id
+
+
+def _identity(session: Session, report: Reflection, writers: Writers) -> str | None:
+    if writers.identity is None or not report.user_model_updates:
+        return None
+    for peer, updates in report.user_model_updates.items():
+        person = Person(session.place.team, peer)
+        asyncio.run(
+            writers.identity.observe(
+                person, list(updates), session_id=session.id, source="reflection"
+            )
+        )
+    return str(len(report.user_model_updates))
+
+
+def _followup(session: Session, report: Reflection, writers: Writers) -> str | None:
+    if report.next_check_at is None:
+        return None
+    now = writers.clock()
+    due = report.next_check_at.timestamp()
+    due = min(max(due, now + FOLLOWUP_MIN_S), now + FOLLOWUP_MAX_S)
+    text = f"Checking back on this thread, as planned. {report.what_didnt or ''}".strip()
+    with writers.db.write() as conn:
+        conn.execute(
+            "INSERT OR IGNORE INTO followups (session_id, team, channel, thread_ts, text,"
+            " due_at, state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+            (
+                session.id,
+                session.place.team,
+                session.place.channel,
+                session.place.thread_ts,
+                text,
+                due,
+                now,
+            ),
+        )
+    return str(due)
+
+
+def _persona(founder: str, report: Reflection, writers: Writers) -> str | None:
+    if not report.persona_observations:
+        return None
+    lines = "\n".join(f"• {item}" for item in report.persona_observations)
+    writers.notifier.dm_founder(
+        founder,
+        "Persona observations from a session (not applied; edit the brain's persona files"
+        f" if you agree):\n{lines}",
+    )
+    return None

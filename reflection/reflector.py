@@ -1,0 +1,122 @@
+"""Making the report: with Claude (forced through a tool schema), or by the rules.
+
+The model must answer by calling ``report_reflection``, whose input schema is the
+``Reflection`` model's; its raw output is kept for debugging whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anthropic
+
+from bridge.model.cost_ledger import CostLedger
+from bridge.model.pricing import ModelPrice, Usage, price_of
+from layers.errors import BackendUnavailable
+from layers.redaction import redact
+from reflection.report import Reflection, parse_report, tool_schema
+from reflection.rules import reflect_by_rules
+from reflection.session_input import SessionInput
+
+log = logging.getLogger(__name__)
+
+TOOL_NAME = "report_reflection"
+MAX_TOKENS = 2_000
+INSTRUCTIONS = """You review one finished conversation of Thoth, a team's Slack agent, and \
+decide what to keep. Call the report_reflection tool exactly once.
+
+- outcome: success, partial or failure, judged by whether the people got what they needed.
+- memory_notes: at most 5 durable facts or decisions the team stated (not the agent's \
+guesses), each one line. Leave out anything already in the recent notes below.
+- should_skill / skill_*: only for a procedure that will recur; slug in lower-case-dashes; \
+the body is the procedure itself, step by step. Never one of the existing skills.
+- persona_observations: how Thoth should behave differently, for the founders to decide.
+- user_model_updates: {user id: [facts the person stated about themselves]}.
+- next_check_at: ISO time to check back on something left open, or null.
+Never include secrets, tokens or passwords."""
+
+
+class Reflector(Protocol):
+    def reflect(self, session: SessionInput) -> tuple[Reflection, str | None]:
+        """The report, and the raw model output (None when no model was asked)."""
+        ...
+
+
+class RuleReflector:
+    def reflect(self, session: SessionInput) -> tuple[Reflection, str | None]:
+        return reflect_by_rules(session), None
+
+
+@dataclass
+class ModelReflector:
+    client: anthropic.Anthropic
+    model: str
+    ledger: CostLedger
+    prices: dict[str, ModelPrice]
+    daily_cap_usd: float
+
+    def reflect(self, session: SessionInput) -> tuple[Reflection, str | None]:
+        if self.ledger.spent_today() >= self.daily_cap_usd:
+            raise BackendUnavailable(
+                f"today's model spend reached DAILY_COST_CAP_USD (${self.daily_cap_usd:.2f});"
+                " the reflection will be retried after midnight UTC"
+            )
+        try:
+            message = self.client.messages.create(
+                model=self.model,
+                max_tokens=MAX_TOKENS,
+                system=INSTRUCTIONS,
+                tools=[
+                    {
+                        "name": TOOL_NAME,
+                        "description": "Report the reflection on the conversation.",
+                        "input_schema": tool_schema(),
+                    }
+                ],
+                tool_choice={"type": "tool", "name": TOOL_NAME},
+                messages=[{"role": "user", "content": _prompt(session)}],
+            )
+        except anthropic.APIError as error:
+            raise BackendUnavailable(f"the reflection model failed: {error}") from error
+        self._charge(message, session.session_id)
+        raw = _raw(message)
+        for block in message.content:
+            if block.type == "tool_use" and block.name == TOOL_NAME:
+                return parse_report(dict(block.input)), raw
+        return parse_report(raw), raw
+
+    def _charge(self, message: Any, session_id: str) -> None:
+        usage = message.usage
+        spent = Usage(
+            usage.input_tokens or 0,
+            usage.output_tokens or 0,
+            getattr(usage, "cache_read_input_tokens", None) or 0,
+            getattr(usage, "cache_creation_input_tokens", None) or 0,
+        )
+        cost = price_of(self.model, self.prices).cost(spent)
+        self.ledger.record_all([(self.model, spent, cost)], purpose="reflection",
+                               session_id=session_id)
+
+
+def _prompt(session: SessionInput) -> str:
+    skills = ", ".join(session.existing_skills) or "none"
+    notes = "\n".join(session.recent_notes[-20:]) or "none"
+    feedback = ", ".join({1: "✅", -1: "❌"}.get(v, "") for v in session.feedback) or "none"
+    return (
+        f"Existing skills: {skills}\nRecent memory notes:\n{notes}\n"
+        f"Feedback on the replies: {feedback}\n\nThe conversation:\n"
+        f"{redact(session.transcript_text())}"
+    )
+
+
+def _raw(message: Any) -> str:
+    parts = []
+    for block in message.content:
+        if block.type == "text":
+            parts.append(block.text)
+        elif block.type == "tool_use":
+            parts.append(json.dumps(block.input))
+    return "\n".join(parts)

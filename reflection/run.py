@@ -1,0 +1,118 @@
+"""One session's reflection, start to finish (what ``thoth reflect SESSION_ID`` runs).
+
+Claim the run; make the report once (a retry reuses it), redacted before it is
+stored or shown anywhere; fan it out; record done or failed. Writes to the
+layers happen only here, in a process of its own, so a hung or crashing
+reflection cannot hurt the bridge.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from layers.episodic.episode import Feedback
+from layers.errors import ThothError
+from layers.redaction import redact
+from layers.working.sessions import Session, SessionStore
+from layers.working.transcript import TranscriptStore
+from reflection.fanout import FanoutResult, Writers, fan_out
+from reflection.reflector import Reflector
+from reflection.report import Reflection
+from reflection.session_input import SessionInput
+from reflection.state import ReflectionState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    state: str
+    report: Reflection | None
+    fanout: FanoutResult | None
+    error: str | None = None
+
+
+def reflect_session(
+    session_id: str,
+    *,
+    sessions: SessionStore,
+    transcript: TranscriptStore,
+    state: ReflectionState,
+    reflector: Reflector,
+    writers: Writers,
+    existing_skills: list[str],
+) -> RunResult:
+    session = sessions.get(session_id)
+    if session is None:
+        raise ThothError(f"no session {session_id!r}")
+    state.queue(session_id)
+    row = state.claim(session_id)
+    if row is None:
+        current = state.get(session_id)
+        return RunResult(current.state if current else "unknown", None, None, "not due")
+    report = row.report
+    try:
+        if report is None:
+            session_input = _input(session, transcript, writers, existing_skills)
+            try:
+                made, raw = reflector.reflect(session_input)
+            except ThothError as refused:
+                state.finish(session_id, error=str(refused))
+                return RunResult("failed", None, None, str(refused))
+            report = _redacted(made)
+            state.save_report(session_id, report, redact(raw) if raw else None)
+        result = fan_out(session, report, state, writers)
+    except Exception as crash:
+        log.exception("reflection on session %s failed", session_id)
+        state.finish(session_id, error=f"{type(crash).__name__}: {crash}")
+        raise
+    error = f"writers failed: {', '.join(result.failed)}" if result.failed else None
+    state.finish(session_id, error=error)
+    return RunResult("failed" if error else "done", report, result, error)
+
+
+def summary_text(result: RunResult, cost_usd: float) -> str:
+    """The closing summary posted in the thread after ``/done``."""
+    if result.report is None or result.fanout is None:
+        return f"Session ended. Reflection did not finish ({result.error}); it will be retried."
+    parts = [f"Session ended — outcome: {result.report.outcome}, cost ${cost_usd:.4f}."]
+    if result.fanout.notes_saved:
+        parts.append(f"Saved {result.fanout.notes_saved} note(s) to memory.")
+    if result.fanout.draft_id:
+        parts.append(f"Skill draft {result.report.skill_slug} awaits approval.")
+    if not result.fanout.notes_saved and not result.fanout.draft_id:
+        parts.append("Nothing new to keep.")
+    return " ".join(parts)
+
+
+def _input(
+    session: Session, transcript: TranscriptStore, writers: Writers, skills: list[str]
+) -> SessionInput:
+    with writers.db.read() as conn:
+        rows = conn.execute(
+            "SELECT feedback, cost_usd FROM episodes WHERE session_id = ?", (session.id,)
+        ).fetchall()
+    return SessionInput(
+        session.id,
+        session.place,
+        transcript.turns(session.id),
+        feedback=[int(row[0]) for row in rows if int(row[0]) != Feedback.NONE],
+        existing_skills=skills,
+        recent_notes=writers.notes.recent(20),
+        cost_usd=sum(float(row[1]) for row in rows),
+    )
+
+
+def _redacted(report: Reflection) -> Reflection:
+    """The report with every text redacted: it feeds MEMORY.md, DMs, Honcho and logs."""
+    data = report.model_dump()
+    for key in ("what_worked", "what_didnt", "skill_description", "skill_body"):
+        if isinstance(data.get(key), str):
+            data[key] = redact(data[key])
+    data["memory_notes"] = [redact(note) for note in report.memory_notes]
+    data["persona_observations"] = [redact(item) for item in report.persona_observations]
+    data["user_model_updates"] = {
+        peer: [redact(item) for item in items] for peer, items in report.user_model_updates.items()
+    }
+    return Reflection.model_validate(data)

@@ -1,0 +1,117 @@
+"""Reflection state per session: pending -> running -> done | failed, with attempts.
+
+A run that died (a killed process) stays "running"; once it is older than the
+run timeout it may be claimed again. Each fan-out writer records its completion,
+so a retry applies only the writers that had not finished.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from layers.storage.database import Database
+from reflection.report import Reflection
+
+MAX_ATTEMPTS = 5
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class ReflectionRow:
+    session_id: str
+    state: str
+    attempts: int
+    report: Reflection | None
+    error: str | None
+
+
+class ReflectionState:
+    def __init__(self, db: Database, *, run_timeout_s: float, clock: Clock = time.time) -> None:
+        self._db = db
+        self._run_timeout_s = run_timeout_s
+        self._clock = clock
+
+    def queue(self, session_id: str) -> bool:
+        """Mark the session for reflection; False if it already was (it is reflected once)."""
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO reflections (session_id, state, queued_at)"
+                " VALUES (?, 'pending', ?)",
+                (session_id, self._clock()),
+            )
+        return cursor.rowcount == 1
+
+    def claim(self, session_id: str) -> ReflectionRow | None:
+        """Start a run if the session is due one (pending, failed, or a dead run)."""
+        now = self._clock()
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                "UPDATE reflections SET state = 'running', attempts = attempts + 1,"
+                " started_at = ?, error = NULL WHERE session_id = ? AND attempts < ? AND ("
+                " state IN ('pending', 'failed')"
+                " OR (state = 'running' AND started_at < ?))",
+                (now, session_id, MAX_ATTEMPTS, now - self._run_timeout_s),
+            )
+        return self.get(session_id) if cursor.rowcount == 1 else None
+
+    def due(self) -> list[str]:
+        """Sessions whose reflection should run now (for the retry sweep)."""
+        now = self._clock()
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT session_id FROM reflections WHERE attempts < ? AND ("
+                " state IN ('pending', 'failed') OR (state = 'running' AND started_at < ?))"
+                " ORDER BY queued_at",
+                (MAX_ATTEMPTS, now - self._run_timeout_s),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def save_report(self, session_id: str, report: Reflection, raw: str | None) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE reflections SET report = ?, raw_output = ? WHERE session_id = ?",
+                (report.model_dump_json(), raw, session_id),
+            )
+
+    def save_raw(self, session_id: str, raw: str) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE reflections SET raw_output = ? WHERE session_id = ?", (raw, session_id)
+            )
+
+    def finish(self, session_id: str, *, error: str | None) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE reflections SET state = ?, finished_at = ?, error = ? WHERE session_id = ?",
+                ("failed" if error else "done", self._clock(), error, session_id),
+            )
+
+    def get(self, session_id: str) -> ReflectionRow | None:
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT session_id, state, attempts, report, error FROM reflections"
+                " WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        report = Reflection.model_validate(json.loads(row[3])) if row[3] else None
+        return ReflectionRow(str(row[0]), str(row[1]), int(row[2]), report, row[4])
+
+    def written(self, session_id: str) -> set[str]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT writer FROM reflection_writes WHERE session_id = ?", (session_id,)
+            ).fetchall()
+        return {str(row[0]) for row in rows}
+
+    def mark_written(self, session_id: str, writer: str, detail: str | None = None) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO reflection_writes (session_id, writer, done_at, detail)"
+                " VALUES (?, ?, ?, ?)",
+                (session_id, writer, self._clock(), detail),
+            )
