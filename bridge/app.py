@@ -32,6 +32,7 @@ from layers.procedural.skills import SkillLibrary
 from layers.storage.database import Database
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
+from reflection.state import ReflectionState
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,11 @@ class Thoth:
 
     def close(self) -> None:
         self.db.close()
+
+    @property
+    def reflections(self) -> ReflectionState:
+        """Reflection state; a run older than REFLECTION_TIMEOUT_S counts as dead."""
+        return ReflectionState(self.db, run_timeout_s=self.settings.reflection_timeout_s)
 
     def warm_up(self) -> None:
         """Load the embedding model and the vector index before the first turn.

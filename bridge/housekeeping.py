@@ -12,9 +12,7 @@ from datetime import UTC, datetime
 from apscheduler.schedulers.base import BaseScheduler
 
 from bridge.app import Thoth
-from bridge.cli.reflect import RUN_TIMEOUT_S
 from bridge.reflection_launcher import run_reflection, sweep_idle_sessions
-from reflection.state import ReflectionState
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +71,7 @@ def reflect_idle_sessions(app: Thoth, now: float | None = None) -> list[str]:
     """Sessions idle past REFLECTION_IDLE_MIN end; due reflections run (one process each)."""
     return sweep_idle_sessions(
         app.sessions,
-        ReflectionState(app.db, run_timeout_s=RUN_TIMEOUT_S),
+        app.reflections,
         idle_s=app.settings.reflection_idle_min * 60,
         now=time.time() if now is None else now,
         launch=lambda session_id: run_reflection(app.settings, session_id, summary=False),

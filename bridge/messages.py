@@ -24,6 +24,7 @@ SESSION_ENDED = "Session ended."
 SESSION_ENDED_SLACK = (
     "Session ended. I'll look back on it and post anything worth keeping here for approval."
 )
+FOLLOWUP_CANCELLED = "Okay, I won't check back on this thread."
 NO_OPEN_SESSION = "There is no open session in this thread to end."
 CHAT_BANNER = (
     "Thoth — session {session_id}. /recall QUERY searches memory, /done ends the"

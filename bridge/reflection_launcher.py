@@ -23,7 +23,6 @@ from reflection.state import ReflectionState
 
 log = logging.getLogger(__name__)
 
-REFLECTION_TIMEOUT_S = 300.0
 
 
 def child_environment(settings: Settings) -> dict[str, str]:
@@ -39,9 +38,7 @@ def child_environment(settings: Settings) -> dict[str, str]:
     return env
 
 
-def run_reflection(
-    settings: Settings, session_id: str, *, summary: bool, timeout_s: float = REFLECTION_TIMEOUT_S
-) -> tuple[int, str]:
+def run_reflection(settings: Settings, session_id: str, *, summary: bool) -> tuple[int, str]:
     """Reflect on a session in a child process; returns its exit code and what it printed."""
     command = [sys.executable, "-m", "bridge", "reflect", session_id]
     if summary:
@@ -52,11 +49,15 @@ def run_reflection(
             env=child_environment(settings),
             capture_output=True,
             text=True,
-            timeout=timeout_s,
+            timeout=settings.reflection_timeout_s,
             check=False,
         )
     except subprocess.TimeoutExpired:
-        log.error("reflection on session %s timed out after %.0fs", session_id, timeout_s)
+        log.error(
+            "reflection on session %s timed out after %.0fs",
+            session_id,
+            settings.reflection_timeout_s,
+        )
         return -1, ""
     if done.returncode != 0:
         log.error("reflection on session %s failed: %s", session_id, done.stderr.strip()[-500:])

@@ -62,6 +62,8 @@ class Settings(BaseSettings):
     brain_remote: str | None = None
 
     reflection_idle_min: Annotated[float, Field(gt=0)] = 30
+    # A reflection process is killed past this; a run older than it is retried.
+    reflection_timeout_s: Annotated[float, Field(gt=0)] = 300
     user_model_timeout_s: Annotated[float, Field(gt=0)] = 1.5
     recall_tau_days: Annotated[float, Field(gt=0)] = 14
     recall_top_k: Annotated[int, Field(gt=0, le=50)] = 3

@@ -16,10 +16,6 @@ from reflection.fanout import Writers
 from reflection.notify import Notifier, PrintNotifier
 from reflection.reflector import ModelReflector, Reflector, RuleReflector
 from reflection.run import reflect_session, summary_text
-from reflection.state import ReflectionState
-
-# A reflection that runs longer than this is presumed dead and may be claimed again.
-RUN_TIMEOUT_S = 600.0
 
 
 def register(commands: Any) -> None:
@@ -40,7 +36,7 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         args.session_id,
         sessions=app.sessions,
         transcript=app.transcript,
-        state=ReflectionState(app.db, run_timeout_s=RUN_TIMEOUT_S),
+        state=app.reflections,
         reflector=build_reflector(app),
         writers=Writers(
             db=app.db,

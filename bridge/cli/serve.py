@@ -14,6 +14,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from bridge.app import Thoth
 from bridge.housekeeping import schedule_housekeeping
 from bridge.slack.bolt_app import build_bridge
+from bridge.slack.followups import post_due_followups
 from bridge.slack.http_server import SlackHttpServer
 from bridge.slack.runner import TurnRunner
 from bridge.slack.seen import SeenDeliveries
@@ -46,10 +47,15 @@ def run_serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     app.warm_up()
     runner = TurnRunner()
     runner.start()
-    bridge = build_bridge(app, build_web_client(settings), runner)
+    client = build_web_client(settings)
+    bridge = build_bridge(app, client, runner)
     scheduler = BackgroundScheduler(timezone=UTC)
     schedule_housekeeping(app, scheduler)
     scheduler.add_job(SeenDeliveries(app.db).sweep, "interval", hours=1, id="slack-seen-sweep")
+    scheduler.add_job(
+        post_due_followups, "interval", args=[app.db, client], minutes=1, id="followups",
+        coalesce=True, max_instances=1,
+    )
     scheduler.start()
     close = _connect(bridge.app, app, args, out)
     try:

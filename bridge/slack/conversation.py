@@ -15,18 +15,17 @@ from slack_sdk.errors import SlackApiError
 
 from bridge import messages
 from bridge.app import Thoth
-from bridge.cli.reflect import RUN_TIMEOUT_S
 from bridge.pipeline.episodes_block import episode_line, episodes_text
 from bridge.pipeline.turn import Turn, check_message
 from bridge.reflection_launcher import run_reflection
 from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming
+from bridge.slack.followups import CANCEL, cancel_followups
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from bridge.slack.sink import SlackSink
 from layers.episodic.episode import LOCAL_TEAM, Episode, Viewer
 from layers.errors import BadInput
 from layers.working.sessions import Place
-from reflection.state import ReflectionState
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +49,17 @@ class Conversation:
         if _DONE.match(incoming.text):
             await self.end_session(incoming.session_key, incoming.channel, incoming.thread_root)
             return
+        if CANCEL.search(incoming.text):
+            cancelled = await asyncio.to_thread(
+                cancel_followups,
+                self._thoth.db,
+                channel=incoming.channel,
+                thread_ts=incoming.thread_root,
+            )
+            if cancelled:
+                text = messages.FOLLOWUP_CANCELLED
+                await self._post(incoming.channel, incoming.thread_root, text)
+                return
         recall = _RECALL.match(incoming.text)
         if recall:
             text = await self.recall_text(recall.group("query"), place, incoming.user)
@@ -159,9 +169,7 @@ class Conversation:
             await self._post(channel, thread_ts, messages.SESSION_ENDED)
             return
         # The reflection process posts the summary (and any approval card) in the thread.
-        await asyncio.to_thread(
-            ReflectionState(self._thoth.db, run_timeout_s=RUN_TIMEOUT_S).queue, session.id
-        )
+        await asyncio.to_thread(self._thoth.reflections.queue, session.id)
         await self._thoth.drain()
         await asyncio.to_thread(run_reflection, settings, session.id, summary=True)
 

@@ -21,7 +21,6 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from bridge import messages
 from bridge.app import Thoth
-from bridge.cli.reflect import RUN_TIMEOUT_S
 from bridge.housekeeping import schedule_housekeeping
 from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.turn import Turn, check_message
@@ -30,7 +29,6 @@ from bridge.terminal.sink import TerminalSink
 from layers.errors import BadInput
 from layers.redaction import redact
 from layers.working.sessions import Place, Session
-from reflection.state import ReflectionState
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +128,7 @@ class ChatLoop:
         if self._app.settings.reflection_disabled:
             print(messages.SESSION_ENDED, file=self._out)
             return
-        ReflectionState(self._app.db, run_timeout_s=RUN_TIMEOUT_S).queue(session.id)
+        self._app.reflections.queue(session.id)
         _, printed = run_reflection(self._app.settings, session.id, summary=True)
         print(printed.strip() or messages.SESSION_ENDED, file=self._out)
 

@@ -390,3 +390,26 @@ def test_a_failing_stream_never_loses_the_reply(harness: Harness) -> None:
     assert session is not None
     (turn,) = harness.thoth.transcript.turns(session.id)
     assert turn.ok and turn.reply_text == answer.strip()
+
+
+def test_follow_ups_are_posted_when_due_and_can_be_cancelled(harness: Harness) -> None:
+    from bridge.slack.followups import post_due_followups
+
+    db = harness.thoth.db
+    with db.write() as conn:
+        for session, thread in (("s-due", "1700000800.000100"), ("s-cancel", "1700000900.000100")):
+            conn.execute(
+                "INSERT INTO followups (session_id, team, channel, thread_ts, text, due_at,"
+                " state, created_at) VALUES (?, 'T1', ?, ?, 'Checking back.', ?, 'pending', 0)",
+                (session, CHANNEL, thread, time.time() + 3600),
+            )
+    client = build_web_client(harness.thoth.settings)
+    assert post_due_followups(db, client) == 0  # not yet due
+    harness.mention("please cancel the follow-up", "1700000900.000200",
+                    thread_ts="1700000900.000100")
+    wait_until(lambda: any("won't check back" in m.get("text", "")
+                           for m in harness.replies_in("1700000900.000100")))
+    assert post_due_followups(db, client, now=time.time() + 7200) == 1
+    assert [m["text"] for m in harness.replies_in("1700000800.000100")] == ["Checking back."]
+    assert harness.replies_in("1700000900.000100")[-1]["text"] != "Checking back."
+    assert post_due_followups(db, client, now=time.time() + 7200) == 0  # posted once

@@ -1,0 +1,221 @@
+"""L5 reflection: the model's report in every shape, a killed run retried, the idle sweep,
+and secrets kept out of every writer."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bridge.app import Thoth, build
+from bridge.reflection_launcher import child_environment, sweep_idle_sessions
+from bridge.settings import Settings
+from layers.identity.protocol import Person
+from layers.working.sessions import Place
+from layers.working.transcript import TranscriptTurn
+from reflection.fanout import Writers
+from reflection.notify import PrintNotifier
+from reflection.report import Reflection
+from reflection.run import reflect_session
+from reflection.session_input import SessionInput
+from tests.fakes import HashingEmbedder
+from tests.servers import anthropic_api as api
+from tests.servers.anthropic_api import FakeAnthropic
+from tests.servers.slack_api import FakeSlack
+
+ROOT = Path(__file__).resolve().parents[2]
+PLACE = Place("T1", "C1", "public", "1700000000.000100", "general")
+TOKEN = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+
+
+@pytest.fixture
+def app(model_settings: Settings, hashing_embedder: HashingEmbedder) -> Iterator[Thoth]:
+    thoth = build(model_settings, embedder=hashing_embedder)
+    yield thoth
+    thoth.close()
+
+
+def _session(app: Thoth, key: str = "slack:T1:C1:1700000000.000100") -> str:
+    session = app.sessions.open(key, PLACE)
+    for text in ("We decided to move the demo to Thursday.", "I prefer short answers."):
+        app.transcript.append(session.id, TranscriptTurn(text, "Noted.", user="U1",
+                                                           user_name="dana"))
+    return session.id
+
+
+def _reflect(app: Thoth, session_id: str, out: io.StringIO | None = None) -> str:
+    from bridge.cli.reflect import build_reflector
+
+    result = reflect_session(
+        session_id,
+        sessions=app.sessions,
+        transcript=app.transcript,
+        state=app.reflections,
+        reflector=build_reflector(app),
+        writers=Writers(app.db, app.memory_notes, app.drafts, app.identity,
+                        PrintNotifier(out or io.StringIO()), ["UFOUNDER"]),
+        existing_skills=sorted(app.skills.skills()),
+    )
+    return result.state
+
+
+REPORT = {
+    "outcome": "success",
+    "what_worked": "the demo date was settled",
+    "memory_notes": ["The demo moved to Thursday"],
+    "user_model_updates": {"U1": ["prefers short answers"]},
+    "persona_observations": ["ask before long answers"],
+    "next_check_at": "2030-01-01T09:00:00Z",
+}
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        api.tool_use("report_reflection", REPORT),
+        api.text("```json\n" + __import__("json").dumps(REPORT) + "\n```"),
+        api.text('Here: {"outcome": "partial"} — the rest was not needed.'),
+    ],
+    ids=["tool", "fenced", "partial"],
+)
+def test_valid_fenced_and_partial_reports_are_accepted(
+    app: Thoth, fake_anthropic: FakeAnthropic, reply: api.Reply
+) -> None:
+    fake_anthropic.push(reply)
+    session_id = _session(app)
+    assert _reflect(app, session_id) == "done"
+    request = fake_anthropic.requests[-1].body
+    assert request["tool_choice"] == {"type": "tool", "name": "report_reflection"}
+    assert request["tools"][0]["input_schema"]["properties"]["outcome"]
+    row = app.reflections.get(session_id)
+    assert row is not None and row.report is not None and row.state == "done"
+    assert _reflect(app, session_id) == "done"  # a second run does nothing
+    assert len(fake_anthropic.requests) == 1
+
+
+def test_garbage_is_refused_and_kept_for_debugging(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(api.text("I think it went fine, honestly."))
+    session_id = _session(app)
+    assert _reflect(app, session_id) == "failed"
+    with app.db.read() as conn:
+        raw, error = conn.execute(
+            "SELECT raw_output, error FROM reflections WHERE session_id = ?", (session_id,)
+        ).fetchone()
+    assert raw is None or "went fine" in raw
+    assert "no JSON object" in error
+    assert "The demo" not in (app.brain.persona_dir / "MEMORY.md").read_text()
+
+
+def test_a_killed_reflection_is_retried_and_applies_each_writer_once(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    with FakeSlack() as slack:
+        settings = model_settings.model_copy(
+            update={
+                "slack_bot_token": SecretStr("xoxb-test"),
+                "slack_api_url": slack.url,
+                "founder_user_ids": ["UFOUNDER"],
+                "reflection_timeout_s": 0.5,
+                "anthropic_base_url": fake_anthropic.url,
+            }
+        )
+        app = build(settings, embedder=hashing_embedder)
+        session_id = _session(app)
+        app.close()
+        fake_anthropic.push(api.tool_use("report_reflection", REPORT))
+        # The founder's DM (the last writer) hangs: the process is killed inside it.
+        slack.delay_next("chat.postMessage", 60)
+        command = [sys.executable, "-m", "bridge", "reflect", session_id]
+        env = child_environment(settings)
+        child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        try:
+            slack.wait_for_call("chat.postMessage", timeout_s=120)
+        finally:
+            os.kill(child.pid, signal.SIGKILL)
+            child.wait(timeout=30)
+        app = build(settings, embedder=hashing_embedder)
+        try:
+            assert app.reflections.get(session_id).state == "running"  # type: ignore[union-attr]
+            done_before = app.reflections.written(session_id)
+            assert {"memory", "identity", "followup"} <= done_before
+            assert "persona:UFOUNDER" not in done_before
+            # Past REFLECTION_TIMEOUT_S the dead run may be claimed again.
+            deadline = time.monotonic() + 10
+            while session_id not in app.reflections.due() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            again = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                                   timeout=120)
+            assert again.returncode == 0, again.stderr
+            assert app.reflections.get(session_id).state == "done"  # type: ignore[union-attr]
+            memory = (app.brain.persona_dir / "MEMORY.md").read_text()
+            assert memory.count("The demo moved to Thursday") == 1
+            assert len(fake_anthropic.requests) == 1  # the report was kept, not asked again
+            facts = asyncio.run(app.identity.facts(Person("T1", "U1")))  # type: ignore[union-attr]
+            assert [f.text for f in facts].count("prefers short answers") == 1
+            with app.db.read() as conn:
+                (followups,) = conn.execute("SELECT COUNT(*) FROM followups").fetchone()
+            assert followups == 1
+            dms = [m for m in slack.messages("UFOUNDER") if "ask before long answers" in m["text"]]
+            assert 1 <= len(dms) <= 2  # a DM is at least once; see reflection/fanout.py
+        finally:
+            app.close()
+
+
+def test_the_idle_sweep_follows_the_clock_it_is_given(app: Thoth) -> None:
+    session_id = _session(app)
+    app.sessions.touch(session_id, now=1_000_000.0)
+    launched: list[str] = []
+    kwargs = {"idle_s": 30 * 60, "launch": launched.append}
+    assert sweep_idle_sessions(app.sessions, app.reflections, now=1_000_000.0 + 29 * 60,
+                               **kwargs) == []  # type: ignore[arg-type]
+    assert app.sessions.get(session_id).ended_at is None  # type: ignore[union-attr]
+    due = sweep_idle_sessions(app.sessions, app.reflections, now=1_000_000.0 + 31 * 60,
+                              **kwargs)  # type: ignore[arg-type]
+    assert due == [session_id] and launched == [session_id]
+    assert app.sessions.get(session_id).ended  # type: ignore[union-attr]
+
+
+class SecretReflector:
+    def reflect(self, session: SessionInput) -> tuple[Reflection, str | None]:
+        report = Reflection(
+            outcome="success",
+            memory_notes=[f"the CI token is {TOKEN}"],
+            persona_observations=[f"never paste {TOKEN} again"],
+            user_model_updates={"U1": [f"uses the token {TOKEN}"]},
+        )
+        return report, f"raw with {TOKEN}"
+
+
+def test_a_secret_in_the_session_reaches_no_writer(app: Thoth) -> None:
+    session_id = _session(app)
+    out = io.StringIO()
+    result = reflect_session(
+        session_id,
+        sessions=app.sessions,
+        transcript=app.transcript,
+        state=app.reflections,
+        reflector=SecretReflector(),
+        writers=Writers(app.db, app.memory_notes, app.drafts, app.identity,
+                        PrintNotifier(out), ["UFOUNDER"]),
+        existing_skills=[],
+    )
+    assert result.state == "done"
+    assert TOKEN not in (app.brain.persona_dir / "MEMORY.md").read_text()
+    assert TOKEN not in out.getvalue() and "REDACTED" in out.getvalue()  # the founder's DM
+    facts = asyncio.run(app.identity.facts(Person("T1", "U1")))  # type: ignore[union-attr]
+    assert facts and all(TOKEN not in fact.text for fact in facts)
+    with app.db.read() as conn:
+        stored = " ".join(str(v) for v in conn.execute("SELECT * FROM reflections").fetchone())
+    assert TOKEN not in stored
