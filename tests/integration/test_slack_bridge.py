@@ -9,7 +9,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from tests.fakes import HashingEmbedder
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
+from tests.waiting import wait_until
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 CHANNEL = "C1"
@@ -110,16 +111,6 @@ class Harness:
 
     def replies_in(self, thread_ts: str) -> list[dict[str, Any]]:
         return [m for m in self.slack.messages(CHANNEL, thread_ts) if m.get("user") == "UBOT"]
-
-
-def wait_until(check: Callable[[], Any], timeout_s: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.fixture

@@ -6,10 +6,8 @@ Messages API."""
 from __future__ import annotations
 
 import contextlib
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import pytest
 from pydantic import SecretStr
@@ -25,6 +23,7 @@ from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
 from tests.servers.slack_socket import FakeSocketMode
+from tests.waiting import wait_until
 
 CHANNEL = "C1"
 APP_TOKEN = "xapp-test"
@@ -65,16 +64,6 @@ class SocketHarness:
             if (stream is None or stream["state"] == "stopped") and message.get("text"):
                 return str(message["text"])
         return ""
-
-
-def wait_until(check: Callable[[], Any], timeout_s: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError("condition not met in time")
 
 
 @pytest.fixture
