@@ -32,7 +32,17 @@ class Check:
 
 def run_checks(app: Thoth) -> list[Check]:
     checks: list[Check] = []
-    for check in (_database, _embedding, _brain, _persona, _skills, _model, _identity, _slack):
+    for check in (
+        _database,
+        _embedding,
+        _brain,
+        _persona,
+        _skills,
+        _model,
+        _identity,
+        _reflection,
+        _slack,
+    ):
         try:
             checks.extend(check(app))
         except Exception as error:  # a check that breaks is itself a finding
@@ -159,6 +169,27 @@ def _identity(app: Thoth) -> list[Check]:
             )
         ]
     return [Check("identity", Status.OK, detail)]
+
+
+def _reflection(app: Thoth) -> list[Check]:
+    if app.settings.reflection_disabled:
+        return [Check("reflection", Status.INFO, "off (REFLECTION_DISABLED=true)")]
+    with app.db.read() as conn:
+        counts = dict(conn.execute("SELECT state, COUNT(*) FROM reflections GROUP BY state"))
+        stuck = conn.execute(
+            "SELECT session_id FROM reflections WHERE state = 'failed' AND attempts >= 5 LIMIT 1"
+        ).fetchone()
+    detail = ", ".join(f"{counts[state]} {state}" for state in sorted(counts)) or "none yet"
+    if stuck is not None:
+        return [
+            Check(
+                "reflection",
+                Status.WARN,
+                f"{detail}; some gave up after 5 attempts",
+                f"`thoth reflect {stuck[0]}` prints the last error",
+            )
+        ]
+    return [Check("reflection", Status.OK, detail)]
 
 
 def _slack(app: Thoth) -> list[Check]:

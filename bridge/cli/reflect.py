@@ -56,6 +56,10 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             ).fetchone()
         notifier.summary(session.place, summary_text(result, float(cost)))
     detail = f": {result.error}" if result.error else ""
+    if result.error == "not due":
+        row = app.reflections.get(args.session_id)
+        if row is not None:
+            detail = f" already (attempt {row.attempts}){': ' + row.error if row.error else ''}"
     print(f"reflection {result.state}{detail}", file=sys.stderr)
     return 0 if result.state in ("done", "running") or result.error == "not due" else 1
 
