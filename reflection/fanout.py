@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from layers.errors import ThothError
 from layers.identity.protocol import IdentityBackend, Person
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
@@ -73,7 +72,7 @@ def fan_out(
             continue
         try:
             detail = write()
-        except (ThothError, OSError, ValueError, RuntimeError) as error:
+        except Exception as error:  # one writer's failure must not stop the others
             log.error("reflection writer %s failed for session %s: %s", name, session.id, error)
             result.failed.append(name)
             continue

@@ -34,9 +34,14 @@ guesses), each one line. Leave out anything already in the recent notes below.
 - should_skill / skill_*: only for a procedure that will recur; slug in lower-case-dashes; \
 the body is the procedure itself, step by step. Never one of the existing skills.
 - persona_observations: how Thoth should behave differently, for the founders to decide.
-- user_model_updates: {user id: [facts the person stated about themselves]}.
+- user_model_updates: {user id: [facts the person stated about themselves]}; the user id \
+is the one in parentheses after each speaker's name.
 - next_check_at: ISO time to check back on something left open, or null.
 Never include secrets, tokens or passwords."""
+
+
+class CostCapReached(BackendUnavailable):
+    """No model call today; not a failed attempt (the run waits for tomorrow)."""
 
 
 class Reflector(Protocol):
@@ -60,7 +65,7 @@ class ModelReflector:
 
     def reflect(self, session: SessionInput) -> tuple[Reflection, str | None]:
         if self.ledger.spent_today() >= self.daily_cap_usd:
-            raise BackendUnavailable(
+            raise CostCapReached(
                 f"today's model spend reached DAILY_COST_CAP_USD (${self.daily_cap_usd:.2f});"
                 " the reflection will be retried after midnight UTC"
             )

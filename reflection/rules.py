@@ -12,18 +12,29 @@ from __future__ import annotations
 
 import re
 
-from layers.identity.local.extraction import extract
+from layers.identity.local.extraction import extract, mentions_secret
 from layers.procedural.skills import SLUG_PATTERN
 from reflection.report import MAX_MEMORY_NOTES, Outcome, Reflection
 from reflection.session_input import SessionInput
 
-_REMEMBER = re.compile(r"^(please )?(remember|note|keep in mind)( that)?[:,]?\s+(?P<what>.+)", re.I)
+_REMEMBER = re.compile(
+    r"^(please )?(remember|note|keep in mind)( that|:)\s*(?P<what>.+)", re.I
+)
 _DECISION = re.compile(
     r"\b(we (have )?decided|decision:|we agreed|agreed (to|that)|let's go with|we'll go with|"
     r"we will go with|going forward,? we)\b",
     re.I,
 )
-_QUESTION = re.compile(r"\?\s*$")
+_QUESTION = re.compile(
+    r"\?\s*$|^(have|has|had|did|do|does|is|are|was|were|should|shall|can|could|would|will"
+    r"|who|what|when|where|why|how)\b",
+    re.I,
+)
+_NEGATED = re.compile(r"\b(not|never|no one|nobody|yet)\b|n't\b", re.I)
+_FAILED_ATTEMPTS = re.compile(
+    r"\b(tried|none worked|didn't work|did not work|failed|broke)\b", re.I
+)
+_QUOTED = re.compile(r"^>.*$", re.MULTILINE)
 _STEP = re.compile(r"^\s*(\d+)[.)]\s+(?P<step>\S.*)$", re.MULTILINE)
 _SENTENCE = re.compile(r"(?<=[.!])\s+|\n+")
 MIN_STEPS = 3
@@ -34,7 +45,9 @@ def reflect_by_rules(session: SessionInput) -> Reflection:
     updates: dict[str, list[str]] = {}
     skill: tuple[str, str, str] | None = None
     for turn in session.turns:
-        for sentence in _SENTENCE.split(turn.user_text):
+        # Quoted lines are someone else's words (often the agent's).
+        own_words = _QUOTED.sub(" ", turn.user_text)
+        for sentence in _SENTENCE.split(own_words):
             note = _note(sentence.strip())
             if note and note not in notes and not _known(note, session.recent_notes):
                 notes.append(note)
@@ -43,7 +56,7 @@ def reflect_by_rules(session: SessionInput) -> Reflection:
                 updates.setdefault(turn.user, [])
                 if statement.text not in updates[turn.user]:
                     updates[turn.user].append(statement.text)
-        skill = skill or _procedure(turn.user_text, session.existing_skills)
+        skill = skill or _procedure(own_words, session.existing_skills)
     outcome = _outcome(session)
     return Reflection(
         outcome=outcome,
@@ -59,12 +72,12 @@ def reflect_by_rules(session: SessionInput) -> Reflection:
 
 
 def _note(sentence: str) -> str | None:
-    if not sentence or _QUESTION.search(sentence):
+    if not sentence or _QUESTION.search(sentence) or mentions_secret(sentence):
         return None
     remember = _REMEMBER.match(sentence)
     if remember:
         return remember.group("what").rstrip(" .")
-    if _DECISION.search(sentence):
+    if _DECISION.search(sentence) and not _NEGATED.search(sentence):
         return f"Decision: {sentence.rstrip(' .')}"
     return None
 
@@ -83,6 +96,8 @@ def _procedure(text: str, existing: list[str]) -> tuple[str, str, str] | None:
     if len(steps) < MIN_STEPS:
         return None
     first_line = text.strip().splitlines()[0]
+    if _FAILED_ATTEMPTS.search(first_line):
+        return None  # a list of things that did not work is not a procedure
     title = first_line if not _STEP.match(first_line) else "procedure"
     words = re.findall(r"[a-z0-9]+", title.lower())[:5] or ["procedure"]
     slug = "-".join(words)[:50].strip("-")

@@ -17,7 +17,7 @@ from layers.redaction import redact
 from layers.working.sessions import Session, SessionStore
 from layers.working.transcript import TranscriptStore
 from reflection.fanout import FanoutResult, Writers, fan_out
-from reflection.reflector import Reflector
+from reflection.reflector import CostCapReached, Reflector
 from reflection.report import Reflection
 from reflection.session_input import SessionInput
 from reflection.state import ReflectionState
@@ -57,10 +57,14 @@ def reflect_session(
             session_input = _input(session, transcript, writers, existing_skills)
             try:
                 made, raw = reflector.reflect(session_input)
+            except CostCapReached as capped:
+                log.warning("reflection on session %s waits: %s", session_id, capped)
+                state.postpone(session_id, reason=str(capped))
+                return RunResult("failed", None, None, str(capped))
             except ThothError as refused:
                 state.finish(session_id, error=str(refused))
                 return RunResult("failed", None, None, str(refused))
-            report = _redacted(made)
+            report = _for_speakers(_redacted(made), session_input)
             state.save_report(session_id, report, redact(raw) if raw else None)
         result = fan_out(session, report, state, writers)
     except Exception as crash:
@@ -74,6 +78,8 @@ def reflect_session(
 
 def summary_text(result: RunResult, cost_usd: float) -> str:
     """The closing summary posted in the thread after ``/done``."""
+    if result.error == "not due":
+        return "Session ended. Its reflection is already under way or done."
     if result.report is None or result.fanout is None:
         return f"Session ended. Reflection did not finish ({result.error}); it will be retried."
     parts = [f"Session ended — outcome: {result.report.outcome}, cost ${cost_usd:.4f}."]
@@ -102,6 +108,19 @@ def _input(
         recent_notes=writers.notes.recent(20),
         cost_usd=sum(float(row[1]) for row in rows),
     )
+
+
+def _for_speakers(report: Reflection, session: SessionInput) -> Reflection:
+    """User-model updates keyed by the speakers' ids; any other key is dropped (the model
+    may name a person; a peer nobody can see or forget must not be created)."""
+    updates: dict[str, list[str]] = {}
+    for key, items in report.user_model_updates.items():
+        person = session.person_id(key)
+        if person is None:
+            log.warning("reflection named %r, who did not speak in the session; dropped", key)
+            continue
+        updates.setdefault(person, []).extend(items)
+    return report.model_copy(update={"user_model_updates": updates})
 
 
 def _redacted(report: Reflection) -> Reflection:

@@ -24,6 +24,19 @@ class SessionInput:
         lines = []
         for turn in self.turns:
             who = turn.user_name or turn.user or "someone"
+            if turn.user and turn.user_name:
+                who = f"{turn.user_name} ({turn.user})"  # updates are keyed by the id
             lines.append(f"{who}: {turn.user_text}")
             lines.append(f"Thoth: {turn.reply_text}" + ("" if turn.ok else " [failed]"))
         return "\n".join(lines)
+
+    def person_id(self, key: str) -> str | None:
+        """The user id a report's key stands for (an id, or a display name), if a speaker."""
+        for turn in self.turns:
+            if turn.user and key in (turn.user, turn.user_name):
+                return turn.user
+        lowered = key.strip().lower()
+        for turn in self.turns:
+            if turn.user and turn.user_name and turn.user_name.lower() == lowered:
+                return turn.user
+        return None

@@ -16,6 +16,9 @@ from layers.storage.database import Database
 from reflection.report import Reflection
 
 MAX_ATTEMPTS = 5
+# A failed run waits 5, 10, 20, 40 … minutes before the next try: an outage or a
+# cost cap must not use up every attempt within minutes.
+RETRY_BASE_S = 300
 Clock = Callable[[], float]
 
 
@@ -51,9 +54,10 @@ class ReflectionState:
             cursor = conn.execute(
                 "UPDATE reflections SET state = 'running', attempts = attempts + 1,"
                 " started_at = ?, error = NULL WHERE session_id = ? AND attempts < ? AND ("
-                " state IN ('pending', 'failed')"
+                " state = 'pending'"
+                " OR (state = 'failed' AND finished_at < ? - ? * (1 << MIN(attempts, 8)) / 2)"
                 " OR (state = 'running' AND started_at < ?))",
-                (now, session_id, MAX_ATTEMPTS, now - self._run_timeout_s),
+                (now, session_id, MAX_ATTEMPTS, now, RETRY_BASE_S, now - self._run_timeout_s),
             )
         return self.get(session_id) if cursor.rowcount == 1 else None
 
@@ -63,9 +67,10 @@ class ReflectionState:
         with self._db.read() as conn:
             rows = conn.execute(
                 "SELECT session_id FROM reflections WHERE attempts < ? AND ("
-                " state IN ('pending', 'failed') OR (state = 'running' AND started_at < ?))"
-                " ORDER BY queued_at",
-                (MAX_ATTEMPTS, now - self._run_timeout_s),
+                " state = 'pending'"
+                " OR (state = 'failed' AND finished_at < ? - ? * (1 << MIN(attempts, 8)) / 2)"
+                " OR (state = 'running' AND started_at < ?)) ORDER BY queued_at",
+                (MAX_ATTEMPTS, now, RETRY_BASE_S, now - self._run_timeout_s),
             ).fetchall()
         return [str(row[0]) for row in rows]
 
@@ -80,6 +85,15 @@ class ReflectionState:
         with self._db.write() as conn:
             conn.execute(
                 "UPDATE reflections SET raw_output = ? WHERE session_id = ?", (raw, session_id)
+            )
+
+    def postpone(self, session_id: str, *, reason: str) -> None:
+        """Give the attempt back (a cost cap is no failure) and wait like a failed run."""
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE reflections SET state = 'failed', attempts = MAX(attempts - 1, 0),"
+                " finished_at = ?, error = ? WHERE session_id = ?",
+                (self._clock(), reason, session_id),
             )
 
     def finish(self, session_id: str, *, error: str | None) -> None:

@@ -168,9 +168,10 @@ class Conversation:
         if settings.reflection_disabled:
             await self._post(channel, thread_ts, messages.SESSION_ENDED)
             return
-        # The reflection process posts the summary (and any approval card) in the thread.
-        await asyncio.to_thread(self._thoth.reflections.queue, session.id)
+        # The last turns' episodes first; then the reflection process posts the summary
+        # (and any approval card) in the thread.
         await self._thoth.drain()
+        await asyncio.to_thread(self._thoth.reflections.queue, session.id)
         await asyncio.to_thread(run_reflection, settings, session.id, summary=True)
 
     def _place_and_name(self, incoming: Incoming) -> tuple[Place, str | None]:

@@ -13,9 +13,10 @@ from layers.storage.database import Database
 
 log = logging.getLogger(__name__)
 
+# A command aimed at the follow-up itself, not any sentence that mentions one.
 CANCEL = re.compile(
-    r"\b(cancel|stop|drop|skip|no need for|don't)\b.*\b(follow[- ]?ups?|check(ing)?[- ]?back|"
-    r"reminders?)\b",
+    r"^(please\s+)?(cancel|stop|drop|skip)\s+(the\s+|your\s+|that\s+)?"
+    r"(follow[- ]?ups?|check(ing)?[- ]?back|reminders?)\s*[.!]?$",
     re.IGNORECASE,
 )
 

@@ -124,6 +124,12 @@ class ChatLoop:
     def _done(self, session: Session) -> None:
         """End the session and reflect on it now (a process of its own), showing the result."""
         self._call(self._app.drain(DRAIN_TIMEOUT_S))  # the last turns' episodes first
+        # An idle sweep may have ended the first session and the chat gone on in a new one.
+        current = self._app.sessions.find_open(session.key)
+        if current is None:
+            print(messages.SESSION_ENDED, file=self._out)
+            return
+        session = current
         self._app.sessions.end(session.id)
         if self._app.settings.reflection_disabled:
             print(messages.SESSION_ENDED, file=self._out)

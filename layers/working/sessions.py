@@ -59,6 +59,10 @@ class SessionStore:
                 f"SELECT {_COLUMNS} FROM sessions WHERE key = ? AND ended_at IS NULL", (key,)
             ).fetchone()
             if row is not None:
+                # A turn is starting: the idle sweep must not end the session under it.
+                conn.execute(
+                    "UPDATE sessions SET last_turn_at = ? WHERE id = ?", (moment, row[0])
+                )
                 return _session(row, place.channel_name)
             session = Session(str(uuid.uuid4()), key, place, moment, moment)
             conn.execute(

@@ -219,3 +219,19 @@ def test_a_secret_in_the_session_reaches_no_writer(app: Thoth) -> None:
     with app.db.read() as conn:
         stored = " ".join(str(v) for v in conn.execute("SELECT * FROM reflections").fetchone())
     assert TOKEN not in stored
+
+
+def test_a_cost_cap_postpones_without_using_an_attempt(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    settings = model_settings.model_copy(update={"daily_cost_cap_usd": 0.0})
+    app = build(settings, embedder=hashing_embedder)
+    try:
+        session_id = _session(app)
+        assert _reflect(app, session_id) == "failed"
+        row = app.reflections.get(session_id)
+        assert row is not None and row.attempts == 0 and "DAILY_COST_CAP_USD" in (row.error or "")
+        assert fake_anthropic.requests == []
+        assert session_id not in app.reflections.due()  # it waits instead of retrying at once
+    finally:
+        app.close()

@@ -77,3 +77,42 @@ def test_reports_are_parsed_leniently_where_it_is_safe() -> None:
         with pytest.raises(BadInput):
             parse_report(bad)
     assert {"outcome", "memory_notes", "user_model_updates"} <= set(tool_schema()["properties"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I don't think we decided that yet",
+        "Have we decided on Postgres",
+        "> we decided to drop IE11",
+        "Remember when we broke prod",
+        "Remember that the staging DB password is hunter2",
+        "Steps I tried, none worked:\n1. restart\n2. clear cache\n3. redeploy",
+    ],
+)
+def test_sentences_that_are_no_notes_or_procedures(text: str) -> None:
+    report = reflect_by_rules(SessionInput("s", Place(), [_turn("U1", text)]))
+    assert report.memory_notes == [] and not report.should_skill
+
+
+def test_updates_named_by_display_name_go_to_the_speakers_id() -> None:
+    from reflection.report import Reflection
+    from reflection.run import _for_speakers
+
+    report = Reflection(
+        outcome="success",
+        user_model_updates={"u1": ["likes tea"], "U2": ["owns billing"], "nobody": ["x"]},
+    )
+    mapped = _for_speakers(report, SESSION)
+    assert mapped.user_model_updates == {"U1": ["likes tea"], "U2": ["owns billing"]}
+    assert "u1 (U1): Remember" in SESSION.transcript_text()
+
+
+def test_only_a_command_aimed_at_the_follow_up_cancels_it() -> None:
+    from bridge.slack.followups import CANCEL
+
+    assert CANCEL.search("cancel the follow-up")
+    assert CANCEL.search("Please stop the reminder.")
+    for text in ("don't forget the follow-up email to the vendor",
+                 "stop the cron and check back in 10 min"):
+        assert not CANCEL.search(text)

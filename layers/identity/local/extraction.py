@@ -204,3 +204,8 @@ def _is_question(sentence: str) -> bool:
     if re.match(r"^(do not|don't)\b", sentence, re.IGNORECASE):
         return False  # "Do not use emojis." is a request
     return sentence.rstrip().endswith("?") or bool(_QUESTION_START.match(sentence))
+
+
+def mentions_secret(text: str) -> bool:
+    """Whether the text talks about a password, token, key or the like."""
+    return bool(_SECRET_WORDS.search(text))
