@@ -379,7 +379,8 @@ def test_a_failing_stream_never_loses_the_reply(harness: Harness) -> None:
     wait_until(lambda: _streamed_text(harness, "1700000700.000100") == answer.strip())
     session = harness.thoth.sessions.find_open(f"slack:T1:{CHANNEL}:1700000700.000100")
     assert session is not None
-    (turn,) = harness.thoth.transcript.turns(session.id)
+    # The transcript is written just after the reply is shown.
+    (turn,) = wait_until(lambda: harness.thoth.transcript.turns(session.id))
     assert turn.ok and turn.reply_text == answer.strip()
 
 

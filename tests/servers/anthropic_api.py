@@ -17,8 +17,10 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.servers.loopback import LoopbackServer
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -80,45 +82,17 @@ class RecordedRequest:
         return [block["text"] for block in system]
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that closes its keep-alive connection (or times out) is normal here.
-        import sys
-
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
-class FakeAnthropic:
+class FakeAnthropic(LoopbackServer):
     """The server; use as a context manager. ``url`` goes to ANTHROPIC_BASE_URL."""
 
     def __init__(self) -> None:
         self._script: deque[Reply] = deque()
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Condition()
-        self._stopping = threading.Event()
         self._ids = itertools.count(1)
         self.in_flight = 0
         self.max_in_flight = 0
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler_class())
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> FakeAnthropic:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serve(self._handler_class())
 
     def push(self, *replies: Reply) -> None:
         with self._lock:

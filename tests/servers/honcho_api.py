@@ -19,16 +19,17 @@ import itertools
 import json
 import math
 import re
-import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
+
+from tests.servers.loopback import LoopbackServer
 
 ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,512}$")
 MAX_MESSAGES_PER_CALL = 100
@@ -825,16 +826,7 @@ class _SSE:
     events: list[dict[str, Any]]
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that closes its keep-alive connection (or times out) is normal here.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
-class FakeHoncho:
+class FakeHoncho(LoopbackServer):
     """The server; use as a context manager and pass ``url`` as the SDK's ``base_url``.
 
     ``require_auth`` (default on) answers 401 to a request without ``Authorization:
@@ -853,31 +845,14 @@ class FakeHoncho:
         self._standing_delay = 0.0
         self._hanging = False
         self._lock = threading.Condition()
-        self._stopping = threading.Event()
         self._wake = threading.Event()
         self._wake.set()
         self._ids = itertools.count(1)
         self._api = _Api(self)
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler_class())
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._serve(self._handler_class())
 
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> FakeHoncho:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stopping.set()
+    def _release_waiters(self) -> None:
         self._wake.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
 
     # -- faults ---------------------------------------------------------------------
 

@@ -26,14 +26,15 @@ import email.parser
 import email.policy
 import itertools
 import json
-import sys
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from tests.servers.loopback import LoopbackServer
 
 # Fields Slack takes as JSON; in a form they arrive as JSON text.
 STRUCTURED_FIELDS = frozenset({
@@ -156,16 +157,9 @@ def _ts_key(ts: str) -> float:
     return float(ts)
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
+class FakeSlack(LoopbackServer):
+    url_path = "/api/"
 
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        # A client that closes its connection (or times out) is normal here.
-        if not isinstance(sys.exc_info()[1], ConnectionError):
-            super().handle_error(request, client_address)
-
-
-class FakeSlack:
     """The server; use as a context manager and pass ``url`` as ``WebClient(base_url=...)``.
 
     ``bot_token``/``app_token``, when given, pin the exact tokens (others: ``invalid_auth``);
@@ -207,30 +201,11 @@ class FakeSlack:
         self._statuses: list[dict[str, Any]] = []
         self._faults: list[_Fault] = []
         self._lock = threading.Condition()
-        self._stopping = threading.Event()
         self._epoch = int(time.time())
         self._ticks = itertools.count(1)
         self._ids = itertools.count(1)
         self.add_user(bot_user_id, bot_name, is_bot=True)
-        self._server = _QuietServer(("127.0.0.1", 0), self._handler_class())
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/api/"
-
-    def __enter__(self) -> FakeSlack:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        self._serve(self._handler_class())
 
     # -- set-up ---------------------------------------------------------------------
 
