@@ -174,13 +174,10 @@ def _identity(app: Thoth) -> list[Check]:
 def _reflection(app: Thoth) -> list[Check]:
     if app.settings.reflection_disabled:
         return [Check("reflection", Status.INFO, "off (REFLECTION_DISABLED=true)")]
-    with app.db.read() as conn:
-        counts = dict(conn.execute("SELECT state, COUNT(*) FROM reflections GROUP BY state"))
-        stuck = conn.execute(
-            "SELECT session_id FROM reflections WHERE state = 'failed' AND attempts >= 5 LIMIT 1"
-        ).fetchone()
+    counts = app.reflections.counts()
+    stuck = app.reflections.gave_up()
     detail = ", ".join(f"{counts[state]} {state}" for state in sorted(counts)) or "none yet"
-    if stuck is not None:
+    if stuck:
         return [
             Check(
                 "reflection",

@@ -17,11 +17,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from layers.episodic.store import EpisodeStore
 from layers.identity.protocol import IdentityBackend, Person
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 from layers.storage.database import Database
 from layers.working.sessions import Session
+from reflection.followups import Followups
 from reflection.notify import Notifier
 from reflection.report import MAX_MEMORY_NOTES, Reflection
 from reflection.state import ReflectionState
@@ -43,6 +45,7 @@ class FanoutResult:
 @dataclass(frozen=True)
 class Writers:
     db: Database
+    episodes: EpisodeStore
     notes: MemoryNotes
     drafts: SkillDrafts
     identity: IdentityBackend | None
@@ -100,14 +103,8 @@ def _skill(
 ) -> str | None:
     if not (report.should_skill and report.skill_slug and report.skill_body):
         return None
-    with writers.db.read() as conn:
-        row = conn.execute(
-            "SELECT id FROM skill_drafts WHERE session_id = ? AND slug = ?",
-            (session.id, report.skill_slug),
-        ).fetchone()
-    if row is not None:
-        draft = writers.drafts.get(str(row[0]))
-    else:
+    draft = writers.drafts.proposed_in(session.id, report.skill_slug)
+    if draft is None:
         draft = writers.drafts.propose(
             report.skill_slug,
             report.skill_description or report.skill_slug,
@@ -140,20 +137,7 @@ def _followup(session: Session, report: Reflection, writers: Writers) -> str | N
     due = report.next_check_at.timestamp()
     due = min(max(due, now + FOLLOWUP_MIN_S), now + FOLLOWUP_MAX_S)
     text = f"Checking back on this thread, as planned. {report.what_didnt or ''}".strip()
-    with writers.db.write() as conn:
-        conn.execute(
-            "INSERT OR IGNORE INTO followups (session_id, team, channel, thread_ts, text,"
-            " due_at, state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
-            (
-                session.id,
-                session.place.team,
-                session.place.channel,
-                session.place.thread_ts,
-                text,
-                due,
-                now,
-            ),
-        )
+    Followups(writers.db).schedule(session, text, due_at=due, now=now)
     return str(due)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from layers.episodic.episode import Feedback
 from layers.errors import ThothError
 from layers.redaction import redact
 from layers.working.sessions import Session, SessionStore
@@ -95,18 +94,13 @@ def summary_text(result: RunResult, cost_usd: float) -> str:
 def _input(
     session: Session, transcript: TranscriptStore, writers: Writers, skills: list[str]
 ) -> SessionInput:
-    with writers.db.read() as conn:
-        rows = conn.execute(
-            "SELECT feedback, cost_usd FROM episodes WHERE session_id = ?", (session.id,)
-        ).fetchall()
     return SessionInput(
         session.id,
         session.place,
         transcript.turns(session.id),
-        feedback=[int(row[0]) for row in rows if int(row[0]) != Feedback.NONE],
+        feedback=[int(value) for value in writers.episodes.session_feedback(session.id)],
         existing_skills=skills,
         recent_notes=writers.notes.recent(20),
-        cost_usd=sum(float(row[1]) for row in rows),
     )
 
 

@@ -18,7 +18,6 @@ class SessionInput:
     feedback: list[int] = field(default_factory=list)
     existing_skills: list[str] = field(default_factory=list)
     recent_notes: list[str] = field(default_factory=list)
-    cost_usd: float = 0.0
 
     def transcript_text(self) -> str:
         lines = []

@@ -115,6 +115,21 @@ class ReflectionState:
         report = Reflection.model_validate(json.loads(row[3])) if row[3] else None
         return ReflectionRow(str(row[0]), str(row[1]), int(row[2]), report, row[4])
 
+    def counts(self) -> dict[str, int]:
+        """How many sessions are in each state (for `thoth doctor`)."""
+        with self._db.read() as conn:
+            rows = conn.execute("SELECT state, COUNT(*) FROM reflections GROUP BY state")
+            return {str(state): int(count) for state, count in rows}
+
+    def gave_up(self) -> list[str]:
+        """Sessions whose reflection failed every attempt."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT session_id FROM reflections WHERE state = 'failed' AND attempts >= ?",
+                (MAX_ATTEMPTS,),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
     def written(self, session_id: str) -> set[str]:
         with self._db.read() as conn:
             rows = conn.execute(

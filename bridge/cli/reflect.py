@@ -40,6 +40,7 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         reflector=build_reflector(app),
         writers=Writers(
             db=app.db,
+            episodes=app.episodic.store,
             notes=app.memory_notes,
             drafts=app.drafts,
             identity=app.identity,
@@ -49,12 +50,8 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         existing_skills=sorted(app.skills.skills()),
     )
     if args.summary:
-        with app.db.read() as conn:
-            (cost,) = conn.execute(
-                "SELECT COALESCE(SUM(cost_usd), 0) FROM model_usage WHERE session_id = ?",
-                (args.session_id,),
-            ).fetchone()
-        notifier.summary(session.place, summary_text(result, float(cost)))
+        cost = CostLedger(app.db).spent_in_session(args.session_id)
+        notifier.summary(session.place, summary_text(result, cost))
     detail = f": {result.error}" if result.error else ""
     if result.error == "not due":
         row = app.reflections.get(args.session_id)

@@ -49,6 +49,14 @@ class CostLedger:
                 ],
             )
 
+    def spent_in_session(self, session_id: str) -> float:
+        with self._db.read() as conn:
+            (total,) = conn.execute(
+                "SELECT COALESCE(SUM(cost_usd), 0) FROM model_usage WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+        return float(total)
+
     def spent_today(self, *, now: float | None = None) -> float:
         moment = time.time() if now is None else now
         day = datetime.fromtimestamp(moment, UTC).replace(hour=0, minute=0, second=0, microsecond=0)

@@ -20,12 +20,13 @@ from bridge.pipeline.turn import Turn, check_message
 from bridge.reflection_launcher import run_reflection
 from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming
-from bridge.slack.followups import CANCEL, cancel_followups
+from bridge.slack.followups import CANCEL
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from bridge.slack.sink import SlackSink
 from layers.episodic.episode import LOCAL_TEAM, Episode, Viewer
 from layers.errors import BadInput
 from layers.working.sessions import Place
+from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
 
@@ -51,8 +52,7 @@ class Conversation:
             return
         if CANCEL.search(incoming.text):
             cancelled = await asyncio.to_thread(
-                cancel_followups,
-                self._thoth.db,
+                Followups(self._thoth.db).cancel,
                 channel=incoming.channel,
                 thread_ts=incoming.thread_root,
             )

@@ -1,4 +1,5 @@
-"""Follow-ups reflection scheduled: posted in their thread when due, cancellable there."""
+"""Follow-ups reflection scheduled: posted in their thread when due (the store is
+``reflection/followups.py``); ``CANCEL`` is what cancels them from the thread."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from layers.storage.database import Database
+from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
 
@@ -24,33 +26,15 @@ CANCEL = re.compile(
 def post_due_followups(db: Database, client: WebClient, *, now: float | None = None) -> int:
     """Post every pending follow-up whose time has come; returns how many were posted."""
     moment = time.time() if now is None else now
-    with db.read() as conn:
-        due = conn.execute(
-            "SELECT session_id, channel, thread_ts, text FROM followups"
-            " WHERE state = 'pending' AND due_at <= ? AND team != 'local'",
-            (moment,),
-        ).fetchall()
+    followups = Followups(db)
     posted = 0
-    for session_id, channel, thread_ts, text in due:
+    for due in followups.due(moment):
         try:
-            client.chat_postMessage(channel=channel, thread_ts=thread_ts, text=text)
+            client.chat_postMessage(channel=due.channel, thread_ts=due.thread_ts, text=due.text)
         except SlackApiError as error:
-            log.warning("follow-up for session %s failed: %s", session_id, error.response["error"])
+            why = error.response["error"]
+            log.warning("follow-up for session %s failed: %s", due.session_id, why)
             continue
-        with db.write() as conn:
-            conn.execute(
-                "UPDATE followups SET state = 'sent', sent_at = ? WHERE session_id = ?",
-                (moment, session_id),
-            )
+        followups.mark_sent(due.session_id, moment)
         posted += 1
     return posted
-
-
-def cancel_followups(db: Database, *, channel: str, thread_ts: str) -> int:
-    """Cancel the pending follow-ups of a thread (someone said so in it)."""
-    with db.write() as conn:
-        return conn.execute(
-            "UPDATE followups SET state = 'cancelled' WHERE state = 'pending'"
-            " AND channel = ? AND thread_ts = ?",
-            (channel, thread_ts),
-        ).rowcount

@@ -159,6 +159,15 @@ class EpisodeStore:
         with self._db.read() as conn:
             return int(conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
 
+    def session_feedback(self, session_id: str) -> list[Feedback]:
+        """The ✅ / ❌ given to a session's episodes (those without feedback left out)."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT feedback FROM episodes WHERE session_id = ? AND feedback != 0",
+                (session_id,),
+            ).fetchall()
+        return [Feedback(int(row[0])) for row in rows]
+
     def iter_episodes(self, batch_size: int = 1000) -> Iterator[Episode]:
         """Every episode, oldest first, read in batches so export stays flat in memory."""
         last = 0

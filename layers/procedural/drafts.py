@@ -136,6 +136,15 @@ class SkillDrafts:
             )
         return _draft(row)
 
+    def proposed_in(self, session_id: str, slug: str) -> Draft | None:
+        """The draft a session already proposed for ``slug`` (reflection runs once)."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS} FROM skill_drafts WHERE session_id = ? AND slug = ?",
+                (session_id, slug),
+            ).fetchone()
+        return None if row is None else _draft(row)
+
     def list(self, state: DraftState | None = DraftState.PENDING) -> list[Draft]:
         query = f"SELECT {_COLUMNS} FROM skill_drafts"
         params: tuple[str, ...] = ()

@@ -61,7 +61,7 @@ def _reflect(app: Thoth, session_id: str, out: io.StringIO | None = None) -> str
         transcript=app.transcript,
         state=app.reflections,
         reflector=build_reflector(app),
-        writers=Writers(app.db, app.memory_notes, app.drafts, app.identity,
+        writers=Writers(app.db, app.episodic.store, app.memory_notes, app.drafts, app.identity,
                         PrintNotifier(out or io.StringIO()), ["UFOUNDER"]),
         existing_skills=sorted(app.skills.skills()),
     )
@@ -207,7 +207,7 @@ def test_a_secret_in_the_session_reaches_no_writer(app: Thoth) -> None:
         transcript=app.transcript,
         state=app.reflections,
         reflector=SecretReflector(),
-        writers=Writers(app.db, app.memory_notes, app.drafts, app.identity,
+        writers=Writers(app.db, app.episodic.store, app.memory_notes, app.drafts, app.identity,
                         PrintNotifier(out), ["UFOUNDER"]),
         existing_skills=[],
     )

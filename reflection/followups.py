@@ -1,0 +1,66 @@
+"""Follow-ups reflection schedules ("check back on this"): one per session, persisted.
+
+Reflection writes them; the Slack bridge posts them when due and cancels them when
+someone asks in the thread.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from layers.episodic.episode import LOCAL_TEAM
+from layers.storage.database import Database
+from layers.working.sessions import Session
+
+
+@dataclass(frozen=True)
+class Followup:
+    session_id: str
+    channel: str
+    thread_ts: str | None
+    text: str
+
+
+class Followups:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def schedule(self, session: Session, text: str, *, due_at: float, now: float) -> None:
+        """Plan the session's follow-up; a second call for the session changes nothing."""
+        place = session.place
+        with self._db.write() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO followups (session_id, team, channel, thread_ts, text,"
+                " due_at, state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                (session.id, place.team, place.channel, place.thread_ts, text, due_at, now),
+            )
+
+    def due(self, now: float) -> list[Followup]:
+        """Pending follow-ups whose time has come, in Slack threads (a terminal has none)."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT session_id, channel, thread_ts, text FROM followups"
+                " WHERE state = 'pending' AND due_at <= ? AND team != ?",
+                (now, LOCAL_TEAM),
+            ).fetchall()
+        return [Followup(*row) for row in rows]
+
+    def mark_sent(self, session_id: str, now: float) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE followups SET state = 'sent', sent_at = ? WHERE session_id = ?",
+                (now, session_id),
+            )
+
+    def cancel(self, *, channel: str, thread_ts: str) -> int:
+        """Cancel the pending follow-ups of a thread; returns how many."""
+        with self._db.write() as conn:
+            return conn.execute(
+                "UPDATE followups SET state = 'cancelled' WHERE state = 'pending'"
+                " AND channel = ? AND thread_ts = ?",
+                (channel, thread_ts),
+            ).rowcount
+
+    def count(self) -> int:
+        with self._db.read() as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM followups").fetchone()[0])
