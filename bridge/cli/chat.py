@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from typing import Any, TextIO
 
 from bridge.app import Thoth
+from bridge.cli.login import login_name
 from bridge.terminal.chat import ChatLoop, ChatOptions, terminal_lines
 
 HISTORY_FILE = "chat_history"
@@ -26,17 +26,10 @@ def run_chat(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     stdin = sys.stdin
     interactive = stdin.isatty() and out.isatty()
     options = ChatOptions(
-        user=args.user or _login_name(),
+        user=args.user or login_name(),
         session_id=args.session,
         interactive=interactive,
         history_file=app.settings.thoth_home / HISTORY_FILE,
     )
     lines = terminal_lines("you> ", options.history_file) if interactive else iter(stdin)
     return ChatLoop(app, options, out, sys.stderr).run(lines)
-
-
-def _login_name() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "local-user"

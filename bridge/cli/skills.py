@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from bridge.app import Thoth
+from bridge.cli.login import login_name
 from layers.errors import BadInput, ConfigurationError
 from layers.procedural.drafts import Draft, DraftState, remove_skill
 
@@ -107,7 +107,7 @@ def run_propose(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     except (OSError, UnicodeDecodeError) as error:
         raise BadInput(f"cannot read {args.body_file}: {error}") from error
     draft = app.drafts.propose(
-        args.slug, args.description, body, title=args.title, proposed_by=args.by or _login()
+        args.slug, args.description, body, title=args.title, proposed_by=args.by or login_name()
     )
     print(f"draft {draft.id}: {draft.slug} {draft.version} awaits approval", file=out)
     return 0
@@ -115,21 +115,21 @@ def run_propose(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 def run_approve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     _brain_usable(app)
-    draft = app.drafts.approve(args.draft_id, by=args.by or _login())
+    draft = app.drafts.approve(args.draft_id, by=args.by or login_name())
     commit = (draft.commit_sha or "")[:10]
     print(f"approved {draft.slug} {draft.version} (commit {commit})", file=out)
     return 0
 
 
 def run_reject(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    draft = app.drafts.reject(args.draft_id, by=args.by or _login())
+    draft = app.drafts.reject(args.draft_id, by=args.by or login_name())
     print(f"rejected draft {draft.id} ({draft.slug} {draft.version})", file=out)
     return 0
 
 
 def run_remove(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     _brain_usable(app)
-    sha = remove_skill(app.brain, args.slug, by=args.by or _login())
+    sha = remove_skill(app.brain, args.slug, by=args.by or login_name())
     print(f"removed {args.slug} (commit {(sha or '')[:10]})", file=out)
     return 0
 
@@ -165,10 +165,3 @@ def _draft_json(draft: Draft) -> dict[str, object]:
         "decided_by": draft.decided_by,
         "decided_at": draft.decided_at,
     }
-
-
-def _login() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "local-user"

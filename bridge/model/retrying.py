@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 from collections.abc import Awaitable, Callable
 
 from bridge.model.protocol import LanguageModel, ModelRequest, ModelResult, ModelUnavailable, OnText
+from layers.backoff import backoff_delay
 
 log = logging.getLogger(__name__)
 
@@ -70,9 +70,7 @@ class RetryingModel:
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return min(retry_after, self._max_delay_s)
-        backoff = min(self._base_delay_s * 2 ** (attempt - 1), self._max_delay_s)
-        # Full jitter: many clients retrying an overloaded API should not do it in step.
-        return random.uniform(backoff / 2, backoff)
+        return backoff_delay(attempt, base_s=self._base_delay_s, max_s=self._max_delay_s)
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bridge import messages
@@ -293,13 +293,13 @@ class TurnPipeline:
             if is_error:
                 result["is_error"] = True
             results.append(result)
-        messages_so_far = (
-            *request.messages,
-            {"role": "assistant", "content": list(content)},
-            {"role": "user", "content": results},
-        )
-        return ModelRequest(
-            request.model, request.system, messages_so_far, request.tools, request.max_tokens
+        return replace(
+            request,
+            messages=(
+                *request.messages,
+                {"role": "assistant", "content": list(content)},
+                {"role": "user", "content": results},
+            ),
         )
 
     async def _over_cap(self, answer: _Answer) -> bool:

@@ -42,7 +42,7 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
     settings = thoth.settings
     assert settings.slack_bot_token is not None
     app = App(
-        token=settings.slack_bot_token.get_secret_value(),
+        # The client carries the bot token (and the base URL and retry handlers).
         signing_secret=(
             settings.slack_signing_secret.get_secret_value()
             if settings.slack_signing_secret

@@ -26,6 +26,7 @@ from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.turn import Turn, check_message
 from bridge.reflection_launcher import run_reflection
 from bridge.terminal.sink import TerminalSink
+from layers.episodic.episode import Viewer
 from layers.errors import BadInput
 from layers.redaction import redact
 from layers.working.sessions import Place, Session
@@ -153,15 +154,16 @@ class ChatLoop:
         self._call(self._app.pipeline.drain(DRAIN_TIMEOUT_S))
         try:
             hits = self._app.episodic.recall(
-                query, self._viewer_turn().viewer, k=self._app.settings.recall_top_k
+                query, self._viewer(), k=self._app.settings.recall_top_k
             )
         except BadInput as error:
             self._bad(str(error))
             return
         print(episodes_text(hits) or "no matching episodes", file=self._out)
 
-    def _viewer_turn(self) -> Turn:
-        return Turn("", "", terminal_place(), user=self._options.user)
+    def _viewer(self) -> Viewer:
+        place = terminal_place()
+        return Viewer(place.team, place.channel, place.channel_type, self._options.user)
 
     def _bad(self, message: str) -> None:
         self.bad_lines += 1

@@ -16,6 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from layers.backoff import backoff_delay
 from layers.identity.protocol import IdentityBackend, TurnMessages
 
 log = logging.getLogger(__name__)
@@ -119,7 +120,7 @@ class IngestQueue:
                         error,
                     )
                     return
-                delay = min(self._base_delay_s * 2 ** (attempt - 1), self._max_delay_s)
+                delay = backoff_delay(attempt, base_s=self._base_delay_s, max_s=self._max_delay_s)
                 log.warning("identity ingest failed (%s); retry in %.1fs", error, delay)
                 await self._sleep(delay)
 
