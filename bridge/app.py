@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import anthropic
 
-from bridge.model.anthropic_model import AnthropicModel
+from bridge.model.anthropic_model import AnthropicModel, client_options
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.offline import OfflineResponder, SkillFinder
 from bridge.model.protocol import LanguageModel
@@ -215,12 +215,14 @@ def build_model(settings: Settings, *, find_skills: SkillFinder | None = None) -
     """Claude when ``ANTHROPIC_API_KEY`` is set, the offline responder otherwise."""
     if settings.anthropic_api_key is None:
         return OfflineResponder(find_skills)
-    # Every option is passed explicitly: the SDK would otherwise read the environment.
+    # Retries are RetryingModel's, which knows whether text has reached the user.
     client = anthropic.AsyncAnthropic(
-        api_key=settings.anthropic_api_key.get_secret_value(),
-        base_url=settings.anthropic_base_url or None,
-        timeout=settings.model_timeout_s,
-        max_retries=0,
+        **client_options(
+            settings.anthropic_api_key,
+            settings.anthropic_base_url,
+            timeout_s=settings.model_timeout_s,
+            max_retries=0,
+        )
     )
     return RetryingModel(
         AnthropicModel(client, settings.thoth_model), attempts=settings.model_max_attempts

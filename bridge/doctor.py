@@ -9,6 +9,7 @@ from enum import StrEnum
 import anthropic
 
 from bridge.app import Thoth
+from bridge.model.anthropic_model import client_options
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 
 MODEL_CHECK_TIMEOUT_S = 10.0
@@ -139,10 +140,12 @@ async def _probe_model(app: Thoth) -> None:
     settings = app.settings
     assert settings.anthropic_api_key is not None
     client = anthropic.AsyncAnthropic(
-        api_key=settings.anthropic_api_key.get_secret_value(),
-        base_url=settings.anthropic_base_url or None,
-        timeout=MODEL_CHECK_TIMEOUT_S,
-        max_retries=0,
+        **client_options(
+            settings.anthropic_api_key,
+            settings.anthropic_base_url,
+            timeout_s=MODEL_CHECK_TIMEOUT_S,
+            max_retries=0,
+        )
     )
     try:
         await client.messages.create(

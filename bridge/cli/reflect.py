@@ -9,6 +9,7 @@ from typing import Any, TextIO
 import anthropic
 
 from bridge.app import Thoth
+from bridge.model.anthropic_model import client_options
 from bridge.model.cost_ledger import CostLedger
 from layers.episodic.episode import LOCAL_TEAM
 from layers.errors import BadInput, ConfigurationError
@@ -65,11 +66,14 @@ def build_reflector(app: Thoth) -> Reflector:
     settings = app.settings
     if settings.anthropic_api_key is None:
         return RuleReflector()
+    # A separate process with nothing streamed to anyone: the SDK's own retries fit.
     client = anthropic.Anthropic(
-        api_key=settings.anthropic_api_key.get_secret_value(),
-        base_url=settings.anthropic_base_url or None,
-        timeout=settings.model_timeout_s,
-        max_retries=settings.model_max_attempts - 1,
+        **client_options(
+            settings.anthropic_api_key,
+            settings.anthropic_base_url,
+            timeout_s=settings.model_timeout_s,
+            max_retries=settings.model_max_attempts - 1,
+        )
     )
     return ModelReflector(
         client,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import anthropic
+from pydantic import SecretStr
 
 from bridge.model.pricing import Usage
 from bridge.model.protocol import (
@@ -24,6 +25,18 @@ RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 # Errors Anthropic sends inside an SSE stream, after the HTTP status was already 200.
 RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 MAX_RETRY_AFTER_S = 60.0
+
+
+def client_options(
+    api_key: SecretStr, base_url: str | None, *, timeout_s: float, max_retries: int
+) -> dict[str, Any]:
+    """Every option of an Anthropic client, explicit: left out, the SDK reads the environment."""
+    return {
+        "api_key": api_key.get_secret_value(),
+        "base_url": base_url or None,
+        "timeout": timeout_s,
+        "max_retries": max_retries,
+    }
 
 
 class AnthropicModel:

@@ -23,8 +23,8 @@ from bridge.model.pricing import ModelPrice, Usage, price_of
 from bridge.model.protocol import LanguageModel, ModelRequest, ModelUnavailable, ToolCall
 from bridge.pipeline.after_reply import AfterReply, Charge
 from bridge.pipeline.deadlines import within_deadline
+from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.pipeline.prompt import GatheredContext, build_request
-from bridge.pipeline.session_locks import SessionLocks
 from bridge.pipeline.sink import ReplySink
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
@@ -134,16 +134,22 @@ class TurnPipeline:
             transcript, sessions, episodic, ledger, identity_ingest
         )
         self._daily_cap_usd = daily_cap_usd
-        self._locks = SessionLocks()
+        self._locks = KeyedLocks()
 
     @property
     def model(self) -> LanguageModel:
         return self._model
 
-    async def handle(self, turn: Turn, sink: ReplySink) -> TurnOutcome:
-        """Answer ``turn`` through ``sink``; never raises for a model or layer failure."""
+    async def handle(
+        self, turn: Turn, sink: ReplySink, *, session: Session | None = None
+    ) -> TurnOutcome:
+        """Answer ``turn`` through ``sink``; never raises for a model or layer failure.
+
+        ``session`` is the turn's open session when the transport has opened it already.
+        """
         timings = TurnTimings(started=time.monotonic())
-        session = await asyncio.to_thread(self._sessions.open, turn.session_key, turn.place)
+        if session is None:
+            session = await asyncio.to_thread(self._sessions.open, turn.session_key, turn.place)
         async with self._locks.hold(session.id):
             await sink.thinking()
             first_turn = await asyncio.to_thread(self._transcript.count, session.id) == 0

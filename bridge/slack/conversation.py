@@ -105,7 +105,7 @@ class Conversation:
             recipient_team=incoming.team,
             on_posted=posted,
         )
-        outcome = await self._thoth.pipeline.handle(turn, sink)
+        outcome = await self._thoth.pipeline.handle(turn, sink, session=session)
         if outcome.episode_id is not None:
             for ts in sink.posted:
                 await asyncio.to_thread(

@@ -17,6 +17,7 @@ from typing import Any
 from slack_sdk import WebClient
 
 from bridge.app import Thoth
+from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.slack.cards import SkillCards
 from bridge.slack.directory import Directory
 from bridge.slack.replies import ReplyRecord, SlackReplies
@@ -54,11 +55,19 @@ class Reactions:
         self._db: Database = thoth.db
         self._bot_user = bot_user
         self._founders = set(thoth.settings.founder_user_ids)
+        self._per_message = KeyedLocks()
 
     async def handle(self, event: dict[str, Any], *, added: bool) -> None:
         item = event.get("item") or {}
-        user, name = str(event.get("user") or ""), str(event.get("reaction") or "")
         channel, ts = str(item.get("channel") or ""), str(item.get("ts") or "")
+        # Reactions on one message apply in the order Slack sent them (an add and its
+        # removal a moment later must not swap); other messages' go on meanwhile.
+        async with self._per_message.hold(f"{channel}:{ts}"):
+            await self._handle(event, channel, ts, added=added)
+
+    async def _handle(self, event: dict[str, Any], channel: str, ts: str, *, added: bool) -> None:
+        item = event.get("item") or {}
+        user, name = str(event.get("user") or ""), str(event.get("reaction") or "")
         if not user or user == self._bot_user or item.get("type") != "message":
             return
         if (await asyncio.to_thread(self._directory.user, user)).is_bot:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.pipeline.session_locks import SessionLocks
+from bridge.pipeline.keyed_locks import KeyedLocks
 from layers.errors import BadInput
 from layers.storage.database import Database
 from layers.working.sessions import Place, SessionStore
@@ -44,7 +44,7 @@ def test_the_transcript_is_ordered_redacted_and_survives_reopening(tmp_path: Pat
 
 
 def test_session_locks_serialise_one_session_and_are_dropped_after_use() -> None:
-    locks = SessionLocks()
+    locks = KeyedLocks()
     order: list[str] = []
 
     async def turn(session: str, name: str) -> None:
