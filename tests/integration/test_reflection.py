@@ -121,6 +121,8 @@ def test_a_killed_reflection_is_retried_and_applies_each_writer_once(
     model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
 ) -> None:
     with FakeSlack() as slack:
+        slack.add_user("UFOUNDER", "fia")
+        slack.add_channel("C1", "general")
         settings = model_settings.model_copy(
             update={
                 "slack_bot_token": SecretStr("xoxb-test"),

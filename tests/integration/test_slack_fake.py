@@ -32,6 +32,8 @@ BLOCKS: list[dict[str, Any]] = [
 @pytest.fixture
 def server() -> Iterator[FakeSlack]:
     with FakeSlack() as fake:
+        fake.add_channel(CHANNEL, "general")
+        fake.add_user("U1", "dana")
         yield fake
 
 

@@ -13,10 +13,16 @@ are shaped like Slack's: HTTP 200 with ``{"ok": true, ...}`` or ``{"ok": false, 
 ...}``. Faults are scripted with ``fail_next`` (429 with ``Retry-After``, 5xx, or a Slack
 error at HTTP 200) and ``delay_next``.
 
-Leniency, on purpose: posting to a channel nobody added works, replies may name a parent
-the fake never saw, and reactions and permalinks work on any ``ts`` (an app reacts to
-messages that reached it as events, not through this server). ``add_message`` seeds
-such messages when a test wants them listed by ``conversations.replies``.
+Refusals follow Slack's method reference (``slack_rules.py``): content limits
+(``text`` 40 000, ``markdown_text`` 12 000, 50 blocks, section text 3 000), who may
+post where (``channel_not_found`` for channels the test never added or private ones the
+bot is not in, ``not_in_channel`` for public ones; a user id as the channel opens a DM),
+recipients required when streaming outside a DM, a stream ended by the person's Stop
+(``stop_stream_by_user``) or by the app, and the rate-limit tiers, answered with 429 and
+``Retry-After``. Leniency left, on purpose: replies may name a parent the fake never saw,
+and reactions and permalinks work on any ``ts`` of a known channel (an app reacts to
+messages that reached it as events). ``add_message`` seeds such messages when a test
+wants them listed by ``conversations.replies``.
 """
 
 from __future__ import annotations
@@ -35,6 +41,18 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from tests.servers.loopback import LoopbackServer
+from tests.servers.slack_rules import (
+    MAX_MARKDOWN_CHARS,
+    MAX_TEXT_CHARS,
+    MAX_UPDATE_TEXT_CHARS,
+    MAX_LOADING_MESSAGES,
+    MAX_SUGGESTED_PROMPTS,
+    RateLimits,
+    SlackError,
+    check_blocks,
+    check_chunks,
+    check_message_content,
+)
 
 # Fields Slack takes as JSON; in a form they arrive as JSON text.
 STRUCTURED_FIELDS = frozenset({
@@ -108,14 +126,6 @@ class _Stream:
     chunks: list[Any] = field(default_factory=list)
 
 
-class SlackError(Exception):
-    """An ``{"ok": false, "error": code}`` answer (HTTP 200, as Slack answers them)."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
-
-
 _ApiMethod = Callable[["FakeSlack", RecordedCall], dict[str, Any]]
 _METHODS: dict[str, _ApiMethod] = {}
 
@@ -179,6 +189,7 @@ class FakeSlack(LoopbackServer):
         bot_token: str | None = None,
         app_token: str | None = None,
         scopes: str = "chat:write,reactions:write,users:read,channels:history,im:history",
+        rate_limits: bool = True,
     ) -> None:
         self.bot_user_id = bot_user_id
         self.bot_id = bot_id
@@ -200,6 +211,9 @@ class FakeSlack(LoopbackServer):
         self._streams: dict[tuple[str, str], _Stream] = {}
         self._statuses: list[dict[str, Any]] = []
         self._faults: list[_Fault] = []
+        self._titles: list[dict[str, Any]] = []
+        self._prompts: list[dict[str, Any]] = []
+        self._rate_limits = RateLimits() if rate_limits else None
         self._lock = threading.Condition()
         self._epoch = int(time.time())
         self._ticks = itertools.count(1)
@@ -234,7 +248,11 @@ class FakeSlack(LoopbackServer):
     def add_channel(
         self, channel_id: str, name: str, kind: str = "channel", **extra: Any
     ) -> None:
-        """``kind``: "channel" (public), "private", "im" or "mpim"."""
+        """``kind``: "channel" (public), "private", "im" or "mpim".
+
+        Pass ``is_member=False`` for a channel the bot is not in, and ``members=[...]``
+        to limit who is in it (by default everyone is).
+        """
         if kind not in ("channel", "private", "im", "mpim"):
             raise ValueError(f"unknown channel kind {kind!r}")
         with self._lock:
@@ -342,6 +360,21 @@ class FakeSlack(LoopbackServer):
         with self._lock:
             return copy.deepcopy(self._statuses)
 
+    def titles(self) -> list[dict[str, Any]]:
+        """Every ``assistant.threads.setTitle`` taken: channel_id, thread_ts, title."""
+        with self._lock:
+            return copy.deepcopy(self._titles)
+
+    def suggested_prompts(self) -> list[dict[str, Any]]:
+        """Every ``assistant.threads.setSuggestedPrompts`` taken."""
+        with self._lock:
+            return copy.deepcopy(self._prompts)
+
+    def stop_stream_by_user(self, channel: str, ts: str) -> None:
+        """The person pressed Stop: Slack ends the stream and refuses what follows."""
+        with self._lock:
+            self._streams[(channel, ts)].state = "stopped_by_user"
+
     def stream(self, channel: str, ts: str) -> dict[str, Any] | None:
         """A stream's state ("in_progress"/"stopped") and every chunk it received."""
         with self._lock:
@@ -404,13 +437,41 @@ class FakeSlack(LoopbackServer):
             raise SlackError(refusal)
         return channel, message
 
-    def _open_stream(self, call: RecordedCall) -> tuple[_Stream, dict[str, Any]]:
+    def _postable(self, call: RecordedCall, name: str = "channel") -> str:
+        """The channel the call posts into, if the bot may post there (else Slack's refusal).
+
+        A user id as the channel opens the DM with that person, as Slack does.
+        """
+        channel = str(_text(call, name, "channel_not_found"))
+        if channel.startswith(("U", "W")):
+            if channel not in self._users:
+                raise SlackError("channel_not_found")
+            return channel
+        info = self._channels.get(channel)
+        if info is None:
+            raise SlackError("channel_not_found")
+        if not info.get("is_member", True):
+            # A public channel the bot has not joined is visible but closed to it; any
+            # other conversation it is not in does not exist as far as it can tell.
+            raise SlackError("not_in_channel" if info.get("is_channel") else "channel_not_found")
+        if info.get("is_archived"):
+            raise SlackError("is_archived")
+        return channel
+
+    def _is_dm(self, channel: str) -> bool:
+        return channel.startswith(("U", "W")) or bool(self._channels.get(channel, {}).get("is_im"))
+
+    def _open_stream(
+        self, call: RecordedCall, *, stopping: bool = False
+    ) -> tuple[_Stream, dict[str, Any]]:
         channel = _text(call, "channel", "channel_not_found")
         ts = _text(call, "ts", "invalid_arguments")
         stream = self._streams.get((str(channel), str(ts)))
         message = self._find(str(channel), ts)
         if stream is None or message is None:
             raise SlackError("message_not_found")
+        if stream.state == "stopped_by_user" and not stopping:
+            raise SlackError("stopped_by_user")
         if stream.state != "in_progress":
             raise SlackError("message_not_in_streaming_state")
         return stream, message
@@ -418,11 +479,15 @@ class FakeSlack(LoopbackServer):
     def _append_to_stream(
         self, call: RecordedCall, stream: _Stream, message: dict[str, Any]
     ) -> None:
-        chunks = _structured(call, "chunks") or []
-        if not isinstance(chunks, list):
-            raise SlackError("invalid_arguments")
-        stream.chunks.extend(chunks)
-        message["text"] += (_text(call, "markdown_text") or "") + _chunk_text(chunks)
+        chunks = _structured(call, "chunks", "invalid_chunks")
+        check_chunks(chunks)
+        markdown = _text(call, "markdown_text")
+        if markdown is not None and chunks:
+            raise SlackError("markdown_text_conflict")
+        if markdown is not None and len(markdown) > MAX_MARKDOWN_CHARS:
+            raise SlackError("msg_too_long")
+        stream.chunks.extend(chunks or [])
+        message["text"] += (markdown or "") + _chunk_text(chunks)
 
     # -- request handling -----------------------------------------------------------
 
@@ -476,6 +541,9 @@ class FakeSlack(LoopbackServer):
         refusal = "invalid_json" if call.encoding == "invalid" else self._auth_error(call)
         if refusal is not None:
             return 200, {"ok": False, "error": refusal}, {}
+        wait = self._rate_limits.wait_for(call.method, call.args) if self._rate_limits else 0
+        if wait:
+            return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(wait)}
         try:
             with self._lock:
                 payload = copy.deepcopy(_METHODS[call.method](self, call))
@@ -512,12 +580,9 @@ class FakeSlack(LoopbackServer):
 
     @api("chat.postMessage")
     def _chat_post_message(self, call: RecordedCall) -> dict[str, Any]:
-        channel = _text(call, "channel", "channel_not_found")
-        assert channel is not None
+        channel = self._postable(call)
         blocks = _structured(call, "blocks", "invalid_blocks_format")
-        text = _text(call, "text") or _text(call, "markdown_text")
-        if text is None and not blocks and not call.field("attachments"):
-            raise SlackError("no_text")
+        text = self._checked_content(call, blocks)
         message = self._bot_message(text or "", blocks)
         for name in ("attachments", "metadata"):
             if call.field(name) is not None:
@@ -525,13 +590,23 @@ class FakeSlack(LoopbackServer):
         self._store(channel, message, _text(call, "thread_ts"))
         return {"channel": channel, "ts": message["ts"], "message": message}
 
+    def _checked_content(
+        self, call: RecordedCall, blocks: Any, max_text: int = MAX_TEXT_CHARS
+    ) -> str | None:
+        """The message's text (or markdown_text), after Slack's content refusals."""
+        text, markdown = _text(call, "text"), _text(call, "markdown_text")
+        check_message_content(text=text, markdown_text=markdown, blocks=blocks,
+                              attachments=call.field("attachments"), max_text=max_text)
+        return text if markdown is None else markdown
+
     @api("chat.update")
     def _chat_update(self, call: RecordedCall) -> dict[str, Any]:
         channel, message = self._own_message(call, "cant_update_message")
-        text = _text(call, "text") or _text(call, "markdown_text")
         blocks = _structured(call, "blocks", "invalid_blocks_format")
-        if text is None and blocks is None and call.field("attachments") is None:
-            raise SlackError("no_text")
+        text = self._checked_content(call, blocks, max_text=MAX_UPDATE_TEXT_CHARS)
+        stream = self._streams.get((channel, message["ts"]))
+        if stream is not None and stream.state == "in_progress":
+            raise SlackError("streaming_state_conflict")
         if text is not None:
             message["text"] = text
         if blocks is not None:
@@ -551,12 +626,15 @@ class FakeSlack(LoopbackServer):
 
     @api("chat.postEphemeral")
     def _chat_post_ephemeral(self, call: RecordedCall) -> dict[str, Any]:
-        channel = _text(call, "channel", "channel_not_found")
+        channel = self._postable(call)
         user = _text(call, "user", "user_not_found")
+        if user not in self._users:
+            raise SlackError("user_not_found")
+        members = self._channels.get(channel, {}).get("members")
+        if members is not None and user not in members:
+            raise SlackError("user_not_in_channel")
         blocks = _structured(call, "blocks", "invalid_blocks_format")
-        text = _text(call, "text") or _text(call, "markdown_text")
-        if text is None and not blocks and not call.field("attachments"):
-            raise SlackError("no_text")
+        text = self._checked_content(call, blocks)
         ephemeral = {"channel": channel, "user": user, "text": text or "", "blocks": blocks,
                      "thread_ts": _text(call, "thread_ts"), "message_ts": self._next_ts()}
         self._ephemerals.setdefault(str(channel), []).append(ephemeral)
@@ -575,9 +653,12 @@ class FakeSlack(LoopbackServer):
 
     @api("chat.startStream")
     def _chat_start_stream(self, call: RecordedCall) -> dict[str, Any]:
-        channel = _text(call, "channel", "channel_not_found")
+        channel = self._postable(call)
         thread_ts = _text(call, "thread_ts", "invalid_arguments")
-        assert channel is not None
+        if not self._is_dm(channel):
+            # "required when streaming to channels"
+            _text(call, "recipient_team_id", "missing_recipient_team_id")
+            _text(call, "recipient_user_id", "missing_recipient_user_id")
         message = self._bot_message("", None)
         stream = _Stream(channel, message["ts"])
         self._append_to_stream(call, stream, message)
@@ -593,9 +674,10 @@ class FakeSlack(LoopbackServer):
 
     @api("chat.stopStream")
     def _chat_stop_stream(self, call: RecordedCall) -> dict[str, Any]:
-        stream, message = self._open_stream(call)
-        self._append_to_stream(call, stream, message)
+        stream, message = self._open_stream(call, stopping=True)
         blocks = _structured(call, "blocks", "invalid_blocks_format")
+        check_blocks(blocks)
+        self._append_to_stream(call, stream, message)
         if blocks is not None:
             message["blocks"] = blocks
         if call.field("metadata") is not None:
@@ -611,15 +693,36 @@ class FakeSlack(LoopbackServer):
         if not isinstance(status, str):  # "" is allowed: it clears the status
             raise SlackError("invalid_arguments")
         loading = _structured(call, "loading_messages")
+        if loading is not None and (
+            not isinstance(loading, list) or len(loading) > MAX_LOADING_MESSAGES
+        ):
+            raise SlackError("invalid_arguments")
         self._statuses.append({"channel_id": channel_id, "thread_ts": thread_ts,
                                "status": status, "loading_messages": loading})
         return {}
 
     @api("assistant.threads.setTitle")
+    def _assistant_set_title(self, call: RecordedCall) -> dict[str, Any]:
+        channel_id = self._postable(call, "channel_id")
+        thread_ts = _text(call, "thread_ts", "invalid_arguments")
+        title = _text(call, "title", "invalid_arguments")
+        self._titles.append({"channel_id": channel_id, "thread_ts": thread_ts, "title": title})
+        return {}
+
     @api("assistant.threads.setSuggestedPrompts")
-    def _assistant_recorded_only(self, call: RecordedCall) -> dict[str, Any]:
-        _text(call, "channel_id", "channel_not_found")
-        _text(call, "thread_ts", "invalid_arguments")
+    def _assistant_set_prompts(self, call: RecordedCall) -> dict[str, Any]:
+        channel_id = self._postable(call, "channel_id")
+        thread_ts = _text(call, "thread_ts", "invalid_arguments")
+        prompts = _structured(call, "prompts")
+        if not isinstance(prompts, list) or not 1 <= len(prompts) <= MAX_SUGGESTED_PROMPTS:
+            raise SlackError("invalid_arguments")
+        for prompt in prompts:
+            if not isinstance(prompt, dict) or not prompt.get("title") or not prompt.get(
+                "message"
+            ):
+                raise SlackError("invalid_arguments")
+        self._prompts.append({"channel_id": channel_id, "thread_ts": thread_ts,
+                              "prompts": prompts, "title": _text(call, "title")})
         return {}
 
     @api("reactions.add")
@@ -651,7 +754,8 @@ class FakeSlack(LoopbackServer):
 
     def _reaction_target(self, call: RecordedCall) -> tuple[tuple[str, str], str]:
         name = _text(call, "name", "invalid_name")
-        channel = _text(call, "channel", "no_item_specified")
+        _text(call, "channel", "no_item_specified")
+        channel = self._postable(call)
         ts = _text(call, "timestamp", "no_item_specified")
         return (str(channel), str(ts)), str(name).strip(":")
 
