@@ -31,3 +31,22 @@ CHAT_BANNER = (
     " session, /quit leaves. Ctrl-D also leaves."
 )
 CHAT_RESUME_HINT = "Resume this session later with: thoth chat --session {session_id}"
+
+# Slack: reactions, feedback buttons and skill cards (said only to the person concerned).
+FORGOTTEN = "Forgotten: that exchange is deleted from my memory (text and vector)."
+NOT_A_FOUNDER = "Only founders (FOUNDER_USER_IDS) can approve or reject skills."
+ASKER_ONLY = "Only the person who asked can save (🧠) or forget (🗑️) this exchange."
+FEEDBACK_THANKS = "Thanks, noted. It shapes which answers I lean on next time."
+FEEDBACK_TAKEN_BACK = "Okay, your feedback on that reply is taken back."
+STOPPED = "(stopped before the reply was complete)"
+RECALL_USAGE = "Usage: /recall what did we decide about the deploy?"
+NOTHING_TO_END = "There is no open session in this channel to end."
+
+# Steps shown while a reply is made (Slack: tasks in the stream).
+STEP_SEARCHING_MEMORY = "Searching memory"
+STEP_TITLES = {
+    "recall_memory": "Searching memory",
+    "use_skill": "Loading a skill",
+    "what_i_know_about_you": "Reading what I know about you",
+    "forget_about_you": "Forgetting what you asked",
+}

@@ -45,6 +45,24 @@ class Followups:
             ).fetchall()
         return [Followup(*row) for row in rows]
 
+    def open_for(
+        self, *, team: str, dm_channel: str, shared_channel: str | None, limit: int
+    ) -> list[Followup]:
+        """Pending follow-ups a person may read from their DM with the agent: those of
+        public channels in the workspace, of this DM, and of ``shared_channel`` (a
+        private channel they are looking at), soonest first."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT f.session_id, f.channel, f.thread_ts, f.text FROM followups f"
+                " JOIN sessions s ON s.id = f.session_id"
+                " WHERE f.state = 'pending' AND s.team = ? AND (s.channel_type = 'public'"
+                " OR (s.channel_type = 'im' AND s.channel = ?)"
+                " OR (s.channel_type IN ('private', 'mpim') AND s.channel = ?))"
+                " ORDER BY f.due_at LIMIT ?",
+                (team, dm_channel, shared_channel, limit),
+            ).fetchall()
+        return [Followup(*row) for row in rows]
+
     def mark_sent(self, session_id: str, now: float) -> None:
         with self._db.write() as conn:
             conn.execute(

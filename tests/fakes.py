@@ -9,6 +9,8 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from bridge.pipeline.sink import Step
+
 _WORD = re.compile(r"\w+")
 
 
@@ -49,6 +51,9 @@ class RecordingSink:
 
     async def thinking(self) -> None:
         self.events.append(("thinking", ""))
+
+    async def progress(self, step: Step) -> None:
+        self.events.append(("progress", f"{step.id} {step.title} {step.status}"))
 
     async def stream(self, text: str) -> None:
         self.events.append(("stream", text))

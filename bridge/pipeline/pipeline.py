@@ -25,7 +25,7 @@ from bridge.pipeline.after_reply import AfterReply, Charge
 from bridge.pipeline.deadlines import within_deadline
 from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.pipeline.prompt import GatheredContext, build_request
-from bridge.pipeline.sink import ReplySink
+from bridge.pipeline.sink import ReplySink, ReplyStopped, Step, StepStatus
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
 from layers.episodic.episode import Episode, Hit
@@ -49,6 +49,7 @@ TRANSCRIPT_DEADLINE_S = 1.0
 RELATED_EPISODES_DEADLINE_S = 2.0
 # A model that keeps asking for tools is cut off and its text so far is the reply.
 MAX_TOOL_ROUNDS = 4
+MEMORY_STEP = "related-episodes"
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class TurnOutcome:
 class _Answer:
     text: str = ""
     ok: bool = True
+    stopped: bool = False
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     model: str = ""
@@ -153,7 +155,7 @@ class TurnPipeline:
         async with self._locks.hold(session.id):
             await sink.thinking()
             first_turn = await asyncio.to_thread(self._transcript.count, session.id) == 0
-            context = await self._gather(turn, session, first_turn=first_turn)
+            context = await self._gather(turn, session, sink, first_turn=first_turn)
             timings.context_ready = time.monotonic()
             answer = _Answer(model=self._model.name)
             try:
@@ -184,7 +186,9 @@ class TurnPipeline:
         """Let background writes finish (at shutdown); returns how many did not."""
         return await self._after.drain(timeout_s)
 
-    async def _gather(self, turn: Turn, session: Session, *, first_turn: bool) -> GatheredContext:
+    async def _gather(
+        self, turn: Turn, session: Session, sink: ReplySink, *, first_turn: bool
+    ) -> GatheredContext:
         procedural, transcript, user_model, related = await asyncio.gather(
             within_deadline(
                 "persona and skills", PERSONA_DEADLINE_S, asyncio.to_thread(self._procedural)
@@ -193,7 +197,7 @@ class TurnPipeline:
                 "transcript", TRANSCRIPT_DEADLINE_S, asyncio.to_thread(self._transcript_of, session)
             ),
             self._user_model(turn),
-            self._related_episodes(turn, first_turn=first_turn),
+            self._related_episodes(turn, sink, first_turn=first_turn),
         )
         persona, skill_index = procedural or (None, None)
         return GatheredContext(
@@ -223,17 +227,23 @@ class TurnPipeline:
             self._user_models.for_message(person, turn.text),
         )
 
-    async def _related_episodes(self, turn: Turn, *, first_turn: bool) -> Sequence[Hit] | None:
+    async def _related_episodes(
+        self, turn: Turn, sink: ReplySink, *, first_turn: bool
+    ) -> Sequence[Hit] | None:
         if not first_turn or self._episodic is None:
             return None
         episodic = self._episodic
-        return await within_deadline(
+        await _show(sink, Step(MEMORY_STEP, messages.STEP_SEARCHING_MEMORY, "in_progress"))
+        found = await within_deadline(
             "related-episodes",
             RELATED_EPISODES_DEADLINE_S,
             asyncio.to_thread(
                 episodic.recall, turn.text, turn.viewer, k=self._config.recall_top_k
             ),
         )
+        status: StepStatus = "error" if found is None else "complete"
+        await _show(sink, Step(MEMORY_STEP, messages.STEP_SEARCHING_MEMORY, status))
+        return found
 
     async def _answer(
         self,
@@ -265,7 +275,12 @@ class TurnPipeline:
                 self._charge(answer, result.model or self._model.name, result.usage)
                 if not result.tool_calls or round_number == MAX_TOOL_ROUNDS:
                     break
-                request = await self._with_tool_results(request, result.content, turn)
+                request = await self._with_tool_results(request, result.content, turn, sink)
+        except ReplyStopped:
+            log.info("the reply was stopped by its reader in session %s", session.id)
+            answer.stopped = True
+            _failed(answer, f"{reply.text}\n\n{messages.STOPPED}".strip())
+            return
         except ModelUnavailable as error:
             log.error("model failed for session %s: %s", session.id, error)
             _failed(answer, messages.MODEL_FAILED)
@@ -283,14 +298,21 @@ class TurnPipeline:
         answer.text = reply.text
 
     async def _with_tool_results(
-        self, request: ModelRequest, content: Sequence[dict[str, Any]], turn: Turn
+        self,
+        request: ModelRequest,
+        content: Sequence[dict[str, Any]],
+        turn: Turn,
+        sink: ReplySink,
     ) -> ModelRequest:
         results: list[dict[str, Any]] = []
         for block in content:
             if block.get("type") != "tool_use":
                 continue
             call = ToolCall(str(block["id"]), str(block["name"]), dict(block.get("input") or {}))
+            title = messages.STEP_TITLES.get(call.name, call.name)
+            await sink.progress(Step(call.id, title, "in_progress"))
             text, is_error = await self._tools.run(call, turn)
+            await sink.progress(Step(call.id, title, "error" if is_error else "complete"))
             result: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": call.id,
@@ -359,6 +381,14 @@ class TurnPipeline:
                 TurnMessages(turn.person, session.id, turn.text, answer.text, turn.received_at)
             )
         return episode.id
+
+
+async def _show(sink: ReplySink, step: Step) -> None:
+    """A step on the sink, from a context source: a stop shows up at the next text instead."""
+    try:
+        await sink.progress(step)
+    except ReplyStopped:
+        return
 
 
 class _ReplyStream:

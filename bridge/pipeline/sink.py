@@ -2,18 +2,42 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+StepStatus = Literal["pending", "in_progress", "complete", "error"]
+
+
+class ReplyStopped(Exception):
+    """The person stopped the reply (Slack's Stop button): its output ends here.
+
+    Raised by ``ReplySink.stream``; the turn is kept in the transcript as stopped,
+    not replayed and not stored as an episode.
+    """
+
+
+@dataclass(frozen=True)
+class Step:
+    """Work the agent does on the way to a reply (searching memory, loading a skill)."""
+
+    id: str
+    title: str
+    status: StepStatus
 
 
 class ReplySink(Protocol):
-    """Shows a reply as it is made: a thinking status, streamed text, the final text."""
+    """Shows a reply as it is made: a thinking status, steps, streamed text, the final text."""
 
     async def thinking(self) -> None:
         """Show that an answer is on its way (Slack: the thread's status line)."""
         ...
 
+    async def progress(self, step: Step) -> None:
+        """Show a step starting or ending (Slack: a task in the stream, or the status)."""
+        ...
+
     async def stream(self, text: str) -> None:
-        """Show the next piece of the reply."""
+        """Show the next piece of the reply; raises ``ReplyStopped`` once the person stopped it."""
         ...
 
     async def finish(self, text: str, *, ok: bool) -> None:

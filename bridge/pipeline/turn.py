@@ -23,6 +23,9 @@ class Turn:
     received_at: float = field(default_factory=time.time)
     # The transport's delivery id (Slack's event_id), for logs and deduplication.
     event_id: str | None = None
+    # In a DM, the channel the person is looking at beside it (Slack's AI-app pane):
+    # recall may show that channel's memories to them, as they can read it.
+    looking_at: str | None = None
 
     @property
     def person(self) -> Person | None:
@@ -31,8 +34,15 @@ class Turn:
 
     @property
     def viewer(self) -> Viewer:
-        """Whose eyes recall must respect: this speaker, in this channel."""
-        return Viewer(self.place.team, self.place.channel, self.place.channel_type, self.user)
+        """Whose eyes recall must respect: this speaker, in this channel.
+
+        A DM viewer sees the speaker's own DMs, so its channel field is free to name the
+        channel they are looking at (the visibility rule matches private channels by it).
+        """
+        channel = self.place.channel
+        if self.place.channel_type == "im" and self.looking_at:
+            channel = self.looking_at
+        return Viewer(self.place.team, channel, self.place.channel_type, self.user)
 
 
 def check_message(text: str) -> None:

@@ -9,23 +9,22 @@ from typing import Any
 
 from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
-from slack_sdk.webhook import WebhookClient
 
 from bridge.app import Thoth
+from bridge.slack.assistant import AssistantThreads
 from bridge.slack.cards import APPROVE_ACTION, REJECT_ACTION, SkillCards
+from bridge.slack.commands import RECALL_ACK, done_command, recall_command
 from bridge.slack.conversation import Conversation
 from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming, from_event, mentions
+from bridge.slack.feedback import FEEDBACK_ACTION
 from bridge.slack.reactions import Reactions
 from bridge.slack.replies import SlackReplies
 from bridge.slack.runner import TurnRunner
 from bridge.slack.seen import SeenDeliveries
-from layers.working.sessions import Place
+from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
-
-RECALL_ACK = "Searching memory…"
 
 
 @dataclass
@@ -35,6 +34,7 @@ class SlackBridge:
     conversation: Conversation
     reactions: Reactions
     cards: SkillCards
+    assistant: AssistantThreads
     bot_user: str | None
 
 
@@ -57,10 +57,19 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
     directory = Directory(client)
     replies = SlackReplies(thoth.db)
     cards = SkillCards(thoth.db, client)
-    conversation = Conversation(thoth, client, directory, replies)
+    episodes = None if settings.episodic_disabled else thoth.episodic.store
+    assistant = AssistantThreads(thoth.db, client, episodes, Followups(thoth.db))
+    conversation = Conversation(thoth, client, directory, replies, assistant)
     reactions = Reactions(thoth, client, directory, replies, cards, bot_user=bot_user)
-    seen = SeenDeliveries(thoth.db)
-    bridge = SlackBridge(app, runner, conversation, reactions, cards, bot_user)
+    bridge = SlackBridge(app, runner, conversation, reactions, cards, assistant, bot_user)
+    _listen_to_messages(bridge, replies, SeenDeliveries(thoth.db))
+    _listen_to_reactions_and_clicks(bridge)
+    _listen_to_the_ai_pane_and_commands(bridge, thoth, client)
+    return bridge
+
+
+def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, seen: SeenDeliveries) -> None:
+    app, runner, bot_user = bridge.app, bridge.runner, bridge.bot_user
 
     def accept(body: dict[str, Any], event: dict[str, Any], *, addressed: bool) -> None:
         incoming = from_event(
@@ -71,7 +80,7 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
             return
         # A retry has the same event id; a mention also arrives as a message event.
         if seen.first_time(f"event:{incoming.event_id}", f"msg:{incoming.channel}:{incoming.ts}"):
-            runner.submit(conversation.handle(incoming))
+            runner.submit(bridge.conversation.handle(incoming))
 
     @app.event("app_mention")
     def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
@@ -81,6 +90,10 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
     def on_message(body: dict[str, Any], event: dict[str, Any]) -> None:
         accept(body, event, addressed=event.get("channel_type") == "im")
 
+
+def _listen_to_reactions_and_clicks(bridge: SlackBridge) -> None:
+    app, runner, reactions = bridge.app, bridge.runner, bridge.reactions
+
     @app.event("reaction_added")
     def on_reaction_added(event: dict[str, Any]) -> None:
         runner.submit(reactions.handle(event, added=True), turn=False)
@@ -89,15 +102,10 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
     def on_reaction_removed(event: dict[str, Any]) -> None:
         runner.submit(reactions.handle(event, added=False), turn=False)
 
-    @app.command("/recall")
-    def on_recall(ack: Ack, command: dict[str, Any]) -> None:
-        ack(RECALL_ACK)
-        runner.submit(_recall_command(bridge, client, command), turn=False)
-
-    @app.command("/done")
-    def on_done(ack: Ack, command: dict[str, Any]) -> None:
+    @app.action(FEEDBACK_ACTION)
+    def on_feedback(ack: Ack, body: dict[str, Any]) -> None:
         ack()
-        runner.submit(_done_command(thoth, conversation, command), turn=False)
+        runner.submit(_feedback(reactions, body), turn=False)
 
     @app.action(APPROVE_ACTION)
     def on_approve(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
@@ -109,7 +117,32 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
         ack()
         runner.submit(_decide(reactions, body, approve=False), turn=False)
 
-    return bridge
+
+def _listen_to_the_ai_pane_and_commands(
+    bridge: SlackBridge, thoth: Thoth, client: WebClient
+) -> None:
+    app, runner, assistant, conversation = (
+        bridge.app, bridge.runner, bridge.assistant, bridge.conversation
+    )
+
+    @app.event("assistant_thread_started")
+    def on_thread_started(body: dict[str, Any], event: dict[str, Any]) -> None:
+        team = str(body.get("team_id") or "")
+        runner.submit(asyncio.to_thread(assistant.started, event, team), turn=False)
+
+    @app.event("assistant_thread_context_changed")
+    def on_context_changed(event: dict[str, Any]) -> None:
+        runner.submit(asyncio.to_thread(assistant.context_changed, event), turn=False)
+
+    @app.command("/recall")
+    def on_recall(ack: Ack, command: dict[str, Any]) -> None:
+        ack(RECALL_ACK)
+        runner.submit(recall_command(conversation, client, command), turn=False)
+
+    @app.command("/done")
+    def on_done(ack: Ack, command: dict[str, Any]) -> None:
+        ack()
+        runner.submit(done_command(thoth, conversation, client, command), turn=False)
 
 
 def _followed(
@@ -123,55 +156,33 @@ def _followed(
     )
 
 
-async def _recall_command(bridge: SlackBridge, client: WebClient, command: dict[str, Any]) -> None:
-    channel, user = str(command.get("channel_id")), str(command.get("user_id"))
-    query = str(command.get("text") or "").strip()
-    if not query:
-        text = "Usage: /recall what did we decide about the deploy?"
-    else:
-        info = await asyncio.to_thread(
-            bridge.conversation.directory.channel, channel, _command_channel_type(command)
-        )
-        place = Place(str(command.get("team_id")), channel, info.channel_type, None, info.name)
-        text = await bridge.conversation.recall_text(query, place, user, with_links=True)
-    try:
-        await asyncio.to_thread(client.chat_postEphemeral, channel=channel, user=user, text=text)
-    except SlackApiError:
-        # Not a member of the channel (or a DM between two people): answer through the
-        # command's response_url, which works everywhere a command can be typed.
-        url = str(command.get("response_url") or "")
-        if url:
-            await asyncio.to_thread(
-                WebhookClient(url).send, text=text, response_type="ephemeral"
-            )
-
-
-async def _done_command(thoth: Thoth, conversation: Conversation, command: dict[str, Any]) -> None:
-    channel = str(command.get("channel_id"))
-    prefix = f"slack:{command.get('team_id')}:{channel}:"
-    session = await asyncio.to_thread(thoth.sessions.latest_open_with_prefix, prefix)
-    if session is None:
-        await conversation.post_ephemeral(channel, str(command.get("user_id")), "nothing to end")
-        return
-    await conversation.end_session(session.key, channel, session.place.thread_ts or "")
-
-
 async def _decide(reactions: Reactions, body: dict[str, Any], *, approve: bool) -> None:
     action = (body.get("actions") or [{}])[0]
-    container = body.get("container") or {}
+    channel, ts, thread_ts = _clicked_message(body)
     await reactions.decide(
         str(action.get("value")),
         approve=approve,
         user=str((body.get("user") or {}).get("id")),
-        channel=str(container.get("channel_id") or (body.get("channel") or {}).get("id")),
-        ts=str(container.get("message_ts") or (body.get("message") or {}).get("ts")),
+        channel=channel,
+        ts=ts,
+        thread_ts=thread_ts,
     )
 
 
-def _command_channel_type(command: dict[str, Any]) -> str | None:
-    name = str(command.get("channel_name") or "")
-    if name == "directmessage":
-        return "im"
-    if name == "privategroup":
-        return "group"
-    return None
+async def _feedback(reactions: Reactions, body: dict[str, Any]) -> None:
+    action = (body.get("actions") or [{}])[0]
+    channel, ts, _ = _clicked_message(body)
+    await reactions.feedback_clicked(
+        channel=channel, ts=ts, user=str((body.get("user") or {}).get("id")),
+        value=str(action.get("value")),
+    )
+
+
+def _clicked_message(body: dict[str, Any]) -> tuple[str, str, str | None]:
+    """The channel, ts and thread of the message whose button was clicked."""
+    container = body.get("container") or {}
+    message = body.get("message") or {}
+    channel = str(container.get("channel_id") or (body.get("channel") or {}).get("id"))
+    ts = str(container.get("message_ts") or message.get("ts"))
+    thread_ts = container.get("thread_ts") or message.get("thread_ts")
+    return channel, ts, None if thread_ts is None else str(thread_ts)

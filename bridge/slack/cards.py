@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk import WebClient
 
+from bridge.slack.escaping import SECTION_CHARS, escape, mention, preview
 from layers.procedural.drafts import Draft, DraftState
 from layers.storage.database import Database
 
 APPROVE_ACTION = "skill_draft_approve"
 REJECT_ACTION = "skill_draft_reject"
 BODY_PREVIEW_CHARS = 1_500
+
+
+@dataclass(frozen=True)
+class Card:
+    draft_id: str
+    thread_ts: str | None
 
 
 class SkillCards:
@@ -24,25 +32,27 @@ class SkillCards:
         response = self._client.chat_postMessage(
             channel=channel,
             thread_ts=thread_ts,
-            text=f"Skill draft {draft.slug} {draft.version} awaits approval",
+            text=escape(f"Skill draft {draft.slug} {draft.version} awaits approval"),
             blocks=card_blocks(draft),
         )
         ts = str(response["ts"])
         with self._db.write() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO slack_cards (channel, ts, draft_id) VALUES (?, ?, ?)",
-                (channel, ts, draft.id),
+                "INSERT OR REPLACE INTO slack_cards (channel, ts, draft_id, thread_ts)"
+                " VALUES (?, ?, ?, ?)",
+                (channel, ts, draft.id, thread_ts),
             )
         for name in ("white_check_mark", "x"):
             self._client.reactions_add(channel=channel, timestamp=ts, name=name)
         return ts
 
-    def draft_at(self, channel: str, ts: str) -> str | None:
+    def find(self, channel: str, ts: str) -> Card | None:
         with self._db.read() as conn:
             row = conn.execute(
-                "SELECT draft_id FROM slack_cards WHERE channel = ? AND ts = ?", (channel, ts)
+                "SELECT draft_id, thread_ts FROM slack_cards WHERE channel = ? AND ts = ?",
+                (channel, ts),
             ).fetchone()
-        return None if row is None else str(row[0])
+        return None if row is None else Card(str(row[0]), row[1])
 
     def show_outcome(self, draft: Draft, *, channel: str, ts: str) -> None:
         self._client.chat_update(
@@ -54,6 +64,7 @@ class SkillCards:
 
 
 def outcome_text(draft: Draft) -> str:
+    """The card's outcome as Slack text: the draft's words escaped, the decider mentioned."""
     verb = {
         DraftState.ACCEPTED: "approved",
         DraftState.REJECTED: "rejected",
@@ -61,19 +72,20 @@ def outcome_text(draft: Draft) -> str:
         DraftState.PENDING: "awaits approval",
     }[draft.state]
     decided_by_person = draft.decided_by and draft.state is not DraftState.EXPIRED
-    who = f" by <@{draft.decided_by}>" if decided_by_person else ""
-    return f"Skill draft {draft.slug} {draft.version} {verb}{who}"
+    who = f" by {mention(draft.decided_by)}" if draft.decided_by and decided_by_person else ""
+    return escape(f"Skill draft {draft.slug} {draft.version} {verb}") + who
 
 
 def card_blocks(draft: Draft) -> list[dict[str, Any]]:
-    header = f"*Skill draft:* `{draft.slug}` {draft.version}"
+    header = f"*Skill draft:* `{escape(draft.slug)}` {escape(draft.version)}"
     if draft.base_version:
-        header += f" (new version of {draft.base_version})"
-    body = draft.body[:BODY_PREVIEW_CHARS] + ("…" if len(draft.body) > BODY_PREVIEW_CHARS else "")
+        header += f" (new version of {escape(draft.base_version)})"
+    summary = preview(f"{header}\n{escape(draft.description)}", SECTION_CHARS - 1)
+    body = preview(escape(draft.body[:BODY_PREVIEW_CHARS]), SECTION_CHARS - 7)
     blocks: list[dict[str, Any]] = [
-        {"type": "section", "text": {"type": "mrkdwn", "text": f"{header}\n{draft.description}"}},
+        {"type": "section", "text": {"type": "mrkdwn", "text": summary}},
     ]
-    if body:
+    if draft.body.strip():
         blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"```{body}```"}})
     if draft.state is DraftState.PENDING:
         blocks.append(

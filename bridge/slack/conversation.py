@@ -18,12 +18,14 @@ from bridge.app import Thoth
 from bridge.pipeline.episodes_block import episode_line, episodes_text
 from bridge.pipeline.turn import Turn, check_message
 from bridge.reflection_launcher import run_reflection
+from bridge.slack.assistant import AssistantThreads
 from bridge.slack.directory import Directory
+from bridge.slack.escaping import escape, split_message
 from bridge.slack.events import Incoming
 from bridge.slack.followups import CANCEL
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from bridge.slack.sink import SlackSink
-from layers.episodic.episode import LOCAL_TEAM, Episode, Viewer
+from layers.episodic.episode import LOCAL_TEAM, Episode
 from layers.errors import BadInput
 from layers.working.sessions import Place
 from reflection.followups import Followups
@@ -38,12 +40,18 @@ class Conversation:
     """What the bridge does with a message once Bolt has acknowledged it."""
 
     def __init__(
-        self, thoth: Thoth, client: WebClient, directory: Directory, replies: SlackReplies
+        self,
+        thoth: Thoth,
+        client: WebClient,
+        directory: Directory,
+        replies: SlackReplies,
+        assistant: AssistantThreads,
     ) -> None:
         self._thoth = thoth
         self._client = client
         self._directory = directory
         self._replies = replies
+        self._assistant = assistant
 
     async def handle(self, incoming: Incoming) -> None:
         place, name = await asyncio.to_thread(self._place_and_name, incoming)
@@ -60,10 +68,18 @@ class Conversation:
                 text = messages.FOLLOWUP_CANCELLED
                 await self._post(incoming.channel, incoming.thread_root, text)
                 return
+        looking_at = None
+        if place.channel_type == "im":
+            looking_at = await asyncio.to_thread(
+                self._assistant.viewing,
+                incoming.team, incoming.channel, incoming.thread_root, incoming.user,
+            )
         recall = _RECALL.match(incoming.text)
         if recall:
-            text = await self.recall_text(recall.group("query"), place, incoming.user)
-            await self._post(incoming.channel, incoming.thread_root, text)
+            found = await self.recall_markdown(
+                recall.group("query"), place, incoming.user, looking_at=looking_at
+            )
+            await self._post_markdown(incoming.channel, incoming.thread_root, found)
             return
         try:
             check_message(incoming.text)
@@ -77,10 +93,16 @@ class Conversation:
             user=incoming.user,
             user_name=name,
             event_id=incoming.event_id,
+            looking_at=looking_at,
         )
         session = await asyncio.to_thread(
             self._thoth.sessions.open, incoming.session_key, place
         )
+        turns_so_far = await asyncio.to_thread(self._thoth.transcript.count, session.id)
+        if place.channel_type == "im" and turns_so_far == 0:
+            await asyncio.to_thread(
+                self._assistant.name_thread, incoming.channel, incoming.thread_root, incoming.text
+            )
 
         def posted(ts: str) -> None:
             # Recorded as soon as it exists: a reaction or a follow-up in the thread may
@@ -116,11 +138,19 @@ class Conversation:
     def directory(self) -> Directory:
         return self._directory
 
-    async def recall_text(
-        self, query: str, place: Place, user: str, *, with_links: bool = False
+    async def recall_markdown(
+        self,
+        query: str,
+        place: Place,
+        user: str,
+        *,
+        with_links: bool = False,
+        looking_at: str | None = None,
     ) -> str:
-        """The top episodes this person may see from here, dated (and linked, for /recall)."""
-        viewer = Viewer(place.team, place.channel, place.channel_type, user)
+        """The top episodes this person may see from here, dated (and linked, for /recall),
+        as Slack Markdown: what memory holds is escaped, the links Thoth adds are live."""
+        turn = Turn("", query, place, user=user, looking_at=looking_at)
+        viewer = turn.viewer
         try:
             hits = await asyncio.to_thread(
                 self._thoth.episodic.recall,
@@ -129,22 +159,17 @@ class Conversation:
                 k=self._thoth.settings.recall_top_k,
             )
         except BadInput as error:
-            return f"Sorry: {error}."
+            return escape(f"Sorry: {error}.")
         if not hits:
-            return messages.NOTHING_REMEMBERED
+            return escape(messages.NOTHING_REMEMBERED)
         if not with_links:
-            return episodes_text(hits)
+            return escape(episodes_text(hits))
         lines = []
         for hit in hits:
-            line = episode_line(hit.episode)
+            line = escape(episode_line(hit.episode))
             link = await asyncio.to_thread(self._permalink, hit.episode)
-            lines.append(f"{line}\n  <{link}|open the thread>" if link else line)
+            lines.append(f"{line}\n  [open the thread]({link})" if link else line)
         return "\n".join(lines)
-
-    async def post_ephemeral(self, channel: str, user: str, text: str) -> None:
-        await asyncio.to_thread(
-            self._client.chat_postEphemeral, channel=channel, user=user, text=text
-        )
 
     def _permalink(self, episode: Episode) -> str | None:
         if not episode.thread_ts or episode.team == LOCAL_TEAM:
@@ -187,6 +212,13 @@ class Conversation:
         return place, user.name
 
     async def _post(self, channel: str, thread_ts: str, text: str) -> None:
-        await asyncio.to_thread(
-            self._client.chat_postMessage, channel=channel, thread_ts=thread_ts, text=text
-        )
+        await self._post_markdown(channel, thread_ts, escape(text))
+
+    async def _post_markdown(self, channel: str, thread_ts: str, markdown: str) -> None:
+        for piece in split_message(markdown):
+            await asyncio.to_thread(
+                self._client.chat_postMessage,
+                channel=channel,
+                thread_ts=thread_ts,
+                markdown_text=piece,
+            )

@@ -10,6 +10,7 @@ import time
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bridge.slack.escaping import escaped_pieces
 from layers.storage.database import Database
 from reflection.followups import Followups
 
@@ -30,7 +31,10 @@ def post_due_followups(db: Database, client: WebClient, *, now: float | None = N
     posted = 0
     for due in followups.due(moment):
         try:
-            client.chat_postMessage(channel=due.channel, thread_ts=due.thread_ts, text=due.text)
+            for piece in escaped_pieces(due.text):
+                client.chat_postMessage(
+                    channel=due.channel, thread_ts=due.thread_ts, markdown_text=piece
+                )
         except SlackApiError as error:
             why = error.response["error"]
             log.warning("follow-up for session %s failed: %s", due.session_id, why)

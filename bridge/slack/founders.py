@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bridge.slack.mrkdwn import split_message, to_mrkdwn
+from bridge.slack.escaping import escaped_pieces
 
 log = logging.getLogger(__name__)
 
@@ -18,8 +18,8 @@ def dm_founders(client: WebClient, founders: Sequence[str], text: str) -> int:
     sent = 0
     for founder in founders:
         try:
-            for piece in split_message(to_mrkdwn(text)):
-                client.chat_postMessage(channel=founder, text=piece)
+            for piece in escaped_pieces(text):
+                client.chat_postMessage(channel=founder, markdown_text=piece)
             sent += 1
         except SlackApiError as error:
             # One founder's closed DMs must not keep the others from hearing it.

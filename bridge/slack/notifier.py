@@ -5,8 +5,8 @@ from __future__ import annotations
 from slack_sdk import WebClient
 
 from bridge.slack.cards import SkillCards
+from bridge.slack.escaping import escaped_pieces
 from bridge.slack.founders import dm_founders
-from bridge.slack.mrkdwn import split_message, to_mrkdwn
 from layers.procedural.drafts import Draft
 from layers.storage.database import Database
 from layers.working.sessions import Place
@@ -25,7 +25,7 @@ class SlackNotifier:
             raise RuntimeError(f"could not DM founder {founder}")
 
     def summary(self, place: Place, text: str) -> None:
-        for piece in split_message(to_mrkdwn(text)):
+        for piece in escaped_pieces(text):
             self._client.chat_postMessage(
-                channel=place.channel, thread_ts=place.thread_ts, text=piece
+                channel=place.channel, thread_ts=place.thread_ts, markdown_text=piece
             )

@@ -15,11 +15,15 @@ import logging
 from typing import Any
 
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
+from bridge import messages
 from bridge.app import Thoth
 from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.slack.cards import SkillCards
 from bridge.slack.directory import Directory
+from bridge.slack.escaping import escape
+from bridge.slack.feedback import HELPFUL, NOT_HELPFUL
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from layers.episodic.episode import Feedback
 from layers.errors import ThothError
@@ -31,9 +35,9 @@ log = logging.getLogger(__name__)
 
 WORKED, DID_NOT_WORK = "white_check_mark", "x"
 BRAIN, WASTEBASKET, BUST = "brain", "wastebasket", "bust_in_silhouette"
-FORGOTTEN_TEXT = "Forgotten: that exchange is deleted from my memory (text and vector)."
-NOT_A_FOUNDER = "Only founders (FOUNDER_USER_IDS) can approve or reject skills."
-ASKER_ONLY = "Only the person who asked can save (🧠) or forget (🗑️) this exchange."
+# A feedback-button click, kept beside the reactions; its effect is WORKED or DID_NOT_WORK.
+BUTTON = "feedback_button"
+BUTTON_EFFECTS = {HELPFUL: WORKED, NOT_HELPFUL: DID_NOT_WORK}
 
 
 class Reactions:
@@ -72,11 +76,13 @@ class Reactions:
             return
         if (await asyncio.to_thread(self._directory.user, user)).is_bot:
             return
-        draft_id = await asyncio.to_thread(self._cards.draft_at, channel, ts)
-        if draft_id is not None:
+        card = await asyncio.to_thread(self._cards.find, channel, ts)
+        if card is not None:
             if added and name in (WORKED, DID_NOT_WORK):
-                approve = name == WORKED
-                await self.decide(draft_id, approve=approve, user=user, channel=channel, ts=ts)
+                await self.decide(
+                    card.draft_id, approve=name == WORKED, user=user, channel=channel, ts=ts,
+                    thread_ts=card.thread_ts,
+                )
             return
         reply = await asyncio.to_thread(self._replies.find, channel, ts)
         if reply is None or not reply.episode_id:
@@ -87,13 +93,18 @@ class Reactions:
             await asyncio.to_thread(self._on_reply, reply, reply.episode_id, name, user, added)
 
     async def decide(
-        self, draft_id: str, *, approve: bool, user: str, channel: str, ts: str
+        self,
+        draft_id: str,
+        *,
+        approve: bool,
+        user: str,
+        channel: str,
+        ts: str,
+        thread_ts: str | None,
     ) -> None:
         """Approve or reject a draft from its card (a button or a reaction)."""
         if user not in self._founders:
-            await asyncio.to_thread(
-                self._client.chat_postEphemeral, channel=channel, user=user, text=NOT_A_FOUNDER
-            )
+            await asyncio.to_thread(self._tell, user, channel, thread_ts, messages.NOT_A_FOUNDER)
             return
         drafts = self._thoth.drafts
         try:
@@ -101,11 +112,39 @@ class Reactions:
                 drafts.approve if approve else drafts.reject, draft_id, by=user
             )
         except ThothError as error:
-            await asyncio.to_thread(
-                self._client.chat_postEphemeral, channel=channel, user=user, text=f"Sorry: {error}"
-            )
+            await asyncio.to_thread(self._tell, user, channel, thread_ts, f"Sorry: {error}")
             return
         await asyncio.to_thread(self._cards.show_outcome, draft, channel=channel, ts=ts)
+
+    async def feedback_clicked(self, *, channel: str, ts: str, user: str, value: str) -> None:
+        """A feedback button under a reply: the same as that person's ✅ / ❌, undone by a
+        second click on the same button."""
+        effect = BUTTON_EFFECTS.get(value)
+        if effect is None:
+            return
+        async with self._per_message.hold(f"{channel}:{ts}"):
+            reply = await asyncio.to_thread(self._replies.find, channel, ts)
+            if reply is None or not reply.episode_id:
+                return
+            taken_back = await asyncio.to_thread(self._click, reply, reply.episode_id, user, effect)
+        text = messages.FEEDBACK_TAKEN_BACK if taken_back else messages.FEEDBACK_THANKS
+        await asyncio.to_thread(self._tell, user, channel, reply.thread_ts, text)
+
+    def _click(self, reply: ReplyRecord, episode_id: str, user: str, effect: str) -> bool:
+        previous = self._pop_effect(reply, BUTTON, user)
+        if previous != effect:
+            self._keep_effect(reply, BUTTON, user, effect)
+        self._apply_feedback(reply, episode_id)
+        return previous == effect
+
+    def _tell(self, user: str, channel: str, thread_ts: str | None, text: str) -> None:
+        """An ephemeral note to one person, in the thread it is about."""
+        try:
+            self._client.chat_postEphemeral(
+                channel=channel, user=user, thread_ts=thread_ts, markdown_text=escape(text)
+            )
+        except SlackApiError as error:
+            log.warning("could not tell %s in %s: %s", user, channel, error.response.get("error"))
 
     def _on_reply(
         self, reply: ReplyRecord, episode_id: str, name: str, user: str, added: bool
@@ -116,14 +155,13 @@ class Reactions:
             # Saving or deleting an exchange is the asker's call: it may hold their words
             # from a DM or a private channel.
             if added:
-                self._client.chat_postEphemeral(
-                    channel=reply.channel, user=user, text=ASKER_ONLY
-                )
+                self._tell(user, reply.channel, reply.thread_ts, messages.ASKER_ONLY)
         elif name == BRAIN:
             self._brain(reply, episode_id, user, added)
         elif name == WASTEBASKET and added and self._thoth.episodic.forget(episode_id):
             self._client.chat_postMessage(
-                channel=reply.channel, thread_ts=reply.thread_ts, text=FORGOTTEN_TEXT
+                channel=reply.channel, thread_ts=reply.thread_ts,
+                markdown_text=escape(messages.FORGOTTEN),
             )
 
     def _feedback(
@@ -138,6 +176,9 @@ class Reactions:
             self._keep_effect(reply, name, user, name)
         elif self._pop_effect(reply, name, user) is None:
             return  # removing a reaction that never counted changes nothing
+        self._apply_feedback(reply, episode_id)
+
+    def _apply_feedback(self, reply: ReplyRecord, episode_id: str) -> None:
         standing = self._effects(reply, (WORKED, DID_NOT_WORK))
         if DID_NOT_WORK in standing:
             feedback = Feedback.DID_NOT_WORK
@@ -201,8 +242,10 @@ class Reactions:
         with self._db.read() as conn:
             rows = conn.execute(
                 f"SELECT reaction FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
-                f" AND reaction IN ({marks})",
-                (reply.channel, reply.ts, *reactions),
+                f" AND reaction IN ({marks})"
+                " UNION SELECT effect FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
+                " AND reaction = ?",
+                (reply.channel, reply.ts, *reactions, reply.channel, reply.ts, BUTTON),
             ).fetchall()
         return {str(row[0]) for row in rows}
 

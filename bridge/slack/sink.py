@@ -1,32 +1,49 @@
-"""A reply in a Slack thread: a thinking status, then the text streamed as it comes.
+"""A reply in a Slack thread: a thinking status, steps and text streamed as they come.
 
-Streaming uses ``chat.startStream`` / ``appendStream`` / ``stopStream``; where
-Slack refuses it (outside assistant threads, older workspaces) the reply falls
-back to posting a message and updating it. Text goes out in batches (at most
-every ``FLUSH_SECONDS`` or ``FLUSH_CHARS``) to stay well under Slack's rate limits.
-A Slack error never ends the turn: unsent text waits for the next flush, and
-whatever could not be streamed is posted whole at the end.
+Streaming uses ``chat.startStream`` / ``appendStream`` / ``stopStream``, with the
+searches and skill loads shown as ``task_update`` chunks; where Slack refuses to
+stream, the reply is posted once and then edited, at most once a second
+(``chat.update`` is Tier 3), with the steps shown on the status line.
+
+What Slack says ends the reply: the person pressed Stop (``stopped_by_user``) or the
+stream is over (``message_not_in_streaming_state``). Then nothing more is sent,
+nothing is posted again, and ``stream`` raises ``ReplyStopped`` so the turn stops.
+Any other Slack error never ends the turn: unsent text waits (a pause, not a retry per
+chunk), and whatever never showed is posted at the end, without repeating what did.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
+from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bridge.slack.mrkdwn import split_message, to_mrkdwn
+from bridge.pipeline.sink import ReplyStopped, Step
+from bridge.slack.escaping import MARKDOWN_CHARS, escape, escaped_pieces, preview
+from bridge.slack.feedback import feedback_block
 
 log = logging.getLogger(__name__)
 
 FLUSH_SECONDS = 0.8
 FLUSH_CHARS = 400
+# chat.update is Tier 3 (50+ a minute per workspace): one edit a second per reply at most.
+UPDATE_SECONDS = 1.0
+# After an error, wait this long before trying again (not once per streamed chunk).
+RETRY_PAUSE_SECONDS = 2.0
+# Slack drops a status after two minutes without a message; refresh it before that.
+STATUS_REFRESH_SECONDS = 100.0
 THINKING_STATUS = "is thinking…"
 LOADING_MESSAGES = ["Looking through what we did before…", "Reading the thread…"]
 SLACK_ERRORS = (SlackApiError, OSError)
+STREAM_ENDED = frozenset({"stopped_by_user", "message_not_in_streaming_state"})
+# The plain text beside a reply's blocks: what notifications show.
+NOTIFICATION_CHARS = 150
 
 
 class SlackSink:
@@ -39,6 +56,7 @@ class SlackSink:
         recipient_user: str | None,
         recipient_team: str | None,
         on_posted: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._client = client
         self._channel = channel
@@ -46,49 +64,80 @@ class SlackSink:
         self._user = recipient_user
         self._team = recipient_team
         self._on_posted = on_posted
+        self._clock = clock
         self._text = ""
         self._pending = ""
+        self._chunks: list[dict[str, Any]] = []
         self._last_flush = 0.0
+        self._quiet_until = 0.0
         self._stream_ts: str | None = None
-        self._message_ts: str | None = None  # the fallback: a posted message we update
+        self._message_ts: str | None = None  # the fallback: a posted message we edit
         self._streaming_refused = False
+        self._status_text = THINKING_STATUS
+        self._keepalive: asyncio.Task[None] | None = None
+        self.stopped = False
         self.posted: list[str] = []
 
     async def thinking(self) -> None:
         await self._status(THINKING_STATUS, LOADING_MESSAGES)
+        self._keepalive = asyncio.create_task(self._keep_status_alive())
+
+    async def progress(self, step: Step) -> None:
+        if self.stopped:
+            return
+        if self._streaming_refused:
+            if step.status == "in_progress":
+                await self._status(THINKING_STATUS, [f"{step.title}…"])
+            return
+        self._chunks.append(
+            {"type": "task_update", "id": step.id, "title": step.title, "status": step.status}
+        )
+        await asyncio.to_thread(self._flush)
+        self._raise_if_stopped()
 
     async def stream(self, text: str) -> None:
+        self._raise_if_stopped()
         self._text += text
         self._pending += text
+        now = self._clock()
+        if now < self._quiet_until:
+            return
         started = self._stream_ts is not None or self._message_ts is not None
-        due = time.monotonic() - self._last_flush >= FLUSH_SECONDS
-        if not started or due or len(self._pending) >= FLUSH_CHARS:
+        interval = UPDATE_SECONDS if self._message_ts is not None else FLUSH_SECONDS
+        due = now - self._last_flush >= interval
+        large = self._message_ts is None and len(self._pending) >= FLUSH_CHARS
+        if not started or due or large:
             await asyncio.to_thread(self._flush)
+        self._raise_if_stopped()
 
     async def finish(self, text: str, *, ok: bool) -> None:
+        if self._keepalive is not None:
+            self._keepalive.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._keepalive
+        if self.stopped:
+            return
         await asyncio.to_thread(self._finish, text, ok)
         if self._stream_ts is None:
             # A finished stream clears the status itself; a posted message needs it cleared.
             await self._status("", None)
 
+    # -- sending (in a worker thread) ----------------------------------------------------
+
     def _flush(self) -> None:
-        self._last_flush = time.monotonic()
+        self._last_flush = self._clock()
         try:
             if self._stream_ts is None and self._message_ts is None:
                 self._start()
-            elif self._stream_ts is not None and self._pending:
-                self._client.chat_appendStream(
-                    channel=self._channel, ts=self._stream_ts, markdown_text=self._pending
-                )
+            elif self._stream_ts is not None:
+                self._append()
             elif self._message_ts is not None:
-                self._client.chat_update(
-                    channel=self._channel, ts=self._message_ts, text=self._first_piece()
-                )
-        except SLACK_ERRORS as error:
-            # Keep the text: the next flush (or the end of the turn) sends it.
-            log.warning("streaming to Slack failed (%s); will retry", _why(error))
-            return
-        self._pending = ""
+                self._edit_escaped(self._shown_so_far(), final=False)
+                self._pending = ""
+        except SlackApiError as error:
+            self._slack_refused(error)
+        except OSError as error:
+            self._pause(type(error).__name__)
 
     def _start(self) -> None:
         if not self._streaming_refused:
@@ -96,68 +145,162 @@ class SlackSink:
                 response = self._client.chat_startStream(
                     channel=self._channel,
                     thread_ts=self._thread_ts,
-                    markdown_text=self._pending,
                     recipient_user_id=self._user,
                     recipient_team_id=self._team,
+                    **self._stream_content(),
                 )
+            except SlackApiError as error:
+                if _code(error) in STREAM_ENDED or _code(error) == "ratelimited":
+                    raise
+                self._streaming_refused = True
+                self._chunks.clear()
+                log.info("streaming refused (%s); posting and editing", _code(error))
+            else:
                 self._stream_ts = str(response["ts"])
+                self._sent()
                 self._posted(self._stream_ts)
                 return
-            except SlackApiError as error:
-                self._streaming_refused = True
-                log.info("streaming refused (%s); posting and updating", _why(error))
+        if not self._pending.strip():
+            return  # nothing to show yet: the status line says the agent is working
         response = self._client.chat_postMessage(
-            channel=self._channel, thread_ts=self._thread_ts, text=self._first_piece()
+            channel=self._channel,
+            thread_ts=self._thread_ts,
+            **_escaped_blocks(self._shown_so_far(), feedback=False),
         )
         self._message_ts = str(response["ts"])
+        self._pending = ""
         self._posted(self._message_ts)
 
-    def _finish(self, text: str, ok: bool) -> None:
-        if self._stream_ts is not None:
-            try:
-                self._client.chat_stopStream(
-                    channel=self._channel, ts=self._stream_ts, markdown_text=self._pending or None
-                )
-                self._pending = ""
-            except SLACK_ERRORS as error:
-                log.warning("closing the stream failed (%s); posting the reply whole", _why(error))
-                self._post(split_message(to_mrkdwn(self._text)))
-            if not ok:
-                self._post(split_message(to_mrkdwn(text)))  # the failure, below what streamed
-            return
-        pieces = split_message(to_mrkdwn(text)) or ["…"]
-        if self._message_ts is not None:
-            if not ok:
-                self._post(pieces)  # keep what was shown; say what went wrong below it
-                return
-            try:
-                self._client.chat_update(channel=self._channel, ts=self._message_ts, text=pieces[0])
-                pieces = pieces[1:]
-            except SLACK_ERRORS as error:
-                log.warning("updating the reply failed (%s); posting it whole", _why(error))
-        self._post(pieces)
+    def _append(self) -> None:
+        content = self._stream_content()
+        if content:
+            assert self._stream_ts is not None
+            self._client.chat_appendStream(channel=self._channel, ts=self._stream_ts, **content)
+            self._sent()
 
-    def _post(self, pieces: list[str]) -> None:
-        for piece in pieces:
+    def _stream_content(self) -> dict[str, Any]:
+        """What is unsent, as a stream call's arguments (chunks once steps are in it)."""
+        markdown = escape(self._pending)[:MARKDOWN_CHARS] if self._pending else None
+        if not self._chunks:
+            return {"markdown_text": markdown} if markdown else {}
+        chunks = list(self._chunks)
+        if markdown:
+            chunks.append({"type": "markdown_text", "text": markdown})
+        return {"chunks": chunks}
+
+    def _sent(self) -> None:
+        sent = len(escape(self._pending)[:MARKDOWN_CHARS])
+        # The escaped text was cut at 12 000 characters: keep what did not fit.
+        self._pending = self._pending[_raw_length(self._pending, sent) :]
+        self._chunks.clear()
+
+    def _finish(self, text: str, ok: bool) -> None:
+        try:
+            if self._stream_ts is not None:
+                self._stop_stream(ok)
+                if not ok:
+                    self._post(text, feedback=False)  # the failure, below what streamed
+            elif self._message_ts is not None:
+                self._finish_edited(text, ok)
+            else:
+                self._post(text, feedback=ok)
+        except SlackApiError as error:
+            self._slack_refused(error)
+
+    def _stop_stream(self, ok: bool) -> None:
+        assert self._stream_ts is not None
+        content = self._stream_content()
+        try:
+            self._client.chat_stopStream(
+                channel=self._channel,
+                ts=self._stream_ts,
+                blocks=[feedback_block()] if ok else None,
+                **content,
+            )
+            self._sent()
+        except SlackApiError as error:
+            if _code(error) in STREAM_ENDED:
+                raise
+            log.warning("closing the stream failed (%s); posting what it lacks", _code(error))
+            self._post(self._pending, feedback=ok)
+        except OSError as error:
+            log.warning("closing the stream failed (%s); posting what it lacks", error)
+            self._post(self._pending, feedback=ok)
+
+    def _finish_edited(self, text: str, ok: bool) -> None:
+        if not ok:
+            self._post(text, feedback=False)  # keep what was shown; say what went wrong below
+            return
+        first, *rest = escaped_pieces(text) or ["…"]
+        try:
+            self._edit_escaped(first, final=not rest)
+        except SLACK_ERRORS as error:
+            log.warning("editing the reply failed (%s); posting it whole", error)
+            rest = [first, *rest]
+        self._post_escaped(rest, feedback=True)
+
+    def _edit_escaped(self, escaped: str, *, final: bool) -> None:
+        assert self._message_ts is not None
+        self._client.chat_update(
+            channel=self._channel, ts=self._message_ts, **_escaped_blocks(escaped, final)
+        )
+
+    def _post(self, text: str, *, feedback: bool) -> None:
+        self._post_escaped(escaped_pieces(text), feedback=feedback)
+
+    def _post_escaped(self, pieces: list[str], *, feedback: bool) -> None:
+        for number, piece in enumerate(pieces, start=1):
+            final = feedback and number == len(pieces)
             try:
                 response = self._client.chat_postMessage(
-                    channel=self._channel, thread_ts=self._thread_ts, text=piece
+                    channel=self._channel, thread_ts=self._thread_ts,
+                    **_escaped_blocks(piece, final),
                 )
             except SLACK_ERRORS as error:
-                log.error("posting a reply to Slack failed: %s", _why(error))
+                log.error("posting a reply to Slack failed: %s", error)
                 return
             self._posted(str(response["ts"]))
+
+    def _slack_refused(self, error: SlackApiError) -> None:
+        code = _code(error)
+        if code in STREAM_ENDED:
+            # The person pressed Stop, or Slack ended the stream: the reply ends here.
+            log.info("Slack ended the reply (%s) in %s", code, self._channel)
+            self.stopped = True
+            self._pending = ""
+            self._chunks.clear()
+            return
+        self._pause(code)
+
+    def _pause(self, why: str) -> None:
+        log.warning("sending to Slack failed (%s); trying again shortly", why)
+        self._quiet_until = self._clock() + RETRY_PAUSE_SECONDS
 
     def _posted(self, ts: str) -> None:
         self.posted.append(ts)
         if self._on_posted is not None:
             self._on_posted(ts)
 
-    def _first_piece(self) -> str:
-        pieces = split_message(to_mrkdwn(self._text))
+    def _shown_so_far(self) -> str:
+        pieces = escaped_pieces(self._text)
         return pieces[0] if pieces else "…"
 
+    def _raise_if_stopped(self) -> None:
+        if self.stopped:
+            raise ReplyStopped()
+
+    # -- the status line ---------------------------------------------------------------
+
+    async def _keep_status_alive(self) -> None:
+        while True:
+            await asyncio.sleep(STATUS_REFRESH_SECONDS)
+            if self.stopped:
+                return
+            await self._status(self._status_text, LOADING_MESSAGES)
+
     async def _status(self, status: str, loading: list[str] | None) -> None:
+        if status:
+            self._status_text = status
         try:
             await asyncio.to_thread(
                 self._client.assistant_threads_setStatus,
@@ -168,10 +311,29 @@ class SlackSink:
             )
         except SLACK_ERRORS as error:
             # Only assistant threads have a status line; elsewhere the reply itself is news.
-            log.debug("status not shown: %s", _why(error))
+            log.debug("status not shown: %s", error)
 
 
-def _why(error: Exception) -> str:
-    if isinstance(error, SlackApiError):
-        return str(error.response.get("error"))
-    return type(error).__name__
+def _escaped_blocks(escaped_text: str, feedback: bool) -> dict[str, Any]:
+    """A reply as a ``markdown`` block (Slack's own Markdown), with a notification text.
+
+    ``markdown_text`` cannot carry blocks, and the feedback buttons are a block.
+    """
+    blocks: list[dict[str, Any]] = [{"type": "markdown", "text": escaped_text or "…"}]
+    if feedback:
+        blocks.append(feedback_block())
+    return {"text": preview(escaped_text, NOTIFICATION_CHARS), "blocks": blocks}
+
+
+def _raw_length(raw: str, escaped_length: int) -> int:
+    """How many characters of ``raw`` escape to the first ``escaped_length`` characters."""
+    total = 0
+    for index, char in enumerate(raw):
+        total += len(escape(char))
+        if total > escaped_length:
+            return index
+    return len(raw)
+
+
+def _code(error: SlackApiError) -> str:
+    return str(error.response.get("error"))

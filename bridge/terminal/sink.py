@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
+from bridge.pipeline.sink import Step
+
 
 class TerminalSink:
     """Streams text to ``out``; a reply that did not stream (a failure) is printed whole."""
@@ -15,6 +17,10 @@ class TerminalSink:
 
     async def thinking(self) -> None:
         self._streamed = False
+
+    async def progress(self, step: Step) -> None:
+        # The terminal shows the answer only; steps are for Slack's task timeline.
+        return None
 
     async def stream(self, text: str) -> None:
         if not self._streamed:

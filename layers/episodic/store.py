@@ -265,6 +265,17 @@ class EpisodeStore:
             rows = conn.execute(sql, {**params, **wanted}).fetchall()
         return {int(row[0]): [int(r) for r in row[1:] if r is not None] for row in rows}
 
+    def recent_asked_by(self, user: str, viewer: Viewer, limit: int) -> list[Episode]:
+        """What ``user`` asked most recently, of what ``viewer`` may see, newest first."""
+        predicate, params = sql_predicate(viewer)
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_prefixed('e.')} FROM episodes e WHERE e.user = :asker AND {predicate}"
+                " ORDER BY e.created_at DESC LIMIT :limit",
+                {**params, "asker": user, "limit": limit},
+            ).fetchall()
+        return [_episode(row) for row in rows]
+
     def lexical_search(self, match: str, viewer: Viewer, limit: int) -> list[tuple[int, float]]:
         """FTS5 BM25 over the episodes ``viewer`` may see: (rowid, score), best first.
 
@@ -297,6 +308,10 @@ class EpisodeStore:
                     arguments,
                 ).fetchall()
         return [(int(row[0]), -float(row[1])) for row in rows]
+
+
+def _prefixed(alias: str) -> str:
+    return ", ".join(alias + column.strip() for column in EPISODE_COLUMNS.split(","))
 
 
 def _episode(row: Sequence[Any]) -> Episode:

@@ -271,4 +271,23 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX followups_due ON followups (state, due_at);
         """,
     ),
+    Migration(
+        7,
+        "slack_ai_app",
+        """
+        -- The thread a skill card sits in, so a refusal about it is said in that thread.
+        ALTER TABLE slack_cards ADD COLUMN thread_ts TEXT;
+
+        -- What Slack's AI-app pane says a person is looking at, per assistant thread.
+        CREATE TABLE slack_thread_contexts (
+            channel TEXT NOT NULL,
+            thread_ts TEXT NOT NULL,
+            user TEXT NOT NULL,
+            context_team TEXT,
+            context_channel TEXT,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (channel, thread_ts)
+        );
+        """,
+    ),
 )

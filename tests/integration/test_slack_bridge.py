@@ -146,12 +146,18 @@ def harness(
             thoth.close()
 
 
+def _shown(message: dict[str, Any]) -> str:
+    """What a person sees of a message: its markdown blocks if it has them, else its text."""
+    markdown = [b["text"] for b in message.get("blocks") or [] if b.get("type") == "markdown"]
+    return "".join(markdown) if markdown else str(message.get("text") or "")
+
+
 def _streamed_text(h: Harness, thread_ts: str) -> str:
     """The agent's finished reply in the thread (a stopped stream, or a posted message)."""
     for message in h.replies_in(thread_ts):
         stream = h.slack.stream(CHANNEL, message["ts"])
-        if (stream is None or stream["state"] == "stopped") and message.get("text"):
-            return str(message["text"])
+        if (stream is None or stream["state"] == "stopped") and _shown(message):
+            return _shown(message)
     return ""
 
 
@@ -358,9 +364,12 @@ def test_founders_get_a_direct_message(harness: Harness) -> None:
     from bridge.slack.founders import dm_founders
 
     client = build_web_client(harness.thoth.settings)
-    assert dm_founders(client, [FOUNDER, "U1"], "**Observation:** be briefer.") == 2
+    observation = "**Observation:** be briefer than <!here> & <@U2>."
+    assert dm_founders(client, [FOUNDER, "U1"], observation) == 2
     (dm,) = harness.slack.messages(FOUNDER)
-    assert dm["text"] == "*Observation:* be briefer."
+    (call, _) = harness.slack.calls("chat.postMessage")
+    assert call.args["markdown_text"] == dm["text"]  # Slack's own Markdown, no converter
+    assert dm["text"] == "**Observation:** be briefer than &lt;!here&gt; &amp; &lt;@U2&gt;."
 
 
 def test_doctor_checks_the_slack_token(harness: Harness) -> None:
@@ -376,7 +385,13 @@ def test_a_failing_stream_never_loses_the_reply(harness: Harness) -> None:
     answer = "word " * 200
     harness.model.push(api.text(answer, chunk_chars=50))
     harness.mention("a long answer please", "1700000700.000100")
-    wait_until(lambda: _streamed_text(harness, "1700000700.000100") == answer.strip())
+
+    def shown() -> str:
+        # The stream (left open: Slack refused to close it), then what was posted after it.
+        return "".join(_shown(m) for m in harness.replies_in("1700000700.000100"))
+
+    wait_until(lambda: shown().strip() == answer.strip())
+    assert len(harness.slack.calls("chat.appendStream")) <= 4  # paused, not one per chunk
     session = harness.thoth.sessions.find_open(f"slack:T1:{CHANNEL}:1700000700.000100")
     assert session is not None
     # The transcript is written just after the reply is shown.

@@ -42,11 +42,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 from tests.servers.loopback import LoopbackServer
 from tests.servers.slack_rules import (
+    MAX_LOADING_MESSAGES,
     MAX_MARKDOWN_CHARS,
+    MAX_SUGGESTED_PROMPTS,
     MAX_TEXT_CHARS,
     MAX_UPDATE_TEXT_CHARS,
-    MAX_LOADING_MESSAGES,
-    MAX_SUGGESTED_PROMPTS,
     RateLimits,
     SlackError,
     check_blocks,

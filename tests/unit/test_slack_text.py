@@ -1,20 +1,29 @@
-"""Slack text: Markdown to mrkdwn, long replies split, which events are a person talking."""
+"""Slack text: escaped, long replies split, which events are a person talking."""
 
 from __future__ import annotations
 
+from bridge.slack.escaping import escape, escaped_pieces, mention, preview, split_message
 from bridge.slack.events import from_event, mentions, strip_mention
-from bridge.slack.mrkdwn import split_message, to_mrkdwn
 
 
-def test_markdown_becomes_mrkdwn_outside_code() -> None:
-    markdown = (
-        "# Plan\n**Deploy** on *Friday* with ~~care~~. See [docs](https://x.io/a).\n"
-        "- one\n- two `**raw**`\n```\n**code**\n```"
+def test_everything_remembered_is_escaped_and_only_thoth_mentions_stay_live() -> None:
+    stored = "<!channel> ping & <@U2> said a < b > c, see <https://x.io|docs>"
+    assert escape(stored) == (
+        "&lt;!channel&gt; ping &amp; &lt;@U2&gt; said a &lt; b &gt; c,"
+        " see &lt;https://x.io|docs&gt;"
     )
-    assert to_mrkdwn(markdown) == (
-        "*Plan*\n*Deploy* on _Friday_ with ~care~. See <https://x.io/a|docs>.\n"
-        "• one\n• two `**raw**`\n```\n**code**\n```"
-    )
+    assert "<" not in escape(stored) and ">" not in escape(stored)
+    assert mention("U1") == "<@U1>"
+
+
+def test_cuts_never_split_an_entity_and_respect_the_limit() -> None:
+    escaped = escape("<" * 5000)
+    pieces = split_message(escaped, limit=1000)
+    assert all(len(piece) <= 1000 for piece in pieces)
+    assert all(piece.endswith("&lt;") for piece in pieces)
+    assert "".join(pieces) == escaped
+    assert preview(escape("a & b " * 50), 14) == "a &amp; b a …"
+    assert escaped_pieces("<!here>" * 3000, limit=12_000)[0].startswith("&lt;!here&gt;")
 
 
 def test_long_text_is_split_at_paragraphs_and_code_blocks_stay_closed() -> None:

@@ -1,0 +1,90 @@
+"""Slash commands (``/recall``, ``/done``): acknowledged at once by Bolt, then answered
+only to the person who typed them."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.webhook import WebhookClient
+
+from bridge import messages
+from bridge.app import Thoth
+from bridge.slack.conversation import Conversation
+from bridge.slack.escaping import MARKDOWN_CHARS, escape, preview
+from layers.working.sessions import Place
+
+log = logging.getLogger(__name__)
+
+RECALL_ACK = "Searching memory…"
+WEBHOOK_TIMEOUT_S = 10
+
+
+async def recall_command(
+    conversation: Conversation, client: WebClient, command: dict[str, Any]
+) -> None:
+    channel, user = str(command.get("channel_id")), str(command.get("user_id"))
+    query = str(command.get("text") or "").strip()
+    if not query:
+        markdown = escape(messages.RECALL_USAGE)
+    else:
+        info = await asyncio.to_thread(
+            conversation.directory.channel, channel, _command_channel_type(command)
+        )
+        place = Place(str(command.get("team_id")), channel, info.channel_type, None, info.name)
+        markdown = await conversation.recall_markdown(query, place, user, with_links=True)
+    await asyncio.to_thread(answer_privately, client, command, markdown)
+
+
+async def done_command(
+    thoth: Thoth, conversation: Conversation, client: WebClient, command: dict[str, Any]
+) -> None:
+    channel = str(command.get("channel_id"))
+    prefix = f"slack:{command.get('team_id')}:{channel}:"
+    session = await asyncio.to_thread(thoth.sessions.latest_open_with_prefix, prefix)
+    if session is None:
+        await asyncio.to_thread(
+            answer_privately, client, command, escape(messages.NOTHING_TO_END)
+        )
+        return
+    await conversation.end_session(session.key, channel, session.place.thread_ts or "")
+
+
+def answer_privately(client: WebClient, command: dict[str, Any], markdown: str) -> None:
+    """An ephemeral answer in the channel, or through the command's ``response_url``.
+
+    Slack refuses ``chat.postEphemeral`` where the bot is not a member (and in DMs
+    between two people); the response URL works wherever a command can be typed.
+    """
+    channel, user = str(command.get("channel_id")), str(command.get("user_id"))
+    text = markdown[:MARKDOWN_CHARS]
+    try:
+        client.chat_postEphemeral(channel=channel, user=user, markdown_text=text)
+        return
+    except SlackApiError as error:
+        why = error.response.get("error")
+        log.info("ephemeral refused in %s (%s); answering through response_url", channel, why)
+    url = str(command.get("response_url") or "")
+    if not url:
+        log.warning("command in %s had no response_url; the answer is lost", channel)
+        return
+    try:
+        WebhookClient(url, timeout=WEBHOOK_TIMEOUT_S).send(
+            text=preview(text, 150),
+            blocks=[{"type": "markdown", "text": text}],
+            response_type="ephemeral",
+        )
+    except OSError as error:
+        log.warning("answering through response_url failed: %s", error)
+
+
+def _command_channel_type(command: dict[str, Any]) -> str | None:
+    name = str(command.get("channel_name") or "")
+    if name == "directmessage":
+        return "im"
+    if name == "privategroup":
+        return "group"
+    return None
