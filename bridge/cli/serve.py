@@ -77,7 +77,13 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
         handler.connect()  # type: ignore[no-untyped-call]
         print("Thoth is connected to Slack (Socket Mode)", file=out, flush=True)
         return handler.close
-    server = SlackHttpServer(bolt_app, host=args.host, port=args.port)
+    assert settings.slack_signing_secret is not None  # checked by run_serve
+    server = SlackHttpServer(
+        bolt_app,
+        signing_secret=settings.slack_signing_secret.get_secret_value(),
+        host=args.host,
+        port=args.port,
+    )
     server.start()
     print(f"Thoth listens on http://{args.host}:{server.port}/slack/events", file=out, flush=True)
     return server.stop

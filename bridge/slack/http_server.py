@@ -1,86 +1,150 @@
-"""HTTP mode: Slack's requests on ``POST /slack/events``, verified and answered by Bolt.
+"""HTTP mode: Slack's requests on ``POST /slack/events``, served by uvicorn.
 
-A threading server: each request is parsed, handed to ``App.dispatch`` (which
-checks the signature and acknowledges at once) and answered; the work itself
-goes to the turn runner.
+Why uvicorn and starlette: a production ASGI server the Python world already runs
+behind load balancers (a listen backlog of 2 048 where ``http.server`` had 5, HTTP/1.1
+keep-alive, a body it did not read never parsed as a second request, graceful
+shutdown), and Bolt ships a starlette adapter whose request/response converters are
+used here. The sync Bolt ``App`` waits for a listener's ack, so ``dispatch`` runs in a
+worker thread: the event loop keeps accepting while one request is dispatched.
+
+Every request gets an answer: a bad or stale signature 401 (checked before the body
+is read as anything), a body that is not what Slack sends 400, an oversize one 413.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl
 
+import uvicorn
 from slack_bolt import App
-from slack_bolt.request import BoltRequest
+from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
+from slack_bolt.context import BoltContext
+from slack_bolt.request.internals import build_context
+from slack_sdk.signature import SignatureVerifier
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 # Slack's own payloads are far smaller; a larger body is refused before it is read.
 MAX_BODY_BYTES = 1_000_000
+START_TIMEOUT_S = 10.0
+GRACEFUL_SHUTDOWN_S = 10
+
+
+class MalformedBody(ValueError):
+    """A signed body that is not what Slack sends (not a JSON object, a bad form)."""
 
 
 class SlackHttpServer:
-    def __init__(self, app: App, *, host: str = "0.0.0.0", port: int = 3000) -> None:
-        handler = type("Handler", (_Handler,), {"bolt": app})
-        self._server = ThreadingHTTPServer((host, port), handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+    def __init__(
+        self, app: App, *, signing_secret: str, host: str = "0.0.0.0", port: int = 3000
+    ) -> None:
+        self._bolt = app
+        self._verifier = SignatureVerifier(signing_secret)
+        routes = [
+            Route(EVENTS_PATH, self._events, methods=["POST"]),
+            Route("/health", self._health, methods=["GET"]),
+        ]
+        config = uvicorn.Config(
+            Starlette(routes=routes),
+            host=host,
+            port=port,
+            lifespan="off",
+            log_config=None,  # logging is configured once, in main()
+            access_log=False,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, name="thoth-http", daemon=True)
 
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        sockets = self._server.servers[0].sockets
+        return int(sockets[0].getsockname()[1])
 
     def start(self) -> None:
+        """Start serving; returns once the socket listens (raises if it cannot)."""
         self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise OSError(f"the HTTP server could not listen on {self._server.config.port}")
+            time.sleep(0.01)
 
     def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-        self._thread.join(timeout=5)
+        """Stop accepting, let requests in flight finish, then return."""
+        self._server.should_exit = True
+        self._thread.join(timeout=GRACEFUL_SHUTDOWN_S + 5)
 
+    async def _health(self, request: Request) -> Response:
+        return PlainTextResponse("ok")
 
-class _Handler(BaseHTTPRequestHandler):
-    bolt: App
-    protocol_version = "HTTP/1.1"
+    async def _events(self, request: Request) -> Response:
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+            return PlainTextResponse("payload too large", status_code=413)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                return PlainTextResponse("payload too large", status_code=413)
+        if not self._signed(request, body):
+            return PlainTextResponse("invalid request signature", status_code=401)
+        try:
+            text = body.decode("utf-8")
+            parsed = parse_slack_body(text, request.headers.get("content-type"))
+        except (UnicodeDecodeError, MalformedBody) as error:
+            log.warning("refused a signed Slack request: %s", error)
+            return PlainTextResponse(f"malformed body: {error}", status_code=400)
+        bolt_request = to_bolt_request(request, body)
+        if bolt_request.body != parsed:
+            # Bolt reads any form whose text contains the word "payload" as an interaction
+            # (a "/recall payload size" command would be dropped); the body as parsed here
+            # is the one Slack meant.
+            bolt_request.body = parsed
+            bolt_request.context = build_context(BoltContext({}), parsed)
+        response = await run_in_threadpool(self._bolt.dispatch, bolt_request)
+        return to_starlette_response(response)
 
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s " + format, self.address_string(), *args)
-
-    def do_GET(self) -> None:
-        path = urlsplit(self.path).path
-        self._reply(200 if path == "/health" else 404, {}, b"ok" if path == "/health" else b"")
-
-    def do_POST(self) -> None:
-        url = urlsplit(self.path)
-        if url.path != EVENTS_PATH:
-            self._reply(404, {}, b"")
-            return
-        length = int(self.headers.get("content-length") or 0)
-        if length > MAX_BODY_BYTES:
-            self._reply(413, {}, b"payload too large")
-            return
-        body = self.rfile.read(length).decode("utf-8", errors="replace")
-        headers: dict[str, str | list[str]] = {
-            key.lower(): [value] for key, value in self.headers.items()
-        }
-        response = self.bolt.dispatch(
-            BoltRequest(body=body, query=url.query, headers=headers)  # type: ignore[arg-type]
+    def _signed(self, request: Request, body: bytes) -> bool:
+        return self._verifier.is_valid(
+            body=body,
+            timestamp=request.headers.get("x-slack-request-timestamp", ""),
+            signature=request.headers.get("x-slack-signature", ""),
         )
-        out_headers = {
-            key: str(value[0] if isinstance(value, list | tuple) else value)
-            for key, value in response.headers.items()
-        }
-        self._reply(response.status, out_headers, (response.body or "").encode())
 
-    def _reply(self, status: int, headers: dict[str, str], body: bytes) -> None:
-        self.send_response(status)
-        for key, value in headers.items():
-            if key.lower() != "content-length":
-                self.send_header(key, value)
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+
+def parse_slack_body(text: str, content_type: str | None) -> dict[str, Any]:
+    """The body as Slack sends it: a JSON object (events), or a form (commands), whose
+    ``payload`` field, when present, is a JSON object (interactions)."""
+    if not text:
+        raise MalformedBody("the body is empty")
+    kind = (content_type or "").split(";")[0].strip().lower()
+    if kind == "application/json" or text.lstrip().startswith(("{", "[")):
+        return _json_object(text)
+    form = dict(parse_qsl(text, keep_blank_values=True))
+    if not form:
+        raise MalformedBody("the form has no fields")
+    if "payload" in form:
+        return _json_object(form["payload"])
+    return form
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise MalformedBody(f"not JSON ({error.msg})") from error
+    if not isinstance(value, dict):
+        raise MalformedBody(f"a JSON {type(value).__name__}, not an object")
+    return value

@@ -134,7 +134,7 @@ def harness(
         runner = TurnRunner()
         runner.start()
         bridge = build_bridge(thoth, build_web_client(settings), runner)
-        server = SlackHttpServer(bridge.app, host="127.0.0.1", port=0)
+        server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0)
         server.start()
         try:
             yield Harness(
