@@ -1,170 +1,22 @@
-"""The Slack bridge end to end: signed requests over real HTTP to the real Bolt app,
-the real WebClient against the loopback Slack Web API, the real anthropic SDK against
-the loopback Messages API."""
+"""The Slack bridge end to end (see ``slack_harness.py`` for what runs for real)."""
 
 from __future__ import annotations
 
 import json
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
 
-import pytest
-from pydantic import SecretStr
-from slack_sdk.signature import SignatureVerifier
-
-from bridge.app import Thoth, build
-from bridge.settings import Settings
-from bridge.slack.bolt_app import SlackBridge, build_bridge
-from bridge.slack.http_server import SlackHttpServer
-from bridge.slack.runner import TurnRunner
 from bridge.slack.web import build_web_client
 from layers.episodic.episode import Feedback
-from tests.fakes import HashingEmbedder
+from tests.integration.slack_harness import CHANNEL, FOUNDER, Harness, shown, streamed_text
 from tests.servers import anthropic_api as api
-from tests.servers.anthropic_api import FakeAnthropic
-from tests.servers.slack_api import FakeSlack
 from tests.waiting import wait_until
-
-SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
-CHANNEL = "C1"
-FOUNDER = "UFOUNDER"
-
-
-@dataclass
-class Harness:
-    thoth: Thoth
-    bridge: SlackBridge
-    slack: FakeSlack
-    model: FakeAnthropic
-    url: str
-    counter: int = 0
-
-    def post(
-        self,
-        body: str,
-        *,
-        content_type: str = "application/json",
-        timestamp: int | None = None,
-        signature: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> tuple[int, str, float]:
-        moment = str(timestamp if timestamp is not None else int(time.time()))
-        signed = signature or SignatureVerifier(SECRET).generate_signature(
-            timestamp=moment, body=body
-        )
-        request = urllib.request.Request(
-            self.url,
-            data=body.encode(),
-            method="POST",
-            headers={
-                "content-type": content_type,
-                "x-slack-request-timestamp": moment,
-                "x-slack-signature": signed,
-                **(headers or {}),
-            },
-        )
-        started = time.monotonic()
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return response.status, response.read().decode(), time.monotonic() - started
-        except urllib.error.HTTPError as error:
-            return error.code, error.read().decode(), time.monotonic() - started
-
-    def event(self, event: dict[str, Any], *, event_id: str | None = None, **kw: Any) -> int:
-        self.counter += 1
-        body = {
-            "type": "event_callback",
-            "team_id": "T1",
-            "api_app_id": "A1",
-            "event_id": event_id or f"Ev{self.counter:04d}",
-            "event_time": int(time.time()),
-            "event": event,
-        }
-        return self.post(json.dumps(body), **kw)[0]
-
-    def mention(self, text: str, ts: str, *, thread_ts: str | None = None, **kw: Any) -> int:
-        event = {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {text}", "ts": ts,
-                 "channel": CHANNEL, "team": "T1"}
-        if thread_ts:
-            event["thread_ts"] = thread_ts
-        return self.event(event, **kw)
-
-    def command(self, name: str, text: str, *, user: str = "U1") -> tuple[int, str, float]:
-        form = {"command": name, "text": text, "team_id": "T1", "channel_id": CHANNEL,
-                "channel_name": "general", "user_id": user, "response_url": "http://127.0.0.1:9/",
-                "trigger_id": "1.2.3"}
-        return self.post(
-            urllib.parse.urlencode(form), content_type="application/x-www-form-urlencoded"
-        )
-
-    def reaction(self, name: str, ts: str, *, added: bool = True, user: str = "U1") -> int:
-        return self.event(
-            {"type": "reaction_added" if added else "reaction_removed", "user": user,
-             "reaction": name, "item": {"type": "message", "channel": CHANNEL, "ts": ts},
-             "item_user": "UBOT", "event_ts": f"{time.time():.6f}"}
-        )
-
-    def replies_in(self, thread_ts: str) -> list[dict[str, Any]]:
-        return [m for m in self.slack.messages(CHANNEL, thread_ts) if m.get("user") == "UBOT"]
-
-
-@pytest.fixture
-def harness(
-    model_settings: Settings, fake_anthropic: FakeAnthropic, hashing_embedder: HashingEmbedder
-) -> Iterator[Harness]:
-    with FakeSlack() as slack:
-        slack.add_user("U1", "dana")
-        slack.add_user("U2", "ari")
-        slack.add_user(FOUNDER, "fia")
-        slack.add_channel(CHANNEL, "general")
-        settings = model_settings.model_copy(
-            update={
-                "slack_bot_token": SecretStr("xoxb-test"),
-                "slack_signing_secret": SecretStr(SECRET),
-                "slack_api_url": slack.url,
-                "founder_user_ids": [FOUNDER],
-            }
-        )
-        thoth = build(settings, embedder=hashing_embedder)
-        runner = TurnRunner()
-        runner.start()
-        bridge = build_bridge(thoth, build_web_client(settings), runner)
-        server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0)
-        server.start()
-        try:
-            yield Harness(
-                thoth, bridge, slack, fake_anthropic, f"http://127.0.0.1:{server.port}/slack/events"
-            )
-        finally:
-            server.stop()
-            runner.shutdown(30, last=thoth.drain())
-            thoth.close()
-
-
-def _shown(message: dict[str, Any]) -> str:
-    """What a person sees of a message: its markdown blocks if it has them, else its text."""
-    markdown = [b["text"] for b in message.get("blocks") or [] if b.get("type") == "markdown"]
-    return "".join(markdown) if markdown else str(message.get("text") or "")
-
-
-def _streamed_text(h: Harness, thread_ts: str) -> str:
-    """The agent's finished reply in the thread (a stopped stream, or a posted message)."""
-    for message in h.replies_in(thread_ts):
-        stream = h.slack.stream(CHANNEL, message["ts"])
-        if (stream is None or stream["state"] == "stopped") and _shown(message):
-            return _shown(message)
-    return ""
 
 
 def test_a_mention_is_answered_in_its_thread(harness: Harness) -> None:
     harness.model.push(api.text("Deploys are on Fridays."))
     assert harness.mention("when do we deploy?", "1700000000.000100") == 200
-    text = wait_until(lambda: _streamed_text(harness, "1700000000.000100"))
+    text = wait_until(lambda: streamed_text(harness, "1700000000.000100"))
     assert text == "Deploys are on Fridays."
     (request,) = harness.model.requests
     assert request.body["messages"][-1]["content"] == "when do we deploy?"
@@ -186,7 +38,7 @@ def test_a_retried_event_and_a_double_delivery_are_answered_once(harness: Harnes
     assert harness.mention("hello", ts, event_id="EvSAME", headers=retry) == 200
     harness.event({"type": "message", "channel_type": "channel", "user": "U1",
                    "text": "<@UBOT> hello", "ts": ts, "channel": CHANNEL})
-    wait_until(lambda: _streamed_text(harness, ts))
+    wait_until(lambda: streamed_text(harness, ts))
     time.sleep(0.3)  # room for a wrong second answer to show up
     assert len(harness.model.requests) == 1
     assert len(harness.replies_in(ts)) == 1
@@ -206,7 +58,7 @@ def test_twenty_threads_at_once_with_a_slow_model(harness: Harness) -> None:
     # Slack retries after 3 s: every ack must come back long before that.
     assert max(acks) < 1.0
     for number in range(20):
-        wait_until(lambda n=number: _streamed_text(harness, f"1700000100.{n:06d}"), 60)
+        wait_until(lambda n=number: streamed_text(harness, f"1700000100.{n:06d}"), 60)
     assert len(harness.model.requests) == 20
     for number in range(20):
         assert len(harness.replies_in(f"1700000100.{number:06d}")) == 1
@@ -227,7 +79,7 @@ def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harnes
     ts = "1700000300.000100"
     harness.model.push(api.text("Use the blue-green deploy for the API."))
     harness.mention("how should we deploy the api?", ts)
-    wait_until(lambda: _streamed_text(harness, ts))
+    wait_until(lambda: streamed_text(harness, ts))
     reply_ts = harness.replies_in(ts)[0]["ts"]
     replies = harness.bridge.conversation._replies
     episode_id = wait_until(lambda: (replies.find(CHANNEL, reply_ts) or None) and replies.find(
@@ -315,7 +167,7 @@ def test_a_rate_limited_call_is_retried(harness: Harness) -> None:
     harness.slack.fail_next("chat.startStream", status=429, retry_after=1)
     harness.model.push(api.text("After a short wait."))
     harness.mention("hello again", "1700000400.000100")
-    text = wait_until(lambda: _streamed_text(harness, "1700000400.000100"), 30)
+    text = wait_until(lambda: streamed_text(harness, "1700000400.000100"), 30)
     assert text == "After a short wait."
     assert len(harness.slack.calls("chat.startStream")) == 2
 
@@ -325,7 +177,7 @@ def test_without_streaming_the_reply_is_posted_then_updated(harness: Harness) ->
     harness.model.push(api.text("A reply that arrives in several pieces.", chunk_chars=5))
     harness.mention("tell me something", "1700000500.000100")
     expected = "A reply that arrives in several pieces."
-    wait_until(lambda: _streamed_text(harness, "1700000500.000100") == expected)
+    wait_until(lambda: streamed_text(harness, "1700000500.000100") == expected)
     assert harness.slack.calls("chat.postMessage") and harness.slack.calls("chat.update")
 
 
@@ -333,7 +185,7 @@ def test_done_and_recall_work_as_text_in_a_thread(harness: Harness) -> None:
     root = "1700000600.000100"
     harness.model.push(api.text("Noted: migrations on Tuesdays."))
     harness.mention("staging migrations happen on Tuesdays", root)
-    wait_until(lambda: _streamed_text(harness, root))
+    wait_until(lambda: streamed_text(harness, root))
     key = f"slack:T1:{CHANNEL}:{root}"
     assert harness.thoth.sessions.find_open(key) is not None
     wait_until(lambda: harness.thoth.episodic.store.count() == 1)
@@ -386,11 +238,11 @@ def test_a_failing_stream_never_loses_the_reply(harness: Harness) -> None:
     harness.model.push(api.text(answer, chunk_chars=50))
     harness.mention("a long answer please", "1700000700.000100")
 
-    def shown() -> str:
+    def everything_shown() -> str:
         # The stream (left open: Slack refused to close it), then what was posted after it.
-        return "".join(_shown(m) for m in harness.replies_in("1700000700.000100"))
+        return "".join(shown(m) for m in harness.replies_in("1700000700.000100"))
 
-    wait_until(lambda: shown().strip() == answer.strip())
+    wait_until(lambda: everything_shown().strip() == answer.strip())
     assert len(harness.slack.calls("chat.appendStream")) <= 4  # paused, not one per chunk
     session = harness.thoth.sessions.find_open(f"slack:T1:{CHANNEL}:1700000700.000100")
     assert session is not None

@@ -1,0 +1,160 @@
+"""The Slack bridge under test: signed requests over real HTTP to the real Bolt app,
+the real WebClient against the loopback Slack Web API, the real anthropic SDK against
+the loopback Messages API. The ``harness`` fixture is in ``conftest.py``."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import SecretStr
+from slack_sdk.signature import SignatureVerifier
+
+from bridge.app import Thoth, build
+from bridge.settings import Settings
+from bridge.slack.bolt_app import SlackBridge, build_bridge
+from bridge.slack.http_server import SlackHttpServer
+from bridge.slack.runner import TurnRunner
+from bridge.slack.web import build_web_client
+from tests.fakes import HashingEmbedder
+from tests.servers.anthropic_api import FakeAnthropic
+from tests.servers.slack_api import FakeSlack
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+CHANNEL = "C1"
+FOUNDER = "UFOUNDER"
+
+
+@dataclass
+class Harness:
+    thoth: Thoth
+    bridge: SlackBridge
+    slack: FakeSlack
+    model: FakeAnthropic
+    url: str
+    counter: int = 0
+
+    def post(
+        self,
+        body: str,
+        *,
+        content_type: str = "application/json",
+        timestamp: int | None = None,
+        signature: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> tuple[int, str, float]:
+        moment = str(timestamp if timestamp is not None else int(time.time()))
+        signed = signature or SignatureVerifier(SECRET).generate_signature(
+            timestamp=moment, body=body
+        )
+        request = urllib.request.Request(
+            self.url,
+            data=body.encode(),
+            method="POST",
+            headers={
+                "content-type": content_type,
+                "x-slack-request-timestamp": moment,
+                "x-slack-signature": signed,
+                **(headers or {}),
+            },
+        )
+        started = time.monotonic()
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status, response.read().decode(), time.monotonic() - started
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(), time.monotonic() - started
+
+    def event(self, event: dict[str, Any], *, event_id: str | None = None, **kw: Any) -> int:
+        self.counter += 1
+        body = {
+            "type": "event_callback",
+            "team_id": "T1",
+            "api_app_id": "A1",
+            "event_id": event_id or f"Ev{self.counter:04d}",
+            "event_time": int(time.time()),
+            "event": event,
+        }
+        return self.post(json.dumps(body), **kw)[0]
+
+    def mention(self, text: str, ts: str, *, thread_ts: str | None = None, **kw: Any) -> int:
+        event = {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {text}", "ts": ts,
+                 "channel": CHANNEL, "team": "T1"}
+        if thread_ts:
+            event["thread_ts"] = thread_ts
+        return self.event(event, **kw)
+
+    def command(self, name: str, text: str, *, user: str = "U1") -> tuple[int, str, float]:
+        form = {"command": name, "text": text, "team_id": "T1", "channel_id": CHANNEL,
+                "channel_name": "general", "user_id": user, "response_url": "http://127.0.0.1:9/",
+                "trigger_id": "1.2.3"}
+        return self.post(
+            urllib.parse.urlencode(form), content_type="application/x-www-form-urlencoded"
+        )
+
+    def reaction(self, name: str, ts: str, *, added: bool = True, user: str = "U1") -> int:
+        return self.event(
+            {"type": "reaction_added" if added else "reaction_removed", "user": user,
+             "reaction": name, "item": {"type": "message", "channel": CHANNEL, "ts": ts},
+             "item_user": "UBOT", "event_ts": f"{time.time():.6f}"}
+        )
+
+    def replies_in(self, thread_ts: str) -> list[dict[str, Any]]:
+        return [m for m in self.slack.messages(CHANNEL, thread_ts) if m.get("user") == "UBOT"]
+
+
+@contextmanager
+def running_bridge(
+    model_settings: Settings, fake_anthropic: FakeAnthropic, embedder: HashingEmbedder
+) -> Iterator[Harness]:
+    with FakeSlack() as slack:
+        slack.add_user("U1", "dana")
+        slack.add_user("U2", "ari")
+        slack.add_user(FOUNDER, "fia")
+        slack.add_channel(CHANNEL, "general")
+        settings = model_settings.model_copy(
+            update={
+                "slack_bot_token": SecretStr("xoxb-test"),
+                "slack_signing_secret": SecretStr(SECRET),
+                "slack_api_url": slack.url,
+                "founder_user_ids": [FOUNDER],
+            }
+        )
+        thoth = build(settings, embedder=embedder)
+        runner = TurnRunner()
+        runner.start()
+        bridge = build_bridge(thoth, build_web_client(settings), runner)
+        server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0)
+        server.start()
+        try:
+            yield Harness(
+                thoth, bridge, slack, fake_anthropic, f"http://127.0.0.1:{server.port}/slack/events"
+            )
+        finally:
+            server.stop()
+            runner.shutdown(30, last=thoth.drain())
+            thoth.close()
+
+
+def shown(message: dict[str, Any]) -> str:
+    """What a person sees of a message: its markdown blocks if it has them, else its text."""
+    markdown = [b["text"] for b in message.get("blocks") or [] if b.get("type") == "markdown"]
+    return "".join(markdown) if markdown else str(message.get("text") or "")
+
+
+def streamed_text(h: Harness, thread_ts: str) -> str:
+    """The agent's finished reply in the thread (a stopped stream, or a posted message)."""
+    for message in h.replies_in(thread_ts):
+        stream = h.slack.stream(CHANNEL, message["ts"])
+        if (stream is None or stream["state"] == "stopped") and shown(message):
+            return shown(message)
+    return ""
+
+
