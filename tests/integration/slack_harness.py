@@ -91,10 +91,15 @@ class Harness:
             event["thread_ts"] = thread_ts
         return self.event(event, **kw)
 
-    def command(self, name: str, text: str, *, user: str = "U1") -> tuple[int, str, float]:
-        form = {"command": name, "text": text, "team_id": "T1", "channel_id": CHANNEL,
-                "channel_name": "general", "user_id": user, "response_url": "http://127.0.0.1:9/",
-                "trigger_id": "1.2.3"}
+    def command(
+        self, name: str, text: str, *, user: str = "U1", channel: str = CHANNEL,
+        channel_name: str = "general",
+    ) -> tuple[int, str, float]:
+        form = {"token": "legacy", "team_id": "T1", "team_domain": "test",
+                "channel_id": channel, "channel_name": channel_name, "user_id": user,
+                "user_name": "dana", "command": name, "text": text, "api_app_id": "A1",
+                "is_enterprise_install": "false",
+                "response_url": self.slack.response_url(), "trigger_id": "1.2.3"}
         return self.post(
             urllib.parse.urlencode(form), content_type="application/x-www-form-urlencoded"
         )

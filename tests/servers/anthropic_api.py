@@ -51,8 +51,9 @@ class Reply:
     # An SSE "error" event sent after the first text delta (status 200 already sent).
     stream_error: str | None = None
     retry_after: str | None = "0"
-    # Text is streamed in pieces of this many characters.
+    # Text is streamed in pieces of this many characters, this many seconds apart.
     chunk_chars: int = 4
+    chunk_delay_s: float = 0.0
 
 
 def text(content: str, **options: Any) -> Reply:
@@ -183,12 +184,17 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("request-id", f"req_{next(self.fake._ids)}")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for event, data in _stream_events(self.fake, reply, body):
-            chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
-            self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+        try:
+            for event, data in _stream_events(self.fake, reply, body):
+                chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+                self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                self.wfile.flush()
+                if event == "content_block_delta" and reply.chunk_delay_s:
+                    self.fake._stopping.wait(reply.chunk_delay_s)
+            self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
-        self.wfile.write(b"0\r\n\r\n")
-        self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True  # the client stopped reading (a stopped reply)
 
 
 def _refusal(request: RecordedRequest) -> int | None:

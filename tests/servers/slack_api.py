@@ -66,6 +66,7 @@ ERRORS_BY_STATUS = {
     503: "service_unavailable",
 }
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
+RESPONSE_URL_PATH = "/commands/"
 NO_AUTH_METHODS = frozenset({"api.test"})
 
 
@@ -212,6 +213,7 @@ class FakeSlack(LoopbackServer):
         self._statuses: list[dict[str, Any]] = []
         self._faults: list[_Fault] = []
         self._titles: list[dict[str, Any]] = []
+        self._responses: list[dict[str, Any]] = []
         self._prompts: list[dict[str, Any]] = []
         self._rate_limits = RateLimits() if rate_limits else None
         self._lock = threading.Condition()
@@ -369,6 +371,21 @@ class FakeSlack(LoopbackServer):
         """Every ``assistant.threads.setSuggestedPrompts`` taken."""
         with self._lock:
             return copy.deepcopy(self._prompts)
+
+    def response_url(self, name: str = "1") -> str:
+        """A slash command's ``response_url``, answered here (Slack's hooks host in life)."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}{RESPONSE_URL_PATH}{self.team_id}/{name}"
+
+    def responses(self) -> list[dict[str, Any]]:
+        """What was posted to response URLs (JSON bodies), in order."""
+        with self._lock:
+            return copy.deepcopy(self._responses)
+
+    def _responded(self, call: RecordedCall) -> None:
+        with self._lock:
+            self._responses.append(dict(call.args))
+            self._lock.notify_all()
 
     def stop_stream_by_user(self, channel: str, ts: str) -> None:
         """The person pressed Stop: Slack ends the stream and refuses what follows."""
@@ -872,6 +889,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _handle(self) -> None:
         call = self._read()
+        if call.path.startswith(RESPONSE_URL_PATH):
+            self.fake._responded(call)
+            self._send_text(200, "ok")
+            return
         failure, delay = self.fake._record(call)
         try:
             if delay and self.fake._stopping.wait(delay):
@@ -881,6 +902,14 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test); nothing to answer
+
+    def _send_text(self, status: int, text: str) -> None:
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("content-type", "text/plain; charset=utf-8")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
         data = json.dumps(payload).encode()

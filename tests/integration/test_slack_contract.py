@@ -1,0 +1,131 @@
+"""The bridge against what Slack documents it refuses: Stop, escaping, rate tiers,
+channels the bot is not in, ephemerals in threads, and bodies that are not Slack's."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import time
+import urllib.parse
+from typing import Any
+
+from bridge import messages
+from tests.integration.slack_harness import CHANNEL, Harness, shown, streamed_text
+from tests.servers import anthropic_api as api
+from tests.waiting import wait_until
+
+
+def _session_turns(harness: Harness, root: str) -> list[Any]:
+    session = harness.thoth.sessions.find_open(f"slack:T1:{CHANNEL}:{root}")
+    return [] if session is None else harness.thoth.transcript.turns(session.id)
+
+
+def test_stop_ends_the_reply_with_no_more_appends_and_no_repost(harness: Harness) -> None:
+    root = "1700001000.000100"
+    answer = "".join(f"part{n} " for n in range(80))
+    harness.model.push(api.text(answer, chunk_chars=8, chunk_delay_s=0.03))
+    harness.mention("explain everything", root)
+    (start,) = harness.slack.wait_for_call("chat.startStream")
+    stream_ts = wait_until(lambda: harness.replies_in(root) and harness.replies_in(root)[0]["ts"])
+    harness.slack.stop_stream_by_user(CHANNEL, stream_ts)
+    stopped_at = time.monotonic()
+
+    (turn,) = wait_until(lambda: _session_turns(harness, root), 20)
+    time.sleep(0.5)  # room for a wrong append or re-post to show up
+    after = [c.method for c in harness.slack.calls() if c.received_at > stopped_at]
+    assert after.count("chat.appendStream") <= 1  # the one Slack refused, then none
+    assert "chat.postMessage" not in after and "chat.stopStream" not in after
+    assert len(harness.replies_in(root)) == 1  # nothing shown twice
+    assert not turn.ok and turn.reply_text.endswith(messages.STOPPED)
+    assert turn.reply_text.startswith("part0")  # what was shown is kept in the transcript
+    assert harness.thoth.episodic.store.count() == 0  # not a successful episode
+    assert len(answer) > len(harness.slack.messages(CHANNEL, root)[-1]["text"])
+
+
+def test_a_remembered_channel_ping_arrives_escaped(harness: Harness) -> None:
+    root = "1700001100.000100"
+    harness.model.push(api.text("Noted: <!here> the freeze & a < b."))
+    harness.mention("<!channel> the deploy freeze starts Friday", root)
+    wait_until(lambda: streamed_text(harness, root))
+    streamed = [c.args.get("markdown_text") or "" for c in harness.slack.calls()
+                if c.method.endswith("Stream")]
+    assert "&lt;!here&gt;" in "".join(streamed) and "<!here>" not in "".join(streamed)
+    assert "&amp; a &lt; b" in streamed_text(harness, root)
+    wait_until(lambda: harness.thoth.episodic.store.count() == 1)
+
+    other = "1700001100.000200"
+    harness.mention("recall deploy freeze", other)
+    recalled = wait_until(lambda: [shown(m) for m in harness.replies_in(other)])
+    assert "&lt;!channel&gt; the deploy freeze" in recalled[0]
+    for call in harness.slack.calls("chat.postMessage"):
+        assert "<!channel>" not in json.dumps(call.args)
+
+
+def test_commands_where_the_bot_is_not_a_member_answer_through_response_url(
+    harness: Harness,
+) -> None:
+    harness.slack.add_channel("C9", "random", is_member=False)
+    status, _, _ = harness.command("/done", "", channel="C9", channel_name="random")
+    assert status == 200
+    (answer,) = wait_until(lambda: harness.slack.responses())
+    assert answer["response_type"] == "ephemeral"
+    assert "no open session" in json.dumps(answer["blocks"])
+    # The word "payload" in a command's text once made Bolt read the form as a click.
+    status, body, _ = harness.command("/recall", "payload size", channel="C9")
+    assert status == 200 and "Searching" in body
+    wait_until(lambda: len(harness.slack.responses()) == 2)
+
+
+def test_refusals_about_a_reply_are_said_in_its_thread(harness: Harness) -> None:
+    root = "1700001200.000100"
+    harness.model.push(api.text("Rotate the keys monthly."))
+    harness.mention("how often do we rotate keys?", root)
+    wait_until(lambda: streamed_text(harness, root))
+    reply_ts = harness.replies_in(root)[0]["ts"]
+    replies = harness.bridge.conversation._replies
+    wait_until(lambda: (replies.find(CHANNEL, reply_ts) or None) and replies.find(
+        CHANNEL, reply_ts).episode_id)  # type: ignore[union-attr]
+    harness.reaction("wastebasket", reply_ts, user="U2")
+    (refusal,) = wait_until(lambda: harness.slack.ephemerals(CHANNEL))
+    assert refusal["thread_ts"] == root and refusal["user"] == "U2"
+
+
+def test_the_post_and_edit_fallback_edits_at_most_once_a_second(harness: Harness) -> None:
+    root = "1700001300.000100"
+    harness.slack.fail_next("chat.startStream", status=200, error="not_in_assistant_thread")
+    answer = "".join(f"w{n} " for n in range(120))
+    harness.model.push(api.text(answer, chunk_chars=6, chunk_delay_s=0.03))
+    harness.mention("talk for a while", root)
+    wait_until(lambda: streamed_text(harness, root) == answer.strip(), 30)
+    edits = [c.received_at for c in harness.slack.calls("chat.update")]
+    assert len(edits) >= 2
+    # The last edit (the whole reply, with the feedback buttons) may follow at once.
+    gaps = [later - earlier for earlier, later in zip(edits, edits[1:-1], strict=False)]
+    assert all(gap >= 0.9 for gap in gaps), gaps
+    final = harness.slack.calls("chat.update")[-1]
+    assert [b["type"] for b in final.field("blocks")] == ["markdown", "context_actions"]
+
+
+def test_bodies_slack_never_sends_are_refused_with_4xx(harness: Harness) -> None:
+    form = "application/x-www-form-urlencoded"
+    assert harness.post('{"type": "event_callback", "event": ')[0] == 400
+    assert harness.post('[{"type": "event_callback"}]')[0] == 400
+    assert harness.post("payload=%7Bnot+json", content_type=form)[0] == 400
+    assert harness.post("payload=%5B1%2C2%5D", content_type=form)[0] == 400
+    assert harness.post("", content_type=form)[0] == 400
+    assert harness.post("{}", signature="v0=bad")[0] == 401
+    assert harness.model.requests == []
+
+    # An oversize body is refused unread; the connection is not parsed as a new request.
+    url = urllib.parse.urlsplit(harness.url)
+    connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=10)
+    huge = b"{" + b" " * 1_200_000 + b"}"
+    connection.request("POST", url.path, body=huge, headers={"content-type": "application/json"})
+    assert connection.getresponse().status == 413
+    connection.close()
+    health = http.client.HTTPConnection(url.hostname or "", url.port, timeout=10)
+    health.request("GET", "/health")
+    assert health.getresponse().read() == b"ok"
+    harness.model.push(api.text("Still here."))
+    assert harness.mention("are you there?", "1700001400.000100") == 200
+    assert wait_until(lambda: streamed_text(harness, "1700001400.000100")) == "Still here."
