@@ -443,3 +443,100 @@ def test_wait_for_call_sees_calls_from_another_thread(server: FakeSlack) -> None
     assert [c.args["text"] for c in calls] == ["0", "1"]
     with pytest.raises(AssertionError):
         server.wait_for_call("reactions.add", timeout_s=0.05)
+
+
+# -- what Slack's method reference says it refuses --------------------------------------
+
+
+def test_content_over_slacks_limits_is_refused(server: FakeSlack) -> None:
+    client = make_client(server)
+
+    def refused(**args: Any) -> str:
+        return str(slack_error(lambda: client.chat_postMessage(channel=CHANNEL, **args))["error"])
+
+    assert refused(markdown_text="x" * 12_001) == "msg_too_long"
+    assert refused(text="x" * 40_001) == "msg_too_long"
+    assert refused(text="both", markdown_text="both") == "markdown_text_conflict"
+    assert refused(blocks=[{"type": "divider"}] * 51, text="many") == "invalid_blocks"
+    section = {"type": "section", "text": {"type": "mrkdwn", "text": "x" * 3_001}}
+    assert refused(blocks=[section], text="long section") == "invalid_blocks"
+    markdown = [{"type": "markdown", "text": "x" * 6_001}] * 2
+    assert refused(blocks=markdown, text="two long markdown blocks") == "msg_blocks_too_long"
+    assert refused() == "no_text"
+    posted = client.chat_postMessage(channel=CHANNEL, markdown_text="x" * 12_000)
+    error = slack_error(lambda: client.chat_update(channel=CHANNEL, ts=posted["ts"],
+                                                   text="y" * 4_001))
+    assert error["error"] == "msg_too_long"
+
+
+def test_only_channels_the_bot_is_in_take_its_messages(server: FakeSlack) -> None:
+    client = make_client(server)
+    server.add_channel("C200", "announcements", is_member=False)
+    server.add_channel("G300", "secret", kind="private", is_member=False)
+    server.add_channel("C400", "team", members=["UBOT", "U1"])
+
+    def error_of(call: Callable[[], object]) -> str:
+        return str(slack_error(call)["error"])
+
+    assert error_of(lambda: client.chat_postMessage(channel="C200", text="x")) == "not_in_channel"
+    assert error_of(lambda: client.chat_postMessage(channel="G300", text="x")) == (
+        "channel_not_found")
+    assert error_of(lambda: client.chat_postMessage(channel="C999", text="x")) == (
+        "channel_not_found")
+    assert client.chat_postEphemeral(channel="C400", user="U1", text="x")["ok"]
+    server.add_user("U2", "ari")
+    assert error_of(lambda: client.chat_postEphemeral(channel="C400", user="U2", text="x")) == (
+        "user_not_in_channel")
+    assert client.chat_postMessage(channel="U1", text="a DM opened by user id")["ok"]
+
+
+def test_streams_need_recipients_in_channels_and_end_when_the_person_stops(
+    server: FakeSlack,
+) -> None:
+    client = make_client(server)
+    parent = server.add_message(CHANNEL, "question", user="U1")
+    error = slack_error(lambda: client.chat_startStream(channel=CHANNEL, thread_ts=parent,
+                                                        markdown_text="Hi"))
+    assert error["error"] == "missing_recipient_team_id"
+    ts = client.chat_startStream(channel=CHANNEL, thread_ts=parent, markdown_text="Hi",
+                                 recipient_team_id="T1", recipient_user_id="U1")["ts"]
+    error = slack_error(lambda: client.chat_update(channel=CHANNEL, ts=ts, text="edit"))
+    assert error["error"] == "streaming_state_conflict"
+    bad_chunk = [{"type": "task_update", "id": "t1", "title": "x", "status": "done"}]
+    error = slack_error(lambda: client.chat_appendStream(channel=CHANNEL, ts=ts,
+                                                         chunks=bad_chunk))
+    assert error["error"] == "invalid_chunks"
+
+    server.stop_stream_by_user(CHANNEL, ts)
+    error = slack_error(lambda: client.chat_appendStream(channel=CHANNEL, ts=ts,
+                                                         markdown_text="more"))
+    assert error["error"] == "stopped_by_user"
+    error = slack_error(lambda: client.chat_stopStream(channel=CHANNEL, ts=ts))
+    assert error["error"] == "message_not_in_streaming_state"
+    assert server.message(CHANNEL, ts)["text"] == "Hi"  # type: ignore[index]
+
+
+def test_rate_tiers_answer_429_with_retry_after(server: FakeSlack) -> None:
+    client = make_client(server)
+    for number in range(10):  # chat.postMessage: a burst, then about one a second
+        client.chat_postMessage(channel=CHANNEL, text=f"message {number}")
+    error = slack_error(lambda: client.chat_postMessage(channel=CHANNEL, text="one too many"))
+    assert error.status_code == 429 and error["error"] == "ratelimited"
+    assert int(error.headers["Retry-After"]) >= 1
+    server.add_channel("C500", "elsewhere")
+    assert client.chat_postMessage(channel="C500", text="another channel")["ok"]
+
+
+def test_suggested_prompts_and_titles_need_their_arguments(server: FakeSlack) -> None:
+    client = make_client(server)
+    server.add_channel("D1", "", kind="im")
+    prompts = [{"title": f"t{n}", "message": f"m{n}"} for n in range(5)]
+    error = slack_error(lambda: client.assistant_threads_setSuggestedPrompts(
+        channel_id="D1", thread_ts="1.000001", prompts=prompts))
+    assert error["error"] == "invalid_arguments"
+    client.assistant_threads_setSuggestedPrompts(channel_id="D1", thread_ts="1.000001",
+                                                 prompts=prompts[:4])
+    client.assistant_threads_setTitle(channel_id="D1", thread_ts="1.000001", title="Roadmap")
+    assert server.titles() == [{"channel_id": "D1", "thread_ts": "1.000001",
+                                "title": "Roadmap"}]
+    assert len(server.suggested_prompts()[0]["prompts"]) == 4
