@@ -1,7 +1,9 @@
 """Slack's AI-app surface: threads in the agent's pane and what the person is looking at.
 
-- A thread starts (``assistant_thread_started``): suggested prompts drawn from what
-  that person may see in memory (their open follow-ups, their recent topics).
+- A person opens the agent's Messages tab (``app_home_opened``, tab "messages": the
+  agent experience of ``manifest.yml``) or starts a thread in the older assistant
+  pane (``assistant_thread_started``): suggested prompts drawn from what that person
+  may see in memory (their open follow-ups, their recent topics).
 - The pane's context changes (``assistant_thread_context_changed``): the channel the
   person is looking at is kept per thread.
 - The first message of such a thread names it (``assistant.threads.setTitle``).
@@ -65,14 +67,27 @@ class AssistantThreads:
         if not (channel and thread_ts and user):
             return
         self.context_changed(event)
-        context = self.context(channel, thread_ts)
-        prompts = self.suggestions(team, channel, user, context)
+        prompts = self.suggestions(team, channel, user, self.context(channel, thread_ts))
+        self._offer(prompts, channel_id=channel, thread_ts=thread_ts)
+
+    def opened(self, event: dict[str, Any], team: str) -> None:
+        """The agent's Messages tab was opened: prompts for the next conversation there.
+
+        No ``thread_ts``: for an agent-view app Slack sets prompts on the channel (and
+        "silently fails" a call that names a thread).
+        """
+        channel, user = str(event.get("channel") or ""), str(event.get("user") or "")
+        if event.get("tab") != "messages" or not (channel and user):
+            return
+        self._offer(self.suggestions(team, channel, user, None), channel_id=channel)
+
+    def _offer(self, prompts: list[dict[str, str]], **where: str) -> None:
         try:
             self._client.assistant_threads_setSuggestedPrompts(
-                channel_id=channel, thread_ts=thread_ts, prompts=prompts, title=PROMPTS_TITLE
+                prompts=prompts, title=PROMPTS_TITLE, **where
             )
         except SlackApiError as error:
-            log.warning("suggested prompts refused in %s: %s", channel, error.response.get("error"))
+            log.warning("suggested prompts refused in %s: %s", where, error.response.get("error"))
 
     def context_changed(self, event: dict[str, Any]) -> None:
         thread = event.get("assistant_thread") or {}

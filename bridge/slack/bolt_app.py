@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,8 @@ from bridge.slack.seen import SeenDeliveries
 from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
+
+LISTENER_THREADS = 32
 
 
 @dataclass
@@ -51,6 +54,9 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
         client=client,
         # Bolt acks first and runs listeners after; ours only enqueue, so acks stay fast.
         process_before_response=False,
+        # A command or a click is acked from inside its listener: with Bolt's default of
+        # five threads, a burst of deliveries would queue those acks behind each other.
+        listener_executor=ThreadPoolExecutor(max_workers=LISTENER_THREADS),
         logger=logging.getLogger("slack_bolt"),
     )
     bot_user = str(client.auth_test().get("user_id") or "") or None
@@ -129,6 +135,11 @@ def _listen_to_the_ai_pane_and_commands(
     def on_thread_started(body: dict[str, Any], event: dict[str, Any]) -> None:
         team = str(body.get("team_id") or "")
         runner.submit(asyncio.to_thread(assistant.started, event, team), turn=False)
+
+    @app.event("app_home_opened")
+    def on_home_opened(body: dict[str, Any], event: dict[str, Any]) -> None:
+        team = str(body.get("team_id") or "")
+        runner.submit(asyncio.to_thread(assistant.opened, event, team), turn=False)
 
     @app.event("assistant_thread_context_changed")
     def on_context_changed(event: dict[str, Any]) -> None:

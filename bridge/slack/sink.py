@@ -57,6 +57,7 @@ class SlackSink:
         recipient_team: str | None,
         on_posted: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        status_refresh_s: float = STATUS_REFRESH_SECONDS,
     ) -> None:
         self._client = client
         self._channel = channel
@@ -65,6 +66,7 @@ class SlackSink:
         self._team = recipient_team
         self._on_posted = on_posted
         self._clock = clock
+        self._status_refresh_s = status_refresh_s
         self._text = ""
         self._pending = ""
         self._chunks: list[dict[str, Any]] = []
@@ -293,7 +295,7 @@ class SlackSink:
 
     async def _keep_status_alive(self) -> None:
         while True:
-            await asyncio.sleep(STATUS_REFRESH_SECONDS)
+            await asyncio.sleep(self._status_refresh_s)
             if self.stopped:
                 return
             await self._status(self._status_text, LOADING_MESSAGES)

@@ -138,3 +138,18 @@ def test_searching_memory_and_loading_a_skill_show_as_tasks_in_the_stream(
     assert ("Searching memory", "complete") in tasks
     assert tasks.count(("Searching memory", "in_progress")) == 2  # context, then the tool
     assert streamed_text(harness, root).endswith("Here is the checklist.")
+
+
+def test_opening_the_agents_messages_tab_offers_prompts_for_the_channel(
+    harness: Harness,
+) -> None:
+    harness.slack.add_channel(DM, "", kind="im")
+    harness.thoth.episodic.remember([_episode("the vendor contract renewal", DM, "im")])
+    harness.event({"type": "app_home_opened", "user": "U1", "channel": DM, "tab": "home",
+                   "event_ts": f"{time.time():.6f}"})
+    harness.event({"type": "app_home_opened", "user": "U1", "channel": DM, "tab": "messages",
+                   "event_ts": f"{time.time():.6f}"})
+    (suggested,) = wait_until(lambda: harness.slack.suggested_prompts())
+    assert suggested["thread_ts"] is None and suggested["channel_id"] == DM
+    assert any("vendor contract" in p["title"] for p in suggested["prompts"])
+    assert len(harness.slack.suggested_prompts()) == 1  # the Home tab offers nothing

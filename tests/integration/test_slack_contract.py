@@ -129,3 +129,27 @@ def test_bodies_slack_never_sends_are_refused_with_4xx(harness: Harness) -> None
     harness.model.push(api.text("Still here."))
     assert harness.mention("are you there?", "1700001400.000100") == 200
     assert wait_until(lambda: streamed_text(harness, "1700001400.000100")) == "Still here."
+
+
+def test_the_status_is_kept_alive_until_the_reply_is_finished(harness: Harness) -> None:
+    import asyncio
+
+    from bridge.slack.sink import SlackSink
+    from bridge.slack.web import build_web_client
+
+    client = build_web_client(harness.thoth.settings)
+    sink = SlackSink(client, channel=CHANNEL, thread_ts="1700001500.000100",
+                     recipient_user="U1", recipient_team="T1", status_refresh_s=0.05)
+
+    async def long_turn() -> None:
+        await sink.thinking()
+        # Slack drops a status after two minutes without a message: it is set again.
+        while len(harness.slack.statuses()) < 4:
+            await asyncio.sleep(0.02)
+        await sink.finish("Done at last.", ok=True)
+
+    asyncio.run(long_turn())
+    settled = len(harness.slack.statuses())
+    assert all(s["status"] == "is thinking…" for s in harness.slack.statuses()[:4])
+    time.sleep(0.2)
+    assert len(harness.slack.statuses()) == settled  # no refresh after the reply

@@ -729,7 +729,8 @@ class FakeSlack(LoopbackServer):
     @api("assistant.threads.setSuggestedPrompts")
     def _assistant_set_prompts(self, call: RecordedCall) -> dict[str, Any]:
         channel_id = self._postable(call, "channel_id")
-        thread_ts = _text(call, "thread_ts", "invalid_arguments")
+        # Optional: without it the prompts are set for the channel (the agent experience).
+        thread_ts = _text(call, "thread_ts")
         prompts = _structured(call, "prompts")
         if not isinstance(prompts, list) or not 1 <= len(prompts) <= MAX_SUGGESTED_PROMPTS:
             raise SlackError("invalid_arguments")
