@@ -138,6 +138,10 @@ class Conversation:
     def directory(self) -> Directory:
         return self._directory
 
+    @property
+    def replies(self) -> SlackReplies:
+        return self._replies
+
     async def recall_markdown(
         self,
         query: str,

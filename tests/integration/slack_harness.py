@@ -26,6 +26,7 @@ from bridge.slack.web import build_web_client
 from tests.fakes import HashingEmbedder
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
+from tests.waiting import wait_until
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 CHANNEL = "C1"
@@ -113,6 +114,19 @@ class Harness:
 
     def replies_in(self, thread_ts: str) -> list[dict[str, Any]]:
         return [m for m in self.slack.messages(CHANNEL, thread_ts) if m.get("user") == "UBOT"]
+
+    def answered(self, thread_ts: str) -> tuple[str, str]:
+        """The first reply in the thread and its stored episode, once both exist."""
+        replies = self.bridge.conversation.replies
+        reply_ts = str(wait_until(lambda: streamed_text(self, thread_ts)) and
+                       self.replies_in(thread_ts)[0]["ts"])
+
+        def episode() -> str | None:
+            record = replies.find(CHANNEL, reply_ts)
+            found = record.episode_id if record else None
+            return found if found and self.thoth.episodic.store.get(found) else None
+
+        return reply_ts, str(wait_until(episode))
 
 
 @contextmanager

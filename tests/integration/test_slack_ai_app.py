@@ -81,17 +81,12 @@ def test_feedback_buttons_count_as_feedback_and_a_second_click_takes_it_back(
     root = "1700002200.000100"
     harness.model.push(api.text("Use the staging runbook."))
     harness.mention("how do I reset staging?", root)
-    wait_until(lambda: streamed_text(harness, root))
-    reply_ts = harness.replies_in(root)[0]["ts"]
+    reply_ts, episode_id = harness.answered(root)
     (stop,) = harness.slack.calls("chat.stopStream")
     (block,) = stop.field("blocks")
     assert block["type"] == "context_actions"
     assert block["elements"][0]["type"] == "feedback_buttons"
-    replies = harness.bridge.conversation._replies
-    episode_id = wait_until(lambda: (replies.find(CHANNEL, reply_ts) or None) and replies.find(
-        CHANNEL, reply_ts).episode_id)  # type: ignore[union-attr]
     store = harness.thoth.episodic.store
-    wait_until(lambda: store.get(episode_id))
 
     def click(value: str, user: str = "U2") -> int:
         payload = {

@@ -79,13 +79,8 @@ def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harnes
     ts = "1700000300.000100"
     harness.model.push(api.text("Use the blue-green deploy for the API."))
     harness.mention("how should we deploy the api?", ts)
-    wait_until(lambda: streamed_text(harness, ts))
-    reply_ts = harness.replies_in(ts)[0]["ts"]
-    replies = harness.bridge.conversation._replies
-    episode_id = wait_until(lambda: (replies.find(CHANNEL, reply_ts) or None) and replies.find(
-        CHANNEL, reply_ts).episode_id)
+    reply_ts, episode_id = harness.answered(ts)
     store = harness.thoth.episodic.store
-    wait_until(lambda: store.get(episode_id))
 
     harness.reaction("white_check_mark", reply_ts)
     wait_until(lambda: store.get(episode_id).feedback == Feedback.WORKED)

@@ -80,11 +80,7 @@ def test_refusals_about_a_reply_are_said_in_its_thread(harness: Harness) -> None
     root = "1700001200.000100"
     harness.model.push(api.text("Rotate the keys monthly."))
     harness.mention("how often do we rotate keys?", root)
-    wait_until(lambda: streamed_text(harness, root))
-    reply_ts = harness.replies_in(root)[0]["ts"]
-    replies = harness.bridge.conversation._replies
-    wait_until(lambda: (replies.find(CHANNEL, reply_ts) or None) and replies.find(
-        CHANNEL, reply_ts).episode_id)  # type: ignore[union-attr]
+    reply_ts, _ = harness.answered(root)
     harness.reaction("wastebasket", reply_ts, user="U2")
     (refusal,) = wait_until(lambda: harness.slack.ephemerals(CHANNEL))
     assert refusal["thread_ts"] == root and refusal["user"] == "U2"
