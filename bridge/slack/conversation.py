@@ -98,11 +98,6 @@ class Conversation:
         session = await asyncio.to_thread(
             self._thoth.sessions.open, incoming.session_key, place
         )
-        turns_so_far = await asyncio.to_thread(self._thoth.transcript.count, session.id)
-        if place.channel_type == "im" and turns_so_far == 0:
-            await asyncio.to_thread(
-                self._assistant.name_thread, incoming.channel, incoming.thread_root, incoming.text
-            )
 
         def posted(ts: str) -> None:
             # Recorded as soon as it exists: a reaction or a follow-up in the thread may
@@ -127,7 +122,18 @@ class Conversation:
             recipient_team=incoming.team,
             on_posted=posted,
         )
-        outcome = await self._thoth.pipeline.handle(turn, sink, session=session)
+        turns_so_far = await asyncio.to_thread(self._thoth.transcript.count, session.id)
+        # A DM thread's first message names it in Slack's AI pane (beside the turn, so the
+        # reply never waits for it; Slack refuses titles elsewhere, quietly).
+        naming = (
+            asyncio.to_thread(self._assistant.name_thread, incoming.channel,
+                              incoming.thread_root, incoming.text)
+            if place.channel_type == "im" and turns_so_far == 0
+            else asyncio.sleep(0)
+        )
+        outcome, _ = await asyncio.gather(
+            self._thoth.pipeline.handle(turn, sink, session=session), naming
+        )
         if outcome.episode_id is not None:
             for ts in sink.posted:
                 await asyncio.to_thread(

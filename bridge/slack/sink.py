@@ -38,6 +38,7 @@ UPDATE_SECONDS = 1.0
 RETRY_PAUSE_SECONDS = 2.0
 # Slack drops a status after two minutes without a message; refresh it before that.
 STATUS_REFRESH_SECONDS = 100.0
+MAX_STATUS_REFRESHES = 12
 THINKING_STATUS = "is thinking…"
 LOADING_MESSAGES = ["Looking through what we did before…", "Reading the thread…"]
 SLACK_ERRORS = (SlackApiError, OSError)
@@ -181,8 +182,12 @@ class SlackSink:
             self._sent()
 
     def _stream_content(self) -> dict[str, Any]:
-        """What is unsent, as a stream call's arguments (chunks once steps are in it)."""
-        markdown = escape(self._pending)[:MARKDOWN_CHARS] if self._pending else None
+        """What is unsent, as a stream call's arguments (chunks once steps are in it).
+
+        At most 12 000 escaped characters a call, cut between characters so that no
+        entity is split; ``_sent`` keeps the rest for the next call.
+        """
+        markdown = escape(self._pending[: self._fitting()]) if self._pending else None
         if not self._chunks:
             return {"markdown_text": markdown} if markdown else {}
         chunks = list(self._chunks)
@@ -191,10 +196,17 @@ class SlackSink:
         return {"chunks": chunks}
 
     def _sent(self) -> None:
-        sent = len(escape(self._pending)[:MARKDOWN_CHARS])
-        # The escaped text was cut at 12 000 characters: keep what did not fit.
-        self._pending = self._pending[_raw_length(self._pending, sent) :]
+        self._pending = self._pending[self._fitting() :]
         self._chunks.clear()
+
+    def _fitting(self) -> int:
+        """How many pending characters fit one call once escaped."""
+        total = 0
+        for index, char in enumerate(self._pending):
+            total += len(escape(char))
+            if total > MARKDOWN_CHARS:
+                return index
+        return len(self._pending)
 
     def _finish(self, text: str, ok: bool) -> None:
         try:
@@ -211,8 +223,10 @@ class SlackSink:
 
     def _stop_stream(self, ok: bool) -> None:
         assert self._stream_ts is not None
-        content = self._stream_content()
         try:
+            while self._fitting() < len(self._pending):
+                self._append()  # more than one call holds: the rest goes with the stop
+            content = self._stream_content()
             self._client.chat_stopStream(
                 channel=self._channel,
                 ts=self._stream_ts,
@@ -294,7 +308,8 @@ class SlackSink:
     # -- the status line ---------------------------------------------------------------
 
     async def _keep_status_alive(self) -> None:
-        while True:
+        # Bounded: a turn cancelled before ``finish`` must not keep a status forever.
+        for _ in range(MAX_STATUS_REFRESHES):
             await asyncio.sleep(self._status_refresh_s)
             if self.stopped:
                 return
@@ -325,16 +340,6 @@ def _escaped_blocks(escaped_text: str, feedback: bool) -> dict[str, Any]:
     if feedback:
         blocks.append(feedback_block())
     return {"text": preview(escaped_text, NOTIFICATION_CHARS), "blocks": blocks}
-
-
-def _raw_length(raw: str, escaped_length: int) -> int:
-    """How many characters of ``raw`` escape to the first ``escaped_length`` characters."""
-    total = 0
-    for index, char in enumerate(raw):
-        total += len(escape(char))
-        if total > escaped_length:
-            return index
-    return len(raw)
 
 
 def _code(error: SlackApiError) -> str:

@@ -149,3 +149,18 @@ def test_the_status_is_kept_alive_until_the_reply_is_finished(harness: Harness) 
     assert all(s["status"] == "is thinking…" for s in harness.slack.statuses()[:4])
     time.sleep(0.2)
     assert len(harness.slack.statuses()) == settled  # no refresh after the reply
+
+
+def test_a_large_streamed_piece_is_cut_to_slacks_limit_between_entities(
+    harness: Harness,
+) -> None:
+    root = "1700001600.000100"
+    answer = "a<b&" * 2_500  # 10 000 characters, 22 500 once escaped
+    harness.model.push(api.text(answer, chunk_chars=10_000))
+    harness.mention("print the fixture", root)
+    wait_until(lambda: streamed_text(harness, root))
+    sent = [c.args.get("markdown_text") or "" for c in harness.slack.calls()
+            if c.method.endswith("Stream")]
+    assert all(len(text) <= 12_000 for text in sent) and len(sent) >= 2
+    assert all(not text.endswith(("&", "&l", "&lt", "&a", "&am", "&amp")) for text in sent)
+    assert "".join(sent) == answer.replace("&", "&amp;").replace("<", "&lt;")
