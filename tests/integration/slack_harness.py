@@ -74,20 +74,27 @@ class Harness:
             return error.code, error.read().decode(), time.monotonic() - started
 
     def event(self, event: dict[str, Any], *, event_id: str | None = None, **kw: Any) -> int:
+        """An Events API delivery, enveloped as Slack sends it (bolt-python's scenario tests)."""
         self.counter += 1
         body = {
-            "type": "event_callback",
+            "token": "verification_token",
             "team_id": "T1",
             "api_app_id": "A1",
+            "event": {"event_ts": event.get("ts") or f"{time.time():.6f}", **event},
+            "type": "event_callback",
             "event_id": event_id or f"Ev{self.counter:04d}",
             "event_time": int(time.time()),
-            "event": event,
+            "authorizations": [{"enterprise_id": None, "team_id": "T1", "user_id": "UBOT",
+                                "is_bot": True, "is_enterprise_install": False}],
+            "is_ext_shared_channel": False,
+            "event_context": f"4-eyJldCI6ImFwcF9tZW50aW9uIn0-{self.counter}",
         }
         return self.post(json.dumps(body), **kw)[0]
 
     def mention(self, text: str, ts: str, *, thread_ts: str | None = None, **kw: Any) -> int:
-        event = {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {text}", "ts": ts,
-                 "channel": CHANNEL, "team": "T1"}
+        event = {"client_msg_id": f"9cbd4c5b-7ddf-4ede-b479-{self.counter:012d}",
+                 "type": "app_mention", "user": "U1", "text": f"<@UBOT> {text}", "ts": ts,
+                 "team": "T1", "channel": CHANNEL}
         if thread_ts:
             event["thread_ts"] = thread_ts
         return self.event(event, **kw)

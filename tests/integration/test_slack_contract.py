@@ -164,3 +164,10 @@ def test_a_large_streamed_piece_is_cut_to_slacks_limit_between_entities(
     assert all(len(text) <= 12_000 for text in sent) and len(sent) >= 2
     assert all(not text.endswith(("&", "&l", "&lt", "&a", "&am", "&amp")) for text in sent)
     assert "".join(sent) == answer.replace("&", "&amp;").replace("<", "&lt;")
+
+
+def test_the_url_verification_handshake_is_answered(harness: Harness) -> None:
+    body = json.dumps({"token": "verification_token", "challenge": "3eZbrw1aBm2rZgRNFdxV2595E9",
+                       "type": "url_verification"})
+    status, answer, _ = harness.post(body)
+    assert status == 200 and "3eZbrw1aBm2rZgRNFdxV2595E9" in answer
