@@ -44,6 +44,7 @@ NOTHING_TO_END = "There is no open session in this channel to end."
 
 # Steps shown while a reply is made (Slack: tasks in the stream).
 STEP_SEARCHING_MEMORY = "Searching memory"
+STEP_OTHER_TOOL = "Using a tool"
 STEP_TITLES = {
     "recall_memory": "Searching memory",
     "use_skill": "Loading a skill",

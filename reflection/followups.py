@@ -46,11 +46,11 @@ class Followups:
         return [Followup(*row) for row in rows]
 
     def open_for(
-        self, *, team: str, dm_channel: str, shared_channel: str | None, limit: int
+        self, *, team: str, user: str, dm_channel: str, shared_channel: str | None, limit: int
     ) -> list[Followup]:
-        """Pending follow-ups a person may read from their DM with the agent: those of
-        public channels in the workspace, of this DM, and of ``shared_channel`` (a
-        private channel they are looking at), soonest first."""
+        """Pending follow-ups of conversations ``user`` took part in that they may read
+        from their DM with the agent: in public channels of the workspace, in this DM,
+        or in ``shared_channel`` (a private channel they are looking at), soonest first."""
         with self._db.read() as conn:
             rows = conn.execute(
                 "SELECT f.session_id, f.channel, f.thread_ts, f.text FROM followups f"
@@ -58,8 +58,10 @@ class Followups:
                 " WHERE f.state = 'pending' AND s.team = ? AND (s.channel_type = 'public'"
                 " OR (s.channel_type = 'im' AND s.channel = ?)"
                 " OR (s.channel_type IN ('private', 'mpim') AND s.channel = ?))"
+                " AND EXISTS (SELECT 1 FROM transcript_turns t"
+                " WHERE t.session_id = s.id AND t.user = ?)"
                 " ORDER BY f.due_at LIMIT ?",
-                (team, dm_channel, shared_channel, limit),
+                (team, dm_channel, shared_channel, user, limit),
             ).fetchall()
         return [Followup(*row) for row in rows]
 

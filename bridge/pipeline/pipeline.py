@@ -167,7 +167,12 @@ class TurnPipeline:
                 await asyncio.shield(self._record(turn, session, answer))
                 raise
             timings.last_token = time.monotonic()
-            await sink.finish(answer.text, ok=answer.ok)
+            try:
+                await sink.finish(answer.text, ok=answer.ok)
+            except ReplyStopped:
+                # Stop pressed while the reply was being closed: not a complete answer.
+                answer.stopped = True
+                _failed(answer, f"{answer.text}\n\n{messages.STOPPED}".strip())
             timings.shown = time.monotonic()
             episode_id = await self._record(turn, session, answer)
             timings.recorded = time.monotonic()
@@ -309,10 +314,10 @@ class TurnPipeline:
             if block.get("type") != "tool_use":
                 continue
             call = ToolCall(str(block["id"]), str(block["name"]), dict(block.get("input") or {}))
-            title = messages.STEP_TITLES.get(call.name, call.name)
-            await sink.progress(Step(call.id, title, "in_progress"))
+            title = messages.STEP_TITLES.get(call.name, messages.STEP_OTHER_TOOL)
+            await _show(sink, Step(call.id, title, "in_progress"), stop=True)
             text, is_error = await self._tools.run(call, turn)
-            await sink.progress(Step(call.id, title, "error" if is_error else "complete"))
+            await _show(sink, Step(call.id, title, "error" if is_error else "complete"), stop=True)
             result: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": call.id,
@@ -383,12 +388,19 @@ class TurnPipeline:
         return episode.id
 
 
-async def _show(sink: ReplySink, step: Step) -> None:
-    """A step on the sink, from a context source: a stop shows up at the next text instead."""
+async def _show(sink: ReplySink, step: Step, *, stop: bool = False) -> None:
+    """A step on the sink; showing it never fails the turn.
+
+    A Stop is passed on when ``stop`` (between model rounds); while context is gathered
+    it shows up at the next text instead.
+    """
     try:
         await sink.progress(step)
     except ReplyStopped:
-        return
+        if stop:
+            raise
+    except Exception:
+        log.exception("showing step %s failed; the turn goes on", step.id)
 
 
 class _ReplyStream:

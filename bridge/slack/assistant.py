@@ -10,8 +10,10 @@
 
 Decided (DESIGN.md "Memory must never leak"): a turn in the pane is a DM turn, and
 its recall sees what that person may read from there: their own DMs, public channels
-of the workspace, and the one channel they are looking at, which Slack reports only
-for a channel they have open. Another workspace's channel adds nothing.
+of the workspace, and the one channel they are looking at, and only while Slack says
+they are in it (``conversations.members``, asked again every few minutes: someone
+removed from a channel stops seeing its memories). Another workspace's channel adds
+nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bridge.slack.directory import Directory
 from layers.episodic.episode import Viewer
 from layers.episodic.store import EpisodeStore
 from layers.storage.database import Database
@@ -52,10 +55,16 @@ class ThreadContext:
 
 class AssistantThreads:
     def __init__(
-        self, db: Database, client: WebClient, episodes: EpisodeStore | None, followups: Followups
+        self,
+        db: Database,
+        client: WebClient,
+        directory: Directory,
+        episodes: EpisodeStore | None,
+        followups: Followups,
     ) -> None:
         self._db = db
         self._client = client
+        self._directory = directory
         self._episodes = episodes
         self._followups = followups
 
@@ -86,8 +95,8 @@ class AssistantThreads:
             self._client.assistant_threads_setSuggestedPrompts(
                 prompts=prompts, title=PROMPTS_TITLE, **where
             )
-        except SlackApiError as error:
-            log.warning("suggested prompts refused in %s: %s", where, error.response.get("error"))
+        except (SlackApiError, OSError) as error:
+            log.warning("suggested prompts refused in %s: %s", where, error)
 
     def context_changed(self, event: dict[str, Any]) -> None:
         thread = event.get("assistant_thread") or {}
@@ -120,16 +129,21 @@ class AssistantThreads:
         context = self.context(channel, thread_ts)
         if context is None or context.user != user or context.team not in (None, team):
             return None
+        if not context.channel or not self._directory.is_member(context.channel, user):
+            return None
         return context.channel
 
     def suggestions(
         self, team: str, channel: str, user: str, context: ThreadContext | None
     ) -> list[dict[str, str]]:
         """Open follow-ups first, then recent topics of this person, then starters."""
-        looking_at = context.channel if context and context.team in (None, team) else None
+        looking_at = None
+        if context is not None and context.channel and context.team in (None, team):
+            member = self._directory.is_member(context.channel, user)
+            looking_at = context.channel if member else None
         prompts: list[dict[str, str]] = []
         for followup in self._followups.open_for(
-            team=team, dm_channel=channel, shared_channel=looking_at, limit=2
+            team=team, user=user, dm_channel=channel, shared_channel=looking_at, limit=2
         ):
             topic = _clip(followup.text, PROMPT_TITLE_CHARS - 11)
             prompts.append({"title": f"Follow up: {topic}", "message": followup.text})
@@ -150,8 +164,8 @@ class AssistantThreads:
             self._client.assistant_threads_setTitle(
                 channel_id=channel, thread_ts=thread_ts, title=_clip(first_message, TITLE_CHARS)
             )
-        except SlackApiError as error:
-            log.debug("no title for %s: %s", channel, error.response.get("error"))
+        except (SlackApiError, OSError) as error:
+            log.debug("no title for %s: %s", channel, error)
 
 
 def _clip(text: str, chars: int) -> str:

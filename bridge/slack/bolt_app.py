@@ -64,7 +64,7 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
     replies = SlackReplies(thoth.db)
     cards = SkillCards(thoth.db, client)
     episodes = None if settings.episodic_disabled else thoth.episodic.store
-    assistant = AssistantThreads(thoth.db, client, episodes, Followups(thoth.db))
+    assistant = AssistantThreads(thoth.db, client, directory, episodes, Followups(thoth.db))
     conversation = Conversation(thoth, client, directory, replies, assistant)
     reactions = Reactions(thoth, client, directory, replies, cards, bot_user=bot_user)
     bridge = SlackBridge(app, runner, conversation, reactions, cards, assistant, bot_user)

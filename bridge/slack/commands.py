@@ -14,7 +14,7 @@ from slack_sdk.webhook import WebhookClient
 from bridge import messages
 from bridge.app import Thoth
 from bridge.slack.conversation import Conversation
-from bridge.slack.escaping import MARKDOWN_CHARS, escape, preview
+from bridge.slack.escaping import escape, preview, split_message
 from layers.working.sessions import Place
 
 log = logging.getLogger(__name__)
@@ -60,25 +60,28 @@ def answer_privately(client: WebClient, command: dict[str, Any], markdown: str) 
     between two people); the response URL works wherever a command can be typed.
     """
     channel, user = str(command.get("channel_id")), str(command.get("user_id"))
-    text = markdown[:MARKDOWN_CHARS]
+    text = (split_message(markdown) or ["…"])[0]
     try:
         client.chat_postEphemeral(channel=channel, user=user, markdown_text=text)
         return
-    except SlackApiError as error:
-        why = error.response.get("error")
-        log.info("ephemeral refused in %s (%s); answering through response_url", channel, why)
+    except (SlackApiError, OSError) as error:
+        log.info("ephemeral refused in %s (%s); answering through response_url", channel, error)
     url = str(command.get("response_url") or "")
     if not url:
         log.warning("command in %s had no response_url; the answer is lost", channel)
         return
     try:
-        WebhookClient(url, timeout=WEBHOOK_TIMEOUT_S).send(
+        answer = WebhookClient(url, timeout=WEBHOOK_TIMEOUT_S).send(
             text=preview(text, 150),
             blocks=[{"type": "markdown", "text": text}],
             response_type="ephemeral",
         )
     except OSError as error:
         log.warning("answering through response_url failed: %s", error)
+        return
+    if answer.status_code != 200:
+        # Response URLs expire after 30 minutes and take five answers at most.
+        log.warning("response_url refused the answer: %s %s", answer.status_code, answer.body)
 
 
 def _command_channel_type(command: dict[str, Any]) -> str | None:

@@ -16,6 +16,8 @@ from layers.episodic.episode import ChannelType
 log = logging.getLogger(__name__)
 
 CACHE_SECONDS = 3_600.0
+# Who is in a channel decides what they may recall: asked again after a few minutes.
+MEMBERSHIP_CACHE_SECONDS = 300.0
 Info = TypeVar("Info")
 
 
@@ -39,6 +41,7 @@ class Directory:
         self._lock = threading.Lock()
         self._users: dict[str, tuple[float, UserInfo]] = {}
         self._channels: dict[str, tuple[float, ChannelInfo]] = {}
+        self._members: dict[str, tuple[float, bool]] = {}
 
     def user(self, user_id: str) -> UserInfo:
         cached = self._cached(self._users, user_id)
@@ -71,10 +74,31 @@ class Directory:
             self._channels[channel_id] = (time.monotonic(), info)
         return info
 
-    def _cached(self, table: dict[str, tuple[float, Info]], key: str) -> Info | None:
+    def is_member(self, channel_id: str, user_id: str) -> bool:
+        """Whether ``user_id`` is in the channel now (cached briefly); False when unknown."""
+        key = f"{channel_id}:{user_id}"
+        cached = self._cached(self._members, key, MEMBERSHIP_CACHE_SECONDS)
+        if cached is not None:
+            return cached
+        found = False
+        try:
+            for page in self._client.conversations_members(channel=channel_id, limit=1000):
+                if user_id in (page.get("members") or []):
+                    found = True
+                    break
+        except (SlackApiError, OSError) as error:
+            log.warning("conversations.members %s failed: %s", channel_id, error)
+            return False  # unknown: never widen who may recall
+        with self._lock:
+            self._members[key] = (time.monotonic(), found)
+        return found
+
+    def _cached(
+        self, table: dict[str, tuple[float, Info]], key: str, ttl: float = CACHE_SECONDS
+    ) -> Info | None:
         with self._lock:
             entry = table.get(key)
-        if entry is None or time.monotonic() - entry[0] > CACHE_SECONDS:
+        if entry is None or time.monotonic() - entry[0] > ttl:
             return None
         return entry[1]
 

@@ -13,6 +13,7 @@ is read as anything), a body that is not what Slack sends 400, an oversize one 4
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import threading
@@ -28,7 +29,7 @@ from slack_bolt.request.internals import build_context
 from slack_sdk.signature import SignatureVerifier
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
@@ -39,10 +40,18 @@ EVENTS_PATH = "/slack/events"
 MAX_BODY_BYTES = 1_000_000
 START_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 10
+# Slack sends a whole delivery at once; a body still trickling in after this is not Slack.
+BODY_TIMEOUT_S = 10.0
+# Requests served at once before new ones get 503 (Slack retries those).
+MAX_CONCURRENT_REQUESTS = 500
 
 
 class MalformedBody(ValueError):
     """A signed body that is not what Slack sends (not a JSON object, a bad form)."""
+
+
+class BodyTooLarge(ValueError):
+    """More than MAX_BODY_BYTES arrived."""
 
 
 class SlackHttpServer:
@@ -63,6 +72,7 @@ class SlackHttpServer:
             log_config=None,  # logging is configured once, in main()
             access_log=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            limit_concurrency=MAX_CONCURRENT_REQUESTS,
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="thoth-http", daemon=True)
@@ -93,11 +103,15 @@ class SlackHttpServer:
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
             return PlainTextResponse("payload too large", status_code=413)
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                return PlainTextResponse("payload too large", status_code=413)
+        try:
+            async with asyncio.timeout(BODY_TIMEOUT_S):
+                body = await _read_body(request)
+        except BodyTooLarge:
+            return PlainTextResponse("payload too large", status_code=413)
+        except TimeoutError:
+            return PlainTextResponse("the body took too long", status_code=408)
+        except ClientDisconnect:
+            return Response(status_code=400)  # nobody is left to read it
         if not self._signed(request, body):
             return PlainTextResponse("invalid request signature", status_code=401)
         try:
@@ -122,6 +136,15 @@ class SlackHttpServer:
             timestamp=request.headers.get("x-slack-request-timestamp", ""),
             signature=request.headers.get("x-slack-signature", ""),
         )
+
+
+async def _read_body(request: Request) -> bytes:
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise BodyTooLarge()
+    return body
 
 
 def parse_slack_body(text: str, content_type: str | None) -> dict[str, Any]:

@@ -5,17 +5,19 @@ searches and skill loads shown as ``task_update`` chunks; where Slack refuses to
 stream, the reply is posted once and then edited, at most once a second
 (``chat.update`` is Tier 3), with the steps shown on the status line.
 
-What Slack says ends the reply: the person pressed Stop (``stopped_by_user``) or the
-stream is over (``message_not_in_streaming_state``). Then nothing more is sent,
-nothing is posted again, and ``stream`` raises ``ReplyStopped`` so the turn stops.
-Any other Slack error never ends the turn: unsent text waits (a pause, not a retry per
-chunk), and whatever never showed is posted at the end, without repeating what did.
+What Slack says ends the reply: the person pressed Stop (an append answered
+``stopped_by_user``; after it, stopping answers ``message_not_in_streaming_state``).
+Then nothing more is sent, nothing is posted again, and ``stream`` / ``finish`` raise
+``ReplyStopped`` so the turn stops. An append answered ``message_not_in_streaming_state``
+without a Stop means Slack let the stream lapse (a turn of several minutes): the
+message stays, and the reply goes on by editing it. Any other Slack error never ends
+the turn: unsent text waits (a pause, not a retry per chunk), a refused step or button
+block is dropped, and what never showed is posted at the end, without repeating what did.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -42,7 +44,13 @@ MAX_STATUS_REFRESHES = 12
 THINKING_STATUS = "is thinking…"
 LOADING_MESSAGES = ["Looking through what we did before…", "Reading the thread…"]
 SLACK_ERRORS = (SlackApiError, OSError)
-STREAM_ENDED = frozenset({"stopped_by_user", "message_not_in_streaming_state"})
+STOPPED_BY_USER = "stopped_by_user"
+NOT_STREAMING = "message_not_in_streaming_state"
+# Refusals of a chunk or a block: sending the same again would fail again.
+BAD_PARTS = frozenset(
+    {"invalid_chunks", "invalid_blocks", "invalid_blocks_format", "msg_blocks_too_long",
+     "msg_blocks_too_many"}
+)
 # The plain text beside a reply's blocks: what notifications show.
 NOTIFICATION_CHARS = 150
 
@@ -78,6 +86,7 @@ class SlackSink:
         self._streaming_refused = False
         self._status_text = THINKING_STATUS
         self._keepalive: asyncio.Task[None] | None = None
+        self._finished = False
         self.stopped = False
         self.posted: list[str] = []
 
@@ -114,16 +123,17 @@ class SlackSink:
         self._raise_if_stopped()
 
     async def finish(self, text: str, *, ok: bool) -> None:
+        self._finished = True
         if self._keepalive is not None:
             self._keepalive.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._keepalive
+            await asyncio.wait([self._keepalive])
         if self.stopped:
             return
         await asyncio.to_thread(self._finish, text, ok)
         if self._stream_ts is None:
             # A finished stream clears the status itself; a posted message needs it cleared.
-            await self._status("", None)
+            await self._status("", None, final=True)
+        self._raise_if_stopped()  # Stop pressed while the reply was being closed
 
     # -- sending (in a worker thread) ----------------------------------------------------
 
@@ -153,7 +163,7 @@ class SlackSink:
                     **self._stream_content(),
                 )
             except SlackApiError as error:
-                if _code(error) in STREAM_ENDED or _code(error) == "ratelimited":
+                if _code(error) == "ratelimited":
                     raise
                 self._streaming_refused = True
                 self._chunks.clear()
@@ -219,29 +229,39 @@ class SlackSink:
             else:
                 self._post(text, feedback=ok)
         except SlackApiError as error:
-            self._slack_refused(error)
+            self._slack_refused(error, closing=True)
 
     def _stop_stream(self, ok: bool) -> None:
         assert self._stream_ts is not None
         try:
             while self._fitting() < len(self._pending):
                 self._append()  # more than one call holds: the rest goes with the stop
-            content = self._stream_content()
-            self._client.chat_stopStream(
-                channel=self._channel,
-                ts=self._stream_ts,
-                blocks=[feedback_block()] if ok else None,
-                **content,
-            )
-            self._sent()
+            try:
+                self._close_stream([feedback_block()] if ok else None)
+            except SlackApiError as error:
+                if _code(error) in (STOPPED_BY_USER, NOT_STREAMING) or not (
+                    ok or self._chunks
+                ):
+                    raise
+                # Closed again without the steps and the buttons, which may be what Slack
+                # refused; the text is what matters.
+                self._chunks.clear()
+                self._close_stream(None)
         except SlackApiError as error:
-            if _code(error) in STREAM_ENDED:
+            if _code(error) in (STOPPED_BY_USER, NOT_STREAMING):
                 raise
             log.warning("closing the stream failed (%s); posting what it lacks", _code(error))
             self._post(self._pending, feedback=ok)
         except OSError as error:
             log.warning("closing the stream failed (%s); posting what it lacks", error)
             self._post(self._pending, feedback=ok)
+
+    def _close_stream(self, blocks: list[dict[str, Any]] | None) -> None:
+        assert self._stream_ts is not None
+        self._client.chat_stopStream(
+            channel=self._channel, ts=self._stream_ts, blocks=blocks, **self._stream_content()
+        )
+        self._sent()
 
     def _finish_edited(self, text: str, ok: bool) -> None:
         if not ok:
@@ -277,15 +297,23 @@ class SlackSink:
                 return
             self._posted(str(response["ts"]))
 
-    def _slack_refused(self, error: SlackApiError) -> None:
+    def _slack_refused(self, error: SlackApiError, *, closing: bool = False) -> None:
         code = _code(error)
-        if code in STREAM_ENDED:
-            # The person pressed Stop, or Slack ended the stream: the reply ends here.
-            log.info("Slack ended the reply (%s) in %s", code, self._channel)
+        if code == STOPPED_BY_USER or (code == NOT_STREAMING and closing):
+            # The person pressed Stop: the reply ends here.
+            log.info("the reader stopped the reply (%s) in %s", code, self._channel)
             self.stopped = True
             self._pending = ""
             self._chunks.clear()
             return
+        if code == NOT_STREAMING and self._stream_ts is not None:
+            # No Stop was pressed: Slack let the stream lapse. Edit the message instead.
+            log.info("the stream lapsed in %s; editing the message instead", self._channel)
+            self._message_ts, self._stream_ts = self._stream_ts, None
+            self._chunks.clear()
+            return
+        if code in BAD_PARTS:
+            self._chunks.clear()
         self._pause(code)
 
     def _pause(self, why: str) -> None:
@@ -311,13 +339,15 @@ class SlackSink:
         # Bounded: a turn cancelled before ``finish`` must not keep a status forever.
         for _ in range(MAX_STATUS_REFRESHES):
             await asyncio.sleep(self._status_refresh_s)
-            if self.stopped:
+            if self.stopped or self._finished:
                 return
             await self._status(self._status_text, LOADING_MESSAGES)
 
-    async def _status(self, status: str, loading: list[str] | None) -> None:
+    async def _status(self, status: str, loading: list[str] | None, *, final: bool = False) -> None:
         if status:
             self._status_text = status
+        if self._finished and not final:
+            return  # a refresh that lost the race with the end of the reply
         try:
             await asyncio.to_thread(
                 self._client.assistant_threads_setStatus,

@@ -56,6 +56,7 @@ def test_the_pane_context_widens_recall_to_the_channel_being_looked_at(
     harness: Harness,
 ) -> None:
     harness.slack.add_channel(DM, "", kind="im")
+    harness.slack.add_channel("C7", "billing", kind="private", members=["UBOT", "U1"])
     harness.thoth.episodic.remember([
         _episode("the incident review of the billing outage", "C7", "private"),
         _episode("the incident review of the hiring plan", "C8", "private"),
@@ -73,6 +74,17 @@ def test_the_pane_context_widens_recall_to_the_channel_being_looked_at(
     (title,) = wait_until(lambda: harness.slack.titles())
     assert title == {"channel_id": DM, "thread_ts": thread,
                      "title": "what came out of the incident review?"}
+
+    # Looking at a private channel they are not in (Slack lists its members) widens nothing.
+    harness.slack.add_channel("C9", "hr-exits", kind="private", members=["UBOT", "U2"])
+    harness.thoth.episodic.remember([_episode("the incident review of exits", "C9", "private")])
+    _pane_event(harness, "assistant_thread_context_changed", thread, "C9")
+    wait_until(lambda: getattr(harness.bridge.assistant.context(DM, thread), "channel", None)
+               == "C9")
+    _dm(harness, "recall incident review", "1700002100.000300", thread)
+    answer = wait_until(lambda: [m["text"] for m in harness.slack.messages(DM)
+                                 if "incident review" in m.get("text", "")])
+    assert "exits" not in answer[0] and "billing" not in answer[0]
 
 
 def test_feedback_buttons_count_as_feedback_and_a_second_click_takes_it_back(

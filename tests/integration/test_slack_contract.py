@@ -171,3 +171,28 @@ def test_the_url_verification_handshake_is_answered(harness: Harness) -> None:
                        "type": "url_verification"})
     status, answer, _ = harness.post(body)
     assert status == 200 and "3eZbrw1aBm2rZgRNFdxV2595E9" in answer
+
+
+def test_a_stream_slack_let_lapse_goes_on_as_an_edited_message(harness: Harness) -> None:
+    root = "1700001700.000100"
+    answer = "".join(f"step{n} " for n in range(60))
+    harness.model.push(api.text(answer, chunk_chars=8, chunk_delay_s=0.03))
+    harness.mention("walk me through it", root)
+    harness.slack.wait_for_call("chat.startStream")
+    stream_ts = wait_until(lambda: harness.replies_in(root) and harness.replies_in(root)[0]["ts"])
+    harness.slack.lapse_stream(CHANNEL, stream_ts)
+    wait_until(lambda: shown(harness.slack.message(CHANNEL, stream_ts) or {}) == answer.strip(),
+               20)
+    (turn,) = wait_until(lambda: _session_turns(harness, root))
+    assert turn.ok and len(harness.replies_in(root)) == 1  # the same message, edited
+    wait_until(lambda: harness.thoth.episodic.store.count() == 1)
+
+
+def test_a_refused_step_chunk_is_dropped_and_the_reply_still_streams(harness: Harness) -> None:
+    root = "1700001800.000100"
+    harness.slack.fail_next("chat.appendStream", status=200, error="invalid_chunks")
+    harness.model.push(api.text("The answer, intact.", chunk_chars=5))
+    harness.mention("anything on this?", root)
+    assert wait_until(lambda: streamed_text(harness, root), 20) == "The answer, intact."
+    chunks_after = [c.field("chunks") for c in harness.slack.calls("chat.appendStream")[1:]]
+    assert not any(chunks for chunks in chunks_after)  # the refused step was not sent again

@@ -387,6 +387,11 @@ class FakeSlack(LoopbackServer):
             self._responses.append(dict(call.args))
             self._lock.notify_all()
 
+    def lapse_stream(self, channel: str, ts: str) -> None:
+        """Slack ends a stream on its own (it lasts minutes at most): no Stop was pressed."""
+        with self._lock:
+            self._streams[(channel, ts)].state = "stopped"
+
     def stop_stream_by_user(self, channel: str, ts: str) -> None:
         """The person pressed Stop: Slack ends the stream and refuses what follows."""
         with self._lock:
@@ -790,6 +795,21 @@ class FakeSlack(LoopbackServer):
         if channel is None:
             raise SlackError("channel_not_found")
         return {"channel": channel}
+
+    @api("conversations.members")
+    def _conversations_members(self, call: RecordedCall) -> dict[str, Any]:
+        channel = self._postable(call)
+        members = self._channels.get(channel, {}).get("members")
+        everyone = [user for user in self._users if user != self.bot_user_id]
+        listed = list(members) if members is not None else [self.bot_user_id, *everyone]
+        try:
+            start = int(_text(call, "cursor") or 0)
+            limit = int(_text(call, "limit") or 100) or 100
+        except ValueError as error:
+            raise SlackError("invalid_cursor") from error
+        more = start + limit < len(listed)
+        return {"members": listed[start : start + limit],
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     @api("conversations.replies")
     def _conversations_replies(self, call: RecordedCall) -> dict[str, Any]:

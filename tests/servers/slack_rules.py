@@ -190,6 +190,7 @@ METHOD_TIERS: dict[str, Tier] = {
     "reactions.add": TIER_3,
     "reactions.remove": TIER_3,
     "conversations.info": TIER_3,
+    "conversations.members": TIER_4,
     "conversations.replies": TIER_3,
     "conversations.history": TIER_3,
     "users.info": TIER_4,
