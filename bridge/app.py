@@ -22,6 +22,7 @@ from layers.identity.honcho import HonchoIdentity
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.protocol import IdentityBackend
+from layers.identity.scope import ReadableSessions
 from layers.identity.user_models import UserModels
 from layers.procedural.brain import Brain, BrainError
 from layers.procedural.drafts import SkillDrafts
@@ -194,7 +195,11 @@ def build_identity(settings: Settings, db: Database, embedder: Embedder) -> Iden
             max_retries=0,
         )
 
-    return HonchoIdentity(client_for, workspace_id=settings.honcho_workspace_id)
+    return HonchoIdentity(
+        client_for,
+        workspace_id=settings.honcho_workspace_id,
+        readable_sessions=ReadableSessions(db),
+    )
 
 
 def ensure_brain(brain: Brain) -> str | None:

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bridge.app import Thoth
-from layers.episodic.episode import LOCAL_TEAM
+from layers.episodic.episode import CHANNEL_TYPES, LOCAL_TEAM, Viewer
 from layers.errors import ConfigurationError
 from layers.identity.protocol import IdentityBackend, Person
 
@@ -20,6 +20,18 @@ def register(commands: Any) -> None:
     show = actions.add_parser("show", help="what is known about USER")
     show.add_argument("user", help="a Slack user id (or the terminal login name)")
     show.add_argument("--team", default=LOCAL_TEAM, help="the person's workspace id")
+    show.add_argument(
+        "--channel",
+        help="show what may be read in this channel (default: a DM with the person)",
+    )
+    show.add_argument(
+        "--channel-type", choices=CHANNEL_TYPES, default="public",
+        help="with --channel: its type",
+    )
+    show.add_argument(
+        "--all", action="store_true",
+        help="the operator's view: every fact, from every place (with where it was said)",
+    )
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(handler=run_show)
     forget = actions.add_parser("forget", help="delete what is known about USER")
@@ -30,17 +42,30 @@ def register(commands: Any) -> None:
 
 
 def run_show(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    facts = asyncio.run(_backend(app).facts(Person(args.team, args.user)))
+    facts = asyncio.run(_backend(app).facts(Person(args.team, args.user), _viewer(args)))
     if args.json:
-        records = [{"id": f.id, "text": f.text, "at": f.at, "source": f.source} for f in facts]
+        records = [
+            {"id": f.id, "text": f.text, "at": f.at, "source": f.source, "session": f.session_id}
+            for f in facts
+        ]
         print(json.dumps(records, ensure_ascii=False), file=out)
         return 0
     if not facts:
         print(f"nothing is known about {args.user} in {args.team}", file=out)
     for fact in facts:
         day = datetime.fromtimestamp(fact.at, UTC).date().isoformat()
-        print(f"{fact.id}  {day}  {fact.text}  ({fact.source})", file=out)
+        where = f", session {fact.session_id}" if args.all and fact.session_id else ""
+        print(f"{fact.id}  {day}  {fact.text}  ({fact.source}{where})", file=out)
     return 0
+
+
+def _viewer(args: argparse.Namespace) -> Viewer | None:
+    """Whose eyes: a DM with the person unless a channel or the operator's view is asked."""
+    if args.all:
+        return None
+    if args.channel:
+        return Viewer(args.team, args.channel, args.channel_type, None)
+    return Viewer(args.team, f"dm:{args.user}", "im", args.user)
 
 
 def run_forget(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:

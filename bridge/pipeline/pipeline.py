@@ -229,7 +229,7 @@ class TurnPipeline:
         return await within_deadline(
             "user-model",
             self._config.user_model_timeout_s,
-            self._user_models.for_message(person, turn.text),
+            self._user_models.for_message(person, turn.text, turn.viewer),
         )
 
     async def _related_episodes(

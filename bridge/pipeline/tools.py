@@ -119,16 +119,18 @@ class ToolBox:
         if call.name == USE_SKILL.name and self._skills is not None:
             return await asyncio.to_thread(self._skill_body, call.input.get("name"))
         if call.name in (ABOUT_SPEAKER.name, FORGET_SPEAKER.name) and self._identity is not None:
-            return await self._about_speaker(call, turn.person)
+            return await self._about_speaker(call, turn)
         return f"Unknown tool {call.name!r}.", True
 
-    async def _about_speaker(self, call: ToolCall, person: Person | None) -> tuple[str, bool]:
+    async def _about_speaker(self, call: ToolCall, turn: Turn) -> tuple[str, bool]:
         # Only ever the person speaking: nobody can read or erase someone else's model.
         assert self._identity is not None
+        person = turn.person
         if person is None:
             return "The speaker is anonymous here; nothing is stored about them.", True
         if call.name == ABOUT_SPEAKER.name:
-            facts = await self._identity.facts(person)
+            # Only what may be read here: a DM's facts never come up in a channel.
+            facts = await self._identity.facts(person, turn.viewer)
             lines = [f"- [{fact.id}] {fact.text}" for fact in facts]
             return "\n".join(lines) or "Nothing is stored about them.", False
         fact_id = call.input.get("fact_id")

@@ -6,16 +6,26 @@ session. Ids pass through ``honcho_id`` (Honcho allows only ``[a-zA-Z0-9_-]``).
 Clients are built by the composition root with ``max_retries=0``: retries belong
 to the ingest queue, and the user model runs under the pipeline's hard deadline.
 The SDK's ``.aio`` views keep every call off the event loop's critical path.
+
+Where facts were said (``scope.py``) maps onto Honcho's sessions: a conclusion
+carries only its session as a place (Honcho has no metadata on conclusions), so a
+user model asks for the representation with ``sessions=[...]`` — Honcho's session
+allowlist (server 3.0.12 and later; at most 1 000 sessions, an empty list is not
+sent: nothing may be read) — listing the Thoth sessions the person spoke in that
+the reader may read. Listed facts are filtered by their session on Thoth's side.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
+from layers.episodic.episode import Viewer
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Fact, Person, TurnMessages
+from layers.identity.scope import unplaced_visible
 from layers.redaction import redact
 
 AGENT_PEER = "thoth"
@@ -25,16 +35,31 @@ MAX_CONCLUSIONS = 10
 MAX_QUERY_CHARS = 500
 FACTS_PAGE_SIZE = 100
 MAX_PAGES = 50
+# Honcho's session allowlist takes at most this many sessions.
+MAX_SESSIONS = 1_000
 
 ClientFactory = Callable[[str], Any]
+
+
+class SessionsReadable(Protocol):
+    """Ids of the sessions ``person`` spoke in whose facts ``viewer`` may read."""
+
+    def __call__(self, person: Person, viewer: Viewer, *, limit: int) -> list[str]: ...
 
 
 class HonchoIdentity:
     name = "honcho"
 
-    def __init__(self, client_for_workspace: ClientFactory, *, workspace_id: str | None) -> None:
+    def __init__(
+        self,
+        client_for_workspace: ClientFactory,
+        *,
+        workspace_id: str | None,
+        readable_sessions: SessionsReadable,
+    ) -> None:
         self._client_for_workspace = client_for_workspace
         self._workspace_id = workspace_id
+        self._readable_sessions = readable_sessions
         self._clients: dict[str, Any] = {}
         self._objects: dict[tuple[int, str, str], Any] = {}
         self._lock = threading.Lock()
@@ -50,12 +75,18 @@ class HonchoIdentity:
             ]
         )
 
-    async def user_model(self, person: Person, message: str) -> str | None:
+    async def user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
+        sessions = await asyncio.to_thread(
+            self._readable_sessions, person, viewer, limit=MAX_SESSIONS
+        )
+        if not sessions:
+            return None  # nothing said anywhere this reader may read
         peer = await self._person(person)
         # The representation is cheap (no LLM on Honcho's side), unlike peer.chat.
         text = await peer.aio.representation(
             search_query=redact(message)[:MAX_QUERY_CHARS] or None,
             max_conclusions=MAX_CONCLUSIONS,
+            sessions=[honcho_id(session) for session in sessions],
         )
         return str(text).strip() or None
 
@@ -75,7 +106,7 @@ class HonchoIdentity:
             peer = await self._person(person)
             await peer.conclusions.aio.create(items)
 
-    async def facts(self, person: Person) -> list[Fact]:
+    async def facts(self, person: Person, viewer: Viewer | None = None) -> list[Fact]:
         peer = await self._person(person)
         facts: list[Fact] = []
         for number in range(1, MAX_PAGES + 1):
@@ -83,7 +114,19 @@ class HonchoIdentity:
             facts.extend(_fact(item) for item in page)
             if len(page) < FACTS_PAGE_SIZE:
                 break
-        return facts
+        if viewer is None:
+            return facts
+        readable = {
+            honcho_id(session)
+            for session in await asyncio.to_thread(
+                self._readable_sessions, person, viewer, limit=MAX_SESSIONS
+            )
+        }
+        unplaced = unplaced_visible(viewer, person)
+        return [
+            fact for fact in facts
+            if (fact.session_id in readable) or (fact.session_id is None and unplaced)
+        ]
 
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
         # Deleting a conclusion is a workspace-wide call: only ids of this person's own
@@ -148,4 +191,8 @@ def _items(page: Any) -> list[Any]:
 def _fact(conclusion: Any) -> Fact:
     created = getattr(conclusion, "created_at", None)
     at = created.timestamp() if created is not None and hasattr(created, "timestamp") else 0.0
-    return Fact(str(conclusion.id), str(conclusion.content), at, "honcho")
+    session = getattr(conclusion, "session_id", None)
+    return Fact(
+        str(conclusion.id), str(conclusion.content), at, "honcho",
+        None if session is None else str(session),
+    )

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from layers.episodic.episode import Viewer
+
 
 @dataclass(frozen=True)
 class Person:
@@ -43,6 +45,8 @@ class Fact:
     text: str
     at: float
     source: str
+    # The session it was learned in (its place); None for a fact typed in by hand.
+    session_id: str | None = None
 
 
 class IdentityBackend(Protocol):
@@ -52,8 +56,9 @@ class IdentityBackend(Protocol):
         """Learn from a turn (the person's own words only, never the agent's paraphrase)."""
         ...
 
-    async def user_model(self, person: Person, message: str) -> str | None:
-        """What to know about ``person`` to answer ``message`` well, as a short block."""
+    async def user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
+        """What to know about ``person`` to answer ``message`` well, as a short block,
+        from facts ``viewer`` may read (``scope.py``)."""
         ...
 
     async def observe(
@@ -62,8 +67,9 @@ class IdentityBackend(Protocol):
         """Add explicit observations (from reflection or the 👤 reaction)."""
         ...
 
-    async def facts(self, person: Person) -> list[Fact]:
-        """Everything currently known about ``person`` ("what do you know about me?")."""
+    async def facts(self, person: Person, viewer: Viewer | None = None) -> list[Fact]:
+        """What is known about ``person`` that ``viewer`` may read ("what do you know
+        about me?"); ``None``: everything (the operator's view)."""
         ...
 
     async def forget(self, person: Person, fact_id: str | None = None) -> int:

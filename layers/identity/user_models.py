@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from layers.episodic.episode import Viewer
 from layers.identity.protocol import IdentityBackend, Person
 
 CACHE_SECONDS = 120.0
@@ -32,18 +33,21 @@ class UserModels:
         self._clock = clock
         self._cache: dict[str, tuple[float, str | None]] = {}
 
-    async def for_message(self, person: Person, message: str) -> str | None:
-        cached = self._cache.get(person.key)
+    async def for_message(self, person: Person, message: str, viewer: Viewer) -> str | None:
+        """The user model for a turn at ``viewer``'s place (cached per person and place)."""
+        key = f"{person.key}|{viewer.team}|{viewer.channel}|{viewer.channel_type}|{viewer.user}"
+        cached = self._cache.get(key)
         fresh = cached is not None and self._clock() - cached[0] < self._ttl_s
         if cached is not None and (fresh or len(message.split()) < self._min_words):
             return cached[1]
         if len(message.split()) < self._min_words:
             return None
-        model = await self._backend.user_model(person, message)
+        model = await self._backend.user_model(person, message, viewer)
         if model:
-            self._cache[person.key] = (self._clock(), model)
+            self._cache[key] = (self._clock(), model)
         return model
 
     def forget(self, person: Person) -> None:
-        """Drop the cached model (after the person asked to be forgotten)."""
-        self._cache.pop(person.key, None)
+        """Drop the cached models (after the person asked to be forgotten)."""
+        for key in [key for key in self._cache if key.split("|", 1)[0] == person.key]:
+            del self._cache[key]

@@ -13,10 +13,12 @@ from bridge.app import Thoth, build
 from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
+from layers.episodic.episode import Viewer
 from layers.identity.honcho import AGENT_PEER, HonchoIdentity, person_peer_id
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Person
 from layers.working.sessions import Place
+from layers.working.transcript import TranscriptTurn
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.honcho_api import FakeHoncho
@@ -124,12 +126,15 @@ def test_observations_feed_the_user_model_and_can_be_forgotten(
     # Slack punctuation in every id: a dotted user, a colon in the session.
     dana = Person("T1", "U1.ext:42", "Dana")
 
+    # The fact's place is its session: a public channel's, where Dana spoke.
+    session = app.sessions.open("slack:T1:C1:1712.55", PLACE)
+    app.transcript.append(session.id, TranscriptTurn("hi", "hello", user=dana.user))
+
     async def run() -> tuple[str | None, int, list[str]]:
         await identity.observe(
-            dana, ["Dana leads the payments team"], session_id="slack:C1:1712.55",
-            source="reflection",
+            dana, ["Dana leads the payments team"], session_id=session.id, source="reflection",
         )
-        model = await identity.user_model(dana, "who leads payments?")
+        model = await identity.user_model(dana, "who leads payments?", Viewer("T1", "C2"))
         forgotten = await identity.forget(dana)
         return model, forgotten, [f.text for f in await identity.facts(dana)]
 

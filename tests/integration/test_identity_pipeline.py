@@ -79,8 +79,10 @@ def test_a_person_can_ask_what_is_known_and_have_it_forgotten(
     async def run() -> tuple[list[str], list[str]]:
         await identity.observe(dana, ["Dana runs the Friday demo"], session_id=None, source="x")
         await identity.observe(ari, ["Ari owns billing"], session_id=None, source="x")
+        # Facts typed in without a place count as said in a DM: asked in a DM with Dana.
+        dm = Place("T1", "D1", "im")
         for text in ("What do you know about me?", "Please forget that."):
-            turn = Turn("s1", text, PLACE, user="U1", user_name="Dana")
+            turn = Turn("s1", text, dm, user="U1", user_name="Dana")
             await app.pipeline.handle(turn, RecordingSink())
         return [f.text for f in await identity.facts(dana)], [
             f.text for f in await identity.facts(ari)

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from layers.episodic.embedder import MiniLMEmbedder
+from layers.episodic.episode import Viewer
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.protocol import Fact, Person, TurnMessages
@@ -15,6 +16,8 @@ from layers.identity.user_models import UserModels
 from layers.storage.database import Database
 
 DANA = Person("T1", "U1", "Dana")
+# A DM with Dana: facts of sessions the store does not know count as said there.
+DANA_DM = Viewer("T1", "D1", "im", "U1")
 pytestmark = pytest.mark.model
 
 
@@ -85,7 +88,9 @@ def test_the_user_model_is_the_few_most_relevant_observations(
     async def run() -> str | None:
         for statement in statements:
             await identity.ingest(_said(statement))
-        return await identity.user_model(DANA, "When can we schedule the billing review meeting?")
+        return await identity.user_model(
+            DANA, "When can we schedule the billing review meeting?", DANA_DM
+        )
 
     model = asyncio.run(run())
     assert model is not None
@@ -185,7 +190,7 @@ def test_user_models_skip_short_messages_and_cache_briefly() -> None:
         name = "counting"
         calls = 0
 
-        async def user_model(self, person: Person, message: str) -> str | None:
+        async def user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
             self.calls += 1
             return f"model {self.calls}"
 
@@ -194,12 +199,12 @@ def test_user_models_skip_short_messages_and_cache_briefly() -> None:
     models = UserModels(backend, ttl_s=60, clock=lambda: now[0])  # type: ignore[arg-type]
 
     async def run() -> list[str | None]:
-        results = [await models.for_message(DANA, "ok")]
-        results.append(await models.for_message(DANA, "what is the plan today"))
-        results.append(await models.for_message(DANA, "and for tomorrow then?"))
+        results = [await models.for_message(DANA, "ok", DANA_DM)]
+        results.append(await models.for_message(DANA, "what is the plan today", DANA_DM))
+        results.append(await models.for_message(DANA, "and for tomorrow then?", DANA_DM))
         now[0] = 61
-        results.append(await models.for_message(DANA, "thanks"))
-        results.append(await models.for_message(DANA, "what about next week"))
+        results.append(await models.for_message(DANA, "thanks", DANA_DM))
+        results.append(await models.for_message(DANA, "what about next week", DANA_DM))
         return results
 
     assert asyncio.run(run()) == [None, "model 1", "model 1", "model 1", "model 2"]

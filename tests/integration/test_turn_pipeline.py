@@ -268,7 +268,7 @@ def test_a_failing_or_slow_context_source_is_left_out(
         def __init__(self, answer: Callable[[], Awaitable[str | None]]) -> None:
             self._answer = answer
 
-        async def for_message(self, person: object, message: str) -> str | None:
+        async def for_message(self, person: object, message: str, viewer: object) -> str | None:
             return await self._answer()
 
     async def broken() -> str | None:

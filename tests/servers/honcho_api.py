@@ -91,6 +91,30 @@ def invalid(loc: list[Any], msg: str, value: Any, kind: str = "value_error") -> 
     return ApiError(422, [{"type": kind, "loc": loc, "msg": msg, "input": value}])
 
 
+MAX_SESSION_ALLOWLIST = 1_000
+
+
+def session_allowlist(body: dict[str, Any]) -> set[str] | None:
+    """``filters: {"session_id": id | [ids] | {"in": [ids]}}`` on representation and chat
+    (server 3.0.12, ``src/utils/filter.py``): any other key, a wildcard or more than 1 000
+    sessions is a 422; an empty list allows nothing."""
+    filters = body.get("filters")
+    if filters is None:
+        return None
+    if not isinstance(filters, dict) or set(filters) != {"session_id"}:
+        raise invalid(["body", "filters"], "only session_id may be filtered here", filters)
+    value = filters["session_id"]
+    if isinstance(value, dict) and set(value) == {"in"}:
+        value = value["in"]
+    ids = [value] if isinstance(value, str) else value
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i != "*" for i in ids):
+        raise invalid(["body", "filters", "session_id"], "invalid session allowlist", value)
+    if len(ids) > MAX_SESSION_ALLOWLIST:
+        raise invalid(["body", "filters", "session_id"],
+                      f"at most {MAX_SESSION_ALLOWLIST} sessions", len(ids))
+    return set(ids)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
@@ -507,7 +531,16 @@ class _Api:
         body = _object(call.body)
         peer_id = call.params["peer_id"]
         observed = _optional_id(body, "target") or peer_id
-        about = self._about(ws, peer_id, observed, _optional_id(body, "session_id"))
+        session_id = _optional_id(body, "session_id")
+        allowed = session_allowlist(body)
+        if allowed is not None and session_id is not None and session_id not in allowed:
+            raise invalid(["body", "session_id"], "session_id must be in the allowlist",
+                          session_id)
+        about = self._about(ws, peer_id, observed, session_id)
+        if allowed is not None:
+            # Under an allowlist only conclusions stamped with a listed session are served;
+            # one with no session never is (Honcho's session-purity rule).
+            about = [c for c in about if c.get("session_id") in allowed]
         chosen = self._rank(about, body.get("search_query"), body.get("search_top_k"),
                             body.get("max_conclusions"))
         return 200, {"representation": self._representation(chosen)}

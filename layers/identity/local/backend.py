@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from layers.episodic.embedder import Embedder
+from layers.episodic.episode import Viewer
 from layers.identity.local.extraction import extract
 from layers.identity.local.store import Observation, ObservationStore
 from layers.identity.protocol import Fact, Person, TurnMessages
@@ -59,12 +60,12 @@ class LocalIdentity:
         if texts:
             await asyncio.to_thread(self._add, person, texts, source, session_id)
 
-    async def user_model(self, person: Person, message: str) -> str | None:
-        return await asyncio.to_thread(self._user_model, person, message)
+    async def user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
+        return await asyncio.to_thread(self._user_model, person, message, viewer)
 
-    async def facts(self, person: Person) -> list[Fact]:
-        current = await asyncio.to_thread(self._store.current, person)
-        return [Fact(o.id, o.text, o.created_at, o.source) for o in current]
+    async def facts(self, person: Person, viewer: Viewer | None = None) -> list[Fact]:
+        current = await asyncio.to_thread(self._store.current, person, viewer)
+        return [Fact(o.id, o.text, o.created_at, o.source, o.session_id) for o in current]
 
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
         return await asyncio.to_thread(self._store.forget, person, fact_id)
@@ -86,8 +87,8 @@ class LocalIdentity:
                 person, text, slot, vector, source=source, session_id=session_id, now=now
             )
 
-    def _user_model(self, person: Person, message: str) -> str | None:
-        current = self._store.current(person)
+    def _user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
+        current = self._store.current(person, viewer)
         if not current:
             return None
         chosen = current

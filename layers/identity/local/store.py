@@ -5,12 +5,16 @@ from __future__ import annotations
 import hashlib
 import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from layers.episodic.episode import Viewer
 from layers.identity.protocol import Person
+from layers.identity.scope import session_predicate, unplaced_visible
 from layers.storage.database import Database
 
 VECTOR_DTYPE = np.dtype("<f2")
@@ -27,6 +31,7 @@ class Observation:
     source: str
     created_at: float
     last_seen_at: float
+    session_id: str | None = None
 
 
 def normalized_hash(text: str) -> str:
@@ -93,9 +98,22 @@ class ObservationStore:
                 )
         return new_id
 
-    def current(self, person: Person) -> list[Observation]:
+    def current(self, person: Person, viewer: Viewer | None = None) -> list[Observation]:
+        """The person's standing observations; with ``viewer``, only those it may read."""
         with self._db.read() as conn:
-            return self._current(conn, person)
+            if viewer is None:
+                return self._current(conn, person)
+            predicate, params = session_predicate(viewer, person)
+            unplaced = unplaced_visible(viewer, person)
+            rows = conn.execute(
+                f"SELECT {_OBSERVATION_COLUMNS} FROM identity_observations o"
+                " LEFT JOIN sessions s ON s.id = o.session_id"
+                " WHERE o.team = :team AND o.user = :user AND o.superseded_by IS NULL"
+                f" AND ((s.id IS NOT NULL AND {predicate}) OR (s.id IS NULL AND :unplaced))"
+                " ORDER BY o.created_at",
+                {**params, "team": person.team, "user": person.user, "unplaced": unplaced},
+            ).fetchall()
+            return [_observation(row) for row in rows]
 
     def history(self, person: Person) -> list[tuple[str, str, str | None]]:
         """Every observation, superseded ones included: (id, text, superseded_by)."""
@@ -126,23 +144,29 @@ class ObservationStore:
     @staticmethod
     def _current(conn: object, person: Person) -> list[Observation]:
         rows = conn.execute(  # type: ignore[attr-defined]
-            "SELECT id, text, slot, vector, source, created_at, last_seen_at"
-            " FROM identity_observations WHERE team = ? AND user = ?"
-            " AND superseded_by IS NULL ORDER BY created_at",
+            f"SELECT {_OBSERVATION_COLUMNS} FROM identity_observations o"
+            " WHERE o.team = ? AND o.user = ? AND o.superseded_by IS NULL ORDER BY o.created_at",
             (person.team, person.user),
         ).fetchall()
-        return [
-            Observation(
-                str(row[0]),
-                str(row[1]),
-                row[2],
-                np.frombuffer(row[3], dtype=VECTOR_DTYPE).astype(np.float32),
-                str(row[4]),
-                float(row[5]),
-                float(row[6]),
-            )
-            for row in rows
-        ]
+        return [_observation(row) for row in rows]
+
+
+_OBSERVATION_COLUMNS = (
+    "o.id, o.text, o.slot, o.vector, o.source, o.created_at, o.last_seen_at, o.session_id"
+)
+
+
+def _observation(row: Sequence[Any]) -> Observation:
+    return Observation(
+        str(row[0]),
+        str(row[1]),
+        row[2],
+        np.frombuffer(row[3], dtype=VECTOR_DTYPE).astype(np.float32),
+        str(row[4]),
+        float(row[5]),
+        float(row[6]),
+        None if row[7] is None else str(row[7]),
+    )
 
 
 _SIGNATURE = re.compile(
