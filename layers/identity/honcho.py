@@ -18,8 +18,11 @@ the reader may read. Listed facts are filtered by their session on Thoth's side.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from layers.episodic.episode import Viewer
@@ -28,6 +31,8 @@ from layers.identity.protocol import Fact, Person, TurnMessages
 from layers.identity.scope import unplaced_visible
 from layers.redaction import redact
 
+log = logging.getLogger(__name__)
+
 AGENT_PEER = "thoth"
 MAX_MESSAGE_CHARS = 25_000
 MAX_CONCLUSIONS = 10
@@ -35,6 +40,12 @@ MAX_CONCLUSIONS = 10
 MAX_QUERY_CHARS = 500
 FACTS_PAGE_SIZE = 100
 MAX_PAGES = 50
+MAX_FORGET_ROUNDS = 10
+MAX_LISTING_PASSES = 20
+# Honcho's limits on POST /conclusions: 100 a call, 65 535 characters and 8 192 tokens
+# each. A fact longer than a few paragraphs is not a fact: cut well inside both.
+MAX_CONCLUSIONS_PER_CALL = 100
+MAX_CONCLUSION_CHARS = 16_000
 # Honcho's session allowlist takes at most this many sessions.
 MAX_SESSIONS = 1_000
 
@@ -66,12 +77,14 @@ class HonchoIdentity:
 
     async def ingest(self, turn: TurnMessages) -> None:
         person = await self._person(turn.person)
-        agent = await self._peer(turn.person.team, AGENT_PEER)
+        agent = await self._agent(turn.person.team)
         session = await self._session(turn.person.team, honcho_id(turn.session_id))
+        # The turn's own time, not the arrival's: a retried ingest lands minutes later.
+        said_at = datetime.fromtimestamp(turn.at, UTC) if turn.at else None
         await session.aio.add_messages(
             [
-                person.message(_clip(redact(turn.user_text))),
-                agent.message(_clip(redact(turn.reply_text))),
+                person.message(_clip(redact(turn.user_text)), created_at=said_at),
+                agent.message(_clip(redact(turn.reply_text)), created_at=said_at),
             ]
         )
 
@@ -88,7 +101,9 @@ class HonchoIdentity:
             max_conclusions=MAX_CONCLUSIONS,
             sessions=[honcho_id(session) for session in sessions],
         )
-        return str(text).strip() or None
+        # Honcho writes the peer's id into its text; the model and people read names.
+        named = str(text).replace(person_peer_id(person), person.name or person.user)
+        return named.strip() or None
 
     async def observe(
         self, person: Person, observations: list[str], *, session_id: str | None, source: str
@@ -97,23 +112,36 @@ class HonchoIdentity:
         if session is not None:
             # Honcho refuses a conclusion that names a session it does not know.
             await self._session(person.team, session)
-        items = [
-            {"content": redact(text).strip(), "session_id": session}
-            for text in observations
-            if text.strip()
-        ]
+        # Honcho stores the same conclusion twice if asked twice: known ones are skipped.
+        known = {_normalized(fact.text) for fact in await self.facts(person)}
+        items: list[dict[str, Any]] = []
+        for text in observations:
+            content = _clip(redact(text).strip(), MAX_CONCLUSION_CHARS)
+            if content and _normalized(content) not in known:
+                known.add(_normalized(content))
+                items.append({"content": content, "session_id": session})
         if items:
-            peer = await self._person(person)
-            await peer.conclusions.aio.create(items)
+            await self._create_conclusions(await self._person(person), items)
+
+    async def _create_conclusions(self, peer: Any, items: list[dict[str, Any]]) -> None:
+        """At most 100 a call (Honcho's limit); a refused batch goes one by one, so one
+        bad item never loses the rest."""
+        from honcho.http.exceptions import UnprocessableEntityError
+
+        for start in range(0, len(items), MAX_CONCLUSIONS_PER_CALL):
+            batch = items[start : start + MAX_CONCLUSIONS_PER_CALL]
+            try:
+                await peer.conclusions.aio.create(batch)
+            except UnprocessableEntityError:
+                for item in batch:
+                    try:
+                        await peer.conclusions.aio.create([item])
+                    except UnprocessableEntityError as error:
+                        log.warning("Honcho refused one conclusion (%d chars): %s",
+                                    len(item["content"]), error)
 
     async def facts(self, person: Person, viewer: Viewer | None = None) -> list[Fact]:
-        peer = await self._person(person)
-        facts: list[Fact] = []
-        for number in range(1, MAX_PAGES + 1):
-            page = _items(await peer.conclusions.aio.list(page=number, size=FACTS_PAGE_SIZE))
-            facts.extend(_fact(item) for item in page)
-            if len(page) < FACTS_PAGE_SIZE:
-                break
+        facts = await self._all_facts(await self._person(person))
         if viewer is None:
             return facts
         readable = {
@@ -128,31 +156,75 @@ class HonchoIdentity:
             if (fact.session_id in readable) or (fact.session_id is None and unplaced)
         ]
 
+    async def _all_facts(self, peer: Any) -> list[Fact]:
+        """Every conclusion about ``peer``, each once.
+
+        Honcho orders a listing by creation time alone and a batch shares one, so one
+        pass over the pages can repeat some and miss others: passes are read until the
+        count Honcho reports is reached (or a few passes have run).
+        """
+        found: dict[str, Fact] = {}
+        for _ in range(MAX_LISTING_PASSES):
+            total: int | None = None
+            for number in range(1, MAX_PAGES + 1):
+                page = await peer.conclusions.aio.list(page=number, size=FACTS_PAGE_SIZE)
+                total = getattr(page, "total", None) if total is None else total
+                items = _items(page)
+                found.update((str(item.id), _fact(item)) for item in items)
+                if len(items) < FACTS_PAGE_SIZE:
+                    break
+            if total is None or len(found) >= total:
+                break
+        return sorted(found.values(), key=lambda fact: fact.at)
+
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
+        """Delete one fact or all; complete whatever the count.
+
+        Honcho orders conclusions by creation time alone, and a batch shares one, so
+        pages overlap and skip: ids are deduplicated, a 404 (already gone) is fine, and
+        the listing is read again until nothing of the person's is left.
+        """
+        from honcho.http.exceptions import NotFoundError
+
         # Deleting a conclusion is a workspace-wide call: only ids of this person's own
         # conclusions are ever passed to it.
         peer = await self._person(person)
-        own = [fact.id for fact in await self.facts(person)]
-        ids = own if fact_id is None else [fact_id] if fact_id in own else []
-        for conclusion_id in ids:
-            await peer.conclusions.aio.delete(conclusion_id)
-        return len(ids)
+        deleted: set[str] = set()
+        for _ in range(MAX_FORGET_ROUNDS):
+            own = {fact.id for fact in await self.facts(person)} - deleted
+            ids = own if fact_id is None else {fact_id} & own
+            if not ids:
+                break
+            for conclusion_id in sorted(ids):
+                # A 404: listed twice across pages, or deleted meanwhile.
+                with contextlib.suppress(NotFoundError):
+                    await peer.conclusions.aio.delete(conclusion_id)
+                deleted.add(conclusion_id)
+        return len(deleted)
 
     async def check(self) -> str:
-        await self._peer(self._workspace_id or "doctor", AGENT_PEER)
+        await self._agent(self._workspace_id or "doctor")
         return f"Honcho backend, workspace {self._workspace_id or 'per Slack workspace'}"
 
     async def _person(self, person: Person) -> Any:
         # The team is part of the id: with a fixed HONCHO_WORKSPACE_ID two workspaces' U1
-        # are different people, and no person can share the agent's peer.
-        return await self._peer(person.team, person_peer_id(person))
+        # are different people, and no person can share the agent's peer. The name rides
+        # in the peer's metadata, for whoever reads Honcho's own views.
+        metadata = {"name": person.name, "slack_user": person.user, "slack_team": person.team}
+        return await self._peer(person.team, person_peer_id(person), metadata=metadata)
 
-    async def _peer(self, team: str, peer_id: str) -> Any:
+    async def _agent(self, team: str) -> Any:
+        from honcho.api_types import PeerConfig
+
+        # Only people are modelled: the deriver's work on the agent's words is waste.
+        return await self._peer(team, AGENT_PEER, configuration=PeerConfig(observe_me=False))
+
+    async def _peer(self, team: str, peer_id: str, **options: Any) -> Any:
         # Getting a peer or a session is a request (get-or-create); each is made once.
         client = self._client(team)
         key = (id(client), "peer", peer_id)
         if key not in self._objects:
-            self._objects[key] = await client.aio.peer(peer_id)
+            self._objects[key] = await client.aio.peer(peer_id, **options)
         return self._objects[key]
 
     async def _session(self, team: str, session_id: str) -> Any:
@@ -175,12 +247,17 @@ def person_peer_id(person: Person) -> str:
     return honcho_id("person", person.team, person.user)
 
 
-def _clip(text: str) -> str:
-    # Honcho refuses a message over 25 000 characters; keep the start, say it was cut.
-    if len(text) <= MAX_MESSAGE_CHARS:
+def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
+    # Honcho refuses a message over 25 000 characters (a conclusion over 65 535); keep
+    # the start and say it was cut.
+    if len(text) <= limit:
         return text
     marker = " […]"
-    return text[: MAX_MESSAGE_CHARS - len(marker)] + marker
+    return text[: limit - len(marker)] + marker
+
+
+def _normalized(text: str) -> str:
+    return " ".join(text.lower().split())
 
 
 def _items(page: Any) -> list[Any]:

@@ -174,3 +174,76 @@ def test_people_never_share_a_peer_or_reach_each_others_facts(
 
     t2_facts, stolen, t1_after = asyncio.run(run())
     assert t2_facts == [] and stolen == 0 and t1_after == ["U1 of T1 owns billing"]
+
+
+def test_forgetting_is_complete_past_a_hundred_facts_made_in_batches(
+    app: Thoth, honcho: FakeHoncho
+) -> None:
+    identity = app.identity
+    assert identity is not None
+    dana = Person("T1", "U1", "Dana")
+    facts = [f"Dana noted item number {n}" for n in range(250)]
+
+    async def run() -> tuple[list[str], int, int]:
+        await identity.observe(dana, facts, session_id=None, source="reflection")
+        listed = [fact.id for fact in await identity.facts(dana)]
+        return listed, await identity.forget(dana), len(await identity.facts(dana))
+
+    listed, forgotten, left = asyncio.run(run())
+    # Honcho's pages overlap when a batch shares one creation time; each fact is listed once.
+    assert len(listed) == len(set(listed)) == 250
+    assert forgotten == 250 and left == 0
+    assert honcho.stored_conclusions(honcho_id("T1")) == []
+
+
+def test_observations_are_batched_within_limits_deduplicated_and_one_bad_item_loses_nothing(
+    app: Thoth, honcho: FakeHoncho
+) -> None:
+    identity = app.identity
+    assert identity is not None
+    dana = Person("T1", "U1", "Dana")
+    too_many_tokens = "!" * 12_000  # under the character limits, over 8 192 tokens
+    notes = [f"Dana prefers option {n}" for n in range(149)] + [too_many_tokens]
+
+    async def run() -> list[str]:
+        await identity.observe(dana, notes, session_id=None, source="reflection")
+        await identity.observe(dana, notes[:10], session_id=None, source="reflection")
+        return [fact.text for fact in await identity.facts(dana)]
+
+    stored = asyncio.run(run())
+    assert sorted(set(stored)) == sorted(notes[:149]) and len(stored) >= 149
+    creates = [r.body for r in honcho.requests_to("/conclusions", "POST")
+               if isinstance(r.body, dict) and "conclusions" in r.body]
+    assert all(len(body["conclusions"]) <= 100 for body in creates)
+    assert len(honcho.stored_conclusions(honcho_id("T1"))) == 149  # the repeats were skipped
+
+
+def test_people_have_names_the_agent_is_not_modelled_and_turns_keep_their_time(
+    app: Thoth, honcho: FakeHoncho, fake_anthropic: FakeAnthropic
+) -> None:
+    dana = Person("T1", "U1", "Dana")
+    identity = app.identity
+    assert identity is not None
+
+    async def turn() -> TurnOutcome:
+        (outcome,) = await _turns(app, ["I prefer short answers about payments"])
+        assert app.identity_ingest is not None
+        assert await app.identity_ingest.drain(10) == 0
+        return outcome
+
+    outcome = asyncio.run(turn())
+    peers = {r.body["id"]: r.body for r in honcho.requests_to("/peers", "POST")
+             if isinstance(r.body, dict) and "id" in r.body}
+    assert peers[AGENT_PEER]["configuration"] == {"observe_me": False}
+    assert peers[person_peer_id(dana)]["metadata"]["name"] == "Dana"
+    stored = honcho.stored_messages(honcho_id("T1"), honcho_id(outcome.session_id))
+    sent_at = {m["created_at"][:19] for m in stored}
+    assert len(sent_at) == 1  # both messages carry the turn's own time
+
+    async def model() -> str | None:
+        await identity.observe(dana, [f"{person_peer_id(dana)} leads payments"],
+                               session_id=outcome.session_id, source="reflection")
+        return await identity.user_model(dana, "who leads payments?", Viewer("T1", "C1"))
+
+    text = asyncio.run(model()) or ""
+    assert "Dana leads payments" in text and person_peer_id(dana) not in text

@@ -18,6 +18,7 @@ import copy
 import itertools
 import json
 import math
+import random
 import re
 import threading
 import time
@@ -36,6 +37,8 @@ MAX_MESSAGES_PER_CALL = 100
 MAX_MESSAGE_CHARS = 25_000
 MAX_CONCLUSIONS_PER_CALL = 100
 MAX_CONCLUSION_CHARS = 65_535
+# EMBEDDING_MAX_INPUT_TOKENS; tokens are counted here as words and punctuation marks.
+MAX_CONCLUSION_TOKENS = 8_192
 MAX_QUERY_CHARS = 10_000
 MAX_PAGE_SIZE = 100
 DEFAULT_MAX_CONCLUSIONS = 25
@@ -113,6 +116,10 @@ def session_allowlist(body: dict[str, Any]) -> set[str] | None:
         raise invalid(["body", "filters", "session_id"],
                       f"at most {MAX_SESSION_ALLOWLIST} sessions", len(ids))
     return set(ids)
+
+
+def _tokens(text: str) -> int:
+    return len(re.findall(r"\w+|[^\w\s]", text))
 
 
 def _now() -> str:
@@ -792,6 +799,9 @@ class _Api:
             raise invalid([*loc, "content"],
                           f"String should have 1 to {MAX_CONCLUSION_CHARS} characters",
                           content, "string_too_long")
+        if _tokens(content) > MAX_CONCLUSION_TOKENS:
+            raise invalid([*loc, "content"],
+                          f"Content exceeds {MAX_CONCLUSION_TOKENS} tokens", len(content))
         for key in ("observer_id", "observed_id"):
             _check_id(item.get(key), [*loc, key])
         if item.get("session_id") is not None:
@@ -812,12 +822,13 @@ class _Api:
             self._peer(ws, item["observer_id"])
             self._peer(ws, item["observed_id"])
         created = []
+        stamp = _now()  # one transaction, one creation time for the whole batch
         for item in checked:
             conclusion = {
                 "id": f"cncl_{next(self.fake._ids):06d}", "content": item["content"],
                 "observer_id": item["observer_id"], "observed_id": item["observed_id"],
                 "session_id": item.get("session_id"), "level": "explicit",
-                "source_ids": None, "times_derived": 1, "created_at": _now(),
+                "source_ids": None, "times_derived": 1, "created_at": stamp,
             }
             ws.conclusions[conclusion["id"]] = conclusion
             created.append(conclusion)
@@ -826,8 +837,10 @@ class _Api:
     @route("POST", W + "/conclusions/list")
     def conclusions_list(self, ws: _Workspace, call: Call) -> tuple[int, Any]:
         found = [c for c in ws.conclusions.values() if matches(c, call.filters)]
-        if not _flag(call.query.get("reverse")):
-            found.reverse()  # newest first unless reversed
+        # Ordered by creation time alone, as the server's SQL is: rows of one batch share
+        # it and come back in no fixed order, so pages of a listing overlap and skip.
+        self.fake._shuffle.shuffle(found)
+        found.sort(key=lambda c: c["created_at"], reverse=not _flag(call.query.get("reverse")))
         return 200, _page(found, call.query)
 
     @route("POST", W + "/conclusions/query")
@@ -881,6 +894,8 @@ class FakeHoncho(LoopbackServer):
         self._wake = threading.Event()
         self._wake.set()
         self._ids = itertools.count(1)
+        # Ties in creation time come back in no fixed order; seeded, so a run repeats.
+        self._shuffle = random.Random(7)
         self._api = _Api(self)
         self._serve(self._handler_class())
 
