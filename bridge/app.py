@@ -18,7 +18,9 @@ from layers.episodic.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.episode import Viewer
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
+from layers.errors import ConfigurationError
 from layers.identity.honcho import HonchoIdentity
+from layers.identity.honcho_server import key_workspace
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.protocol import IdentityBackend
@@ -181,6 +183,13 @@ def build_identity(settings: Settings, db: Database, embedder: Embedder) -> Iden
         return LocalIdentity(db, embedder)
     api_key = settings.honcho_api_key.get_secret_value() if settings.honcho_api_key else None
     base_url = settings.honcho_url or DEFAULT_HONCHO_URL
+    limited_to = key_workspace(api_key) if api_key else None
+    if limited_to is not None and settings.honcho_workspace_id != limited_to:
+        raise ConfigurationError(
+            f"HONCHO_API_KEY is limited to the Honcho workspace {limited_to!r}: set"
+            f" HONCHO_WORKSPACE_ID={limited_to} (one workspace for every Slack workspace),"
+            " or use an admin key for one workspace per Slack workspace"
+        )
 
     def client_for(workspace: str) -> object:
         from honcho import Honcho
@@ -199,6 +208,7 @@ def build_identity(settings: Settings, db: Database, embedder: Embedder) -> Iden
         client_for,
         workspace_id=settings.honcho_workspace_id,
         readable_sessions=ReadableSessions(db),
+        server_url=base_url,
     )
 
 

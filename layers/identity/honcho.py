@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from layers.episodic.episode import Viewer
+from layers.errors import BackendUnavailable
+from layers.identity.honcho_server import SCOPING_VERSION, server_version
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Fact, Person, TurnMessages
 from layers.identity.scope import unplaced_visible
@@ -67,9 +69,13 @@ class HonchoIdentity:
         *,
         workspace_id: str | None,
         readable_sessions: SessionsReadable,
+        server_url: str,
+        check_timeout_s: float = 5.0,
     ) -> None:
         self._client_for_workspace = client_for_workspace
         self._workspace_id = workspace_id
+        self._server_url = server_url
+        self._check_timeout_s = check_timeout_s
         self._readable_sessions = readable_sessions
         self._clients: dict[str, Any] = {}
         self._objects: dict[tuple[int, str, str], Any] = {}
@@ -203,8 +209,16 @@ class HonchoIdentity:
         return len(deleted)
 
     async def check(self) -> str:
-        await self._agent(self._workspace_id or "doctor")
-        return f"Honcho backend, workspace {self._workspace_id or 'per Slack workspace'}"
+        """Read the server's version, writing nothing (no workspace or peer is created)."""
+        version = await server_version(self._server_url, timeout_s=self._check_timeout_s)
+        shown = ".".join(str(part) for part in version)
+        if version < SCOPING_VERSION:
+            raise BackendUnavailable(
+                f"Honcho {shown} ignores session allowlists, so identity facts would not stay"
+                " where they were said: upgrade the Honcho server to 3.0.12 or later"
+            )
+        workspace = self._workspace_id or "one per Slack workspace"
+        return f"Honcho backend {shown} at {self._server_url}, workspace {workspace}"
 
     async def _person(self, person: Person) -> Any:
         # The team is part of the id: with a fixed HONCHO_WORKSPACE_ID two workspaces' U1

@@ -149,7 +149,9 @@ def test_doctor_reports_the_backend_and_whether_it_answers(
     from bridge.doctor import Status, run_checks
 
     (ok,) = [c for c in run_checks(app) if c.name == "identity"]
-    assert ok.status is Status.OK and ok.detail.startswith("Honcho backend")
+    assert ok.status is Status.OK and ok.detail.startswith("Honcho backend 3.0.12")
+    assert honcho.workspaces == {}  # doctor wrote nothing: no workspace, no peer
+    assert [r.method for r in honcho.requests] == ["GET"]
     honcho.fail_next(500, count=5)
     app.identity._objects.clear()  # type: ignore[union-attr]
     (down,) = [c for c in run_checks(app) if c.name == "identity"]
@@ -247,3 +249,32 @@ def test_people_have_names_the_agent_is_not_modelled_and_turns_keep_their_time(
 
     text = asyncio.run(model()) or ""
     assert "Dana leads payments" in text and person_peer_id(dana) not in text
+
+
+def test_an_old_server_or_a_workspace_key_without_its_workspace_is_refused_clearly(
+    model_settings: Settings, hashing_embedder: HashingEmbedder
+) -> None:
+    import base64
+    import json
+
+    from bridge.doctor import Status, run_checks
+    from layers.errors import ConfigurationError
+
+    with FakeHoncho(version="3.0.11") as old:
+        settings = model_settings.model_copy(
+            update={"honcho_url": old.url, "honcho_api_key": SecretStr("hch-test-key")}
+        )
+        thoth = build(settings, embedder=hashing_embedder)
+        (check,) = [c for c in run_checks(thoth) if c.name == "identity"]
+        thoth.close()
+    assert check.status is Status.FAIL and "3.0.12" in check.detail
+
+    claims = base64.urlsafe_b64encode(json.dumps({"w": "acme"}).encode()).decode().rstrip("=")
+    workspace_key = SecretStr(f"eyJhbGciOiJIUzI1NiJ9.{claims}.signature")
+    settings = model_settings.model_copy(
+        update={"honcho_url": "http://127.0.0.1:9", "honcho_api_key": workspace_key}
+    )
+    with pytest.raises(ConfigurationError, match="HONCHO_WORKSPACE_ID=acme"):
+        build(settings, embedder=hashing_embedder)
+    fixed = settings.model_copy(update={"honcho_workspace_id": "acme"})
+    build(fixed, embedder=hashing_embedder).close()

@@ -879,9 +879,12 @@ class FakeHoncho(LoopbackServer):
     Bearer ...``; ``api_key`` additionally pins the token.
     """
 
-    def __init__(self, *, require_auth: bool = True, api_key: str | None = None) -> None:
+    def __init__(
+        self, *, require_auth: bool = True, api_key: str | None = None, version: str = "3.0.12"
+    ) -> None:
         self.require_auth = require_auth
         self.api_key = api_key
+        self.version = version
         self.requests: list[RecordedRequest] = []
         self.workspaces: dict[str, _Workspace] = {}
         self.in_flight = 0
@@ -1021,6 +1024,10 @@ class FakeHoncho(LoopbackServer):
         if fault is not None and fault.kind == "fail":
             headers = {} if fault.retry_after is None else {"retry-after": str(fault.retry_after)}
             return fault.status, {"detail": fault.detail}, headers
+        if request.path == "/openapi.json" and request.method == "GET":
+            # FastAPI's schema is public; its info.version is the server's release.
+            return 200, {"openapi": "3.1.0", "info": {"title": "Honcho API",
+                                                      "version": self.version}}, {}
         if self.require_auth:
             token = request.headers.get("authorization", "")
             if not token.startswith("Bearer ") or (

@@ -1,0 +1,56 @@
+"""What Thoth learns about a Honcho server and key without writing anything.
+
+- The server's version, from ``GET /openapi.json``: the session allowlist that keeps
+  identity facts where they were said arrived in Honcho 3.0.12; an older server
+  ignores it silently and answers from every session.
+- The key's kind, from its JWT claims (Honcho's ``src/security.py``: ``ad`` admin,
+  ``w`` workspace): a workspace-scoped key reaches only its own workspace, so
+  Thoth's default of one Honcho workspace per Slack workspace needs an admin key.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+
+import httpx
+
+from layers.errors import BackendUnavailable
+
+SCOPING_VERSION = (3, 0, 12)
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
+
+
+async def server_version(base_url: str, *, timeout_s: float) -> tuple[int, int, int]:
+    """The server's version (a read: nothing is created)."""
+    url = base_url.rstrip("/") + "/openapi.json"
+    try:
+        async with httpx.AsyncClient(timeout=timeout_s) as client:
+            response = await client.get(url)
+            response.raise_for_status()
+            version = str(response.json().get("info", {}).get("version", ""))
+    except (httpx.HTTPError, ValueError) as error:
+        raise BackendUnavailable(f"cannot read Honcho's version at {url}: {error}") from error
+    found = _VERSION.search(version)
+    if found is None:
+        raise BackendUnavailable(f"Honcho at {base_url} reports no version ({version!r})")
+    major, minor, patch = (int(part) for part in found.groups())
+    return major, minor, patch
+
+
+def key_workspace(api_key: str) -> str | None:
+    """The workspace a workspace-scoped key is limited to; None for an admin key or a key
+    that is not a readable JWT (then Honcho itself decides)."""
+    parts = api_key.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        padded = parts[1] + "=" * (-len(parts[1]) % 4)
+        claims = json.loads(base64.urlsafe_b64decode(padded))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(claims, dict) or claims.get("ad"):
+        return None
+    workspace = claims.get("w")
+    return str(workspace) if workspace else None
