@@ -24,6 +24,7 @@ from layers.errors import ConfigurationError
 log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT_S = 30.0
+IDENTITY_WARM_UP_S = 10.0
 
 
 def register(commands: Any) -> None:
@@ -49,6 +50,7 @@ def run_serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     runner.start()
     client = build_web_client(settings)
     bridge = build_bridge(app, client, runner)
+    _warm_identity(app, runner, bridge.team)
     scheduler = BackgroundScheduler(timezone=UTC)
     schedule_housekeeping(app, scheduler)
     scheduler.add_job(SeenDeliveries(app.db).sweep, "interval", hours=1, id="slack-seen-sweep")
@@ -87,6 +89,17 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
     server.start()
     print(f"Thoth listens on http://{args.host}:{server.port}/slack/events", file=out, flush=True)
     return server.stop
+
+
+def _warm_identity(app: Thoth, runner: TurnRunner, team: str | None) -> None:
+    """On the turns' own loop, so the first turn finds the connection open."""
+    if app.identity is None or team is None:
+        return
+    try:
+        runner.call(app.identity.warm_up(team), IDENTITY_WARM_UP_S)
+    except Exception as error:
+        log.warning("the identity backend did not warm up (%s); first turns may go"
+                    " without a user model", error)
 
 
 async def _finish(app: Thoth) -> None:

@@ -12,7 +12,24 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-async def within_deadline(name: str, seconds: float, work: Awaitable[T]) -> T | None:
+class MissedDeadlines:
+    """Says the first time a source misses its deadline, then only every tenfold count:
+    a slow backend must not write a warning on every turn."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    def missed(self, name: str, seconds: float) -> None:
+        count = self._counts[name] = self._counts.get(name, 0) + 1
+        if count == 1:
+            log.warning("context source %s missed its %.2fs deadline; left out", name, seconds)
+        elif count in (10, 100, 1_000, 10_000):
+            log.warning("context source %s has missed its deadline %d times", name, count)
+
+
+async def within_deadline(
+    name: str, seconds: float, work: Awaitable[T], misses: MissedDeadlines | None = None
+) -> T | None:
     """``work``'s result, or None (logged) if it fails or takes longer than ``seconds``.
 
     A source that runs in a worker thread keeps running after its deadline; its
@@ -21,7 +38,10 @@ async def within_deadline(name: str, seconds: float, work: Awaitable[T]) -> T | 
     try:
         return await asyncio.wait_for(work, seconds)
     except TimeoutError:
-        log.warning("context source %s missed its %.2fs deadline; left out", name, seconds)
+        if misses is None:
+            log.warning("context source %s missed its %.2fs deadline; left out", name, seconds)
+        else:
+            misses.missed(name, seconds)
     except Exception:
         log.exception("context source %s failed; left out", name)
     return None

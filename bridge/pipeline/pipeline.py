@@ -22,7 +22,7 @@ from bridge.model.offline import OFFLINE_MODEL
 from bridge.model.pricing import ModelPrice, Usage, price_of
 from bridge.model.protocol import LanguageModel, ModelRequest, ModelUnavailable, ToolCall
 from bridge.pipeline.after_reply import AfterReply, Charge
-from bridge.pipeline.deadlines import within_deadline
+from bridge.pipeline.deadlines import MissedDeadlines, within_deadline
 from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.pipeline.prompt import GatheredContext, build_request
 from bridge.pipeline.sink import ReplySink, ReplyStopped, Step, StepStatus
@@ -137,6 +137,7 @@ class TurnPipeline:
         )
         self._daily_cap_usd = daily_cap_usd
         self._locks = KeyedLocks()
+        self._misses = MissedDeadlines()
 
     @property
     def model(self) -> LanguageModel:
@@ -230,6 +231,7 @@ class TurnPipeline:
             "user-model",
             self._config.user_model_timeout_s,
             self._user_models.for_message(person, turn.text, turn.viewer),
+            self._misses,
         )
 
     async def _related_episodes(

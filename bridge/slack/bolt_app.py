@@ -39,6 +39,7 @@ class SlackBridge:
     cards: SkillCards
     assistant: AssistantThreads
     bot_user: str | None
+    team: str | None = None
 
 
 def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBridge:
@@ -59,7 +60,8 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
         listener_executor=ThreadPoolExecutor(max_workers=LISTENER_THREADS),
         logger=logging.getLogger("slack_bolt"),
     )
-    bot_user = str(client.auth_test().get("user_id") or "") or None
+    identity = client.auth_test()
+    bot_user = str(identity.get("user_id") or "") or None
     directory = Directory(client)
     replies = SlackReplies(thoth.db)
     cards = SkillCards(thoth.db, client)
@@ -67,7 +69,10 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
     assistant = AssistantThreads(thoth.db, client, directory, episodes, Followups(thoth.db))
     conversation = Conversation(thoth, client, directory, replies, assistant)
     reactions = Reactions(thoth, client, directory, replies, cards, bot_user=bot_user)
-    bridge = SlackBridge(app, runner, conversation, reactions, cards, assistant, bot_user)
+    bridge = SlackBridge(
+        app, runner, conversation, reactions, cards, assistant, bot_user,
+        team=str(identity.get("team_id") or "") or None,
+    )
     _listen_to_messages(bridge, replies, SeenDeliveries(thoth.db))
     _listen_to_reactions_and_clicks(bridge)
     _listen_to_the_ai_pane_and_commands(bridge, thoth, client)

@@ -208,6 +208,11 @@ class HonchoIdentity:
                 deleted.add(conclusion_id)
         return len(deleted)
 
+    async def warm_up(self, team: str) -> None:
+        """The workspace, the agent's peer and a pooled connection, before the first turn:
+        Honcho's first lookup takes seconds, past the user model's deadline."""
+        await self._agent(team)
+
     async def check(self) -> str:
         """Read the server's version, writing nothing (no workspace or peer is created)."""
         version = await server_version(self._server_url, timeout_s=self._check_timeout_s)

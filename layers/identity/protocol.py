@@ -76,6 +76,10 @@ class IdentityBackend(Protocol):
         """Delete one fact, or everything about the person; returns how many."""
         ...
 
+    async def warm_up(self, team: str) -> None:
+        """Open the way to the backend before the first turn (its first lookup is slow)."""
+        ...
+
     async def check(self) -> str:
         """Reach the backend once (for `thoth doctor`); raises if it cannot be reached."""
         ...

@@ -278,3 +278,12 @@ def test_an_old_server_or_a_workspace_key_without_its_workspace_is_refused_clear
         build(settings, embedder=hashing_embedder)
     fixed = settings.model_copy(update={"honcho_workspace_id": "acme"})
     build(fixed, embedder=hashing_embedder).close()
+
+
+def test_warming_up_opens_the_workspace_and_the_agents_peer_before_the_first_turn(
+    app: Thoth, honcho: FakeHoncho
+) -> None:
+    assert app.identity is not None
+    asyncio.run(app.identity.warm_up("T1"))
+    workspace = honcho.workspaces[honcho_id("T1")]
+    assert workspace.peers[AGENT_PEER]["configuration"] == {"observe_me": False}

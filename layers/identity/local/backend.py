@@ -70,6 +70,9 @@ class LocalIdentity:
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
         return await asyncio.to_thread(self._store.forget, person, fact_id)
 
+    async def warm_up(self, team: str) -> None:
+        return None  # SQLite and the shared embedder: nothing to open
+
     async def check(self) -> str:
         return "local backend (SQLite, no server)"
 
