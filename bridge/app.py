@@ -23,6 +23,7 @@ from layers.identity.honcho import HonchoIdentity
 from layers.identity.honcho_server import key_workspace
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
+from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
 from layers.identity.scope import ReadableSessions
 from layers.identity.user_models import UserModels
@@ -127,7 +128,7 @@ def build(
     skills = SkillLibrary((brain.skills_dir, SHIPPED_SKILLS))
     matcher = SkillMatcher(skills, chosen_embedder)
     identity = None if settings.honcho_disabled else build_identity(settings, db, chosen_embedder)
-    ingest = IngestQueue(identity) if identity is not None else None
+    ingest = IngestQueue(identity, outbox=IngestOutbox(db)) if identity is not None else None
     user_models = UserModels(identity) if identity is not None else None
     chosen_model = model or build_model(
         settings, find_skills=lambda text: [(s.slug, s.description) for s in matcher.match(text)]

@@ -97,6 +97,9 @@ def _warm_identity(app: Thoth, runner: TurnRunner, team: str | None) -> None:
         return
     try:
         runner.call(app.identity.warm_up(team), IDENTITY_WARM_UP_S)
+        if app.identity_ingest is not None:
+            # Turns an earlier run could not send (a crash, a restart) go out now.
+            runner.call(app.identity_ingest.resume(), IDENTITY_WARM_UP_S)
     except Exception as error:
         log.warning("the identity backend did not warm up (%s); first turns may go"
                     " without a user model", error)

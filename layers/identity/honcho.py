@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import threading
 from collections.abc import Callable
@@ -36,6 +37,7 @@ from layers.redaction import redact
 log = logging.getLogger(__name__)
 
 AGENT_PEER = "thoth"
+TURN_KEY = "thoth_turn"
 MAX_MESSAGE_CHARS = 25_000
 MAX_CONCLUSIONS = 10
 # A user-model search query longer than this adds cost and no precision.
@@ -85,12 +87,20 @@ class HonchoIdentity:
         person = await self._person(turn.person)
         agent = await self._agent(turn.person.team)
         session = await self._session(turn.person.team, honcho_id(turn.session_id))
+        key = turn_key(turn)
+        if turn.retry and await _holds(session, key):
+            return  # the timed-out try was stored after all
         # The turn's own time, not the arrival's: a retried ingest lands minutes later.
         said_at = datetime.fromtimestamp(turn.at, UTC) if turn.at else None
+        marked = {TURN_KEY: key}
         await session.aio.add_messages(
             [
-                person.message(_clip(redact(turn.user_text)), created_at=said_at),
-                agent.message(_clip(redact(turn.reply_text)), created_at=said_at),
+                person.message(
+                    _clip(redact(turn.user_text)), created_at=said_at, metadata=marked
+                ),
+                agent.message(
+                    _clip(redact(turn.reply_text)), created_at=said_at, metadata=marked
+                ),
             ]
         )
 
@@ -260,6 +270,17 @@ class HonchoIdentity:
             if client is None:
                 client = self._clients[workspace] = self._client_for_workspace(workspace)
             return client
+
+
+def turn_key(turn: TurnMessages) -> str:
+    """A turn's stable id, in its messages' metadata, so a retry can tell it is stored."""
+    seed = f"{turn.session_id}\n{turn.at!r}\n{turn.user_text}"
+    return hashlib.sha256(seed.encode()).hexdigest()[:24]
+
+
+async def _holds(session: Any, key: str) -> bool:
+    page = await session.aio.messages(filters={"metadata": {TURN_KEY: key}}, size=1)
+    return bool(_items(page))
 
 
 def person_peer_id(person: Person) -> str:

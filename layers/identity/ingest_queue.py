@@ -3,9 +3,15 @@
 Turns are submitted after the reply is out and never wait for the identity
 backend. A transient failure is retried with exponential backoff for about five
 minutes in all (a short outage loses nothing); a refusal (4xx) is given up at
-once. When the queue is full the oldest waiting turn is dropped (and counted): a
-slow backend must not grow memory without bound. At shutdown ``drain()`` gives
-the queue a time limit and reports what it could not send.
+once. When the queue is full the oldest waiting turn leaves memory (and is
+counted): a slow backend must not grow memory without bound. At shutdown
+``drain()`` gives the queue a time limit and reports what it could not send.
+
+With an outbox (``outbox.py``) every turn is also written to SQLite until the
+backend has it: a restart, a crash or a turn pushed out of a full queue is sent on
+the next start (``resume``), and one given up after its tries waits there too; only a
+refusal (4xx) removes it unsent. A retried turn is marked ``retry`` so the backend can
+check it does not hold it already (a timed-out request may still have been stored).
 """
 
 from __future__ import annotations
@@ -14,14 +20,17 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from layers.backoff import backoff_delay
+from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend, TurnMessages
 
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
+# A queued turn and its outbox row (None without an outbox).
+Entry = tuple[int | None, TurnMessages]
 
 
 @dataclass
@@ -41,14 +50,17 @@ class IngestQueue:
         base_delay_s: float = 0.5,
         max_delay_s: float = 60.0,
         sleep: Sleep = asyncio.sleep,
+        outbox: IngestOutbox | None = None,
     ) -> None:
         self._backend = backend
+        self._outbox = outbox
+        self._resumed = False
         self._capacity = capacity
         self._attempts = attempts
         self._base_delay_s = base_delay_s
         self._max_delay_s = max_delay_s
         self._sleep = sleep
-        self._queue: asyncio.Queue[TurnMessages] | None = None
+        self._queue: asyncio.Queue[Entry] | None = None
         self._worker: asyncio.Task[None] | None = None
         self._in_flight = 0
         self.stats = IngestStats()
@@ -56,12 +68,22 @@ class IngestQueue:
     def submit(self, turn: TurnMessages) -> None:
         """Queue a turn for the backend; returns at once (call from the event loop)."""
         queue = self._started()
+        entry_id = self._outbox.add(turn) if self._outbox is not None else None
+        self._put(queue, (entry_id, turn))
+
+    async def resume(self) -> int:
+        """Start sending what an earlier run left in the outbox; returns how many."""
+        waiting = self._started().qsize()
+        return waiting
+
+    def _put(self, queue: asyncio.Queue[Entry], entry: Entry) -> None:
         if queue.full():
             queue.get_nowait()
             queue.task_done()
             self.stats.dropped += 1
-            log.warning("identity ingest queue full; dropped the oldest turn")
-        queue.put_nowait(turn)
+            kept = " (kept in the outbox for the next start)" if self._outbox else ""
+            log.warning("identity ingest queue full; the oldest turn left memory%s", kept)
+        queue.put_nowait(entry)
 
     async def drain(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for the queue to empty; returns the turns left unsent."""
@@ -78,36 +100,43 @@ class IngestQueue:
             log.error("identity ingest: %d turns could not be sent (%s)", unsent, self.stats)
         return unsent
 
-    def _started(self) -> asyncio.Queue[TurnMessages]:
+    def _started(self) -> asyncio.Queue[Entry]:
         loop = asyncio.get_running_loop()
         if self._queue is None or self._worker is None or self._worker.get_loop() is not loop:
             # First use, or the loop that ran the worker is gone (one asyncio.run after
             # another): carry over what was waiting, on a queue of this loop.
             waiting = _take_all(self._queue) if self._queue is not None else []
+            if not self._resumed and self._outbox is not None:
+                self._resumed = True
+                # Another process may have sent some of them: each is checked first.
+                left = [(i, replace(turn, retry=True)) for i, turn in self._outbox.pending()]
+                waiting = [*left, *waiting]
             self._queue = asyncio.Queue(self._capacity)
-            for turn in waiting:
-                self._queue.put_nowait(turn)
+            for entry in waiting:
+                self._put(self._queue, entry)
             self._worker = loop.create_task(self._work(self._queue))
         elif self._worker.done():
             self._worker = loop.create_task(self._work(self._queue))
         return self._queue
 
-    async def _work(self, queue: asyncio.Queue[TurnMessages]) -> None:
+    async def _work(self, queue: asyncio.Queue[Entry]) -> None:
         while True:
-            turn = await queue.get()
+            entry_id, turn = await queue.get()
             self._in_flight = 1
             try:
-                await self._send(turn)
+                if await self._send(turn) and entry_id is not None and self._outbox:
+                    await asyncio.to_thread(self._outbox.remove, entry_id)
             finally:
                 self._in_flight = 0
                 queue.task_done()
 
-    async def _send(self, turn: TurnMessages) -> None:
+    async def _send(self, turn: TurnMessages) -> bool:
+        """True when the turn is settled: sent, or refused for good."""
         for attempt in range(1, self._attempts + 1):
             try:
-                await self._backend.ingest(turn)
+                await self._backend.ingest(replace(turn, retry=turn.retry or attempt > 1))
                 self.stats.sent += 1
-                return
+                return True
             except asyncio.CancelledError:
                 raise
             except Exception as error:
@@ -119,10 +148,11 @@ class IngestQueue:
                         attempt,
                         error,
                     )
-                    return
+                    return _refused(error)
                 delay = backoff_delay(attempt, base_s=self._base_delay_s, max_s=self._max_delay_s)
                 log.warning("identity ingest failed (%s); retry in %.1fs", error, delay)
                 await self._sleep(delay)
+        return False
 
 
 def _refused(error: Exception) -> bool:
@@ -131,8 +161,8 @@ def _refused(error: Exception) -> bool:
     return isinstance(status, int) and 400 <= status < 500 and status not in (408, 429)
 
 
-def _take_all(queue: asyncio.Queue[TurnMessages]) -> list[TurnMessages]:
-    items: list[TurnMessages] = []
+def _take_all(queue: asyncio.Queue[Entry]) -> list[Entry]:
+    items: list[Entry] = []
     while not queue.empty():
         items.append(queue.get_nowait())
     return items

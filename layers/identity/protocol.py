@@ -35,6 +35,8 @@ class TurnMessages:
     user_text: str
     reply_text: str
     at: float
+    # A second try of a turn the backend may already hold (the first timed out).
+    retry: bool = False
 
 
 @dataclass(frozen=True)

@@ -290,4 +290,22 @@ MIGRATIONS: tuple[Migration, ...] = (
         );
         """,
     ),
+    Migration(
+        8,
+        "identity_outbox",
+        """
+        -- Turns waiting for the identity backend (redacted): they survive a restart.
+        CREATE TABLE identity_outbox (
+            id INTEGER PRIMARY KEY,
+            team TEXT NOT NULL,
+            user TEXT NOT NULL,
+            user_name TEXT,
+            session_id TEXT NOT NULL,
+            user_text TEXT NOT NULL,
+            reply_text TEXT NOT NULL,
+            said_at REAL NOT NULL,
+            queued_at REAL NOT NULL
+        );
+        """,
+    ),
 )

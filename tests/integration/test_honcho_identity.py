@@ -287,3 +287,63 @@ def test_warming_up_opens_the_workspace_and_the_agents_peer_before_the_first_tur
     asyncio.run(app.identity.warm_up("T1"))
     workspace = honcho.workspaces[honcho_id("T1")]
     assert workspace.peers[AGENT_PEER]["configuration"] == {"observe_me": False}
+
+
+def test_a_slow_store_then_a_retry_keeps_one_copy_and_waiting_turns_survive_a_restart(
+    model_settings: Settings, honcho: FakeHoncho, hashing_embedder: HashingEmbedder
+) -> None:
+    from layers.identity.ingest_queue import IngestQueue
+    from layers.identity.outbox import IngestOutbox
+    from layers.identity.protocol import TurnMessages
+    from layers.identity.scope import ReadableSessions
+    from layers.storage.database import Database
+
+    def quick_client(workspace: str) -> object:
+        from honcho import Honcho
+
+        return Honcho(api_key="hch-test-key", base_url=honcho.url, workspace_id=workspace,
+                      timeout=0.5, max_retries=0)
+
+    db = Database.open(model_settings.db_path)
+    identity = HonchoIdentity(quick_client, workspace_id=None,
+                              readable_sessions=ReadableSessions(db), server_url=honcho.url)
+    dana = Person("T1", "U1", "Dana")
+    turn = TurnMessages(dana, "s-slow", "A long message " * 500, "Noted.", time.time())
+    # Honcho stores the messages, then answers after the client has given up.
+    honcho.answer_late(1.5, match="/messages")
+
+    async def first_run() -> None:
+        queue = IngestQueue(identity, base_delay_s=0.01, outbox=IngestOutbox(db))
+        queue.submit(turn)
+        assert await queue.drain(10) == 0
+
+    asyncio.run(first_run())
+    stored = honcho.stored_messages(honcho_id("T1"), honcho_id("s-slow"))
+    assert len(stored) == 2  # once, though the first request timed out and was retried
+    assert IngestOutbox(db).count() == 0
+
+    # A turn still waiting when the process stops is sent by the next one.
+    honcho.fail_next(503, count=50, match="/messages")
+    waiting = TurnMessages(dana, "s-restart", "I work from Porto now", "Noted.", time.time())
+
+    async def second_run() -> None:
+        queue = IngestQueue(identity, attempts=2, base_delay_s=0.01, outbox=IngestOutbox(db))
+        queue.submit(waiting)
+        await queue.drain(5)
+
+    asyncio.run(second_run())
+    assert IngestOutbox(db).count() == 1
+    honcho.clear_faults()
+
+    async def restarted() -> int:
+        queue = IngestQueue(identity, base_delay_s=0.01, outbox=IngestOutbox(db))
+        resumed = await queue.resume()
+        assert await queue.drain(10) == 0
+        return resumed
+
+    assert asyncio.run(restarted()) == 1
+    assert [m["content"] for m in honcho.stored_messages(honcho_id("T1"),
+                                                         honcho_id("s-restart"))][0] == (
+        "I work from Porto now")
+    assert IngestOutbox(db).count() == 0
+    db.close()

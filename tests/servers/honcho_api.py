@@ -57,7 +57,7 @@ class RecordedRequest:
 
 @dataclass
 class _Fault:
-    kind: str  # "fail" or "delay"
+    kind: str  # "fail", "delay" or "late" (answered after the work is done)
     remaining: int
     match: str | None
     status: int = 500
@@ -929,6 +929,12 @@ class FakeHoncho(LoopbackServer):
         with self._lock:
             self._faults.append(_Fault("delay", count, match, seconds=seconds))
 
+    def answer_late(self, seconds: float, count: int = 1, *, match: str | None = None) -> None:
+        """Do the next ``count`` requests' work at once, then hold the answer (a large
+        message that takes Honcho seconds): a client that times out has still written."""
+        with self._lock:
+            self._faults.append(_Fault("late", count, match, seconds=seconds))
+
     def delay_all(self, seconds: float) -> None:
         """Hold every request this long (0 to stop)."""
         with self._lock:
@@ -1102,6 +1108,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self.close_connection = True
                 return
             status, payload, headers = self.fake._respond(request, fault)
+            if fault is not None and fault.kind == "late" and self.fake._stopping.wait(
+                fault.seconds
+            ):
+                return
             self._send(status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test); nothing to answer
