@@ -19,6 +19,7 @@ from layers.episodic.episode import Viewer
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
 from layers.errors import ConfigurationError
+from layers.identity.conversations import Conversations
 from layers.identity.honcho import HonchoIdentity
 from layers.identity.honcho_server import key_workspace
 from layers.identity.ingest_queue import IngestQueue
@@ -210,6 +211,7 @@ def build_identity(settings: Settings, db: Database, embedder: Embedder) -> Iden
         workspace_id=settings.honcho_workspace_id,
         readable_sessions=ReadableSessions(db),
         server_url=base_url,
+        conversations_of=Conversations(db).of,
     )
 
 

@@ -70,10 +70,14 @@ def _viewer(args: argparse.Namespace) -> Viewer | None:
 
 def run_forget(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     person = Person(args.team, args.user)
-    deleted = asyncio.run(_backend(app).forget(person, args.fact))
+    backend = _backend(app)
+    if args.fact:
+        said = f"deleted {asyncio.run(backend.forget(person, args.fact))} fact(s)"
+    else:
+        said = asyncio.run(backend.forget_person(person)).describe()
     if app.user_models is not None:
         app.user_models.forget(person)
-    print(f"forgot {deleted} observation(s) about {args.user}", file=out)
+    print(f"forgot {args.user}: {said}", file=out)
     return 0
 
 

@@ -134,11 +134,15 @@ class ToolBox:
             lines = [f"- [{fact.id}] {fact.text}" for fact in facts]
             return "\n".join(lines) or "Nothing is stored about them.", False
         fact_id = call.input.get("fact_id")
-        deleted = await self._identity.forget(person, fact_id if isinstance(fact_id, str) else None)
+        if isinstance(fact_id, str):
+            deleted = await self._identity.forget(person, fact_id)
+            said = f"deleted {deleted} fact(s)"
+        else:
+            said = (await self._identity.forget_person(person)).describe()
         if self._on_forget is not None:
             self._on_forget(person)
-        log.info("forgot %d identity facts at the speaker's request", deleted)
-        return f"Deleted {deleted} stored fact(s) about them.", False
+        log.info("forgot at the speaker's request: %s", said)
+        return f"Done: {said} about them.", False
 
     def _skill_body(self, name: object) -> tuple[str, bool]:
         assert self._skills is not None

@@ -28,9 +28,10 @@ from typing import Any, Protocol
 
 from layers.episodic.episode import Viewer
 from layers.errors import BackendUnavailable
+from layers.identity.conversations import TheirConversations
 from layers.identity.honcho_server import SCOPING_VERSION, server_version
 from layers.identity.ids import honcho_id
-from layers.identity.protocol import Fact, Person, TurnMessages
+from layers.identity.protocol import Fact, Forgotten, Person, TurnMessages
 from layers.identity.scope import unplaced_visible
 from layers.redaction import redact
 
@@ -72,6 +73,7 @@ class HonchoIdentity:
         workspace_id: str | None,
         readable_sessions: SessionsReadable,
         server_url: str,
+        conversations_of: Callable[[Person], TheirConversations] | None = None,
         check_timeout_s: float = 5.0,
     ) -> None:
         self._client_for_workspace = client_for_workspace
@@ -79,6 +81,7 @@ class HonchoIdentity:
         self._server_url = server_url
         self._check_timeout_s = check_timeout_s
         self._readable_sessions = readable_sessions
+        self._conversations_of = conversations_of
         self._clients: dict[str, Any] = {}
         self._objects: dict[tuple[int, str, str], Any] = {}
         self._lock = threading.Lock()
@@ -171,6 +174,26 @@ class HonchoIdentity:
             fact for fact in facts
             if (fact.session_id in readable) or (fact.session_id is None and unplaced)
         ]
+
+    async def forget_person(self, person: Person) -> Forgotten:
+        """Every conclusion, and the Honcho sessions of conversations they had alone with
+        the agent (a session's deletion takes its messages with it). Honcho cannot
+        delete one person's messages from a shared session: those are counted, not hidden."""
+        from honcho.http.exceptions import NotFoundError
+
+        facts = await self.forget(person)
+        if self._conversations_of is None:
+            return Forgotten(facts)
+        theirs = await asyncio.to_thread(self._conversations_of, person)
+        deleted = 0
+        for session_id in theirs.alone:
+            session = await self._session(person.team, honcho_id(session_id))
+            with contextlib.suppress(NotFoundError):
+                await session.aio.delete()
+                deleted += 1
+            self._objects.pop((id(self._client(person.team)), "session", honcho_id(session_id)),
+                              None)
+        return Forgotten(facts, deleted, len(theirs.shared))
 
     async def _all_facts(self, peer: Any) -> list[Fact]:
         """Every conclusion about ``peer``, each once.

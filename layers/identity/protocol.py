@@ -51,6 +51,26 @@ class Fact:
     session_id: str | None = None
 
 
+@dataclass(frozen=True)
+class Forgotten:
+    """What "forget me" deleted."""
+
+    facts: int
+    conversations: int = 0  # conversations they had alone with the agent, messages and all
+    conversations_kept: int = 0  # shared with others: their words are not only theirs
+
+    def describe(self) -> str:
+        said = f"deleted {self.facts} fact(s)"
+        if self.conversations:
+            said += f" and {self.conversations} conversation(s) they had alone with Thoth"
+        if self.conversations_kept:
+            said += (
+                f"; {self.conversations_kept} conversation(s) with other people keep their"
+                " messages (the identity backend cannot delete one person's messages)"
+            )
+        return said
+
+
 class IdentityBackend(Protocol):
     name: str
 
@@ -75,7 +95,11 @@ class IdentityBackend(Protocol):
         ...
 
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
-        """Delete one fact, or everything about the person; returns how many."""
+        """Delete one fact, or every fact about the person; returns how many."""
+        ...
+
+    async def forget_person(self, person: Person) -> Forgotten:
+        """"Forget me": every fact, and what they said where the backend keeps it."""
         ...
 
     async def warm_up(self, team: str) -> None:

@@ -347,3 +347,32 @@ def test_a_slow_store_then_a_retry_keeps_one_copy_and_waiting_turns_survive_a_re
         "I work from Porto now")
     assert IngestOutbox(db).count() == 0
     db.close()
+
+
+def test_forget_me_deletes_their_conversations_alone_with_thoth_and_says_what_stays(
+    app: Thoth, honcho: FakeHoncho, fake_anthropic: FakeAnthropic
+) -> None:
+    identity = app.identity
+    assert identity is not None and app.identity_ingest is not None
+    dana = Person("T1", "U1", "Dana")
+    alone = Place("T1", "D1", "im", "5.1")
+    shared = Place("T1", "C1", "public", "6.1")
+
+    async def talk() -> list[TurnOutcome]:
+        outcomes = []
+        for place, user, text in ((alone, "U1", "I am planning to leave in spring"),
+                                  (shared, "U1", "I prefer the blue design"),
+                                  (shared, "U2", "I prefer the green one")):
+            turn = Turn(f"slack:T1:{place.channel}:{place.thread_ts}", text, place, user=user)
+            outcomes.append(await app.pipeline.handle(turn, RecordingSink()))
+        assert app.identity_ingest is not None
+        assert await app.identity_ingest.drain(10) == 0
+        return outcomes
+
+    first, second, _ = asyncio.run(talk())
+    forgotten = asyncio.run(identity.forget_person(dana))
+    assert forgotten.conversations == 1 and forgotten.conversations_kept == 1
+    assert "1 conversation(s) they had alone" in forgotten.describe()
+    workspace = honcho_id("T1")
+    assert honcho.stored_messages(workspace, honcho_id(first.session_id)) == []
+    assert honcho.stored_messages(workspace, honcho_id(second.session_id)) != []

@@ -14,7 +14,7 @@ from layers.episodic.embedder import Embedder
 from layers.episodic.episode import Viewer
 from layers.identity.local.extraction import extract
 from layers.identity.local.store import Observation, ObservationStore
-from layers.identity.protocol import Fact, Person, TurnMessages
+from layers.identity.protocol import Fact, Forgotten, Person, TurnMessages
 from layers.redaction import redact
 from layers.storage.database import Database
 
@@ -69,6 +69,10 @@ class LocalIdentity:
 
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
         return await asyncio.to_thread(self._store.forget, person, fact_id)
+
+    async def forget_person(self, person: Person) -> Forgotten:
+        # The local backend keeps no messages: the observations are all it holds.
+        return Forgotten(await self.forget(person))
 
     async def warm_up(self, team: str) -> None:
         return None  # SQLite and the shared embedder: nothing to open
