@@ -212,6 +212,7 @@ def build_identity(settings: Settings, db: Database, embedder: Embedder) -> Iden
         readable_sessions=ReadableSessions(db),
         server_url=base_url,
         conversations_of=Conversations(db).of,
+        dialectic=settings.honcho_user_model == "dialectic",
     )
 
 

@@ -7,7 +7,7 @@ root (``bridge.app.build``), so they never import this module.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -52,6 +52,9 @@ class Settings(BaseSettings):
     honcho_api_key: SecretStr | None = None
     honcho_url: str | None = None
     honcho_workspace_id: str | None = None
+    # The user model from Honcho: "representation" (stored facts, no LLM call) or
+    # "dialectic" (Honcho's own model answers "what should I know about this person?").
+    honcho_user_model: Literal["representation", "dialectic"] = "representation"
 
     honcho_disabled: bool = False
     episodic_disabled: bool = False

@@ -74,6 +74,7 @@ class HonchoIdentity:
         readable_sessions: SessionsReadable,
         server_url: str,
         conversations_of: Callable[[Person], TheirConversations] | None = None,
+        dialectic: bool = False,
         check_timeout_s: float = 5.0,
     ) -> None:
         self._client_for_workspace = client_for_workspace
@@ -82,6 +83,8 @@ class HonchoIdentity:
         self._check_timeout_s = check_timeout_s
         self._readable_sessions = readable_sessions
         self._conversations_of = conversations_of
+        self._dialectic = dialectic
+        self._cards_off: set[int] = set()
         self._clients: dict[str, Any] = {}
         self._objects: dict[tuple[int, str, str], Any] = {}
         self._lock = threading.Lock()
@@ -114,12 +117,23 @@ class HonchoIdentity:
         if not sessions:
             return None  # nothing said anywhere this reader may read
         peer = await self._person(person)
-        # The representation is cheap (no LLM on Honcho's side), unlike peer.chat.
-        text = await peer.aio.representation(
-            search_query=redact(message)[:MAX_QUERY_CHARS] or None,
-            max_conclusions=MAX_CONCLUSIONS,
-            sessions=[honcho_id(session) for session in sessions],
-        )
+        allowed = [honcho_id(session) for session in sessions]
+        query = redact(message)[:MAX_QUERY_CHARS]
+        if self._dialectic and query.strip():
+            await self._no_peer_cards(person.team)
+            # An LLM call on Honcho's side: seconds and tokens, under the same deadline.
+            text = await peer.aio.chat(
+                f"What should I know about this person to answer them now? {query}",
+                sessions=allowed,
+                reasoning_level="minimal",
+            )
+        else:
+            # The representation is cheap (no LLM on Honcho's side), unlike peer.chat.
+            text = await peer.aio.representation(
+                search_query=query or None, max_conclusions=MAX_CONCLUSIONS, sessions=allowed
+            )
+        if text is None:
+            return None
         # Honcho writes the peer's id into its text; the model and people read names.
         named = str(text).replace(person_peer_id(person), person.name or person.user)
         return named.strip() or None
@@ -245,6 +259,22 @@ class HonchoIdentity:
         """The workspace, the agent's peer and a pooled connection, before the first turn:
         Honcho's first lookup takes seconds, past the user model's deadline."""
         await self._agent(team)
+        if self._dialectic:
+            await self._no_peer_cards(team)
+
+    async def _no_peer_cards(self, team: str) -> None:
+        """The dialectic puts the person's peer card, built from every session, into its
+        prompt whatever the allowlist: with the dialectic, the workspace uses no cards."""
+        from honcho.api_types import PeerCardConfiguration
+
+        client = self._client(team)
+        if id(client) in self._cards_off:
+            return
+        configuration = await client.aio.get_configuration()
+        if configuration.peer_card is None or configuration.peer_card.use is not False:
+            configuration.peer_card = PeerCardConfiguration(use=False, create=False)
+            await client.aio.set_configuration(configuration)
+        self._cards_off.add(id(client))
 
     async def check(self) -> str:
         """Read the server's version, writing nothing (no workspace or peer is created)."""

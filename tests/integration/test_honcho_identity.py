@@ -376,3 +376,41 @@ def test_forget_me_deletes_their_conversations_alone_with_thoth_and_says_what_st
     workspace = honcho_id("T1")
     assert honcho.stored_messages(workspace, honcho_id(first.session_id)) == []
     assert honcho.stored_messages(workspace, honcho_id(second.session_id)) != []
+
+
+def test_the_dialectic_is_scoped_like_the_representation_and_never_reads_a_peer_card(
+    model_settings: Settings, honcho: FakeHoncho, hashing_embedder: HashingEmbedder
+) -> None:
+    settings = model_settings.model_copy(update={
+        "honcho_url": honcho.url, "honcho_api_key": SecretStr("hch-test-key"),
+        "honcho_user_model": "dialectic",
+    })
+    app = build(settings, embedder=hashing_embedder)
+    identity = app.identity
+    assert identity is not None
+    dana = Person("T1", "U1", "Dana")
+    sessions = {}
+    for kind, place in (("dm", Place("T1", "D1", "im", "7.1")),
+                        ("public", Place("T1", "C1", "public", "8.1"))):
+        session = app.sessions.open(f"slack:T1:{place.channel}:1", place)
+        app.transcript.append(session.id, TranscriptTurn("hi", "hello", user="U1"))
+        sessions[kind] = session.id
+
+    async def run() -> str | None:
+        await identity.observe(dana, ["Dana is job hunting"], session_id=sessions["dm"],
+                               source="reflection")
+        await identity.observe(dana, ["Dana leads payments"], session_id=sessions["public"],
+                               source="reflection")
+        peer = person_peer_id(dana)
+        honcho.workspaces[honcho_id("T1")].cards[(peer, peer)] = ["Dana is job hunting"]
+        return await identity.user_model(dana, "who leads payments here?", Viewer("T1", "C2"))
+
+    try:
+        model = asyncio.run(run()) or ""
+    finally:
+        app.close()
+    assert "Dana leads payments" in model and "job hunting" not in model
+    (chat,) = honcho.requests_to("/chat", "POST")
+    assert chat.body["filters"] == {"session_id": [honcho_id(sessions["public"])]}
+    workspace = honcho.workspaces[honcho_id("T1")].record
+    assert workspace["configuration"]["peer_card"] == {"use": False, "create": False}

@@ -531,7 +531,23 @@ class _Api:
         target = _optional_id(body, "target")
         session_id = _optional_id(body, "session_id")
         self._ensure_peer(ws, peer_id)  # Honcho gets-or-creates the asking peer
-        return self._chat_reply(self._answer(ws, peer_id, target or peer_id, session_id), body)
+        allowed = session_allowlist(body)
+        if allowed is None:
+            return self._chat_reply(self._answer(ws, peer_id, target or peer_id, session_id), body)
+        # As the server does: the allowlist scopes what is recalled (explicit conclusions
+        # of those sessions), but the peer card, built from every session, is injected
+        # unless the workspace turned cards off (src/dialectic/chat.py).
+        observed = target or peer_id
+        facts = [c["content"] for c in self._about(ws, peer_id, observed)
+                 if c.get("session_id") in allowed]
+        card = ws.cards.get((peer_id, observed))
+        uses_cards = (ws.record.get("configuration") or {}).get("peer_card", {}).get("use")
+        parts = [f"About {observed}:"]
+        if card and uses_cards is not False:
+            parts.append("Card: " + "; ".join(card) + ".")
+        if facts:
+            parts.append("Conclusions: " + "; ".join(facts) + ".")
+        return self._chat_reply(" ".join(parts) if len(parts) > 1 else None, body)
 
     @route("POST", P + "/representation")
     def peer_representation(self, ws: _Workspace, call: Call) -> tuple[int, Any]:
