@@ -101,18 +101,19 @@ def test_a_turn_meets_its_deadline_when_honcho_hangs(
     assert not any(t.startswith("<user-model>") for t in fake_anthropic.requests[-1].system_texts())
 
 
+async def _ingested_turn(app: Thoth, text: str) -> TurnOutcome:
+    """One turn, with its identity ingest drained (sent, or given up)."""
+    (outcome,) = await _turns(app, [text])
+    assert app.identity_ingest is not None
+    assert await app.identity_ingest.drain(10) == 0
+    return outcome
+
+
 def test_an_outage_loses_nothing_the_queue_can_retry(
     app: Thoth, honcho: FakeHoncho, fake_anthropic: FakeAnthropic
 ) -> None:
     honcho.fail_next(503, count=3, match="/messages")
-
-    async def run() -> TurnOutcome:
-        (outcome,) = await _turns(app, ["Remember that the demo moved to Thursday"])
-        assert app.identity_ingest is not None
-        assert await app.identity_ingest.drain(10) == 0
-        return outcome
-
-    outcome = asyncio.run(run())
+    outcome = asyncio.run(_ingested_turn(app, "Remember that the demo moved to Thursday"))
     stored = honcho.stored_messages(honcho_id("T1"), honcho_id(outcome.session_id))
     assert [m["content"] for m in stored][0] == "Remember that the demo moved to Thursday"
     assert len(honcho.requests_to("/messages", "POST")) >= 4
@@ -226,14 +227,7 @@ def test_people_have_names_the_agent_is_not_modelled_and_turns_keep_their_time(
     dana = Person("T1", "U1", "Dana")
     identity = app.identity
     assert identity is not None
-
-    async def turn() -> TurnOutcome:
-        (outcome,) = await _turns(app, ["I prefer short answers about payments"])
-        assert app.identity_ingest is not None
-        assert await app.identity_ingest.drain(10) == 0
-        return outcome
-
-    outcome = asyncio.run(turn())
+    outcome = asyncio.run(_ingested_turn(app, "I prefer short answers about payments"))
     peers = {r.body["id"]: r.body for r in honcho.requests_to("/peers", "POST")
              if isinstance(r.body, dict) and "id" in r.body}
     assert peers[AGENT_PEER]["configuration"] == {"observe_me": False}
