@@ -244,5 +244,8 @@ def build_model(settings: Settings, *, find_skills: SkillFinder | None = None) -
         )
     )
     return RetryingModel(
-        AnthropicModel(client, settings.thoth_model), attempts=settings.model_max_attempts
+        AnthropicModel(client, settings.thoth_model),
+        attempts=settings.model_max_attempts,
+        # The server's retry-after is honoured up to one call's timeout, then the person is told.
+        max_wait_s=settings.model_timeout_s,
     )

@@ -51,3 +51,15 @@ STEP_TITLES = {
     "what_i_know_about_you": "Reading what I know about you",
     "forget_about_you": "Forgetting what you asked",
 }
+
+# The model stopped short of an answer (its stop_reason).
+REPLY_CUT = "(The reply was cut at the length limit before it was complete.)"
+CONTEXT_FULL = (
+    "(This conversation has grown too long for the model. Say `done` to end it and start"
+    " a new thread.)"
+)
+MODEL_REFUSED = "(The model declined to answer this.)"
+MODEL_ASKS_TO_WAIT = (
+    "The language model is busy and asks to wait about {seconds} seconds, longer than a"
+    " reply should take. Please ask again then."
+)

@@ -24,7 +24,6 @@ from bridge.model.protocol import (
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 # Errors Anthropic sends inside an SSE stream, after the HTTP status was already 200.
 RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
-MAX_RETRY_AFTER_S = 60.0
 
 
 def client_options(
@@ -144,4 +143,4 @@ def _retry_after(error: anthropic.APIStatusError) -> float | None:
         value = float(error.response.headers.get("retry-after", ""))
     except ValueError:
         return None
-    return min(max(value, 0.0), MAX_RETRY_AFTER_S)
+    return max(value, 0.0)

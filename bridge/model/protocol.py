@@ -72,6 +72,15 @@ class ModelUnavailable(Exception):
         self.retry_after = retry_after
 
 
+class ModelAsksToWait(ModelUnavailable):
+    """The API asked for a wait (``retry-after``) longer than the turn may take."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the model asks to wait {seconds:.0f}s", retryable=False,
+                         retry_after=seconds)
+        self.seconds = seconds
+
+
 class LanguageModel(Protocol):
     """Answers one request, streaming text through ``on_text`` as it arrives."""
 

@@ -10,7 +10,14 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from bridge.model.protocol import LanguageModel, ModelRequest, ModelResult, ModelUnavailable, OnText
+from bridge.model.protocol import (
+    LanguageModel,
+    ModelAsksToWait,
+    ModelRequest,
+    ModelResult,
+    ModelUnavailable,
+    OnText,
+)
 from layers.backoff import backoff_delay
 
 log = logging.getLogger(__name__)
@@ -28,6 +35,7 @@ class RetryingModel:
         attempts: int = 4,
         base_delay_s: float = 1.0,
         max_delay_s: float = 20.0,
+        max_wait_s: float = 60.0,
         sleep: Sleep = asyncio.sleep,
     ) -> None:
         if attempts < 1:
@@ -36,6 +44,7 @@ class RetryingModel:
         self._attempts = attempts
         self._base_delay_s = base_delay_s
         self._max_delay_s = max_delay_s
+        self._max_wait_s = max_wait_s
         self._sleep = sleep
 
     @property
@@ -56,6 +65,10 @@ class RetryingModel:
             except ModelUnavailable as error:
                 if not error.retryable or streamed or attempt == self._attempts:
                     raise
+                if error.retry_after is not None and error.retry_after > self._max_wait_s:
+                    # The server's wait is honoured, never cut short; past what a turn may
+                    # take, the person is told instead of kept waiting.
+                    raise ModelAsksToWait(error.retry_after) from error
                 delay = self._delay(attempt, error.retry_after)
                 log.warning(
                     "model call failed (%s); retry %d of %d in %.1fs",
@@ -69,7 +82,7 @@ class RetryingModel:
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
-            return min(retry_after, self._max_delay_s)
+            return retry_after  # what the server asked for (at most max_wait_s, above)
         return backoff_delay(attempt, base_s=self._base_delay_s, max_s=self._max_delay_s)
 
     async def aclose(self) -> None:

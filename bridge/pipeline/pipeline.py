@@ -20,7 +20,13 @@ from bridge import messages
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.offline import OFFLINE_MODEL
 from bridge.model.pricing import ModelPrice, Usage, price_of
-from bridge.model.protocol import LanguageModel, ModelRequest, ModelUnavailable, ToolCall
+from bridge.model.protocol import (
+    LanguageModel,
+    ModelAsksToWait,
+    ModelRequest,
+    ModelUnavailable,
+    ToolCall,
+)
 from bridge.pipeline.after_reply import AfterReply, Charge
 from bridge.pipeline.deadlines import MissedDeadlines, within_deadline
 from bridge.pipeline.keyed_locks import KeyedLocks
@@ -50,6 +56,12 @@ RELATED_EPISODES_DEADLINE_S = 2.0
 # A model that keeps asking for tools is cut off and its text so far is the reply.
 MAX_TOOL_ROUNDS = 4
 MEMORY_STEP = "related-episodes"
+# Stop reasons that end a reply short of an answer (the Messages API reference).
+STOP_NOTICES = {
+    "max_tokens": messages.REPLY_CUT,
+    "model_context_window_exceeded": messages.CONTEXT_FULL,
+    "refusal": messages.MODEL_REFUSED,
+}
 
 
 @dataclass(frozen=True)
@@ -88,6 +100,9 @@ class _Answer:
     text: str = ""
     ok: bool = True
     stopped: bool = False
+    # What to show at the end when the reply already streamed and then fell short (cut at
+    # the length limit, refused): the transcript keeps the text and this note together.
+    notice: str | None = None
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     model: str = ""
@@ -169,7 +184,7 @@ class TurnPipeline:
                 raise
             timings.last_token = time.monotonic()
             try:
-                await sink.finish(answer.text, ok=answer.ok)
+                await sink.finish(answer.notice or answer.text, ok=answer.ok)
             except ReplyStopped:
                 # Stop pressed while the reply was being closed: not a complete answer.
                 answer.stopped = True
@@ -280,6 +295,15 @@ class TurnPipeline:
                 result = await self._model.respond(request, reply.write)
                 timings.model_seconds += time.monotonic() - started
                 self._charge(answer, result.model or self._model.name, result.usage)
+                notice = STOP_NOTICES.get(result.stop_reason or "")
+                if notice is not None:
+                    # Cut, refused or out of room: shown as such, never run (a tool call cut
+                    # mid-input), never stored as an answer, never replayed.
+                    log.warning("model stopped with %s in session %s", result.stop_reason,
+                                session.id)
+                    answer.notice = notice
+                    _failed(answer, f"{reply.text}\n\n{notice}".strip())
+                    return
                 if not result.tool_calls or round_number == MAX_TOOL_ROUNDS:
                     break
                 request = await self._with_tool_results(request, result.content, turn, sink)
@@ -287,6 +311,10 @@ class TurnPipeline:
             log.info("the reply was stopped by its reader in session %s", session.id)
             answer.stopped = True
             _failed(answer, f"{reply.text}\n\n{messages.STOPPED}".strip())
+            return
+        except ModelAsksToWait as error:
+            log.warning("model asks to wait %.0fs in session %s", error.seconds, session.id)
+            _failed(answer, messages.MODEL_ASKS_TO_WAIT.format(seconds=round(error.seconds)))
             return
         except ModelUnavailable as error:
             log.error("model failed for session %s: %s", session.id, error)
@@ -328,11 +356,17 @@ class TurnPipeline:
             if is_error:
                 result["is_error"] = True
             results.append(result)
+        # The API refuses empty text blocks sent back ("text content blocks must be
+        # non-empty"), and a response may carry one beside a tool_use.
+        sent_back = [
+            block for block in content
+            if block.get("type") != "text" or str(block.get("text", "")).strip()
+        ]
         return replace(
             request,
             messages=(
                 *request.messages,
-                {"role": "assistant", "content": list(content)},
+                {"role": "assistant", "content": sent_back},
                 {"role": "user", "content": results},
             ),
         )

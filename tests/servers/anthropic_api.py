@@ -20,11 +20,14 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.servers.anthropic_rules import MAX_BODY_BYTES, invalid_request
 from tests.servers.loopback import LoopbackServer
 
 ERROR_TYPES = {
     400: "invalid_request_error",
     401: "authentication_error",
+    404: "not_found_error",
+    413: "request_too_large",
     429: "rate_limit_error",
     500: "api_error",
     529: "overloaded_error",
@@ -54,6 +57,11 @@ class Reply:
     # Text is streamed in pieces of this many characters, this many seconds apart.
     chunk_chars: int = 4
     chunk_delay_s: float = 0.0
+    # The stop reason the API reports (default: tool_use with a tool call, else end_turn):
+    # max_tokens, refusal, model_context_window_exceeded, pause_turn, stop_sequence.
+    stop_reason: str | None = None
+    # An empty text block beside a tool_use, as the real API sometimes sends.
+    empty_text: bool = False
 
 
 def text(content: str, **options: Any) -> Reply:
@@ -105,10 +113,12 @@ class FakeAnthropic(LoopbackServer):
                 raise AssertionError(f"expected {count} requests, got {len(self.requests)}")
             return list(self.requests)
 
-    def _next_reply(self, request: RecordedRequest) -> Reply:
+    def _next_reply(self, request: RecordedRequest, *, refused: bool = False) -> Reply:
         with self._lock:
             self.requests.append(request)
             self._lock.notify_all()
+            if refused:
+                return Reply()  # a refused request never reaches the model: no script used
             if self._script:
                 return self._script.popleft()
         last = request.body.get("messages", [{}])[-1].get("content")
@@ -128,6 +138,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length", "0"))
+        if length > MAX_BODY_BYTES:
+            self.close_connection = True  # the body is left unread
+            self._send_json(413, _error_body(413, "Request exceeds the maximum allowed size"))
+            return
         request = RecordedRequest(
             "POST",
             self.path,
@@ -135,7 +149,7 @@ class _Handler(BaseHTTPRequestHandler):
             json.loads(self.rfile.read(length) or b"{}"),
             time.monotonic(),
         )
-        reply = self.fake._next_reply(request)
+        reply = self.fake._next_reply(request, refused=_refusal(request) is not None)
         with self.fake._lock:
             self.fake.in_flight += 1
             self.fake.max_in_flight = max(self.fake.max_in_flight, self.fake.in_flight)
@@ -152,7 +166,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, request: RecordedRequest, reply: Reply) -> None:
         refusal = _refusal(request)
         if refusal is not None:
-            self._send_json(refusal, _error_body(refusal, "refused"))
+            reason = invalid_request(request.headers, request.body) if refusal == 400 else None
+            self._send_json(refusal, _error_body(refusal, reason or "refused"))
         elif reply.status != 200:
             self._send_json(
                 reply.status,
@@ -206,7 +221,7 @@ def _refusal(request: RecordedRequest) -> int | None:
     ).startswith("Bearer ")
     if not has_key:
         return 401
-    if not request.body.get("messages") or not request.body.get("max_tokens"):
+    if invalid_request(request.headers, request.body) is not None:
         return 400
     return None
 
@@ -229,7 +244,7 @@ def _usage(usage: Usage) -> dict[str, int]:
 
 def _content(fake: FakeAnthropic, reply: Reply) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = []
-    if reply.text:
+    if reply.text or reply.empty_text:
         blocks.append({"type": "text", "text": reply.text})
     if reply.tool_use is not None:
         name, tool_input = reply.tool_use
@@ -247,7 +262,7 @@ def _message(fake: FakeAnthropic, reply: Reply, body: dict[str, Any]) -> dict[st
         "role": "assistant",
         "model": body.get("model", "claude-test"),
         "content": _content(fake, reply),
-        "stop_reason": "tool_use" if reply.tool_use else "end_turn",
+        "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_use else "end_turn"),
         "stop_sequence": None,
         "usage": _usage(reply.usage),
     }

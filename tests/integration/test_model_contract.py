@@ -1,0 +1,131 @@
+"""The turn against what the Messages API reference says: the loopback refuses what the
+API refuses, and produces what it produces (empty text blocks, every stop reason, long
+retry-after values); Thoth must handle each."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import anthropic
+import pytest
+
+from bridge import messages
+from bridge.app import Thoth, build
+from bridge.pipeline.pipeline import TurnOutcome
+from bridge.pipeline.turn import Turn
+from bridge.settings import Settings
+from layers.working.sessions import Place
+from tests.fakes import HashingEmbedder, RecordingSink
+from tests.servers import anthropic_api as api
+from tests.servers.anthropic_api import FakeAnthropic
+
+PLACE = Place("T1", "C1", "public", "1.1", "general")
+
+
+@pytest.fixture
+def app(model_settings: Settings, hashing_embedder: HashingEmbedder) -> Iterator[Thoth]:
+    thoth = build(model_settings, embedder=hashing_embedder)
+    yield thoth
+    thoth.close()
+
+
+def _turn(app: Thoth, text: str) -> tuple[TurnOutcome, RecordingSink]:
+    sink = RecordingSink()
+
+    async def run() -> TurnOutcome:
+        outcome = await app.pipeline.handle(Turn("s1", text, PLACE, user="U1"), sink)
+        await app.drain()
+        return outcome
+
+    return asyncio.run(run()), sink
+
+
+def test_an_empty_text_block_beside_a_tool_call_is_not_sent_back(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(api.tool_use("recall_memory", {"query": "deploys"}, empty_text=True),
+                        api.text("Deploys are on Fridays."))
+    outcome, _ = _turn(app, "when do we deploy?")
+    assert outcome.ok and outcome.reply == "Deploys are on Fridays."
+    sent_back = fake_anthropic.requests[1].body["messages"][-2]
+    assert sent_back["role"] == "assistant"
+    assert [block["type"] for block in sent_back["content"]] == ["tool_use"]
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "notice"),
+    [("max_tokens", messages.REPLY_CUT),
+     ("model_context_window_exceeded", messages.CONTEXT_FULL),
+     ("refusal", messages.MODEL_REFUSED)],
+)
+def test_a_reply_that_stops_short_is_said_so_and_never_stored_as_an_answer(
+    app: Thoth, fake_anthropic: FakeAnthropic, stop_reason: str, notice: str
+) -> None:
+    fake_anthropic.push(api.text("The first half of an", stop_reason=stop_reason))
+    outcome, sink = _turn(app, "explain the whole release process")
+    assert not outcome.ok and sink.final == notice
+    (turn,) = app.transcript.turns(outcome.session_id)
+    assert not turn.ok and turn.reply_text == f"The first half of an\n\n{notice}"
+    assert app.episodic.store.count() == 0
+
+
+def test_a_tool_call_cut_by_the_length_limit_is_never_run(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(api.tool_use("forget_about_you", {}, stop_reason="max_tokens"))
+    outcome, sink = _turn(app, "please forget what you know about me")
+    assert not outcome.ok and sink.final == messages.REPLY_CUT
+    assert len(fake_anthropic.requests) == 1  # no tool result went back: nothing ran
+
+
+def test_a_long_retry_after_is_honoured_never_cut_and_past_the_turn_the_person_is_told(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(api.error(429, retry_after="1"), api.text("After the wait."),
+                        api.error(429, retry_after="90"))
+    waited, busy = RecordingSink(), RecordingSink()
+
+    async def run() -> tuple[TurnOutcome, TurnOutcome]:
+        pipeline = app.pipeline
+        first = await pipeline.handle(Turn("s1", "are you there?", PLACE, user="U1"), waited)
+        second = await pipeline.handle(Turn("s1", "and now?", PLACE, user="U1"), busy)
+        await app.drain()
+        return first, second
+
+    first, second = asyncio.run(run())
+    assert first.reply == "After the wait."
+    one, two, three = fake_anthropic.requests
+    assert two.received_at - one.received_at >= 0.9  # the server's word, not a guess
+    assert not second.ok
+    assert busy.final == messages.MODEL_ASKS_TO_WAIT.format(seconds=90)
+    # Past the turn's limit (MODEL_TIMEOUT_S) it is said, not retried against the server's word.
+    assert len(fake_anthropic.requests) == 3
+
+
+def test_the_loopback_refuses_what_the_api_refuses(fake_anthropic: FakeAnthropic) -> None:
+    client = anthropic.Anthropic(api_key="sk-ant-test", base_url=fake_anthropic.url,
+                                 max_retries=0)
+    user = {"role": "user", "content": "hi"}
+    tool = {"name": "look_up", "description": "d", "input_schema": {"type": "object"}}
+    cases = [
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": " "}]}]},
+        {"messages": [user, user]},
+        {"messages": [user, {"role": "assistant", "content": "prefill"}]},
+        {"messages": [user, {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "look_up", "input": {}}]},
+            {"role": "user", "content": "no result"}], "tools": [tool]},
+        {"messages": [user], "tools": [{**tool, "name": "look up!"}]},
+        {"messages": [user], "tools": [tool], "tool_choice": {"type": "tool", "name": "other"}},
+        {"messages": [user], "system": [
+            {"type": "text", "text": f"s{n}", "cache_control": {"type": "ephemeral"}}
+            for n in range(5)]},
+    ]
+    for case in cases:
+        with pytest.raises(anthropic.BadRequestError):
+            client.messages.create(model="claude-sonnet-4-6", max_tokens=100, **case)
+    with pytest.raises(anthropic.BadRequestError, match="maximum allowed"):
+        client.messages.create(model="claude-sonnet-4-6", max_tokens=200_000, messages=[user],
+                               timeout=10)
+    assert client.messages.create(model="claude-sonnet-4-6", max_tokens=100,
+                                  messages=[user]).content
