@@ -25,6 +25,11 @@ log = logging.getLogger(__name__)
 
 TOOL_NAME = "report_reflection"
 MAX_TOKENS = 2_000
+# A report cut at the length limit is not a report: asked once more, with this much room.
+MAX_TOKENS_RETRY = 8_000
+# The conversation sent for reflection (about 40k tokens): a longer one keeps its start
+# and its end, and says what was left out, so it always fits the context window.
+MAX_PROMPT_TRANSCRIPT_CHARS = 160_000
 INSTRUCTIONS = """You review one finished conversation of Thoth, a team's Slack agent, and \
 decide what to keep. Call the report_reflection tool exactly once.
 
@@ -69,10 +74,27 @@ class ModelReflector:
                 f"today's model spend reached DAILY_COST_CAP_USD (${self.daily_cap_usd:.2f});"
                 " the reflection will be retried after midnight UTC"
             )
+        message = self._ask(session, MAX_TOKENS)
+        if message.stop_reason == "max_tokens":
+            log.warning("reflection of %s was cut at %d tokens; asking with more room",
+                        session.session_id, MAX_TOKENS)
+            message = self._ask(session, MAX_TOKENS_RETRY)
+            if message.stop_reason == "max_tokens":
+                raise BackendUnavailable(
+                    "the reflection report was cut at the length limit twice; it will be"
+                    " retried later"
+                )
+        raw = _raw(message)
+        for block in message.content:
+            if block.type == "tool_use" and block.name == TOOL_NAME:
+                return parse_report(dict(block.input)), raw
+        return parse_report(raw), raw
+
+    def _ask(self, session: SessionInput, max_tokens: int) -> Any:
         try:
             message = self.client.messages.create(
                 model=self.model,
-                max_tokens=MAX_TOKENS,
+                max_tokens=max_tokens,
                 system=INSTRUCTIONS,
                 tools=[
                     {
@@ -87,11 +109,7 @@ class ModelReflector:
         except anthropic.APIError as error:
             raise BackendUnavailable(f"the reflection model failed: {error}") from error
         self._charge(message, session.session_id)
-        raw = _raw(message)
-        for block in message.content:
-            if block.type == "tool_use" and block.name == TOOL_NAME:
-                return parse_report(dict(block.input)), raw
-        return parse_report(raw), raw
+        return message
 
     def _charge(self, message: Any, session_id: str) -> None:
         usage = message.usage
@@ -113,8 +131,18 @@ def _prompt(session: SessionInput) -> str:
     return (
         f"Existing skills: {skills}\nRecent memory notes:\n{notes}\n"
         f"Feedback on the replies: {feedback}\n\nThe conversation:\n"
-        f"{redact(session.transcript_text())}"
+        f"{_within_budget(redact(session.transcript_text()))}"
     )
+
+
+def _within_budget(text: str, limit: int = MAX_PROMPT_TRANSCRIPT_CHARS) -> str:
+    """The start (a third) and the end (the rest) of a long conversation, and a line
+    saying how much of the middle was left out."""
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit // 3], text[-(limit - limit // 3) :]
+    left_out = len(text) - len(head) - len(tail)
+    return f"{head}\n[… {left_out} characters of the middle of the conversation left out …]\n{tail}"
 
 
 def _raw(message: Any) -> str:

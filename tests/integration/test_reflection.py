@@ -237,3 +237,36 @@ def test_a_cost_cap_postpones_without_using_an_attempt(
         assert session_id not in app.reflections.due()  # it waits instead of retrying at once
     finally:
         app.close()
+
+
+def test_a_report_cut_at_the_length_limit_is_asked_again_with_room(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    cut = {"outcome": "success", "memory_notes": ["The demo moved to"]}
+    fake_anthropic.push(api.tool_use("report_reflection", cut, stop_reason="max_tokens"),
+                        api.tool_use("report_reflection", REPORT))
+    session_id = _session(app)
+    assert _reflect(app, session_id) == "done"
+    first, second = (r.body for r in fake_anthropic.requests)
+    assert second["max_tokens"] > first["max_tokens"]
+    assert "The demo moved to Thursday" in (app.brain.persona_dir / "MEMORY.md").read_text()
+
+    fake_anthropic.push(*[api.tool_use("report_reflection", cut, stop_reason="max_tokens")] * 2)
+    again = _session(app, "slack:T1:C1:1700000000.000200")
+    assert _reflect(app, again) == "failed"  # never parsed as valid: retried later
+    assert "The demo moved to\n" not in (app.brain.persona_dir / "MEMORY.md").read_text()
+
+
+def test_a_very_long_session_keeps_its_start_and_end_within_the_budget(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(api.tool_use("report_reflection", REPORT))
+    session = app.sessions.open("slack:T1:C1:1700000000.000300", PLACE)
+    for number in range(400):
+        app.transcript.append(session.id, TranscriptTurn(
+            f"message {number} " + "words " * 120, "Noted.", user="U1", user_name="dana"))
+    assert _reflect(app, session.id) == "done"
+    prompt = fake_anthropic.requests[-1].body["messages"][0]["content"]
+    assert "message 0 " in prompt and "message 399 " in prompt
+    assert "of the middle of the conversation left out" in prompt
+    assert len(prompt) < 170_000
