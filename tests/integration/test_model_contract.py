@@ -129,3 +129,14 @@ def test_the_loopback_refuses_what_the_api_refuses(fake_anthropic: FakeAnthropic
                                timeout=10)
     assert client.messages.create(model="claude-sonnet-4-6", max_tokens=100,
                                   messages=[user]).content
+
+
+def test_a_stream_error_before_any_text_is_retried_and_shown_nowhere(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    fake_anthropic.push(api.text("lost", stream_error="overloaded_error", error_before_text=True),
+                        api.text("Here after all."))
+    outcome, sink = _turn(app, "hello?")
+    assert outcome.ok and outcome.reply == "Here after all."
+    assert "".join(sink.pieces) == "Here after all."
+    assert len(fake_anthropic.requests) == 2

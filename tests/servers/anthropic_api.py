@@ -51,8 +51,10 @@ class Reply:
     status: int = 200
     delay_s: float = 0.0
     usage: Usage = field(default_factory=Usage)
-    # An SSE "error" event sent after the first text delta (status 200 already sent).
+    # An SSE "error" event sent after the first text delta (status 200 already sent), or
+    # before any text with ``error_before_text`` (the API does both).
     stream_error: str | None = None
+    error_before_text: bool = False
     retry_after: str | None = "0"
     # Text is streamed in pieces of this many characters, this many seconds apart.
     chunk_chars: int = 4
@@ -276,6 +278,10 @@ def _stream_events(
              "usage": {**message["usage"], "output_tokens": 1}}
     yield "message_start", {"type": "message_start", "message": start}
     yield "ping", {"type": "ping"}
+    if reply.stream_error and reply.error_before_text:
+        yield "error", {"type": "error",
+                        "error": {"type": reply.stream_error, "message": "scripted"}}
+        return
     for index, block in enumerate(message["content"]):
         if block["type"] == "text":
             yield "content_block_start", {
