@@ -41,8 +41,12 @@ def build_request(
     max_tokens: int = 2048,
 ) -> ModelRequest:
     system: list[SystemSection] = []
+    # One breakpoint ends the stable part (tools, persona, skill index): a second on the
+    # persona would cache a prefix the skill index's breakpoint already covers. On its own
+    # that part is often under a model's minimum cacheable length (1 024 tokens and more),
+    # so the conversation so far carries the other breakpoint (``_messages``).
     if context.persona:
-        system.append(SystemSection("persona", context.persona, cache=True))
+        system.append(SystemSection("persona", context.persona))
     system.append(
         SystemSection(
             "skill-index",
@@ -102,6 +106,13 @@ def _messages(turn: Turn, transcript: TrimmedTranscript | None) -> list[dict[str
             said = f"{past.user_name or past.user}: {said}"
         messages.append({"role": "user", "content": said})
         messages.append({"role": "assistant", "content": past.reply_text})
+    if messages:
+        # The conversation so far is the same next turn: cached, it is read at a tenth of
+        # the price, and with the stable part before it it passes the minimum length.
+        last = messages[-1]
+        last["content"] = [
+            {"type": "text", "text": last["content"], "cache_control": {"type": "ephemeral"}}
+        ]
     note = transcript.note if transcript else None
     if note and messages:
         messages[0]["content"] = f"{note}\n\n{messages[0]['content']}"

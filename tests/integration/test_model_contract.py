@@ -140,3 +140,28 @@ def test_a_stream_error_before_any_text_is_retried_and_shown_nowhere(
     assert outcome.ok and outcome.reply == "Here after all."
     assert "".join(sink.pieces) == "Here after all."
     assert len(fake_anthropic.requests) == 2
+
+
+def test_the_conversation_so_far_is_cached_and_read_back_on_the_next_turn(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    long_answer = "The release checklist has many steps. " * 120  # a real-sized reply
+    fake_anthropic.push(api.text(long_answer), api.text("Step two is the smoke test."),
+                        api.text("Step three is the sign-off."))
+    questions = ("what is on the release checklist?", "and step two?", "and step three?")
+
+    async def run() -> None:
+        for text in questions:
+            await app.pipeline.handle(Turn("s1", text, PLACE, user="U1"), RecordingSink())
+        await app.drain()
+
+    asyncio.run(run())
+    last = fake_anthropic.requests[-1].body
+    assert len([b for b in last["system"] if b.get("cache_control")]) == 1  # not two
+    replayed = last["messages"][-2]
+    assert replayed["role"] == "assistant" and replayed["content"][0]["cache_control"]
+    with app.db.read() as conn:
+        reads = [int(row[0]) for row in conn.execute(
+            "SELECT cache_read_tokens FROM model_usage WHERE purpose = 'turn' ORDER BY rowid")]
+    # Each turn reads more from the cache than the one before: the conversation so far.
+    assert reads[0] == 0 and reads[1] < reads[2]

@@ -78,7 +78,8 @@ def test_request_carries_the_prompt_in_order_with_cache_marks(
     assert texts[1].startswith("<skill-index>")
     assert texts[2].startswith("<slack-context>") and "#general" in texts[2]
     assert "speaker: Dana (U1)" in texts[2]
-    assert system[0]["cache_control"] == {"type": "ephemeral"}
+    # One breakpoint ends the stable part (the persona's own would be redundant).
+    assert "cache_control" not in system[0]
     assert system[1]["cache_control"] == {"type": "ephemeral"}
     assert "cache_control" not in system[2]
     assert request.body["messages"] == [{"role": "user", "content": "When do we deploy?"}]
@@ -379,7 +380,7 @@ def test_the_loopback_server_answers_plain_json_too(fake_anthropic: FakeAnthropi
     message = asyncio.run(create())
     assert [block.type for block in message.content] == ["text", "tool_use"]
     assert message.content[1].input == {"outcome": "success"}
-    assert message.usage.input_tokens == 100 and message.stop_reason == "tool_use"
+    assert message.usage.input_tokens > 0 and message.stop_reason == "tool_use"
     assert "stream" not in fake_anthropic.requests[0].body
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from tests.servers.anthropic_cache import PromptCache
 from tests.servers.anthropic_rules import MAX_BODY_BYTES, invalid_request
 from tests.servers.loopback import LoopbackServer
 
@@ -101,6 +102,7 @@ class FakeAnthropic(LoopbackServer):
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Condition()
         self._ids = itertools.count(1)
+        self.cache = PromptCache()
         self.in_flight = 0
         self.max_in_flight = 0
         self._serve(self._handler_class())
@@ -126,6 +128,12 @@ class FakeAnthropic(LoopbackServer):
         last = request.body.get("messages", [{}])[-1].get("content")
         said = last if isinstance(last, str) else "(tool results)"
         return Reply(text=f"You said: {said[:60]}")
+
+    def _cached_usage(self, body: dict[str, Any]) -> Usage:
+        """Usage as the prompt cache would report it (a reply scripted without usage)."""
+        uncached, read, write = self.cache.usage(body)
+        return Usage(input_tokens=uncached, output_tokens=20, cache_read_input_tokens=read,
+                     cache_creation_input_tokens=write)
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         return type("Handler", (_Handler,), {"fake": self})
@@ -266,7 +274,7 @@ def _message(fake: FakeAnthropic, reply: Reply, body: dict[str, Any]) -> dict[st
         "content": _content(fake, reply),
         "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_use else "end_turn"),
         "stop_sequence": None,
-        "usage": _usage(reply.usage),
+        "usage": _usage(reply.usage if reply.usage != Usage() else fake._cached_usage(body)),
     }
 
 
