@@ -10,6 +10,7 @@ import anthropic
 
 from bridge.app import Thoth
 from bridge.model.anthropic_model import client_options
+from bridge.model.pricing import CATALOGUE
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 
 MODEL_CHECK_TIMEOUT_S = 10.0
@@ -40,6 +41,7 @@ def run_checks(app: Thoth) -> list[Check]:
         _persona,
         _skills,
         _model,
+        _model_catalogue,
         _identity,
         _reflection,
         _slack,
@@ -134,6 +136,32 @@ def _model(app: Thoth) -> list[Check]:
             )
         ]
     return [Check("model", Status.OK, f"{settings.thoth_model} answers")]
+
+
+def _model_catalogue(app: Thoth) -> list[Check]:
+    """Whether each configured model is current and priced (models.json, dated)."""
+    settings = app.settings
+    checks: list[Check] = []
+    for setting, model in (("THOTH_MODEL", settings.thoth_model),
+                           ("THOTH_REFLECTION_MODEL", settings.thoth_reflection_model)):
+        info = CATALOGUE.find(model)
+        priced = model in settings.model_prices or info is not None
+        if not priced:
+            checks.append(Check(
+                "model", Status.WARN,
+                f"{model} has no price (models.json as of {CATALOGUE.as_of}): it is charged"
+                " as the dearest listed, so DAILY_COST_CAP_USD trips early",
+                f"add its price to MODEL_PRICES, or set {setting}={CATALOGUE.recommended}",
+            ))
+        elif info is not None and info.status != "current":
+            retires = f", retires {info.retires}" if info.retires else ""
+            checks.append(Check(
+                "model", Status.WARN,
+                f"{model} is {info.status}{retires} (Anthropic's models page as of"
+                f" {CATALOGUE.as_of})",
+                f"set {setting}={CATALOGUE.recommended}",
+            ))
+    return checks
 
 
 async def _probe_model(app: Thoth) -> None:

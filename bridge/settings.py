@@ -35,8 +35,9 @@ class Settings(BaseSettings):
     anthropic_base_url: str | None = None
     # claude-sonnet-4-5 (DESIGN.md's example) reaches end of life on 2026-11-30 (the
     # SDK's deprecation table), so the default is its successor at the same price.
-    thoth_model: str = "claude-sonnet-4-6"
-    thoth_reflection_model: str = "claude-sonnet-4-6"
+    # The model Anthropic's Models overview recommends as the starting point (models.json).
+    thoth_model: str = "claude-opus-5-5"
+    thoth_reflection_model: str = "claude-opus-5-5"
     # Tries per model call (429, 5xx, 529 overloaded and timeouts are retried).
     model_max_attempts: Annotated[int, Field(ge=1, le=10)] = 4
     model_timeout_s: Annotated[float, Field(gt=0)] = 60

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
 
 from pydantic import BaseModel, Field
 
@@ -44,17 +46,51 @@ class ModelPrice(BaseModel):
         ) / 1_000_000
 
 
-# Anthropic's list prices (5-minute cache writes). A model missing from the table
-# is priced as the dearest one, so the daily cap errs on the safe side.
-DEFAULT_PRICES: dict[str, ModelPrice] = {
-    "claude-opus-4-1": ModelPrice(input=15, output=75, cache_read=1.5, cache_write=18.75),
-    "claude-opus-4-6": ModelPrice(input=5, output=25, cache_read=0.5, cache_write=6.25),
-    "claude-opus-4-5": ModelPrice(input=5, output=25, cache_read=0.5, cache_write=6.25),
-    "claude-sonnet-4-6": ModelPrice(input=3, output=15, cache_read=0.3, cache_write=3.75),
-    "claude-sonnet-4-5": ModelPrice(input=3, output=15, cache_read=0.3, cache_write=3.75),
-    "claude-sonnet-4": ModelPrice(input=3, output=15, cache_read=0.3, cache_write=3.75),
-    "claude-haiku-4-5": ModelPrice(input=1, output=5, cache_read=0.1, cache_write=1.25),
-}
+@dataclass(frozen=True)
+class ModelInfo:
+    """One model of the catalogue: its lifecycle status and its list price."""
+
+    id: str
+    status: str  # current | legacy | deprecated | retired
+    price: ModelPrice
+    retires: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelCatalogue:
+    """Anthropic's models and prices as of one date (``models.json``, edited by hand)."""
+
+    as_of: str
+    recommended: str
+    models: dict[str, ModelInfo]
+
+    def find(self, model: str) -> ModelInfo | None:
+        """The model by id, or by the longest listed prefix (dated snapshot ids)."""
+        if model in self.models:
+            return self.models[model]
+        prefixes = [name for name in self.models if model.startswith(name)]
+        return self.models[max(prefixes, key=len)] if prefixes else None
+
+
+def load_catalogue() -> ModelCatalogue:
+    data = json.loads(resources.files("bridge.model").joinpath("models.json").read_text())
+    models = {
+        model_id: ModelInfo(
+            model_id,
+            str(entry["status"]),
+            ModelPrice(input=entry["input"], output=entry["output"],
+                       cache_read=entry["cache_read"], cache_write=entry["cache_write"]),
+            entry.get("retires"),
+        )
+        for model_id, entry in data["models"].items()
+    }
+    return ModelCatalogue(str(data["as_of"]), str(data["recommended"]), models)
+
+
+# A model missing from the table is priced as the dearest one, so the daily cap errs on
+# the safe side (and `thoth doctor` says so).
+CATALOGUE = load_catalogue()
+DEFAULT_PRICES: dict[str, ModelPrice] = {m.id: m.price for m in CATALOGUE.models.values()}
 
 
 def price_of(model: str, table: Mapping[str, ModelPrice]) -> ModelPrice:

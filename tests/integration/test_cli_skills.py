@@ -114,3 +114,11 @@ def test_people_show_and_forget(settings: Settings) -> None:
     assert "nothing is known about dana" in out
     code, out, _ = thoth(settings, "doctor")
     assert "ok    identity   local backend (SQLite, no server)" in out
+
+
+def test_doctor_warns_about_a_legacy_or_unpriced_model(settings: Settings) -> None:
+    old = settings.model_copy(update={"thoth_model": "claude-sonnet-4-6",
+                                      "thoth_reflection_model": "claude-nova-9"})
+    code, out, _ = thoth(old, "doctor")
+    assert "claude-sonnet-4-6 is legacy" in out and "THOTH_MODEL=claude-opus-5-5" in out
+    assert "claude-nova-9 has no price" in out

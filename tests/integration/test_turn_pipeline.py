@@ -68,7 +68,7 @@ def test_request_carries_the_prompt_in_order_with_cache_marks(
     )
     assert request.headers["anthropic-version"]
     assert request.body["stream"] is True
-    assert request.body["model"] == "claude-sonnet-4-6"
+    assert request.body["model"] == "claude-opus-5-5"  # the reference's recommendation
     system = request.body["system"]
     texts = request.system_texts()
     # persona, skill index, slack context — in that order.
@@ -249,8 +249,8 @@ def test_cost_comes_from_usage_and_the_daily_cap_stops_new_calls(
     try:
         fake_anthropic.push(api.text("Costly.", usage=usage))
         outcome, capped = converse(app, [("s1", "Spend some money"), ("s1", "And again")])
-        expected = DEFAULT_PRICES["claude-sonnet-4-6"].cost(Usage(1000, 500, 2000, 4000))
-        assert expected == pytest.approx(0.0003 * 10 + 0.0075 + 0.0006 + 0.015)
+        expected = DEFAULT_PRICES["claude-opus-5-5"].cost(Usage(1000, 500, 2000, 4000))
+        assert expected == pytest.approx(0.004 + 0.01 + 0.0004 + 0.02)  # Opus 5.5 list prices
         assert outcome.cost_usd == pytest.approx(expected)
         stored = app.episodic.store.get(outcome.episode_id or "")
         assert stored is not None and stored.cost_usd == pytest.approx(expected)

@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.servers.anthropic_cache import PromptCache
-from tests.servers.anthropic_rules import MAX_BODY_BYTES, invalid_request
+from tests.servers.anthropic_rules import MAX_BODY_BYTES, invalid_request, unknown_model
 from tests.servers.loopback import LoopbackServer
 
 ERROR_TYPES = {
@@ -176,7 +176,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _answer(self, request: RecordedRequest, reply: Reply) -> None:
         refusal = _refusal(request)
         if refusal is not None:
-            reason = invalid_request(request.headers, request.body) if refusal == 400 else None
+            reason = (invalid_request(request.headers, request.body) if refusal == 400
+                      else unknown_model(request.body) if refusal == 404 else None)
             self._send_json(refusal, _error_body(refusal, reason or "refused"))
         elif reply.status != 200:
             self._send_json(
@@ -233,6 +234,8 @@ def _refusal(request: RecordedRequest) -> int | None:
         return 401
     if invalid_request(request.headers, request.body) is not None:
         return 400
+    if unknown_model(request.body) is not None:
+        return 404
     return None
 
 

@@ -13,9 +13,23 @@ MAX_CACHE_BREAKPOINTS = 4
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # The request size limit of the Messages API (32 MB): larger bodies get 413.
 MAX_BODY_BYTES = 32 * 1024 * 1024
-# Output limits of the models tests use; an unlisted model is not refused for this.
-MAX_OUTPUT_TOKENS = {"claude-sonnet-4-6": 64_000, "claude-opus-4-6": 128_000,
-                     "claude-haiku-4-5": 64_000}
+# Models the API serves (Models overview, late 2026) and their output limits; a retired
+# or unknown id is answered 404 not_found_error.
+MAX_OUTPUT_TOKENS = {
+    "claude-opus-5-5": 128_000, "claude-sonnet-5-5": 128_000, "claude-haiku-5-5": 128_000,
+    "claude-fable-5-1": 128_000, "claude-opus-5": 128_000, "claude-sonnet-5": 128_000,
+    "claude-opus-4-8": 128_000, "claude-opus-4-7": 128_000, "claude-opus-4-6": 128_000,
+    "claude-opus-4-5": 64_000, "claude-sonnet-4-6": 128_000, "claude-sonnet-4-5": 64_000,
+    "claude-haiku-4-5": 64_000,
+}
+
+
+def unknown_model(body: dict[str, Any]) -> str | None:
+    """The 404 message for a model id the API does not serve (dated ids by prefix)."""
+    model = str(body.get("model", ""))
+    if any(model == known or model.startswith(known + "-") for known in MAX_OUTPUT_TOKENS):
+        return None
+    return f"model: {model}"
 
 
 def invalid_request(headers: dict[str, str], body: dict[str, Any]) -> str | None:
@@ -30,7 +44,8 @@ def invalid_request(headers: dict[str, str], body: dict[str, Any]) -> str | None
 
 
 def _max_tokens(body: dict[str, Any]) -> str | None:
-    limit = MAX_OUTPUT_TOKENS.get(str(body.get("model")))
+    model = str(body.get("model", ""))
+    limit = next((v for k, v in MAX_OUTPUT_TOKENS.items() if model.startswith(k)), None)
     wanted = body.get("max_tokens")
     if not isinstance(wanted, int) or wanted < 1:
         return "max_tokens: Field required"
