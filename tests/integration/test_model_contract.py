@@ -165,3 +165,37 @@ def test_the_conversation_so_far_is_cached_and_read_back_on_the_next_turn(
             "SELECT cache_read_tokens FROM model_usage WHERE purpose = 'turn' ORDER BY rowid")]
     # Each turn reads more from the cache than the one before: the conversation so far.
     assert reads[0] == 0 and reads[1] < reads[2]
+
+
+def test_the_loopback_refuses_unknown_models_a_missing_version_and_oversize_bodies(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    import http.client
+    import json
+    import urllib.parse
+
+    client = anthropic.Anthropic(api_key="sk-ant-test", base_url=fake_anthropic.url,
+                                 max_retries=0)
+    user = {"role": "user", "content": "hi"}
+    with pytest.raises(anthropic.NotFoundError):
+        client.messages.create(model="claude-sonnet-4", max_tokens=10, messages=[user])
+    url = urllib.parse.urlsplit(fake_anthropic.url)
+
+    def post(headers: dict[str, str], body: bytes) -> int:
+        connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=10)
+        connection.putrequest("POST", "/v1/messages")
+        for name, value in headers.items():
+            connection.putheader(name, value)
+        connection.endheaders()
+        if body:
+            connection.send(body)
+        status = connection.getresponse().status
+        connection.close()
+        return status
+
+    body = json.dumps({"model": "claude-opus-5-5", "max_tokens": 10,
+                       "messages": [user]}).encode()
+    base = {"x-api-key": "sk-ant-test", "content-type": "application/json"}
+    assert post({**base, "content-length": str(len(body))}, body) == 400  # no version
+    oversize = {**base, "anthropic-version": "2026-10-21", "content-length": "40000000"}
+    assert post(oversize, b"") == 413  # refused before the body is read
