@@ -76,6 +76,7 @@ def test_the_pane_context_widens_recall_to_the_channel_being_looked_at(
                      "title": "what came out of the incident review?"}
 
     # Looking at a private channel they are not in (Slack lists its members) widens nothing.
+    wait_until(lambda: harness.thoth.episodic.store.count() == 3)  # the turn's own episode
     harness.slack.add_channel("C9", "hr-exits", kind="private", members=["UBOT", "U2"])
     harness.thoth.episodic.remember([_episode("the incident review of exits", "C9", "private")])
     _pane_event(harness, "assistant_thread_context_changed", thread, "C9")

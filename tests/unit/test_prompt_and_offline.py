@@ -29,7 +29,9 @@ def test_several_speakers_are_named_and_the_dropped_note_comes_first() -> None:
     first, reply, current = request.messages
     assert first["content"].startswith("[2 earlier turns")
     assert first["content"].endswith("Ari: Deploy now?")
-    assert reply == {"role": "assistant", "content": "Not yet."}
+    # The last replayed reply carries the conversation's cache breakpoint.
+    assert reply == {"role": "assistant", "content": [
+        {"type": "text", "text": "Not yet.", "cache_control": {"type": "ephemeral"}}]}
     assert current == {"role": "user", "content": "Dana: Why not?"}
     assert [s.name for s in request.system] == ["persona", "skill-index", "slack-context"]
     assert "#eng (private channel)" in request.system[2].text
