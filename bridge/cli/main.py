@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from pydantic import ValidationError
+from pydantic_settings.exceptions import SettingsError
 
 from bridge.app import Thoth, build
 from bridge.cli import chat, doctor, episodes, init, people, recall, reflect, serve, skills
@@ -76,6 +78,13 @@ def main(
     except ValidationError as error:
         print(f"error: invalid settings: {_first_validation_error(error)}", file=err)
         return EXIT_FAILURE
+    except SettingsError as error:
+        print(f"error: invalid settings: {_unparsable_setting(error)}", file=err)
+        return EXIT_FAILURE
+    except UnicodeDecodeError as error:
+        print(f"error: the .env file is not valid UTF-8 (byte {error.object[error.start]:#x}"
+              f" at offset {error.start}): save it as UTF-8", file=err)
+        return EXIT_FAILURE
     except (ConfigurationError, BackendUnavailable) as error:
         print(f"error: {error}", file=err)
         return EXIT_FAILURE
@@ -102,6 +111,16 @@ def enforce_retention(app: Thoth) -> None:
     days = app.settings.episode_retention_days
     if days > 0:
         app.episodic.purge_older_than(days)
+
+
+def _unparsable_setting(error: SettingsError) -> str:
+    """pydantic-settings says 'error parsing value for field "x" from source "…"'."""
+    found = re.search(r'field "(\w+)" from source "(\w+)"', str(error))
+    if found is None:
+        return str(error)
+    field, source = found.groups()
+    where = ".env" if source.startswith("DotEnv") else "the environment"
+    return f"{field.upper()} (from {where}) is not valid JSON: {error.__cause__ or error}"
 
 
 def _first_validation_error(error: ValidationError) -> str:

@@ -49,6 +49,13 @@ def check_message(text: str) -> None:
     """Refuse what no transport may pass on: an empty or over-long message."""
     if not text.strip():
         raise BadInput("the message is empty")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        # Bytes that are not UTF-8 arrive as lone surrogates (Python's surrogateescape).
+        raise BadInput(
+            f"the message is not valid UTF-8 (at character {error.start + 1}); send it as UTF-8"
+        ) from error
     if len(text) > MAX_TEXT_CHARS:
         raise BadInput(
             f"the message is {len(text)} characters; the limit is {MAX_TEXT_CHARS}"

@@ -1,0 +1,64 @@
+"""Bad input ends in one clear line naming the problem and the fix, a non-zero exit, no
+traceback, and nothing stored changed (issue 13, first paths)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bridge.cli.main import main
+from tests.fakes import HashingEmbedder
+
+
+
+def _checksum(home: Path) -> str:
+    return hashlib.sha256((home / "thoth.db").read_bytes()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("dotenv", "expected"),
+    [
+        (b"MODEL_PRICES=not json\n", "MODEL_PRICES (from .env) is not valid JSON"),
+        (b"DAILY_COST_CAP_USD=\xff\xfe\n", ".env file is not valid UTF-8"),
+        (b"DAILY_COST_CAP_USD=lots\n", "DAILY_COST_CAP_USD"),
+    ],
+    ids=["not-json", "not-utf8", "not-a-number"],
+)
+def test_a_dotenv_with_a_bad_value_gets_one_line_and_changes_nothing(
+    isolated_environment: Path, dotenv: bytes, expected: str
+) -> None:
+    assert main(["init"], stdout=io.StringIO(), embedder=HashingEmbedder()) == 0
+    before = _checksum(isolated_environment)
+    Path(".env").write_bytes(dotenv)  # the tests' working directory is their own
+    err = io.StringIO()
+    code = main(["recall", "deploys"], stdout=io.StringIO(), stderr=err,
+                embedder=HashingEmbedder())
+    lines = err.getvalue().splitlines()
+    assert code != 0 and len(lines) == 1, lines
+    assert lines[0].startswith("error: ") and expected in lines[0]
+    assert "Traceback" not in err.getvalue()
+    assert _checksum(isolated_environment) == before
+
+
+def test_a_piped_chat_line_that_is_not_utf8_is_refused_and_the_rest_goes_on(
+    isolated_environment: Path,
+) -> None:
+    environment = {**os.environ, "THOTH_HOME": str(isolated_environment),
+                   "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "bridge", "chat"],
+        input=b"secret plans \xff\xfe here\nthe deploy is on Friday\n",
+        capture_output=True, env=environment, cwd=isolated_environment.parent, timeout=120,
+    )
+    errors = [line for line in done.stderr.decode().splitlines() if line.startswith("error:")]
+    assert done.returncode == 2
+    assert errors == ["error: the message is not valid UTF-8 (at character 14); send it as UTF-8"]
+    assert b"Traceback" not in done.stderr
+    stored = (isolated_environment / "thoth.db").read_bytes()
+    assert b"secret plans" not in stored and b"the deploy is on Friday" in stored
