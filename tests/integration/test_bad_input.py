@@ -16,7 +16,6 @@ from bridge.cli.main import main
 from tests.fakes import HashingEmbedder
 
 
-
 def _checksum(home: Path) -> str:
     return hashlib.sha256((home / "thoth.db").read_bytes()).hexdigest()
 
