@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
@@ -21,6 +22,7 @@ from bridge.cli import chat, doctor, episodes, init, people, recall, reflect, se
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder
 from layers.errors import BackendUnavailable, BadInput, ConfigurationError
+from layers.storage.database import DatabaseDamaged
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -92,6 +94,12 @@ def main(
     try:
         enforce_retention(app)
         return command(args, app, out)
+    except sqlite3.DatabaseError as error:
+        # Damage found past the file's header, in pages a command reads.
+        if isinstance(error, sqlite3.OperationalError):
+            raise
+        print(f"error: {DatabaseDamaged(app.settings.db_path, error)}", file=err)
+        return EXIT_FAILURE
     except BadInput as error:
         print(f"error: {error}", file=err)
         return EXIT_BAD_INPUT

@@ -22,6 +22,18 @@ log = logging.getLogger(__name__)
 BUSY_TIMEOUT_MS = 10_000
 
 
+class DatabaseDamaged(ConfigurationError):
+    """The SQLite file is not a database, or its pages are damaged."""
+
+    def __init__(self, path: Path, error: Exception) -> None:
+        super().__init__(
+            f"the database {path} is damaged ({error}): restore it from a backup, or move it"
+            " aside and run `thoth init` to start a new one (`thoth episodes import` reloads"
+            " exported episodes)"
+        )
+        self.path = path
+
+
 class Database:
     """A connection to the Thoth database; ``write()`` serialises writers."""
 
@@ -53,7 +65,19 @@ class Database:
             raise ConfigurationError(
                 f"cannot open the database {path}: {error} (set THOTH_HOME to a writable directory)"
             ) from error
+        except sqlite3.DatabaseError as error:
+            raise DatabaseDamaged(path, error) from error
         return database
+
+    def integrity_problems(self, limit: int = 5) -> list[str]:
+        """SQLite's own check of every page (``PRAGMA quick_check``); empty when sound."""
+        with self._lock:
+            try:
+                rows = self.connection.execute(f"PRAGMA quick_check({limit})").fetchall()
+            except sqlite3.DatabaseError as error:
+                return [str(error)]
+        found = [str(row[0]) for row in rows]
+        return [] if found == ["ok"] else found
 
     def close(self) -> None:
         with self._lock:

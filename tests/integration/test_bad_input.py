@@ -61,3 +61,41 @@ def test_a_piped_chat_line_that_is_not_utf8_is_refused_and_the_rest_goes_on(
     assert b"Traceback" not in done.stderr
     stored = (isolated_environment / "thoth.db").read_bytes()
     assert b"secret plans" not in stored and b"the deploy is on Friday" in stored
+
+
+def _not_a_database(db: Path) -> None:
+    db.write_bytes(b"this is not a database at all, just text of some length" * 4)
+
+
+def _truncated(db: Path) -> None:
+    with db.open("r+b") as file:
+        file.truncate(5_000)
+
+
+@pytest.mark.parametrize("damage", [_not_a_database, _truncated], ids=["header", "truncated"])
+@pytest.mark.parametrize("command", [["recall", "deploys"], ["episodes", "export"]],
+                         ids=["recall", "export"])
+def test_a_damaged_database_is_named_with_how_to_restore_and_left_as_it_was(
+    isolated_environment: Path, damage: object, command: list[str]
+) -> None:
+    assert main(["init"], stdout=io.StringIO(), embedder=HashingEmbedder()) == 0
+    db = isolated_environment / "thoth.db"
+    damage(db)  # type: ignore[operator]
+    before = _checksum(isolated_environment)
+    err = io.StringIO()
+    code = main(command, stdout=io.StringIO(), stderr=err, embedder=HashingEmbedder())
+    lines = err.getvalue().splitlines()
+    assert code == 1 and len(lines) == 1, lines
+    assert f"the database {db} is damaged" in lines[0] and "thoth init" in lines[0]
+    assert _checksum(isolated_environment) == before
+
+
+def test_doctor_runs_sqlites_integrity_check(isolated_environment: Path) -> None:
+    assert main(["init"], stdout=io.StringIO(), embedder=HashingEmbedder()) == 0
+    db = isolated_environment / "thoth.db"
+    with db.open("r+b") as file:  # damage pages past the header, which opening never reads
+        file.seek(4096 * 3)
+        file.write(b"\x00garbage" * 1_000)
+    out = io.StringIO()
+    main(["doctor"], stdout=out, stderr=io.StringIO(), embedder=HashingEmbedder())
+    assert "FAIL  database" in out.getvalue() and "is damaged" in out.getvalue()
