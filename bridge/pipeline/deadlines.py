@@ -28,7 +28,7 @@ class MissedDeadlines:
 
 
 async def within_deadline(
-    name: str, seconds: float, work: Awaitable[T], misses: MissedDeadlines | None = None
+    name: str, seconds: float, work: Awaitable[T], misses: MissedDeadlines
 ) -> T | None:
     """``work``'s result, or None (logged) if it fails or takes longer than ``seconds``.
 
@@ -38,10 +38,7 @@ async def within_deadline(
     try:
         return await asyncio.wait_for(work, seconds)
     except TimeoutError:
-        if misses is None:
-            log.warning("context source %s missed its %.2fs deadline; left out", name, seconds)
-        else:
-            misses.missed(name, seconds)
+        misses.missed(name, seconds)
     except Exception:
         log.exception("context source %s failed; left out", name)
     return None

@@ -212,10 +212,16 @@ class TurnPipeline:
     ) -> GatheredContext:
         procedural, transcript, user_model, related = await asyncio.gather(
             within_deadline(
-                "persona and skills", PERSONA_DEADLINE_S, asyncio.to_thread(self._procedural)
+                "persona and skills",
+                PERSONA_DEADLINE_S,
+                asyncio.to_thread(self._procedural),
+                self._misses,
             ),
             within_deadline(
-                "transcript", TRANSCRIPT_DEADLINE_S, asyncio.to_thread(self._transcript_of, session)
+                "transcript",
+                TRANSCRIPT_DEADLINE_S,
+                asyncio.to_thread(self._transcript_of, session),
+                self._misses,
             ),
             self._user_model(turn),
             self._related_episodes(turn, sink, first_turn=first_turn),
@@ -262,6 +268,7 @@ class TurnPipeline:
             asyncio.to_thread(
                 episodic.recall, turn.text, turn.viewer, k=self._config.recall_top_k
             ),
+            self._misses,
         )
         status: StepStatus = "error" if found is None else "complete"
         await _show(sink, Step(MEMORY_STEP, messages.STEP_SEARCHING_MEMORY, status))

@@ -39,10 +39,15 @@ class Turn:
         A DM viewer sees the speaker's own DMs, so its channel field is free to name the
         channel they are looking at (the visibility rule matches private channels by it).
         """
-        channel = self.place.channel
-        if self.place.channel_type == "im" and self.looking_at:
-            channel = self.looking_at
-        return Viewer(self.place.team, channel, self.place.channel_type, self.user)
+        return viewer_at(self.place, self.user, self.looking_at)
+
+
+def viewer_at(place: Place, user: str | None, looking_at: str | None = None) -> Viewer:
+    """The viewer of someone at ``place``; in a DM, the channel they look at beside it."""
+    channel = place.channel
+    if place.channel_type == "im" and looking_at:
+        channel = looking_at
+    return Viewer(place.team, channel, place.channel_type, user)
 
 
 def check_message(text: str) -> None:

@@ -76,8 +76,9 @@ class AssistantThreads:
         if not (channel and thread_ts and user):
             return
         self.context_changed(event)
-        prompts = self.suggestions(team, channel, user, self.context(channel, thread_ts))
-        self._offer(prompts, channel_id=channel, thread_ts=thread_ts)
+        looking_at = self.viewing(team, channel, thread_ts, user)
+        self._offer(self.suggestions(team, channel, user, looking_at), channel_id=channel,
+                    thread_ts=thread_ts)
 
     def opened(self, event: dict[str, Any], team: str) -> None:
         """The agent's Messages tab was opened: prompts for the next conversation there.
@@ -134,13 +135,9 @@ class AssistantThreads:
         return context.channel
 
     def suggestions(
-        self, team: str, channel: str, user: str, context: ThreadContext | None
+        self, team: str, channel: str, user: str, looking_at: str | None
     ) -> list[dict[str, str]]:
         """Open follow-ups first, then recent topics of this person, then starters."""
-        looking_at = None
-        if context is not None and context.channel and context.team in (None, team):
-            member = self._directory.is_member(context.channel, user)
-            looking_at = context.channel if member else None
         prompts: list[dict[str, str]] = []
         for followup in self._followups.open_for(
             team=team, user=user, dm_channel=channel, shared_channel=looking_at, limit=2

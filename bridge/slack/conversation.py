@@ -16,7 +16,7 @@ from slack_sdk.errors import SlackApiError
 from bridge import messages
 from bridge.app import Thoth
 from bridge.pipeline.episodes_block import episode_line, episodes_text
-from bridge.pipeline.turn import Turn, check_message
+from bridge.pipeline.turn import Turn, check_message, viewer_at
 from bridge.reflection_launcher import run_reflection
 from bridge.slack.assistant import AssistantThreads
 from bridge.slack.directory import Directory
@@ -159,8 +159,7 @@ class Conversation:
     ) -> str:
         """The top episodes this person may see from here, dated (and linked, for /recall),
         as Slack Markdown: what memory holds is escaped, the links Thoth adds are live."""
-        turn = Turn("", query, place, user=user, looking_at=looking_at)
-        viewer = turn.viewer
+        viewer = viewer_at(place, user, looking_at)
         try:
             hits = await asyncio.to_thread(
                 self._thoth.episodic.recall,
