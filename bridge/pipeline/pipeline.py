@@ -42,6 +42,7 @@ from layers.identity.protocol import IdentityBackend, TurnMessages
 from layers.identity.user_models import UserModels
 from layers.procedural.persona import PersonaLoader
 from layers.procedural.skills import SkillLibrary
+from layers.redaction.stream import RedactingStream
 from layers.working.budget import TrimmedTranscript, trim_to_budget
 from layers.working.sessions import Session, SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
@@ -309,11 +310,13 @@ class TurnPipeline:
                     log.warning("model stopped with %s in session %s", result.stop_reason,
                                 session.id)
                     answer.notice = notice
+                    await reply.flush()
                     _failed(answer, f"{reply.text}\n\n{notice}".strip())
                     return
                 if not result.tool_calls or round_number == MAX_TOOL_ROUNDS:
                     break
                 request = await self._with_tool_results(request, result.content, turn, sink)
+            await reply.flush()
         except ReplyStopped:
             log.info("the reply was stopped by its reader in session %s", session.id)
             answer.stopped = True
@@ -447,30 +450,42 @@ async def _show(sink: ReplySink, step: Step, *, stop: bool = False) -> None:
 
 
 class _ReplyStream:
-    """Forwards streamed text to the sink and keeps the whole reply."""
+    """Forwards streamed text to the sink, redacted, and keeps the whole reply.
+
+    The model may repeat a secret the person pasted; it is redacted before anyone
+    sees it, whichever transport shows the reply.
+    """
 
     def __init__(self, sink: ReplySink) -> None:
         self._sink = sink
-        self._pieces: list[str] = []
+        self._redacting = RedactingStream()
         self._new_round = False
+        self._started = False
 
     def next_round(self) -> None:
         # Text after a tool call starts a new paragraph.
-        self._new_round = bool(self._pieces)
+        self._new_round = self._started
 
     async def write(self, text: str) -> None:
         if not text:
             return
         if self._new_round:
             self._new_round = False
-            self._pieces.append("\n\n")
-            await self._sink.stream("\n\n")
-        self._pieces.append(text)
-        await self._sink.stream(text)
+            text = "\n\n" + text
+        self._started = True
+        shown = self._redacting.feed(text)
+        if shown:
+            await self._sink.stream(shown)
+
+    async def flush(self) -> None:
+        """Show what was held back to be redacted with what followed it."""
+        rest = self._redacting.end()
+        if rest:
+            await self._sink.stream(rest)
 
     @property
     def text(self) -> str:
-        return "".join(self._pieces).strip()
+        return self._redacting.text.strip()
 
 
 def _failed(answer: _Answer, message: str) -> _Answer:

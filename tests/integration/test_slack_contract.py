@@ -89,7 +89,7 @@ def test_refusals_about_a_reply_are_said_in_its_thread(harness: Harness) -> None
 def test_the_post_and_edit_fallback_edits_at_most_once_a_second(harness: Harness) -> None:
     root = "1700001300.000100"
     harness.slack.fail_next("chat.startStream", status=200, error="not_in_assistant_thread")
-    answer = "".join(f"w{n} " for n in range(120))
+    answer = "".join(f"w{n} " + "\n" * (n % 5 == 4) for n in range(120))
     harness.model.push(api.text(answer, chunk_chars=6, chunk_delay_s=0.03))
     harness.mention("talk for a while", root)
     wait_until(lambda: streamed_text(harness, root) == answer.strip(), 30)

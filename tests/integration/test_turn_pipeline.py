@@ -117,18 +117,19 @@ def test_related_episodes_on_the_first_turn_of_a_new_session_only(
     assert later.body["messages"][0]["content"] == "When does the staging database migrate?"
 
 
-def test_text_streams_to_the_sink_in_pieces(app: Thoth, fake_anthropic: FakeAnthropic) -> None:
-    fake_anthropic.push(api.text("One, two, three, four.", chunk_chars=3))
+def test_text_streams_to_the_sink_line_by_line(app: Thoth, fake_anthropic: FakeAnthropic) -> None:
+    # Released a line at a time: a line is redacted whole before it is shown.
+    reply = "One,\ntwo,\nthree,\nfour."
+    fake_anthropic.push(api.text(reply, chunk_chars=3))
     sink = RecordingSink()
 
     async def run() -> TurnOutcome:
         return await app.pipeline.handle(Turn("s", "count", PLACE, user="U1"), sink)
 
     outcome = asyncio.run(run())
-    assert len(sink.pieces) >= 5
-    assert "".join(sink.pieces) == "One, two, three, four."
+    assert sink.pieces == ["One,\n", "two,\n", "three,\n", "four."]
     assert sink.events[0] == ("thinking", "")
-    assert sink.events[-1] == ("finish", "One, two, three, four.")
+    assert sink.events[-1] == ("finish", reply)
     assert outcome.timings.shown >= outcome.timings.last_token
 
 

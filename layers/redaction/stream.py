@@ -1,0 +1,64 @@
+"""Redact a text that arrives in pieces (a streamed reply) before any of it is shown.
+
+A secret can be cut across pieces ("xoxb-12" + "34..."), and some rules need what came
+before ("the wifi password is" + " CorrectHorse42"), so a piece is never redacted
+alone: the whole text so far is, and only what can no longer change is released —
+everything up to its last line break, or, on a long line, up to its last space.
+What was released is never taken back: if redacting more text would change it (it
+cannot for the rules we have, whose matches end at a line break or, for a PEM
+block without its END line, swallow everything after it), the rest waits for the end.
+"""
+
+from __future__ import annotations
+
+import os
+
+from layers.redaction import redact
+
+# A line longer than this is released up to its last space rather than held whole.
+HOLD_CHARS = 400
+
+
+class RedactingStream:
+    def __init__(self, hold_chars: int = HOLD_CHARS) -> None:
+        self._hold_chars = hold_chars
+        self._raw: list[str] = []
+        self._held = 0
+        self._shown = ""
+
+    def feed(self, piece: str) -> str:
+        """Take the next piece; return what may be shown now (often nothing)."""
+        self._raw.append(piece)
+        self._held += len(piece)
+        if "\n" not in piece and self._held < self._hold_chars:
+            return ""
+        redacted = redact("".join(self._raw))
+        if not redacted.startswith(self._shown):
+            return ""
+        cut = redacted.rfind("\n") + 1
+        if cut <= len(self._shown) and self._held >= self._hold_chars:
+            cut = max(redacted.rfind(" "), redacted.rfind("\t")) + 1
+        if cut <= len(self._shown):
+            return ""
+        released = redacted[len(self._shown) : cut]
+        self._shown = redacted[:cut]
+        self._held = len(redacted) - cut
+        return released
+
+    def end(self) -> str:
+        """The text is complete: return the rest of it, redacted."""
+        redacted = redact("".join(self._raw))
+        if redacted.startswith(self._shown):
+            rest = redacted[len(self._shown) :]
+        else:
+            # Never expected (see the module's note); shown again from where they part
+            # rather than leaving a secret out or the reply cut.
+            rest = "\n" + redacted[len(os.path.commonprefix([self._shown, redacted])) :]
+        self._shown = redacted
+        self._held = 0
+        return rest
+
+    @property
+    def text(self) -> str:
+        """All of the text so far, redacted."""
+        return redact("".join(self._raw))

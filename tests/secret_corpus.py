@@ -1,0 +1,238 @@
+"""Realistic secrets of many kinds, each in the sentence a person would write it in,
+and ordinary text that must pass redaction unchanged.
+
+The values are assembled from pieces at run time so this file does not itself trip
+secret scanners; none of them is a live credential. Each has the vendor's published
+shape (prefix, alphabet, length).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+
+_HEX32 = "9f86d081884c7d659a2feaa0c55ad015"
+_HEX40 = "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"
+_ALNUM20 = "Zx81kQmB0pLw6tYvR3sN"
+_B64_44 = "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE5uTo0iVxMw=="
+
+
+def _b64url_json(value: dict[str, object]) -> str:
+    raw = json.dumps(value, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+_JWT = (
+    _b64url_json({"alg": "HS256", "typ": "JWT"})
+    + "."
+    + _b64url_json({"sub": "U012ABCDEF", "iat": 1716239022})
+    + ".Hk2vQ9mZp8Lr4Tx7Wb1Ns6Yc3Jd5Fg0Ah"
+)
+_PEM_BODY = "MIIEowIBAAKCAQEA7bqZk3Fq0+W9xk2d\nq8Lr0Ujb5mX0v3YcQ1rT2gH8kP4wZ9sN/aB6"
+
+
+@dataclass(frozen=True)
+class Seeded:
+    kind: str
+    text: str
+    secret: str
+
+
+def _seed(kind: str, template: str, secret: str) -> Seeded:
+    return Seeded(kind, template.format(secret), secret)
+
+
+SECRETS: tuple[Seeded, ...] = (
+    _seed(
+        "slack bot token",
+        "the bot token is {} for now",
+        "xoxb-" + "2048123456789-4096123456789-" + "q9Xv2LmR8tZp4WbN7cKs1YdH",
+    ),
+    _seed(
+        "slack user token",
+        "use {} to read history",
+        "xoxp-" + "2048123456789-2048123456790-4096123456789-" + _HEX32,
+    ),
+    _seed(
+        "slack app token",
+        "socket mode needs {}",
+        "xapp-" + "1-A0123ABCDEF-4096123456789-" + _HEX32 * 2,
+    ),
+    _seed(
+        "slack webhook",
+        "post alerts to {} please",
+        "https://hooks.slack.com/services/"
+        + "T01234ABCDE/B09876ZYXWV/"
+        + "q9Xv2LmR8tZp4WbN7cKs1YdH",
+    ),
+    _seed(
+        "anthropic key",
+        "ANTHROPIC_API_KEY in prod: {}",
+        "sk-ant-" + "api03-" + _ALNUM20 * 4 + "-Qx7AA",
+    ),
+    _seed(
+        "openai project key",
+        "try {} for the eval",
+        "sk-proj-" + _ALNUM20 * 3 + "T3Blbk" + "FJ" + _ALNUM20 * 2,
+    ),
+    _seed(
+        "aws access key id",
+        "the IAM user's key id {} (us-east-1)",
+        "AKIA" + "4HX7Q2" + "LMZP9R3TWB",
+    ),
+    _seed(
+        "aws secret key",
+        "aws_secret_access_key = {}",
+        "q9Xv2LmR8tZp/4WbN7cK" + "s1YdH6fJg3QaE5uTo0iV",
+    ),
+    _seed(
+        "github classic token", "clone with {} until Friday", "ghp_" + _ALNUM20 + "K1l2M3n4O5p6Q7r8"
+    ),
+    _seed(
+        "github fine-grained token",
+        "the deploy PAT: {}",
+        "github_pat_" + "11ABCDEFG0q9Xv2LmR8tZp" + "_" + _ALNUM20 * 3,
+    ),
+    _seed("gitlab token", "GitLab CI token {} rotates monthly", "glpat-" + "q9Xv2LmR8tZp4WbN7cKs"),
+    _seed("jwt", "the session cookie was {}", _JWT),
+    _seed(
+        "rsa private key",
+        "here is the deploy key:\n{}\nthanks",
+        "-----BEGIN RSA PRIVATE KEY-----\n" + _PEM_BODY + "\n-----END RSA PRIVATE KEY-----",
+    ),
+    _seed(
+        "openssh private key",
+        "my laptop key\n{}",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n" + _PEM_BODY + "\n-----END OPENSSH PRIVATE KEY-----",
+    ),
+    _seed(
+        "azure storage connection string",
+        "DefaultEndpointsProtocol=https;AccountName=thothprod;AccountKey={};EndpointSuffix=core.windows.net",
+        _B64_44 * 2,
+    ),
+    _seed(
+        "azure sas token",
+        "blob URL https://thothprod.blob.core.windows.net/exports?sv=2022-11-02&ss=b&srt=co&sp=rl"
+        "&se=2026-12-01T00:00:00Z&sig={}",
+        "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE5uTo%2B0iV%3D",
+    ),
+    _seed(
+        "azure client secret",
+        "the app registration secret is {}",
+        "Xq8" + "7Q~" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3Qa",
+    ),
+    _seed("twilio api key", "Twilio key {} for SMS", "SK" + _HEX32),
+    _seed("twilio auth token", "TWILIO_AUTH_TOKEN={}", _HEX32[::-1]),
+    _seed(
+        "sendgrid key",
+        "mail through {}",
+        "SG." + "q9Xv2LmR8tZp4WbN7cKs1Y" + "." + "dH6fJg3QaE5uTo0iVxMwq9Xv2LmR8tZp4WbN7cKs1Yd",
+    ),
+    _seed("npm token", "publish with {}", "npm_" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE5uTo"),
+    _seed(
+        "npmrc auth",
+        "//registry.npmjs.org/:_authToken={}",
+        "npm_" + "Zx81kQmB0pLw6tYvR3sNq9Xv2LmR8tZp4WbN",
+    ),
+    _seed(
+        "pypi token",
+        "twine password {}",
+        "pypi-"
+        + "AgEIcHlwaS5vcmc"
+        + "CJDk4ZjYtYjQ2Ny00NWQ5LWI4ZDAtMWE2ZGU3YTFmMmQ4AAIqWzMsImU0YjJkZGY"
+        + "q9Xv",
+    ),
+    _seed(
+        "hugging face token",
+        "HF token for the model pull: {}",
+        "hf_" + "q9Xv2LmR8tZpWbNcKsYdHfJgQaEuToiVxM",
+    ),
+    _seed("shopify token", "the store's admin token {}", "shpat_" + _HEX32),
+    _seed(
+        "discord bot token",
+        "bot runs with {}",
+        "MTA5ODc2" + "NTQzMjEwOTg3NjU0Mw" + ".G" + "q9Xv2" + "." + "LmR8tZp4WbN7cKs1YdH6fJg3QaE",
+    ),
+    _seed(
+        "discord webhook",
+        "announce via {}",
+        "https://discord.com/api/webhooks/"
+        + "1098765432109876543/"
+        + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE5uTo",
+    ),
+    _seed("stripe live key", "charge with {}", "sk_" + "live_" + "51Hq9Xv2LmR8tZp4WbN7cKs1Yd"),
+    _seed(
+        "stripe restricted key", "reporting uses {}", "rk_" + "live_" + "51Hq9Xv2LmR8tZp4WbN7cKs1Yd"
+    ),
+    _seed(
+        "stripe webhook secret", "endpoint secret {}", "whsec_" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE"
+    ),
+    _seed("google api key", "maps key {}", "AIza" + "SyD" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE"),
+    _seed(
+        "google oauth secret",
+        "client secret GOCSPX for the consent screen: {}",
+        "GOCSPX-" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg",
+    ),
+    _seed("datadog api key", "DD_API_KEY={}", _HEX32),
+    _seed(
+        "mailgun key", "mailgun {} for the newsletter", "key-" + "q9xv2lmr8tzp4wbn7cks1ydh6fjg3qae"
+    ),
+    _seed("mailchimp key", "audience sync key {}", _HEX32 + "-us21"),
+    _seed(
+        "telegram bot token",
+        "BotFather gave me {}",
+        "5512345678:" + "AAH" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE",
+    ),
+    _seed("square token", "square prod {}", "sq0atp-" + "q9Xv2LmR8tZp4WbN7cKs1Y"),
+    _seed("vault token", "VAULT_TOKEN is {}", "hvs." + "CAESIq9Xv2LmR8tZp4WbN7cKs1YdH6fJg"),
+    _seed("databricks token", "workspace token {}", "dapi" + _HEX32),
+    _seed("digitalocean token", "doctl auth with {}", "dop_v1_" + _HEX32 * 2),
+    _seed(
+        "postgres url with sub-delimiters",
+        "DATABASE_URL=postgres://thoth:{}@db.internal:5432/thoth",
+        "p%40ss!w0rd;x",
+    ),
+    _seed("redis url without user", "cache at redis://:{}@cache.internal:6379/0", "r3d1sS3cret"),
+    _seed("amqp url", "broker amqp://worker:{}@mq.internal/vhost", "Rabb1t&Hole"),
+    _seed("mongodb url", "mongodb+srv://admin:{}@cluster0.example.net/app", "M0ngo$Pass"),
+    _seed("mysql command line", "run mysql -u root -p{} -h db.internal thoth", "S3cretRoot"),
+    _seed("pgpassword", "PGPASSWORD={} psql -h db.internal -U thoth", "pg-Pa55word"),
+    _seed("password option", "deploy --password {} --host prod", "Tr0ub4dor3x"),
+    _seed("curl user", "curl -u admin:{} https://ci.internal/api", "J3nkins!"),
+    _seed("password in prose", "my password for the staging box is {}!", "hunter2staging"),
+    _seed("wifi password in prose", "the wifi password is {}", "CorrectHorse42"),
+    _seed(
+        "random token after a keyword",
+        "here is the api key {} for the vendor",
+        "9fA3kQ0zL1mN8pR2xY",
+    ),
+    _seed("bearer header", "Authorization: Bearer {}", "opaque-" + _ALNUM20),
+    _seed("sentry dsn", "SENTRY_DSN https://{}@o450000.ingest.sentry.io/5", _HEX32),
+    _seed("age key", "age identity {}", "AGE-SECRET-KEY-1" + "QYZ" * 19 + "Q"),
+)
+
+# Text that looks a little like secrets but is not one: nothing may be redacted.
+ORDINARY: tuple[str, ...] = (
+    "Hey team, the quarterly review moved to Thursday at 3pm. Bring the roadmap notes!",
+    "I forgot my password yesterday and had to reset it; the new password is required to be long.",
+    "The password policy says twelve characters; the secret to good tests is patience.",
+    "the password is wrong, and the password was expired, so the password is in the vault now",
+    f"fixed in {_HEX40} (see also a94a8fe5), reverted by commit 3f2a9c1e8b7d6a5f4e3d",
+    "the key commit is 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39 on main",
+    "request id 123e4567-e89b-12d3-a456-426614174000 and 123E4567-E89B-12D3-A456-426614174000",
+    "on 2024-04-05, at 2024-04-05T10:00:00Z or 2024-04-05T10:00:00.123+02:00, epoch 1712345678",
+    "ask <@U012ABCDEF> in <#C0123ABCD|general>, thread ts 1712345678.123456,"
+    " team T0123ABCD, bot B0123ABCD",
+    "files F0123ABCDEF and app A0123ABCDEF, enterprise E0123ABCD, message client_msg_id 9c1e8b7d",
+    "docs at https://example.com/path?query=1&page=2#frag and http://localhost:8080/health",
+    "email ann@example.com, ssh git@github.com:org/repo.git, https://git@github.com/org/repo",
+    "Token budgets are tight: max_tokens 4096, tokens: 5 left. secretary: Jane; keyboard: US",
+    "the primary key is the id column; a key step is reading the logs",
+    "run mysql -u root -p -h db.internal to be prompted; ssh -p 2222 host; docker run -p 8080:80",
+    "pip install --upgrade pip and git push -u origin main",
+    "sk-learn pipelines and task-management-service-dashboard, xoxo see you soon",
+    "version 1.2.3-rc.4, sha256:9f86d081884c7d65, build #4512, port 5432",
+    "émoji ✓ and ünïcödé text — stays exactly as is 🚀",
+    "The PIN pad is broken; use the password manager to share the password with Ann.",
+)
