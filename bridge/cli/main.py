@@ -7,18 +7,20 @@ malformed files, empty queries). Errors go to stderr as one line; data to stdout
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import re
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from typing import TextIO, cast
 
 from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
 from bridge.app import Thoth, build
 from bridge.cli import chat, doctor, episodes, init, people, recall, reflect, serve, skills
+from bridge.cli.redacted_output import RedactedOutput
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder
 from layers.errors import BackendUnavailable, BadInput, ConfigurationError
@@ -63,8 +65,20 @@ def main(
     embedder: Embedder | None = None,
 ) -> int:
     """Run one command; returns the exit code (tests call this directly)."""
-    out = stdout or sys.stdout
-    err = stderr or sys.stderr
+    out = RedactedOutput(stdout or sys.stdout)
+    err = RedactedOutput(stderr or sys.stderr)
+    # Code that writes to sys.stdout/sys.stderr itself is redacted too.
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        return _run(argv, settings, cast(TextIO, out), cast(TextIO, err), embedder)
+
+
+def _run(
+    argv: Sequence[str] | None,
+    settings: Settings | None,
+    out: TextIO,
+    err: TextIO,
+    embedder: Embedder | None,
+) -> int:
     try:
         args = build_parser().parse_args(argv)
     except BadInput as error:

@@ -1,4 +1,8 @@
-"""Every text Thoth posts to Slack is escaped here and cut to Slack's limits.
+"""Every text Thoth posts to Slack is redacted and escaped here, and cut to Slack's limits.
+
+Redacted: a secret never reaches Slack, whatever produced the text (a reply is
+redacted as it streams; remembered text was redacted when stored, possibly before a
+pattern existed; an error may quote what a person typed).
 
 Slack reads ``&``, ``<`` and ``>`` as control characters (``<!channel>``, ``<@U1>``,
 ``<https://x|link>``) in every text field, so text from the model, from memory,
@@ -16,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from layers.redaction import redact
+
 # markdown_text (postMessage, update, postEphemeral, the stream methods) and the
 # markdown blocks of one message: "Limit this field to 12,000 characters".
 MARKDOWN_CHARS = 12_000
@@ -25,6 +31,11 @@ _ENTITY_TAIL = re.compile(r"&[a-z]{0,4}$")
 
 
 def escape(text: str) -> str:
+    """``text`` redacted, then ``&``, ``<`` and ``>`` as the entities Slack decodes."""
+    return entities(redact(text))
+
+
+def entities(text: str) -> str:
     """``&``, ``<`` and ``>`` as the entities Slack decodes (nothing else is encoded)."""
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 

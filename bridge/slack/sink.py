@@ -27,7 +27,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bridge.pipeline.sink import ReplyStopped, Step
-from bridge.slack.escaping import MARKDOWN_CHARS, escape, escaped_pieces, preview
+from bridge.slack.escaping import MARKDOWN_CHARS, entities, escape, escaped_pieces, preview
 from bridge.slack.feedback import feedback_block
 
 log = logging.getLogger(__name__)
@@ -213,7 +213,7 @@ class SlackSink:
         """How many pending characters fit one call once escaped."""
         total = 0
         for index, char in enumerate(self._pending):
-            total += len(escape(char))
+            total += len(entities(char))
             if total > MARKDOWN_CHARS:
                 return index
         return len(self._pending)

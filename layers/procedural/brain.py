@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from layers.errors import ConfigurationError
+from layers.redaction import redact
 
 if TYPE_CHECKING:
     import git
@@ -140,7 +141,11 @@ class Brain:
         Paths are relative to the brain. The repository is checked before any file
         is touched; if the commit fails, the files and their index entries are put
         back as they were. Returns the new sha, or None when nothing changed.
+
+        The texts are redacted here, whoever wrote them (a hand edit to MEMORY.md
+        included), so a secret is never committed, not even to be redacted later.
         """
+        changes = {path: None if text is None else redact(text) for path, text in changes.items()}
         with self._writing():
             self.check()
             before = {path: self._read(path) for path in changes}
@@ -180,7 +185,7 @@ class Brain:
                     GIT_COMMITTER_NAME=AGENT_NAME,
                     GIT_COMMITTER_EMAIL=AGENT_EMAIL,
                 ):
-                    repo.git.commit("--no-verify", "-m", message, "--", *paths)
+                    repo.git.commit("--no-verify", "-m", redact(message), "--", *paths)
             except gitpython.GitCommandError as error:
                 raise BrainError(_git_failure(self.path, error)) from error
             sha = str(repo.head.commit.hexsha)
