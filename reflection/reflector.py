@@ -16,7 +16,7 @@ import anthropic
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.pricing import ModelPrice, Usage, price_of
 from layers.errors import BackendUnavailable
-from layers.redaction import redact
+from layers.redaction import redact, redact_values
 from reflection.report import Reflection, parse_report, tool_schema
 from reflection.rules import reflect_by_rules
 from reflection.session_input import SessionInput
@@ -151,5 +151,6 @@ def _raw(message: Any) -> str:
         if block.type == "text":
             parts.append(block.text)
         elif block.type == "tool_use":
-            parts.append(json.dumps(block.input))
+            # Redacted before it becomes JSON text (see redact_values).
+            parts.append(json.dumps(redact_values(block.input)))
     return "\n".join(parts)

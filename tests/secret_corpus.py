@@ -10,12 +10,34 @@ from __future__ import annotations
 
 import base64
 import json
+import random
+import string
 from dataclasses import dataclass
 
-_HEX32 = "9f86d081884c7d659a2feaa0c55ad015"
 _HEX40 = "a94a8fe5ccb19ba61c4c0873d391e987982fbbd3"
-_ALNUM20 = "Zx81kQmB0pLw6tYvR3sN"
-_B64_44 = "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE5uTo0iVxMw=="
+# Every secret's random part is drawn here, in order, so no two secrets share a
+# piece (a leak is then told apart by kind) and the file holds no literal secret.
+_RANDOM = random.Random(13)
+
+
+def _draw(alphabet: str, length: int) -> str:
+    return "".join(_RANDOM.choice(alphabet) for _ in range(length))
+
+
+def _alnum(length: int) -> str:
+    return _draw(string.ascii_letters + string.digits, length)
+
+
+def _lower(length: int) -> str:
+    return _draw(string.ascii_lowercase + string.digits, length)
+
+
+def _hex(length: int) -> str:
+    return _draw("0123456789abcdef", length)
+
+
+def _b64(length: int) -> str:
+    return _draw(string.ascii_letters + string.digits + "+/", length)
 
 
 def _b64url_json(value: dict[str, object]) -> str:
@@ -27,9 +49,9 @@ _JWT = (
     _b64url_json({"alg": "HS256", "typ": "JWT"})
     + "."
     + _b64url_json({"sub": "U012ABCDEF", "iat": 1716239022})
-    + ".Hk2vQ9mZp8Lr4Tx7Wb1Ns6Yc3Jd5Fg0Ah"
+    + "."
+    + _alnum(43)
 )
-_PEM_BODY = "MIIEowIBAAKCAQEA7bqZk3Fq0+W9xk2d\nq8Lr0Ujb5mX0v3YcQ1rT2gH8kP4wZ9sN/aB6"
 
 
 @dataclass(frozen=True)
@@ -47,34 +69,32 @@ SECRETS: tuple[Seeded, ...] = (
     _seed(
         "slack bot token",
         "the bot token is {} for now",
-        "xoxb-" + "2048123456789-4096123456789-" + "q9Xv2LmR8tZp4WbN7cKs1YdH",
+        "xoxb-" + "2048123456789-4096123456789-" + _alnum(24),
     ),
     _seed(
         "slack user token",
         "use {} to read history",
-        "xoxp-" + "2048123456789-2048123456790-4096123456789-" + _HEX32,
+        "xoxp-" + "2048123456789-2048123456790-4096123456789-" + _hex(32),
     ),
     _seed(
         "slack app token",
         "socket mode needs {}",
-        "xapp-" + "1-A0123ABCDEF-4096123456789-" + _HEX32 * 2,
+        "xapp-" + "1-A0123ABCDEF-4096123456789-" + _hex(64),
     ),
     _seed(
         "slack webhook",
         "post alerts to {} please",
-        "https://hooks.slack.com/services/"
-        + "T01234ABCDE/B09876ZYXWV/"
-        + "q9Xv2LmR8tZp4WbN7cKs1YdH",
+        "https://hooks.slack.com/services/" + "T01234ABCDE/B09876ZYXWV/" + _alnum(24),
     ),
     _seed(
         "anthropic key",
         "ANTHROPIC_API_KEY in prod: {}",
-        "sk-ant-" + "api03-" + _ALNUM20 * 4 + "-Qx7AA",
+        "sk-ant-" + "api03-" + _alnum(80) + "-Qx7AA",
     ),
     _seed(
         "openai project key",
         "try {} for the eval",
-        "sk-proj-" + _ALNUM20 * 3 + "T3Blbk" + "FJ" + _ALNUM20 * 2,
+        "sk-proj-" + _alnum(60) + "T3Blbk" + "FJ" + _alnum(40),
     ),
     _seed(
         "aws access key id",
@@ -84,110 +104,105 @@ SECRETS: tuple[Seeded, ...] = (
     _seed(
         "aws secret key",
         "aws_secret_access_key = {}",
-        "q9Xv2LmR8tZp/4WbN7cK" + "s1YdH6fJg3QaE5uTo0iV",
+        _alnum(40),
     ),
-    _seed(
-        "github classic token", "clone with {} until Friday", "ghp_" + _ALNUM20 + "K1l2M3n4O5p6Q7r8"
-    ),
+    _seed("github classic token", "clone with {} until Friday", "ghp_" + _alnum(36)),
     _seed(
         "github fine-grained token",
         "the deploy PAT: {}",
-        "github_pat_" + "11ABCDEFG0q9Xv2LmR8tZp" + "_" + _ALNUM20 * 3,
+        "github_pat_" + "11ABCDEFG0" + _alnum(12) + "_" + _alnum(60),
     ),
-    _seed("gitlab token", "GitLab CI token {} rotates monthly", "glpat-" + "q9Xv2LmR8tZp4WbN7cKs"),
+    _seed("gitlab token", "GitLab CI token {} rotates monthly", "glpat-" + _alnum(20)),
     _seed("jwt", "the session cookie was {}", _JWT),
     _seed(
         "rsa private key",
         "here is the deploy key:\n{}\nthanks",
-        "-----BEGIN RSA PRIVATE KEY-----\n" + _PEM_BODY + "\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA"
+        + _b64(48)
+        + "\n"
+        + _b64(64)
+        + "\n-----END RSA PRIVATE KEY-----",
     ),
     _seed(
         "openssh private key",
         "my laptop key\n{}",
-        "-----BEGIN OPENSSH PRIVATE KEY-----\n" + _PEM_BODY + "\n-----END OPENSSH PRIVATE KEY-----",
+        "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjE"
+        + _b64(45)
+        + "\n"
+        + _b64(64)
+        + "\n-----END OPENSSH PRIVATE KEY-----",
     ),
     _seed(
         "azure storage connection string",
         "DefaultEndpointsProtocol=https;AccountName=thothprod;AccountKey={};EndpointSuffix=core.windows.net",
-        _B64_44 * 2,
+        _b64(86) + "==",
     ),
     _seed(
         "azure sas token",
         "blob URL https://thothprod.blob.core.windows.net/exports?sv=2022-11-02&ss=b&srt=co&sp=rl"
         "&se=2026-12-01T00:00:00Z&sig={}",
-        "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE5uTo%2B0iV%3D",
+        _alnum(30) + "%2B" + _alnum(4) + "%3D",
     ),
     _seed(
         "azure client secret",
         "the app registration secret is {}",
-        "Xq8" + "7Q~" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3Qa",
+        "Xq8" + "7Q~" + _alnum(31),
     ),
-    _seed("twilio api key", "Twilio key {} for SMS", "SK" + _HEX32),
-    _seed("twilio auth token", "TWILIO_AUTH_TOKEN={}", _HEX32[::-1]),
+    _seed("twilio api key", "Twilio key {} for SMS", "SK" + _hex(32)),
+    _seed("twilio auth token", "TWILIO_AUTH_TOKEN={}", _hex(32)),
     _seed(
         "sendgrid key",
         "mail through {}",
-        "SG." + "q9Xv2LmR8tZp4WbN7cKs1Y" + "." + "dH6fJg3QaE5uTo0iVxMwq9Xv2LmR8tZp4WbN7cKs1Yd",
+        "SG." + _alnum(22) + "." + _alnum(43),
     ),
-    _seed("npm token", "publish with {}", "npm_" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE5uTo"),
+    _seed("npm token", "publish with {}", "npm_" + _alnum(36)),
     _seed(
         "npmrc auth",
-        "//registry.npmjs.org/:_authToken={}",
-        "npm_" + "Zx81kQmB0pLw6tYvR3sNq9Xv2LmR8tZp4WbN",
+        "my .npmrc says //registry.npmjs.org/:_authToken={}",
+        "npm_" + _alnum(36),
     ),
     _seed(
         "pypi token",
         "twine password {}",
-        "pypi-"
-        + "AgEIcHlwaS5vcmc"
-        + "CJDk4ZjYtYjQ2Ny00NWQ5LWI4ZDAtMWE2ZGU3YTFmMmQ4AAIqWzMsImU0YjJkZGY"
-        + "q9Xv",
+        "pypi-" + "AgEIcHlwaS5vcmc" + _alnum(63) + "q9Xv",
     ),
     _seed(
         "hugging face token",
         "HF token for the model pull: {}",
-        "hf_" + "q9Xv2LmR8tZpWbNcKsYdHfJgQaEuToiVxM",
+        "hf_" + _alnum(34),
     ),
-    _seed("shopify token", "the store's admin token {}", "shpat_" + _HEX32),
+    _seed("shopify token", "the store's admin token {}", "shpat_" + _hex(32)),
     _seed(
         "discord bot token",
         "bot runs with {}",
-        "MTA5ODc2" + "NTQzMjEwOTg3NjU0Mw" + ".G" + "q9Xv2" + "." + "LmR8tZp4WbN7cKs1YdH6fJg3QaE",
+        "MTA5ODc2" + "NTQzMjEwOTg3NjU0Mw" + ".G" + _alnum(5) + "." + _alnum(27),
     ),
     _seed(
         "discord webhook",
         "announce via {}",
-        "https://discord.com/api/webhooks/"
-        + "1098765432109876543/"
-        + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE5uTo",
+        "https://discord.com/api/webhooks/" + "1098765432109876543/" + _alnum(36),
     ),
-    _seed("stripe live key", "charge with {}", "sk_" + "live_" + "51Hq9Xv2LmR8tZp4WbN7cKs1Yd"),
-    _seed(
-        "stripe restricted key", "reporting uses {}", "rk_" + "live_" + "51Hq9Xv2LmR8tZp4WbN7cKs1Yd"
-    ),
-    _seed(
-        "stripe webhook secret", "endpoint secret {}", "whsec_" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE"
-    ),
-    _seed("google api key", "maps key {}", "AIza" + "SyD" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE"),
+    _seed("stripe live key", "charge with {}", "sk_" + "live_" + "51H" + _alnum(24)),
+    _seed("stripe restricted key", "reporting uses {}", "rk_" + "live_" + "51H" + _alnum(24)),
+    _seed("stripe webhook secret", "endpoint secret {}", "whsec_" + _alnum(32)),
+    _seed("google api key", "maps key {}", "AIza" + "SyD" + _alnum(32)),
     _seed(
         "google oauth secret",
         "client secret GOCSPX for the consent screen: {}",
-        "GOCSPX-" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg",
+        "GOCSPX-" + _alnum(28),
     ),
-    _seed("datadog api key", "DD_API_KEY={}", _HEX32),
-    _seed(
-        "mailgun key", "mailgun {} for the newsletter", "key-" + "q9xv2lmr8tzp4wbn7cks1ydh6fjg3qae"
-    ),
-    _seed("mailchimp key", "audience sync key {}", _HEX32 + "-us21"),
+    _seed("datadog api key", "DD_API_KEY={}", _hex(32)),
+    _seed("mailgun key", "mailgun {} for the newsletter", "key-" + _lower(32)),
+    _seed("mailchimp key", "audience sync key {}", _hex(32) + "-us21"),
     _seed(
         "telegram bot token",
         "BotFather gave me {}",
-        "5512345678:" + "AAH" + "q9Xv2LmR8tZp4WbN7cKs1YdH6fJg3QaE",
+        "5512345678:" + "AAH" + _alnum(32),
     ),
-    _seed("square token", "square prod {}", "sq0atp-" + "q9Xv2LmR8tZp4WbN7cKs1Y"),
-    _seed("vault token", "VAULT_TOKEN is {}", "hvs." + "CAESIq9Xv2LmR8tZp4WbN7cKs1YdH6fJg"),
-    _seed("databricks token", "workspace token {}", "dapi" + _HEX32),
-    _seed("digitalocean token", "doctl auth with {}", "dop_v1_" + _HEX32 * 2),
+    _seed("square token", "square prod {}", "sq0atp-" + _alnum(22)),
+    _seed("vault token", "VAULT_TOKEN is {}", "hvs." + "CAESI" + _alnum(28)),
+    _seed("databricks token", "workspace token {}", "dapi" + _hex(32)),
+    _seed("digitalocean token", "doctl auth with {}", "dop_v1_" + _hex(64)),
     _seed(
         "postgres url with sub-delimiters",
         "DATABASE_URL=postgres://thoth:{}@db.internal:5432/thoth",
@@ -207,8 +222,8 @@ SECRETS: tuple[Seeded, ...] = (
         "here is the api key {} for the vendor",
         "9fA3kQ0zL1mN8pR2xY",
     ),
-    _seed("bearer header", "Authorization: Bearer {}", "opaque-" + _ALNUM20),
-    _seed("sentry dsn", "SENTRY_DSN https://{}@o450000.ingest.sentry.io/5", _HEX32),
+    _seed("bearer header", "Authorization: Bearer {}", "opaque-" + _alnum(20)),
+    _seed("sentry dsn", "SENTRY_DSN https://{}@o450000.ingest.sentry.io/5", _hex(32)),
     _seed("age key", "age identity {}", "AGE-SECRET-KEY-1" + "QYZ" * 19 + "Q"),
 )
 

@@ -23,7 +23,7 @@ from layers.redaction.context import context_rules
 from layers.redaction.rules import MARKER_PREFIX, Rule
 from layers.redaction.vendors import vendor_rules
 
-__all__ = ["MARKER_PREFIX", "redact"]
+__all__ = ["MARKER_PREFIX", "redact", "redact_values"]
 
 _RULES: tuple[Rule, ...] = vendor_rules() + catalogue_rules() + context_rules()
 _TRIGGERS = frozenset(trigger for rule in _RULES for trigger in rule.triggers)
@@ -43,3 +43,18 @@ def redact(text: str) -> str:
         if not rule.triggers or not present.isdisjoint(rule.triggers):
             text = rule.apply(text)
     return text
+
+
+def redact_values(value: object) -> object:
+    """``value`` (parsed JSON) with every string in it redacted.
+
+    Redacting a JSON text instead would see ``\\n`` escapes where the rules expect
+    line breaks, and a secret after one could pass.
+    """
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, list):
+        return [redact_values(item) for item in value]
+    if isinstance(value, dict):
+        return {key: redact_values(item) for key, item in value.items()}
+    return value

@@ -48,7 +48,7 @@ _QUOTED_OR_BARE = r"""(?:'[^'\n]*'|"[^"\n]*"|[^\s'"]+)"""
 # mysql/mariadb take the password glued to -p ("-pS3cret"; a bare -p prompts for it);
 # sshpass takes it after -p.
 _PASSWORD_FLAG = re.compile(
-    r"\b(?:(?:mysql\w*|mariadb\w*)\b[^\n]*?[ \t]-p|sshpass\b[^\n]*?[ \t]-p[ \t]*)"
+    r"(?:(?:mysql\w*|mariadb\w*)\b[^\n]*?[ \t]-p|sshpass\b[^\n]*?[ \t]-p[ \t]*)"
     + NOT_A_MARKER
     + f"(?P<secret>{_QUOTED_OR_BARE})"
 )
@@ -60,7 +60,7 @@ _PASSWORD_OPTION = re.compile(
     re.IGNORECASE,
 )
 _CURL_USER = re.compile(
-    r"\b(?:curl|wget|http)\b[^\n]*?(?:[ \t]-u[ \t]*|--user[= \t]|--http-user[= \t])"
+    r"(?:curl|wget)\b[^\n]*?(?:[ \t]-u[ \t]*|--user[= \t]|--http-user[= \t])"
     r"[\"']?[^\s:\"']+:" + NOT_A_MARKER + r"(?P<secret>[^\s\"']+)"
 )
 # The key is matched without a left boundary so DB_PASSWORD, SLACK_BOT_TOKEN and
@@ -149,7 +149,7 @@ def context_rules() -> tuple[Rule, ...]:
         Rule("url-token", _URL_TOKEN, ("://",), group="secret"),
         Rule("password", _PASSWORD_FLAG, ("mysql", "mariadb", "sshpass"), group="secret"),
         Rule("password", _PASSWORD_OPTION, ("--",), group="secret"),
-        Rule("password", _CURL_USER, ("curl", "wget", "http"), group="secret"),
+        Rule("password", _CURL_USER, ("curl", "wget"), group="secret"),
         Rule(
             "password",
             _ASSIGNMENT,
