@@ -3,6 +3,7 @@ channels the bot is not in, ephemerals in threads, and bodies that are not Slack
 
 from __future__ import annotations
 
+import html
 import http.client
 import json
 import time
@@ -11,6 +12,7 @@ from typing import Any
 
 from bridge import messages
 from tests.integration.slack_harness import CHANNEL, Harness, shown, streamed_text
+from tests.secret_corpus import SECRETS
 from tests.servers import anthropic_api as api
 from tests.waiting import wait_until
 
@@ -195,3 +197,27 @@ def test_a_refused_step_chunk_is_dropped_and_the_reply_still_streams(harness: Ha
     assert wait_until(lambda: streamed_text(harness, root), 20) == "The answer, intact."
     chunks_after = [c.field("chunks") for c in harness.slack.calls("chat.appendStream")[1:]]
     assert not any(chunks for chunks in chunks_after)  # the refused step was not sent again
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [html.unescape(value)]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def test_a_reply_that_repeats_secrets_reaches_slack_redacted(harness: Harness) -> None:
+    # The model repeats what the person pasted; streamed in small pieces, a secret is
+    # cut across appends, and no piece of it may reach Slack.
+    root = "1700001400.000100"
+    harness.model.push(api.text("\n".join(seeded.text for seeded in SECRETS), chunk_chars=7))
+    harness.mention("what did I paste earlier?", root)
+    reply = wait_until(lambda: streamed_text(harness, root), 60)
+    assert reply.count("[REDACTED:") >= len(SECRETS)
+    sent = "\n".join(text for call in harness.slack.calls() for text in _strings(call.args))
+    for seeded in SECRETS:
+        pieces = {seeded.secret[i : i + 12] for i in range(max(1, len(seeded.secret) - 11))}
+        assert not any(piece in sent for piece in pieces), seeded.kind
