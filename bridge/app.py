@@ -217,15 +217,15 @@ def build_identity(settings: Settings, db: Database, embedder: Embedder) -> Iden
 
 
 def ensure_brain(brain: Brain) -> str | None:
-    """Create the brain on first run; a problem is returned (and logged), not raised.
+    """Create the brain on first run; a problem is returned, not raised or logged.
 
-    A broken brain must not stop a chat: the agent runs on the shipped persona and
-    skills, and every command that writes to the brain reports the problem itself.
+    Each command that needs the brain says the problem in its one error line (`init`,
+    `skills`, and `chat` and `serve`, which refuse to start: ``bridge/cli/preflight.py``);
+    the others do not touch it and run as usual.
     """
     try:
         brain.create(SHIPPED_PERSONA, SHIPPED_SKILLS)
     except BrainError as error:
-        log.error("%s", error)
         return str(error)
     return None
 

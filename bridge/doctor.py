@@ -54,11 +54,9 @@ def run_checks(app: Thoth) -> list[Check]:
 
 
 def _database(app: Thoth) -> list[Check]:
+    # Sound: Database.open ran SQLite's integrity check, and refuses a damaged file
+    # (doctor then ends in that one line, like every command).
     versions = sorted(app.db.applied_versions())
-    problems = app.db.integrity_problems()
-    if problems:
-        return [Check("database", Status.FAIL, f"{app.db.path} is damaged: {problems[0]}",
-                      "restore it from a backup, or move it aside and run `thoth init`")]
     return [
         Check(
             "database",

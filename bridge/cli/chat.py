@@ -19,7 +19,7 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--session", help="resume this session instead of starting a new one")
     parser.add_argument("--user", help="who is speaking (default: your login name)")
-    parser.set_defaults(handler=run_chat)
+    parser.set_defaults(handler=run_chat, runs_turns=True)
 
 
 def run_chat(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:

@@ -20,6 +20,7 @@ from pydantic_settings.exceptions import SettingsError
 
 from bridge.app import Thoth, build
 from bridge.cli import chat, doctor, episodes, init, people, recall, reflect, serve, skills
+from bridge.cli.preflight import check_ready_for_turns
 from bridge.cli.redacted_output import RedactedOutput
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder
@@ -106,6 +107,8 @@ def _run(
         return EXIT_FAILURE
     command: Command = args.handler
     try:
+        if getattr(args, "runs_turns", False):
+            check_ready_for_turns(app)
         enforce_retention(app)
         return command(args, app, out)
     except sqlite3.DatabaseError as error:

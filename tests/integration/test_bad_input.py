@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -67,17 +68,37 @@ def _not_a_database(db: Path) -> None:
     db.write_bytes(b"this is not a database at all, just text of some length" * 4)
 
 
+def _damaged_pages(db: Path) -> None:
+    # Pages past the header, which opening the file alone never reads.
+    with db.open("r+b") as file:
+        file.seek(4096 * 3)
+        file.write(b"\x00garbage" * 1_000)
+
+
 def _truncated(db: Path) -> None:
     with db.open("r+b") as file:
         file.truncate(5_000)
 
 
-@pytest.mark.parametrize("damage", [_not_a_database, _truncated], ids=["header", "truncated"])
-@pytest.mark.parametrize("command", [["recall", "deploys"], ["episodes", "export"]],
-                         ids=["recall", "export"])
+COMMANDS_THAT_OPEN_THE_DATABASE = {
+    "recall": ["recall", "deploys"],
+    "export": ["episodes", "export"],
+    "import": ["episodes", "import", "episodes.jsonl"],
+    "chat": ["chat"],
+    "serve": ["serve"],
+}
+
+
+@pytest.mark.parametrize("damage", [_not_a_database, _damaged_pages, _truncated],
+                         ids=["header", "pages", "truncated"])
+@pytest.mark.parametrize("command", COMMANDS_THAT_OPEN_THE_DATABASE.values(),
+                         ids=COMMANDS_THAT_OPEN_THE_DATABASE.keys())
 def test_a_damaged_database_is_named_with_how_to_restore_and_left_as_it_was(
     isolated_environment: Path, damage: object, command: list[str]
 ) -> None:
+    Path("episodes.jsonl").write_text(
+        '{"id": "e1", "user_text": "deploys are on Fridays", "summary": "deploy day"}\n'
+    )
     assert main(["init"], stdout=io.StringIO(), embedder=HashingEmbedder()) == 0
     db = isolated_environment / "thoth.db"
     damage(db)  # type: ignore[operator]
@@ -93,9 +114,58 @@ def test_a_damaged_database_is_named_with_how_to_restore_and_left_as_it_was(
 def test_doctor_runs_sqlites_integrity_check(isolated_environment: Path) -> None:
     assert main(["init"], stdout=io.StringIO(), embedder=HashingEmbedder()) == 0
     db = isolated_environment / "thoth.db"
-    with db.open("r+b") as file:  # damage pages past the header, which opening never reads
-        file.seek(4096 * 3)
-        file.write(b"\x00garbage" * 1_000)
-    out = io.StringIO()
-    main(["doctor"], stdout=out, stderr=io.StringIO(), embedder=HashingEmbedder())
-    assert "FAIL  database" in out.getvalue() and "is damaged" in out.getvalue()
+    _damaged_pages(db)
+    err = io.StringIO()
+    code = main(["doctor"], stdout=io.StringIO(), stderr=err, embedder=HashingEmbedder())
+    assert code == 1 and f"the database {db} is damaged" in err.getvalue()
+
+
+def _mid_merge(brain: Path) -> None:
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(brain), *args], check=False, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"})
+
+    memory = brain / "persona" / "MEMORY.md"
+    git("switch", "-c", "other")
+    memory.write_text("one side\n")
+    git("commit", "-am", "one side")
+    git("switch", "-")
+    memory.write_text("the other side\n")
+    git("commit", "-am", "the other side")
+    git("merge", "other")
+    assert (brain / ".git" / "MERGE_HEAD").exists()
+
+
+def _detached_head(brain: Path) -> None:
+    subprocess.run(["git", "-C", str(brain), "checkout", "--detach", "HEAD"], check=True,
+                   capture_output=True)
+
+
+def _not_a_repository(brain: Path) -> None:
+    shutil.rmtree(brain / ".git")
+
+
+@pytest.mark.parametrize(
+    ("breakage", "expected"),
+    [(_mid_merge, "in the middle of a merge"), (_detached_head, "has a detached HEAD"),
+     (_not_a_repository, "is not a git repository")],
+    ids=["mid-merge", "detached-head", "not-a-repository"],
+)
+@pytest.mark.parametrize("command", [["chat"], ["serve"]], ids=["chat", "serve"])
+def test_a_brain_that_cannot_take_a_commit_stops_chat_and_serve_in_one_line(
+    isolated_environment: Path, breakage: object, expected: str, command: list[str]
+) -> None:
+    assert main(["init"], stdout=io.StringIO(), embedder=HashingEmbedder()) == 0
+    breakage(isolated_environment / "brain")  # type: ignore[operator]
+    before = _checksum(isolated_environment)
+    err = io.StringIO()
+    code = main(command, stdout=io.StringIO(), stderr=err, embedder=HashingEmbedder())
+    lines = err.getvalue().splitlines()
+    assert code == 1 and len(lines) == 1, lines
+    assert lines[0].startswith("error: the brain at") or lines[0].startswith("error: /")
+    assert expected in lines[0] and "git" in lines[0]
+    assert _checksum(isolated_environment) == before
+    # Commands that never write the brain still run.
+    assert main(["recall", "deploys"], stdout=io.StringIO(), stderr=io.StringIO(),
+                embedder=HashingEmbedder()) == 0
