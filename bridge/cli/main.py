@@ -111,10 +111,15 @@ def _run(
             check_ready_for_turns(app)
         enforce_retention(app)
         return command(args, app, out)
+    except sqlite3.OperationalError as error:
+        if not error.sqlite_errorname.startswith("SQLITE_READONLY"):
+            raise
+        # THOTH_HOME turned read-only while the command ran.
+        print(f"error: the database {app.settings.db_path} cannot be written ({error}):"
+              " make THOTH_HOME writable, or set it to a writable directory", file=err)
+        return EXIT_FAILURE
     except sqlite3.DatabaseError as error:
         # Damage found past the file's header, in pages a command reads.
-        if isinstance(error, sqlite3.OperationalError):
-            raise
         print(f"error: {DatabaseDamaged(app.settings.db_path, error)}", file=err)
         return EXIT_FAILURE
     except BadInput as error:

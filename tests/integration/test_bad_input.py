@@ -7,6 +7,7 @@ import hashlib
 import io
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -169,3 +170,52 @@ def test_a_brain_that_cannot_take_a_commit_stops_chat_and_serve_in_one_line(
     # Commands that never write the brain still run.
     assert main(["recall", "deploys"], stdout=io.StringIO(), stderr=io.StringIO(),
                 embedder=HashingEmbedder()) == 0
+
+
+def _run_on_read_only_home(home: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run ``thoth COMMAND`` with ``home`` read-only for it.
+
+    Root writes through file modes, so for root the home is a read-only bind mount in
+    a mount namespace of the command's own (unshare); anyone else gets the modes.
+    """
+    environment = {**os.environ, "THOTH_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    thoth = [sys.executable, "-m", "bridge", *command]
+    if os.geteuid() != 0:
+        subprocess.run(["chmod", "-R", "a-w", str(home)], check=True)
+        try:
+            return subprocess.run(thoth, capture_output=True, text=True, env=environment,
+                                  cwd=home.parent, input="hello\n", timeout=120)
+        finally:
+            subprocess.run(["chmod", "-R", "u+w", str(home)], check=True)
+    mount = f"mount --bind {home} {home} && mount -o remount,bind,ro {home} && exec \"$@\""
+    probe = subprocess.run(["unshare", "--mount", "sh", "-c", mount, "sh", "true"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"root here cannot make a read-only mount: {probe.stderr.strip()}")
+    return subprocess.run(["unshare", "--mount", "sh", "-c", mount, "sh", *thoth],
+                          capture_output=True, text=True, env=environment, cwd=home.parent,
+                          input="hello\n", timeout=120)
+
+
+@pytest.mark.parametrize("database_in_use", [False, True], ids=["closed", "open-elsewhere"])
+@pytest.mark.parametrize("command", [["chat"], ["serve"]], ids=["chat", "serve"])
+def test_a_read_only_home_stops_chat_and_serve_in_one_line(
+    isolated_environment: Path, command: list[str], database_in_use: bool
+) -> None:
+    assert main(["init"], stdout=io.StringIO(), embedder=HashingEmbedder()) == 0
+    before = _checksum(isolated_environment)
+    # Open elsewhere (serve beside this chat), the WAL files exist, and SQLite opens the
+    # read-only file without a word: it would fail only at the first write.
+    reader = sqlite3.connect(isolated_environment / "thoth.db") if database_in_use else None
+    try:
+        if reader is not None:
+            reader.execute("SELECT count(*) FROM sessions").fetchall()
+            assert (isolated_environment / "thoth.db-wal").exists()
+        done = _run_on_read_only_home(isolated_environment, command)
+    finally:
+        if reader is not None:
+            reader.close()
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1 and len(lines) == 1, done.stderr
+    assert str(isolated_environment) in lines[0] and "writable" in lines[0]
+    assert _checksum(isolated_environment) == before
