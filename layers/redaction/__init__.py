@@ -27,6 +27,9 @@ __all__ = ["MARKER_PREFIX", "redact", "redact_values"]
 
 _RULES: tuple[Rule, ...] = vendor_rules() + catalogue_rules() + context_rules()
 _TRIGGERS = frozenset(trigger for rule in _RULES for trigger in rule.triggers)
+_BLOCK_RULES = tuple(rule for rule in _RULES if rule.spans_lines)
+_LINE_RULES = tuple(rule for rule in _RULES if not rule.spans_lines)
+_ALWAYS_RUN = any(not rule.triggers for rule in _LINE_RULES)
 
 
 def redact(text: str) -> str:
@@ -35,14 +38,31 @@ def redact(text: str) -> str:
     Everything that is not a secret is returned unchanged, byte for byte, and
     ``redact(redact(text)) == redact(text)``.
     """
+    present = _present(text)
+    if not present and not _ALWAYS_RUN:
+        return text
+    for rule in _BLOCK_RULES:
+        if not present.isdisjoint(rule.triggers):
+            text = rule.apply(text)
+    # Line by line, each line only through the rules whose triggers it holds: a rule
+    # scans every position of what it is given, and most lines hold no trigger at all.
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        on_line = _present(line, present)
+        if not on_line and not _ALWAYS_RUN:
+            continue
+        for rule in _LINE_RULES:
+            if not rule.triggers or not on_line.isdisjoint(rule.triggers):
+                line = rule.apply(line)
+        lines[index] = line
+    return "\n".join(lines)
+
+
+def _present(text: str, among: frozenset[str] | set[str] = _TRIGGERS) -> set[str]:
     # casefold, not lower: it maps every character re.IGNORECASE treats as a letter's
     # other case (e.g. the Kelvin sign) onto the ASCII trigger.
     folded = text.casefold()
-    present = {trigger for trigger in _TRIGGERS if trigger in folded}
-    for rule in _RULES:
-        if not rule.triggers or not present.isdisjoint(rule.triggers):
-            text = rule.apply(text)
-    return text
+    return {trigger for trigger in among if trigger in folded}
 
 
 def redact_values(value: object) -> object:

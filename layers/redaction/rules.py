@@ -34,6 +34,9 @@ class Rule:
     accept: Callable[[str], bool] | None = None
     # Where in the match the secret lies, for library patterns whose groups do not say.
     span: Callable[[re.Match[str]], tuple[int, int]] | None = None
+    # Whether a match may run over a line break (a PEM block). Every other rule is
+    # run line by line, and only on the lines holding one of its triggers.
+    spans_lines: bool = False
 
     def apply(self, text: str) -> str:
         pieces: list[str] = []

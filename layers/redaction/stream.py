@@ -22,17 +22,22 @@ HOLD_CHARS = 400
 class RedactingStream:
     def __init__(self, hold_chars: int = HOLD_CHARS) -> None:
         self._hold_chars = hold_chars
-        self._raw: list[str] = []
-        self._held = 0
+        self._pieces: list[str] = []
+        # The text since the last line whose redaction is settled, and how much of the
+        # window's redaction is released. Settled lines are never redacted again, so
+        # a long reply costs each line a redaction or two, not one per line after it.
+        self._window = ""
         self._shown = ""
+        self._held = 0
 
     def feed(self, piece: str) -> str:
         """Take the next piece; return what may be shown now (often nothing)."""
-        self._raw.append(piece)
+        self._pieces.append(piece)
+        self._window += piece
         self._held += len(piece)
         if "\n" not in piece and self._held < self._hold_chars:
             return ""
-        redacted = redact("".join(self._raw))
+        redacted = redact(self._window)
         if not redacted.startswith(self._shown):
             return ""
         cut = redacted.rfind("\n") + 1
@@ -41,24 +46,38 @@ class RedactingStream:
         if cut <= len(self._shown):
             return ""
         released = redacted[len(self._shown) : cut]
-        self._shown = redacted[:cut]
         self._held = len(redacted) - cut
+        self._shown = redacted[:cut]
+        self._settle()
         return released
 
     def end(self) -> str:
         """The text is complete: return the rest of it, redacted."""
-        redacted = redact("".join(self._raw))
+        redacted = redact(self._window)
         if redacted.startswith(self._shown):
             rest = redacted[len(self._shown) :]
         else:
             # Never expected (see the module's note); shown again from where they part
             # rather than leaving a secret out or the reply cut.
             rest = "\n" + redacted[len(os.path.commonprefix([self._shown, redacted])) :]
-        self._shown = redacted
-        self._held = 0
+        self._window, self._shown, self._held = "", "", 0
         return rest
 
     @property
     def text(self) -> str:
         """All of the text so far, redacted."""
-        return redact("".join(self._raw))
+        return redact("".join(self._pieces))
+
+    def _settle(self) -> None:
+        """Drop the window's released lines, if their redaction no longer depends on it.
+
+        It does not when they open a block that has not ended (a PEM key's BEGIN line),
+        which redacting them alone tells: their redaction then differs from the shown.
+        """
+        lines_end = self._window.rfind("\n") + 1
+        shown_lines_end = self._shown.rfind("\n") + 1
+        if not lines_end or not shown_lines_end:
+            return
+        if redact(self._window[:lines_end]) == self._shown[:shown_lines_end]:
+            self._window = self._window[lines_end:]
+            self._shown = self._shown[shown_lines_end:]

@@ -107,8 +107,8 @@ _DATADOG_KEY = re.compile(
 
 def vendor_rules() -> tuple[Rule, ...]:
     blocks = (
-        Rule("private-key", _PEM_BLOCK, ("private key",)),
-        Rule("private-key", _PUTTY_KEY, ("putty-user-key-file",)),
+        Rule("private-key", _PEM_BLOCK, ("private key",), spans_lines=True),
+        Rule("private-key", _PUTTY_KEY, ("putty-user-key-file",), spans_lines=True),
         Rule("slack-webhook", _SLACK_WEBHOOK, ("hooks.slack.com",)),
         Rule("discord-webhook", _DISCORD_WEBHOOK, ("/api/webhooks/",)),
         Rule("slack-token", _SLACK_TOKEN, ("xox", "xapp-")),

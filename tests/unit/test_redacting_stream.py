@@ -42,3 +42,12 @@ def test_a_pem_block_is_held_until_it_ends() -> None:
     body_lines = pem.secret.splitlines()[1:-1]
     assert not any(body in "".join(shown) for body in body_lines)
     assert "".join(shown) + stream.end() == redact(pem.text)
+
+
+@pytest.mark.parametrize("size", [1, 7, 64])
+def test_a_long_reply_of_every_kind_streams_as_it_redacts_whole(size: int) -> None:
+    # PEM blocks among one-line secrets: lines settle only once a block has ended.
+    text = "\n".join(f"{number}. {seeded.text}" for number, seeded in enumerate(SECRETS))
+    shown, pieces = _streamed(text, size)
+    assert shown == redact(text)
+    assert len(pieces) > len(SECRETS) // 2  # released as it came, not all at the end
