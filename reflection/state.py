@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from layers.redaction import redact
 from layers.storage.database import Database
 from reflection.report import Reflection
 
@@ -97,6 +98,8 @@ class ReflectionState:
             )
 
     def finish(self, session_id: str, *, error: str | None) -> None:
+        # An error may quote what the model wrote (a report that did not parse).
+        error = None if error is None else redact(error)
         with self._db.write() as conn:
             conn.execute(
                 "UPDATE reflections SET state = ?, finished_at = ?, error = ? WHERE session_id = ?",

@@ -76,12 +76,26 @@ def _everything_under(home: Path) -> str:
     return "\n".join([*texts, history])
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def seeded_home(
-    model_settings: Settings, minilm: MiniLMEmbedder, fake_anthropic: FakeAnthropic,
-    tmp_path: Path,
-) -> tuple[Settings, str]:
-    settings = model_settings
+    minilm: MiniLMEmbedder, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Settings, str]]:
+    """Seeded once for the module: the tests only read what it left."""
+    tmp_path = tmp_path_factory.mktemp("secrets")
+    with FakeAnthropic() as fake_anthropic:
+        settings = Settings(
+            _env_file=None,  # type: ignore[call-arg]
+            thoth_home=tmp_path / "thoth-home",
+            anthropic_api_key="sk-ant-test-key",
+            anthropic_base_url=fake_anthropic.url,
+            model_timeout_s=5,
+        )
+        yield settings, _seed_everything(settings, minilm, fake_anthropic, tmp_path)
+
+
+def _seed_everything(
+    settings: Settings, minilm: MiniLMEmbedder, fake_anthropic: FakeAnthropic, tmp_path: Path
+) -> str:
     shown: list[str] = []
     assert _run(settings, minilm, "init")[0] == 0
     for number, batch in _batches():
@@ -126,7 +140,7 @@ def seeded_home(
         code, output = _run(settings, minilm, "skills", "approve", draft_id)
         assert code == 0, output
         shown.append(output)
-    return settings, "\n".join(shown)
+    return "\n".join(shown)
 
 
 def _draft_ids(listing: str) -> list[str]:
