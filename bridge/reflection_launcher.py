@@ -40,12 +40,19 @@ def child_environment(settings: Settings) -> dict[str, str]:
 
 def run_reflection(settings: Settings, session_id: str, *, summary: bool) -> tuple[int, str]:
     """Reflect on a session in a child process; returns its exit code and what it printed."""
-    command = [sys.executable, "-m", "bridge", "reflect", session_id]
+    # Isolated (-I): `python -m` would put the working directory first on the import
+    # path, and a `secrets.py` or `json.py` where someone ran `thoth serve` would
+    # replace the standard library's in the child. -I leaves out the working directory,
+    # PYTHON* variables and the user's site-packages; the installed Thoth and the
+    # standard library are all the child imports. It runs in THOTH_HOME, which is
+    # Thoth's own, whatever directory the parent was started in.
+    command = [sys.executable, "-I", "-m", "bridge", "reflect", session_id]
     if summary:
         command.append("--summary")
     try:
         done = subprocess.run(
             command,
+            cwd=settings.thoth_home,
             env=child_environment(settings),
             capture_output=True,
             text=True,

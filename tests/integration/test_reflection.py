@@ -270,3 +270,28 @@ def test_a_very_long_session_keeps_its_start_and_end_within_the_budget(
     assert "message 0 " in prompt and "message 399 " in prompt
     assert "of the middle of the conversation left out" in prompt
     assert len(prompt) < 170_000
+
+
+def test_the_reflection_child_imports_nothing_from_the_parents_working_directory(
+    app: Thoth, fake_anthropic: FakeAnthropic, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bridge.reflection_launcher import run_reflection
+
+    # Where someone ran `thoth serve`: modules named like the standard library's.
+    workdir = tmp_path / "where-serve-was-started"
+    workdir.mkdir()
+    imported = tmp_path / "shadow-imported"
+    for name in ("secrets", "json", "typing_extensions"):
+        (workdir / f"{name}.py").write_text(
+            f"open({str(imported)!r}, 'a').write({name!r} + '\\n')\n"
+            f"raise ImportError('the {name} of the working directory')\n"
+        )
+    monkeypatch.chdir(workdir)
+    session_id = _session(app)
+    fake_anthropic.push(api.tool_use("report_reflection", REPORT))
+    code, _ = run_reflection(app.settings, session_id, summary=False)
+    assert not imported.exists(), imported.read_text()
+    assert code == 0
+    row = app.reflections.get(session_id)
+    assert row is not None and row.state == "done"
+    assert "The demo moved to Thursday" in (app.brain.persona_dir / "MEMORY.md").read_text()
