@@ -259,10 +259,36 @@ class Brain:
                 fcntl.flock(handle, fcntl.LOCK_EX)
                 self._depth = 1
                 try:
+                    self._clear_stale_git_locks()
                     yield
                 finally:
                     self._depth = 0
                     fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def _clear_stale_git_locks(self) -> None:
+        """Remove git's own lock files left by a git command that was killed.
+
+        A reflection child killed mid-commit (a host restart, the OOM killer, a deploy)
+        leaves ``.git/index.lock`` (or a ref's ``.lock``) behind, and every later write
+        would fail on it until a person deleted it. Every Thoth writer holds the
+        brain's lock, which we hold now, so such a file is stale unless a person's own
+        git command is running in the brain: that is looked for first, and its locks
+        are left alone. What the killed command half-did needs nothing more: its
+        objects are unreferenced until a commit points at them, and the writer that
+        was interrupted writes its files again and commits them once.
+        """
+        git_dir = self.path / ".git"
+        locks = [git_dir / "index.lock", git_dir / "HEAD.lock", *git_dir.glob("refs/**/*.lock")]
+        stale = [lock for lock in locks if lock.is_file()]
+        if not stale or _git_running_in(self.path):
+            return
+        for lock in stale:
+            lock.unlink(missing_ok=True)
+            log.warning(
+                "recovered the brain: removed %s, left by a git command that was killed"
+                " mid-write; the interrupted change is committed again",
+                lock.relative_to(self.path),
+            )
 
     def _push(self, repo: git.Repo) -> None:
         if not self._remote:
@@ -272,6 +298,33 @@ class Brain:
         except _gitpython().GitCommandError as error:
             # The commit is safe locally; the next successful push carries it too.
             log.warning("pushing the brain to %s failed: %s", self._remote, error.stderr.strip())
+
+
+def _git_running_in(path: Path) -> bool:
+    """Whether a live git process works in ``path`` (Linux's /proc; elsewhere, assumed not).
+
+    A killed process is gone from /proc, or a zombie whose working directory can no
+    longer be read: neither counts. Nor do GitPython's long-lived ``git cat-file``
+    readers, which never take a lock.
+    """
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return False
+    inside = path.resolve()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if not (entry / "comm").read_text().startswith("git"):
+                continue
+            if b"cat-file" in (entry / "cmdline").read_bytes():
+                continue
+            cwd = (entry / "cwd").resolve(strict=True)
+        except OSError:
+            continue
+        if cwd == inside or inside in cwd.parents:
+            return True
+    return False
 
 
 def _git_failure(path: Path, error: Any) -> str:

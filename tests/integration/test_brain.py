@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
+import os
+import signal
 import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -19,6 +22,9 @@ from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 from layers.procedural.persona import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skills import SkillLibrary
 from layers.storage.database import Database
+from tests.waiting import wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
 
 BODY = (
     "# Deploy checklist\n\n1. Check the error budget.\n2. Announce in #deploys.\n"
@@ -305,3 +311,74 @@ def test_approval_never_overwrites_unreviewed_work(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="uncommitted hand edits"):
         drafts.approve(third.id, by="dana")
     assert "A hand-written step." in skill_md.read_text()
+
+
+_KILLED_WRITER = """
+import sys
+from pathlib import Path
+from layers.procedural.brain import Brain
+from layers.procedural.memory_notes import MemoryNote, MemoryNotes
+MemoryNotes(Brain(Path(sys.argv[1])), clock=lambda: 1_800_000_000.0).append(
+    [MemoryNote("The demo moved to Thursday", "Dana", "#eng", "reflection")]
+)
+"""
+
+
+def test_a_commit_killed_midway_is_recovered_and_committed_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    brain = _brain(tmp_path)
+    # prepare-commit-msg runs even under --no-verify, while git holds .git/index.lock:
+    # the first commit waits there long enough to be killed, as a host restart would.
+    started = tmp_path / "git-is-committing"
+    hook = brain.path / ".git" / "hooks" / "prepare-commit-msg"
+    hook.write_text(f'#!/bin/sh\n[ -e "{started}" ] && exit 0\ntouch "{started}"\nexec sleep 120\n')
+    hook.chmod(0o755)
+    child = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(brain.path)],
+                             start_new_session=True, cwd=ROOT)
+    try:
+        wait_until(started.exists, 60)
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)  # the writer, its git and the hook at once
+        child.wait()
+    memory = brain.persona_dir / "MEMORY.md"
+    assert (brain.path / ".git" / "index.lock").exists()
+    assert "The demo moved to Thursday" in memory.read_text()  # written, not committed
+    assert git.Repo(brain.path).is_dirty()
+
+    with caplog.at_level(logging.WARNING, logger="layers.procedural.brain"):
+        retried = MemoryNotes(brain, clock=lambda: 1_800_000_000.0).append(
+            [MemoryNote("The demo moved to Thursday", "Dana", "#eng", "reflection")]
+        )
+    assert retried is not None
+    assert "removed .git/index.lock" in caplog.text
+    assert memory.read_text().count("The demo moved to Thursday") == 1
+    assert [s for s in _log(brain) if s.startswith("Remember:")] == [
+        "Remember: The demo moved to Thursday"
+    ]
+    assert not git.Repo(brain.path).is_dirty(untracked_files=True)
+    drafts = _drafts(tmp_path, brain)
+    approved = drafts.approve(drafts.propose("deploy-checklist", "Deploy safely", BODY).id,
+                              by="dana")
+    assert approved.commit_sha and _log(brain)[0] == "Add skill deploy-checklist 1.0.0"
+
+
+def test_a_lock_held_by_a_running_git_command_is_left_alone(tmp_path: Path) -> None:
+    brain = _brain(tmp_path)
+    lock = brain.path / ".git" / "index.lock"
+    # A person's own `git commit`, still running in the brain (held in a hook).
+    hook = brain.path / ".git" / "hooks" / "prepare-commit-msg"
+    hook.write_text("#!/bin/sh\nexec sleep 120\n")
+    hook.chmod(0o755)
+    (brain.persona_dir / "SOUL.md").write_text("Edited by hand.\n")
+    running = subprocess.Popen(["git", "commit", "-m", "by hand", "--", "persona/SOUL.md"],
+                               cwd=brain.path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_until(lock.exists, 30)
+        with pytest.raises(BrainError, match="index.lock"):
+            MemoryNotes(brain).append([MemoryNote("a note", "Dana", "#eng", "test")])
+        assert lock.exists()
+    finally:
+        os.killpg(running.pid, signal.SIGKILL)
+        running.wait()

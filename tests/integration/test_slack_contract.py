@@ -3,12 +3,17 @@ channels the bot is not in, ephemerals in threads, and bodies that are not Slack
 
 from __future__ import annotations
 
+import contextlib
 import html
 import http.client
 import json
+import logging
+import socket
 import time
 import urllib.parse
 from typing import Any
+
+import pytest
 
 from bridge import messages
 from tests.integration.slack_harness import CHANNEL, Harness, shown, streamed_text
@@ -221,3 +226,31 @@ def test_a_reply_that_repeats_secrets_reaches_slack_redacted(harness: Harness) -
     for seeded in SECRETS:
         pieces = {seeded.secret[i : i + 12] for i in range(max(1, len(seeded.secret) - 11))}
         assert not any(piece in sent for piece in pieces), seeded.kind
+
+
+def test_the_unread_rest_of_a_refused_body_is_never_read_as_a_request(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The refused body is made of requests: were the server to read on after its 413,
+    # it would answer them (and log their garbage as bad requests).
+    url = urllib.parse.urlsplit(harness.url)
+    smuggled = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+    body = smuggled * (1_200_000 // len(smuggled))
+    head = (f"POST {url.path} HTTP/1.1\r\nHost: {url.hostname}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+    received = b""
+    with caplog.at_level(logging.INFO), socket.create_connection(
+        (url.hostname or "", url.port or 80), timeout=10
+    ) as connection:
+        # The server may stop reading: what it answered is still to be read.
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            connection.sendall(head + body)
+        # Answers to the smuggled requests would follow at once; a server that keeps
+        # the connection open for its keep-alive time sends nothing more.
+        connection.settimeout(2)
+        with contextlib.suppress(TimeoutError, ConnectionResetError):
+            while chunk := connection.recv(65536):
+                received += chunk
+    assert received.startswith(b"HTTP/1.1 413")
+    assert received.count(b"HTTP/1.1 ") == 1, received[:500]
+    assert "Invalid HTTP request" not in caplog.text and "Traceback" not in caplog.text
