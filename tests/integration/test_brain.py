@@ -287,12 +287,14 @@ def test_a_failed_commit_puts_the_files_back_and_leaves_the_draft_pending(
     brain = _brain(tmp_path)
     drafts = _drafts(tmp_path, brain)
     draft = drafts.propose("deploy-checklist", "Deploy safely", BODY)
-    (brain.path / ".git" / "index.lock").write_text("")  # another git command "running"
-    with pytest.raises(BrainError, match="index.lock"):
+    hook = brain.path / ".git" / "hooks" / "prepare-commit-msg"  # runs under --no-verify
+    hook.write_text("#!/bin/sh\necho 'refused by a hook' >&2\nexit 1\n")
+    hook.chmod(0o755)
+    with pytest.raises(BrainError, match="git failed in the brain"):
         drafts.approve(draft.id, by="dana")
     assert not (brain.skills_dir / "deploy-checklist").exists()
     assert drafts.get(draft.id).state is DraftState.PENDING
-    (brain.path / ".git" / "index.lock").unlink()
+    hook.unlink()
     assert drafts.approve(draft.id, by="dana").state is DraftState.ACCEPTED
 
 
