@@ -227,6 +227,8 @@ def ensure_brain(brain: Brain) -> str | None:
         brain.create(SHIPPED_PERSONA, SHIPPED_SKILLS)
     except BrainError as error:
         return str(error)
+    except OSError as error:  # a folder on the way that cannot be read or written
+        return f"the brain at {brain.path} cannot be created ({error.strerror or error})"
     return None
 
 

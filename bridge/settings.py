@@ -6,6 +6,9 @@ root (``bridge.app.build``), so they never import this module.
 
 from __future__ import annotations
 
+import json
+import re
+import urllib.parse
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -78,9 +81,25 @@ class Settings(BaseSettings):
     @field_validator("founder_user_ids", mode="before")
     @classmethod
     def _split_user_ids(cls, value: object) -> object:
-        # Slack ids are plain tokens, so a comma list is friendlier in .env than JSON.
+        # Slack ids are plain tokens, so a comma list is friendlier in .env than JSON;
+        # a JSON list and spaces between ids are taken too (people write both).
         if isinstance(value, str):
-            return [part.strip() for part in value.split(",") if part.strip()]
+            if value.strip().startswith("["):
+                try:
+                    return json.loads(value)
+                except json.JSONDecodeError as error:
+                    raise ValueError(f"is not a JSON list ({error.msg})") from error
+            return [part for part in re.split(r"[\s,]+", value) if part]
+        return value
+
+    @field_validator("anthropic_base_url", "slack_api_url", "honcho_url", mode="after")
+    @classmethod
+    def _is_a_web_address(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        parts = urllib.parse.urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"{value!r} is not an http:// or https:// address")
         return value
 
     @field_validator("model_prices", mode="after")

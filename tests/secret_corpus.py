@@ -249,5 +249,6 @@ ORDINARY: tuple[str, ...] = (
     "sk-learn pipelines and task-management-service-dashboard, xoxo see you soon",
     "version 1.2.3-rc.4, sha256:9f86d081884c7d65, build #4512, port 5432",
     "émoji ✓ and ünïcödé text — stays exactly as is 🚀",
+    "no ANTHROPIC_API_KEY: replies come from memory alone; SLACK_BOT_TOKEN: not set",
     "The PIN pad is broken; use the password manager to share the password with Ann.",
 )

@@ -85,16 +85,20 @@ def run_export(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             raise BadInput(f"cannot write {args.output}: {error.strerror or error}") from error
     count = 0
     try:
-        for episode in app.episodic.store.iter_episodes():
-            # Redacted again on the way out, in case an older row predates a pattern.
-            clean = replace(
-                episode, user_text=redact(episode.user_text), summary=redact(episode.summary)
-            )
-            target.write(episode_to_json(clean) + "\n")
-            count += 1
-    finally:
-        if target is not out:
-            target.close()
+        try:
+            for episode in app.episodic.store.iter_episodes():
+                # Redacted again on the way out, in case an older row predates a pattern.
+                clean = replace(
+                    episode, user_text=redact(episode.user_text), summary=redact(episode.summary)
+                )
+                target.write(episode_to_json(clean) + "\n")
+                count += 1
+        finally:
+            if target is not out:
+                target.close()
+    except OSError as error:  # a full disk, a closed pipe: at a write or at the close
+        where = args.output or "stdout"
+        raise BadInput(f"cannot write {where}: {error.strerror or error}") from error
     if args.output is not None:
         print(f"exported {count} episodes to {args.output}", file=out)
     return 0

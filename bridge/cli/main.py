@@ -81,6 +81,7 @@ def _run(
     embedder: Embedder | None,
 ) -> int:
     try:
+        _check_arguments_are_utf8(sys.argv[1:] if argv is None else argv)
         args = build_parser().parse_args(argv)
     except BadInput as error:
         print(f"error: {error}", file=err)
@@ -132,6 +133,19 @@ def _run(
         app.close()
 
 
+def _check_arguments_are_utf8(argv: Sequence[str]) -> None:
+    """Python hands bytes that are not UTF-8 on as lone surrogates, which SQLite, the
+    tokenizer and git refuse deep inside a command: refuse them here, before anything."""
+    for number, argument in enumerate(argv, start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise BadInput(
+                f"argument {number} is not valid UTF-8 (at character {error.start + 1}):"
+                " give it as UTF-8"
+            ) from None
+
+
 def enforce_retention(app: Thoth) -> None:
     """Apply EPISODE_RETENTION_DAYS before any command reads or exports episodes.
 
@@ -155,7 +169,11 @@ def _unparsable_setting(error: SettingsError) -> str:
 
 def _first_validation_error(error: ValidationError) -> str:
     first = error.errors()[0]
-    return f"{'.'.join(str(p) for p in first['loc']).upper()}: {first['msg']}"
+    # A rule across settings has no single setting to name; pydantic's "Value error, "
+    # prefix says nothing a person needs.
+    message = str(first["msg"]).removeprefix("Value error, ")
+    where = ".".join(str(part) for part in first["loc"]).upper()
+    return f"{where}: {message}" if where else message
 
 
 def run() -> None:

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from bridge.app import Thoth
 from layers.episodic.episode import CHANNEL_TYPES, LOCAL_TEAM, Viewer
-from layers.errors import ConfigurationError
+from layers.errors import BadInput, ConfigurationError
 from layers.identity.protocol import IdentityBackend, Person
 
 
@@ -69,10 +69,19 @@ def _viewer(args: argparse.Namespace) -> Viewer | None:
 
 
 def run_forget(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    if not args.user.strip():
+        raise BadInput("say whose facts to forget: thoth people forget USER")
     person = Person(args.team, args.user)
     backend = _backend(app)
-    if args.fact:
-        said = f"deleted {asyncio.run(backend.forget(person, args.fact))} fact(s)"
+    if args.fact is not None:
+        # An empty --fact is a mistake, never "all of them".
+        if not args.fact.strip():
+            raise BadInput("--fact needs a fact id (thoth people show USER lists them)")
+        deleted = asyncio.run(backend.forget(person, args.fact))
+        if not deleted:
+            raise BadInput(f"{args.user} has no fact {args.fact!r} (thoth people show"
+                           f" {args.user} lists them)")
+        said = f"deleted {deleted} fact(s)"
     else:
         said = asyncio.run(backend.forget_person(person)).describe()
     if app.user_models is not None:

@@ -95,6 +95,8 @@ def _run_batch(path: Path, k: int, app: Thoth, out: TextIO) -> int:
             raise BadInput(f"{path}: line {number}: the query is empty")
         ids.append(line.id)
         queries.append(line.to_recall_query())
+    if not queries:
+        raise BadInput(f"{path} holds no query: one JSON object per line, with an id and a query")
     results = app.episodic.recall_many(queries, k=k)
     for query_id, hits in zip(ids, results, strict=True):
         record = {
@@ -147,6 +149,7 @@ def _positive_int(value: str) -> int:
         number = int(value)
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from error
-    if number < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+    # The same bounds as RECALL_TOP_K.
+    if not 1 <= number <= 50:
+        raise argparse.ArgumentTypeError("must be between 1 and 50")
     return number

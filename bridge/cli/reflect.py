@@ -31,7 +31,8 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         raise ConfigurationError("reflection is off (REFLECTION_DISABLED=true)")
     session = app.sessions.get(args.session_id)
     if session is None:
-        raise BadInput(f"no session {args.session_id!r}")
+        raise BadInput(f"no session {args.session_id!r}: the ids are in thoth chat's closing"
+                       " line, or the sessions table of thoth.db")
     notifier = build_notifier(app, session.place.team, out)
     result = reflect_session(
         args.session_id,

@@ -6,20 +6,24 @@ import argparse
 import logging
 import signal
 import threading
+from collections.abc import Callable
 from datetime import UTC
 from typing import Any, TextIO
 
 from apscheduler.schedulers.background import BackgroundScheduler
+from slack_bolt.error import BoltError
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
 
 from bridge.app import Thoth
 from bridge.housekeeping import schedule_housekeeping
-from bridge.slack.bolt_app import build_bridge
+from bridge.slack.bolt_app import SlackBridge, build_bridge
 from bridge.slack.followups import post_due_followups
 from bridge.slack.http_server import SlackHttpServer
 from bridge.slack.runner import TurnRunner
 from bridge.slack.seen import SeenDeliveries
 from bridge.slack.web import build_web_client
-from layers.errors import ConfigurationError
+from layers.errors import BackendUnavailable, ConfigurationError
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +33,15 @@ IDENTITY_WARM_UP_S = 10.0
 
 def register(commands: Any) -> None:
     parser = commands.add_parser("serve", help="run the Slack bridge")
-    parser.add_argument("--port", type=int, default=3000, help="HTTP mode: port to listen on")
+    parser.add_argument("--port", type=_port, default=3000, help="HTTP mode: port to listen on")
     parser.add_argument("--host", default="0.0.0.0", help="HTTP mode: address to listen on")
     parser.set_defaults(handler=run_serve, runs_turns=True)
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (0 to 65535; 0 picks a free one)")
+    return int(text)
 
 
 def run_serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
@@ -49,7 +59,7 @@ def run_serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     runner = TurnRunner()
     runner.start()
     client = build_web_client(settings)
-    bridge = build_bridge(app, client, runner)
+    bridge = _bridge_or_one_line(app, client, runner)
     _warm_identity(app, runner, bridge.team)
     scheduler = BackgroundScheduler(timezone=UTC)
     schedule_housekeeping(app, scheduler)
@@ -59,15 +69,36 @@ def run_serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         coalesce=True, max_instances=1,
     )
     scheduler.start()
-    close = _connect(bridge.app, app, args, out)
+    close: Callable[[], object] | None = None
     try:
+        close = _connect(bridge.app, app, args, out)
         stop.wait()
     finally:
         log.info("shutting down: finishing turns in flight")
-        close()
+        if close is not None:
+            close()
         scheduler.shutdown(wait=False)
         runner.shutdown(SHUTDOWN_TIMEOUT_S, last=_finish(app))
     return 0
+
+
+def _bridge_or_one_line(app: Thoth, client: WebClient, runner: TurnRunner) -> SlackBridge:
+    """The bridge, whose start asks Slack who the token is (auth.test)."""
+    where = app.settings.slack_api_url or "https://slack.com/api/"
+    try:
+        return build_bridge(app, client, runner)
+    except (BoltError, SlackApiError) as error:
+        runner.shutdown(0)
+        raise ConfigurationError(
+            f"Slack refused SLACK_BOT_TOKEN ({error}): copy the Bot User OAuth Token"
+            " (xoxb-...) from your app's OAuth & Permissions page"
+        ) from error
+    except OSError as error:  # URLError included: Slack cannot be reached
+        runner.shutdown(0)
+        raise BackendUnavailable(
+            f"cannot reach Slack at {where} ({getattr(error, 'reason', error)}): check the"
+            " network, or SLACK_API_URL if you set it"
+        ) from error
 
 
 def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -> Any:

@@ -104,8 +104,11 @@ def run_show(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 def run_propose(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     try:
         body = args.body_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInput(f"cannot read {args.body_file}: {error}") from error
+    except OSError as error:
+        raise BadInput(f"cannot read {args.body_file}: {error.strerror or error}") from error
+    except UnicodeDecodeError as error:
+        raise BadInput(f"{args.body_file} is not valid UTF-8 (byte {error.start}): save it as"
+                       " UTF-8") from error
     draft = app.drafts.propose(
         args.slug, args.description, body, title=args.title, proposed_by=args.by or login_name()
     )

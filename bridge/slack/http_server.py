@@ -33,6 +33,8 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from layers.errors import ConfigurationError
+
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
@@ -88,7 +90,11 @@ class SlackHttpServer:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise OSError(f"the HTTP server could not listen on {self._server.config.port}")
+                config = self._server.config
+                raise ConfigurationError(
+                    f"cannot listen on {config.host}:{config.port} (the address is in use, or"
+                    " not one of this machine's): choose another with --port or --host"
+                )
             time.sleep(0.01)
 
     def stop(self) -> None:

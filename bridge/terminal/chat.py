@@ -69,12 +69,17 @@ class ChatLoop:
         schedule_housekeeping(self._app, scheduler)
         scheduler.start()
         try:
-            session = self._open_session()
-            if self._options.interactive:
+            # Piped, a new session is opened by the first message that is one, so input
+            # with nothing to say (blank, refused, only /recall) stores nothing. A
+            # resumed one is looked up now: a wrong id ends the chat before any input.
+            session = None
+            if self._options.interactive or self._options.session_id:
+                session = self._open_session()
+            if self._options.interactive and session is not None:
                 print(messages.CHAT_BANNER.format(session_id=session.id), file=self._err)
             self._app.warm_up()
-            self._converse(session, lines)
-            if self._options.interactive:
+            session = self._converse(session, lines)
+            if self._options.interactive and session is not None:
                 print(messages.CHAT_RESUME_HINT.format(session_id=session.id), file=self._err)
         finally:
             scheduler.shutdown(wait=True)
@@ -85,17 +90,21 @@ class ChatLoop:
             self._thread.join(timeout=5)
         return 2 if self.bad_lines else 0
 
-    def _converse(self, session: Session, lines: Iterator[str]) -> None:
+    def _converse(self, session: Session | None, lines: Iterator[str]) -> Session | None:
+        """Answer each line; returns the session, if one was opened."""
         for raw in lines:
             line = raw.rstrip("\r\n")
             if not line.strip():
                 continue
             command, _, rest = line.strip().partition(" ")
             if command == "/quit":
-                return
+                return session
             if command == "/done":
-                self._done(session)
-                return
+                if session is None:
+                    print(messages.NOTHING_TO_END, file=self._out)
+                else:
+                    self._done(session)
+                return session
             if command == "/recall":
                 self._recall(rest)
                 continue
@@ -107,6 +116,8 @@ class ChatLoop:
             except BadInput as error:
                 self._bad(str(error))
                 continue
+            if session is None:
+                session = self._open_session()
             turn = Turn(
                 session.key,
                 line,
@@ -121,6 +132,7 @@ class ChatLoop:
             except KeyboardInterrupt:
                 # Ctrl-C stops this reply, not the chat; the unfinished turn is not stored.
                 print("\n(interrupted)", file=self._err)
+        return session
 
     def _done(self, session: Session) -> None:
         """End the session and reflect on it now (a process of its own), showing the result."""

@@ -58,8 +58,23 @@ class EpisodeLine(BaseModel):
     @field_validator("created_at")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
-        # A time without a zone is taken as UTC: the store keeps epoch seconds.
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
+        # A time without a zone is taken as UTC: the store keeps epoch seconds, and
+        # every export and recall turns them back into dates, which must exist.
+        value = value if value.tzinfo else value.replace(tzinfo=UTC)
+        try:
+            year = value.astimezone(UTC).year
+        except OverflowError:
+            year = 0
+        if not 1970 <= year <= 9999:
+            raise ValueError("must be between 1970 and 9999 (in UTC)")
+        return value
+
+    @field_validator("user_text")
+    @classmethod
+    def _said_something(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("is only whitespace")
+        return value
 
     def to_episode(self) -> Episode:
         return Episode(
@@ -106,9 +121,18 @@ def read_json_lines(path: Path) -> Iterator[tuple[int, object | LineError]]:
             yield number, LineError(number, f"not valid UTF-8 (byte {error.start})")
             continue
         try:
-            yield number, json.loads(text)
+            value = json.loads(text)
         except json.JSONDecodeError as error:
             yield number, LineError(number, f"not valid JSON ({error.msg})")
+            continue
+        try:
+            # A "\ud800" escape decodes to a lone surrogate, which no store takes.
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            yield number, LineError(number, "holds a \\u escape that is not a character"
+                                            " (a lone surrogate such as \\ud800)")
+            continue
+        yield number, value
 
 
 def parse_episode_line(number: int, value: object) -> Episode | LineError:

@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, ParamSpec, Protocol, TypeVar
 
 from layers.episodic.episode import Viewer
 from layers.errors import BackendUnavailable
@@ -36,6 +37,31 @@ from layers.identity.scope import unplaced_visible
 from layers.redaction import redact
 
 log = logging.getLogger(__name__)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _honcho_failures_are_backend_errors(
+    method: Callable[_P, Coroutine[Any, Any, _R]],
+) -> Callable[_P, Coroutine[Any, Any, _R]]:
+    """What the command line calls (people show/forget) fails in one line, not the SDK's
+    traceback, when Honcho cannot be reached or refuses."""
+
+    @functools.wraps(method)
+    async def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        from honcho.http.exceptions import HonchoError
+
+        try:
+            return await method(*args, **kwargs)
+        except HonchoError as error:
+            raise BackendUnavailable(
+                f"Honcho failed ({type(error).__name__}: {error}): check HONCHO_URL and"
+                " that the server is up (thoth doctor checks it)"
+            ) from error
+
+    return wrapper
+
 
 AGENT_PEER = "thoth"
 TURN_KEY = "thoth_turn"
@@ -173,6 +199,7 @@ class HonchoIdentity:
                         log.warning("Honcho refused one conclusion (%d chars): %s",
                                     len(item["content"]), error)
 
+    @_honcho_failures_are_backend_errors
     async def facts(self, person: Person, viewer: Viewer | None = None) -> list[Fact]:
         facts = await self._all_facts(await self._person(person))
         if viewer is None:
@@ -189,6 +216,7 @@ class HonchoIdentity:
             if (fact.session_id in readable) or (fact.session_id is None and unplaced)
         ]
 
+    @_honcho_failures_are_backend_errors
     async def forget_person(self, person: Person) -> Forgotten:
         """Every conclusion, and the Honcho sessions of conversations they had alone with
         the agent (a session's deletion takes its messages with it). Honcho cannot
@@ -230,6 +258,7 @@ class HonchoIdentity:
                 break
         return sorted(found.values(), key=lambda fact: fact.at)
 
+    @_honcho_failures_are_backend_errors
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
         """Delete one fact or all; complete whatever the count.
 

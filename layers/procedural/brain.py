@@ -82,6 +82,11 @@ class Brain:
         if self.exists():
             self.check()
             return False
+        if self.path.exists() and not self.path.is_dir():
+            raise BrainError(
+                f"{self.path} is a file, where the brain's folder belongs: move it away"
+                " and start Thoth again"
+            )
         if self.path.exists() and any(self.path.iterdir()):
             raise BrainError(
                 f"{self.path} exists but is not a git repository: move it away, or run"

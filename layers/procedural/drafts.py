@@ -19,6 +19,7 @@ from layers.errors import BadInput
 from layers.procedural.brain import Author, Brain
 from layers.procedural.skills import (
     SCHEMA_VERSION,
+    InvalidSkill,
     SkillLibrary,
     check_slug,
     render_skill_md,
@@ -238,6 +239,10 @@ class SkillDrafts:
 
 def remove_skill(brain: Brain, slug: str, *, by: str) -> str | None:
     """Delete an installed skill from the brain, as one commit."""
+    try:
+        check_slug(slug)  # never "", "..", "../persona": only a folder under skills/
+    except InvalidSkill as error:
+        raise BadInput(str(error)) from error
     folder = brain.skills_dir / slug
     if not folder.is_dir():
         raise BadInput(f"no installed skill {slug!r} (thoth skills list shows them)")

@@ -69,7 +69,8 @@ class Skill:
 
 
 def check_slug(slug: str) -> str:
-    if not SLUG_PATTERN.match(slug):
+    # fullmatch: with match, "$" also matches before a final newline ("evil-slug\n").
+    if not SLUG_PATTERN.fullmatch(slug):
         raise InvalidSkill(
             f"skill name {slug!r} must match {SLUG_PATTERN.pattern}"
             " (lower-case letters, digits and dashes, 2-50 characters, starting with a letter)"

@@ -70,24 +70,36 @@ _CURL_USER = re.compile(
 # runs to whitespace, minus trailing punctuation that most likely ends the sentence.
 # The key-to-value part is atomic: were it allowed to backtrack, a second pass could
 # give back the "*" of "*Password:* [REDACTED:password]" and redact it as the value.
-_ASSIGNMENT = re.compile(
-    r"""
-    (?>
-        (?:passwd|password|passphrase|passcode|pwd|secret(?:[_-]?key)?|token|api[_-]?key|apikey
-          |access[_-]?key|app[_-]?key|auth[_-]?key|signing[_-]?key|encryption[_-]?key)
-        ["'`*_~]*[ \t]*(?::=|=>|={1,3}|:)[ \t]*(?:[*_~]+[ \t]*)?["'`]?
+def _assignment(keys: str) -> re.Pattern[str]:
+    return re.compile(
+        r"""
+        (?>
+            (?:"""
+        + keys
+        + r""")
+            ["'`*_~]*[ \t]*(?::=|=>|={1,3}|:)[ \t]*(?:[*_~]+[ \t]*)?["'`]?
+        )
+        """
+        + NOT_A_MARKER
+        + r"""
+        (?P<secret>
+            (?<=")[^"\n]+
+          | (?<=')[^'\n]+
+          | (?<=`)[^`\n]+
+          | [^\s"'`]*[^\s"'`.,;:)\]}>]
+        )
+        """,
+        re.IGNORECASE | re.VERBOSE,
     )
-    """
-    + NOT_A_MARKER
-    + r"""
-    (?P<secret>
-        (?<=")[^"\n]+
-      | (?<=')[^'\n]+
-      | (?<=`)[^`\n]+
-      | [^\s"'`]*[^\s"'`.,;:)\]}>]
-    )
-    """,
-    re.IGNORECASE | re.VERBOSE,
+
+
+# After a password's name any value is the password ("password: sunshine").
+_PASSWORD_ASSIGNMENT = _assignment(r"passwd|password|passphrase|passcode|pwd")
+# After a token's or key's name, only a value shaped like one (_credential_shaped):
+# "ANTHROPIC_API_KEY: replies come from memory" is a sentence about the setting.
+_KEY_ASSIGNMENT = _assignment(
+    r"secret(?:[_-]?key)?|token|api[_-]?key|apikey|access[_-]?key|app[_-]?key|auth[_-]?key"
+    r"|signing[_-]?key|encryption[_-]?key"
 )
 # "my password for the staging box is hunter2!", "the wifi password is CorrectHorse42":
 # a password word, up to six words about it, "is"/"was", then the value, if it is
@@ -129,6 +141,15 @@ def _looks_random(value: str) -> bool:
     )
 
 
+def _credential_shaped(value: str) -> bool:
+    """A digit, twelve characters or more, or a symbol: "abc123", "s3cr3t-value", "a.b.c"."""
+    return (
+        len(value) >= 12
+        or any(char.isdigit() for char in value)
+        or any(not char.isalnum() and char not in "-'" for char in value)
+    )
+
+
 def _shaped_like_a_password(value: str) -> bool:
     """A digit, a symbol, or a capital past the first letter: "Tr0ub4dor", "p@ss", "CorrectHorse".
 
@@ -150,11 +171,13 @@ def context_rules() -> tuple[Rule, ...]:
         Rule("password", _PASSWORD_FLAG, ("mysql", "mariadb", "sshpass"), group="secret"),
         Rule("password", _PASSWORD_OPTION, ("--",), group="secret"),
         Rule("password", _CURL_USER, ("curl", "wget"), group="secret"),
+        Rule("password", _PASSWORD_ASSIGNMENT, ("pass", "pwd"), group="secret"),
         Rule(
             "password",
-            _ASSIGNMENT,
-            ("pass", "pwd", "secret", "token", "key"),
+            _KEY_ASSIGNMENT,
+            ("secret", "token", "key"),
             group="secret",
+            accept=_credential_shaped,
         ),
         Rule(
             "password",
