@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import logging
 import re
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TextIO, cast
 
+from dotenv.parser import parse_stream
 from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
@@ -92,17 +95,7 @@ def _run(
         stream=err,
     )
     try:
-        app = build(settings or Settings(), embedder=embedder)
-    except ValidationError as error:
-        print(f"error: invalid settings: {_first_validation_error(error)}", file=err)
-        return EXIT_FAILURE
-    except SettingsError as error:
-        print(f"error: invalid settings: {_unparsable_setting(error)}", file=err)
-        return EXIT_FAILURE
-    except UnicodeDecodeError as error:
-        print(f"error: the .env file is not valid UTF-8 (byte {error.object[error.start]:#x}"
-              f" at offset {error.start}): save it as UTF-8", file=err)
-        return EXIT_FAILURE
+        app = _build(settings, embedder)
     except (ConfigurationError, BackendUnavailable) as error:
         print(f"error: {error}", file=err)
         return EXIT_FAILURE
@@ -131,6 +124,38 @@ def _run(
         return EXIT_FAILURE
     finally:
         app.close()
+
+
+def _build(settings: Settings | None, embedder: Embedder | None) -> Thoth:
+    """The app; a setting that cannot be read is a ``ConfigurationError`` naming it."""
+    try:
+        if settings is None:
+            _check_dotenv_lines(Path(".env"))
+        return build(settings or Settings(), embedder=embedder)
+    except ValidationError as error:
+        raise ConfigurationError(f"invalid settings: {_first_validation_error(error)}") from None
+    except SettingsError as error:
+        raise ConfigurationError(f"invalid settings: {_unparsable_setting(error)}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigurationError(
+            f"the .env file is not valid UTF-8 (byte {error.object[error.start]:#x}"
+            f" at offset {error.start}): save it as UTF-8"
+        ) from None
+
+
+def _check_dotenv_lines(path: Path) -> None:
+    """python-dotenv skips a line it cannot parse with a warning, and the setting on it
+    silently keeps its default: refuse the file instead, naming the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (FileNotFoundError, IsADirectoryError):
+        return
+    for binding in parse_stream(io.StringIO(text)):
+        if binding.error:
+            raise ConfigurationError(
+                f"line {binding.original.line} of {path} is not KEY=value"
+                f" ({binding.original.string.strip()[:40]!r}): fix or remove it"
+            )
 
 
 def _check_arguments_are_utf8(argv: Sequence[str]) -> None:

@@ -302,7 +302,8 @@ class Brain:
             repo.git.push(self._remote, "HEAD:refs/heads/main", kill_after_timeout=PUSH_TIMEOUT_S)
         except _gitpython().GitCommandError as error:
             # The commit is safe locally; the next successful push carries it too.
-            log.warning("pushing the brain to %s failed: %s", self._remote, error.stderr.strip())
+            log.warning("pushing the brain to %s failed (%s); the next commit pushes again",
+                        self._remote, _git_failure(self.path, error))
 
 
 def _git_running_in(path: Path) -> bool:

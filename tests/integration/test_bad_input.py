@@ -28,8 +28,9 @@ def _checksum(home: Path) -> str:
         (b"MODEL_PRICES=not json\n", "MODEL_PRICES (from .env) is not valid JSON"),
         (b"DAILY_COST_CAP_USD=\xff\xfe\n", ".env file is not valid UTF-8"),
         (b"DAILY_COST_CAP_USD=lots\n", "DAILY_COST_CAP_USD"),
+        (b"RECALL_TOP_K=3\nthis is not a setting\n", "line 2 of .env is not KEY=value"),
     ],
-    ids=["not-json", "not-utf8", "not-a-number"],
+    ids=["not-json", "not-utf8", "not-a-number", "not-a-setting"],
 )
 def test_a_dotenv_with_a_bad_value_gets_one_line_and_changes_nothing(
     isolated_environment: Path, dotenv: bytes, expected: str
