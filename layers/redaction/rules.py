@@ -10,8 +10,6 @@ MARKER_PREFIX = "[REDACTED:"
 
 # A value that already is a marker is left alone; this is what makes redact idempotent.
 NOT_A_MARKER = r"(?!\[REDACTED:)"
-# The rest of a token after a pattern stopped matching at a fixed length.
-TOKEN_TAIL = r"[A-Za-z0-9_\-]*"
 
 
 def marker(kind: str) -> str:
@@ -29,7 +27,7 @@ class Rule:
     # The group holding the secret; 0 replaces the whole match, a named group keeps
     # the surrounding key name, quotes and URL parts.
     group: int | str = 0
-    # Decides whether a candidate really is a secret (entropy, stop words); the
+    # Decides whether a candidate really is a secret (its entropy, its shape); the
     # candidate is left as it is when this says no.
     accept: Callable[[str], bool] | None = None
     # Where in the match the secret lies, for library patterns whose groups do not say.
