@@ -11,10 +11,12 @@ from typing import Any, TextIO
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.app import Thoth
+from bridge.cli.login import login_name
 from layers.episodic.episode import (
     CHANNEL_TYPES,
     LOCAL_CHANNEL,
     LOCAL_TEAM,
+    TERMINAL_CHANNEL,
     ChannelType,
     Hit,
     Viewer,
@@ -34,9 +36,11 @@ def register(commands: Any) -> None:
     parser.add_argument("--batch", type=Path, help="JSON-lines file of queries")
     parser.add_argument("--at", type=_iso_time, help="ISO-8601 'now' used for recency")
     parser.add_argument("--team", default=LOCAL_TEAM, help="the asker's workspace")
-    parser.add_argument("--user", help="the asker's user id")
-    parser.add_argument("--channel", default=LOCAL_CHANNEL, help="the channel asked from")
-    parser.add_argument("--channel-type", choices=CHANNEL_TYPES, default="public")
+    parser.add_argument("--user", help="the asker (default: you, as in thoth chat)")
+    parser.add_argument("--channel", help="the channel asked from (default: your thoth chat)")
+    parser.add_argument("--channel-type", choices=CHANNEL_TYPES)
+    parser.add_argument("--all", action="store_true",
+                        help="the operator's view: everything stored, in every place")
     parser.set_defaults(handler=run_recall)
 
 
@@ -66,7 +70,7 @@ def run_recall(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         return _run_batch(args.batch, k, app, out)
     if args.query is None or not args.query.strip():
         raise BadInput("the query is empty: thoth recall 'what to search for'")
-    viewer = Viewer(args.team, args.channel, args.channel_type, args.user)
+    viewer = _viewer(args)
     now = _epoch(args.at) if args.at else None
     hits = app.episodic.recall(args.query, viewer, k=k, now=now)
     if args.json:
@@ -105,6 +109,23 @@ def _run_batch(path: Path, k: int, app: Thoth, out: TextIO) -> int:
         }
         print(json.dumps(record, ensure_ascii=False), file=out)
     return 0
+
+
+def _viewer(args: argparse.Namespace) -> Viewer:
+    """By default the person at this terminal, where `thoth chat` puts them (a DM of the
+    local workspace), so recall finds what they told chat, and everything public.
+
+    Decided: the owner of THOTH_HOME asks as themselves; Slack's rule still holds for
+    anyone else (--user, --channel, --channel-type), and --all is the operator's view.
+    """
+    if args.all:
+        if args.channel or args.channel_type or args.user:
+            raise BadInput("--all sees everything: leave out --user, --channel, --channel-type")
+        return Viewer(sees_everything=True)
+    if args.channel or args.channel_type:
+        return Viewer(args.team, args.channel or LOCAL_CHANNEL, args.channel_type or "public",
+                      args.user)
+    return Viewer(args.team, TERMINAL_CHANNEL, "im", args.user or login_name())
 
 
 def _hit_json(hit: Hit) -> dict[str, object]:

@@ -26,7 +26,7 @@ from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.turn import Turn, check_message
 from bridge.reflection_launcher import run_reflection
 from bridge.terminal.sink import TerminalSink
-from layers.episodic.episode import Viewer
+from layers.episodic.episode import LOCAL_TEAM, TERMINAL_CHANNEL, Viewer
 from layers.errors import BadInput
 from layers.redaction import redact
 from layers.working.sessions import Place, Session
@@ -34,8 +34,6 @@ from layers.working.sessions import Place, Session
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-TERMINAL_TEAM = "local"
-TERMINAL_CHANNEL = "terminal"
 DRAIN_TIMEOUT_S = 30.0
 
 
@@ -49,7 +47,7 @@ class ChatOptions:
 
 def terminal_place() -> Place:
     """A terminal chat is a DM with the local user: recall follows the DM rule."""
-    return Place(TERMINAL_TEAM, TERMINAL_CHANNEL, "im", None, TERMINAL_CHANNEL)
+    return Place(LOCAL_TEAM, TERMINAL_CHANNEL, "im", None, TERMINAL_CHANNEL)
 
 
 class ChatLoop:

@@ -12,6 +12,8 @@ CHANNEL_TYPES: tuple[ChannelType, ...] = ("im", "public", "private", "mpim")
 # Where an episode said nowhere in particular lives: the "public local channel".
 LOCAL_TEAM = "local"
 LOCAL_CHANNEL = "local"
+# Where `thoth chat` talks: a DM of the local workspace with the person at the terminal.
+TERMINAL_CHANNEL = "terminal"
 
 
 class Feedback(IntEnum):
@@ -58,6 +60,10 @@ class Viewer:
     channel: str = LOCAL_CHANNEL
     channel_type: ChannelType = "public"
     user: str | None = None
+    # The operator's view (`thoth recall --all`): every episode stored, in every place
+    # and workspace. Only the command line of the machine that holds THOTH_HOME asks
+    # with it; no turn does.
+    sees_everything: bool = False
 
 
 @dataclass(frozen=True)

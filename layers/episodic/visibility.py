@@ -4,7 +4,8 @@ An episode is visible to a viewer in the same workspace when it was said
 - in a public channel: anywhere in that workspace;
 - in a private channel or a group DM: only in that same channel;
 - in a DM: only in a DM with the same person.
-Nothing crosses workspaces. The rule is written twice — as SQL for the lexical
+Nothing crosses workspaces, but for the operator's view (``Viewer.sees_everything``,
+`thoth recall --all`). The rule is written twice — as SQL for the lexical
 search and as array masks for the vector search — and tests hold the two equal.
 """
 
@@ -21,6 +22,8 @@ SHARED_BY_CHANNEL: tuple[ChannelType, ...] = ("private", "mpim")
 
 def sql_predicate(viewer: Viewer, alias: str = "e") -> tuple[str, dict[str, str | None]]:
     """A WHERE clause (and its parameters) selecting the episodes ``viewer`` may see."""
+    if viewer.sees_everything:
+        return "1 = 1", {}
     clause = (
         f"{alias}.team = :v_team AND ("
         f"{alias}.channel_type = 'public'"
@@ -65,6 +68,8 @@ def visible_mask(
     interner: Interner,
 ) -> npt.NDArray[np.bool_]:
     """Boolean mask over index rows: True where ``viewer`` may see the row's episode."""
+    if viewer.sees_everything:
+        return np.ones(channel_types.shape, dtype=np.bool_)
     team_code = interner.lookup(viewer.team)
     visible = channel_types == CHANNEL_TYPE_CODES["public"]
     channel_code = interner.lookup(viewer.channel)

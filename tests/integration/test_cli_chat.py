@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import pty
 import select
@@ -14,6 +15,9 @@ from pathlib import Path
 import pytest
 
 from bridge import messages
+from bridge.cli.main import main
+from bridge.settings import Settings
+from layers.episodic.embedder import MiniLMEmbedder
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
 
@@ -171,3 +175,31 @@ class _Screen:
                         raise AssertionError(f"terminal closed before {needle!r}:\n{self.text}")
                     return
                 self.text += chunk.decode(errors="replace").replace("\r\n", "\n")
+
+
+def test_recall_at_the_terminal_finds_what_chat_was_told(
+    tmp_path: Path, minilm: MiniLMEmbedder
+) -> None:
+    home = tmp_path / "home"
+    told = chat(home, "our staging database lives on pelican-db-7\n")  # offline, no model
+    assert told.returncode == 0, told.stderr
+    found = subprocess.run(
+        [sys.executable, "-m", "bridge", "recall", "where is the staging database"],
+        cwd=home.parent, env=_env(home, None), capture_output=True, text=True, timeout=180,
+    )
+    assert found.returncode == 0 and "pelican-db-7" in found.stdout, found.stdout + found.stderr
+
+    settings = Settings(_env_file=None, thoth_home=home)  # type: ignore[call-arg]
+
+    def recall(*options: str) -> str:
+        out = io.StringIO()
+        code = main(["recall", "staging database", *options], settings=settings, stdout=out,
+                    stderr=io.StringIO(), embedder=minilm)
+        assert code == 0
+        return out.getvalue()
+
+    # Slack's rule still holds for anyone else: a DM is not seen from a public channel,
+    # nor by another person; the operator's view sees everything.
+    assert "pelican-db-7" not in recall("--channel", "C1", "--channel-type", "public")
+    assert "pelican-db-7" not in recall("--user", "someone-else")
+    assert "pelican-db-7" in recall("--all")

@@ -67,3 +67,11 @@ def test_public_episodes_anywhere_in_the_workspace_and_never_across() -> None:
     seen = _visible_kinds(Viewer("T1", "C2", "im", "U2"))
     assert {e for e in EPISODES if e[0] == "T1" and e[2] == "public"} <= seen
     assert all(e[0] == "T1" for e in seen)
+
+
+def test_the_operators_view_sees_every_episode_in_both_rules() -> None:
+    everything = set(range(len(EPISODES)))
+    operator = Viewer(sees_everything=True)
+    assert _sql_visible(operator) == _mask_visible(operator) == everything
+    # No other viewer does.
+    assert all(_sql_visible(viewer) != everything for viewer in VIEWERS)
