@@ -110,7 +110,8 @@ def catalogue_rules() -> tuple[Rule, ...]:
     """One rule per pattern of every detect-secrets plugin not left out."""
     span: Callable[[re.Match[str]], tuple[int, int]] = _secret_span
     rules: list[Rule] = []
-    for secret_type, plugin in sorted(get_mapping_from_secret_type_to_class().items()):
+    plugins: dict[str, type] = get_mapping_from_secret_type_to_class()
+    for secret_type, plugin in sorted(plugins.items()):
         if secret_type in _LEFT_OUT:
             continue
         for index, pattern in enumerate(getattr(plugin, "denylist", ()) or ()):
