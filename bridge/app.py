@@ -5,9 +5,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-import anthropic
-
-from bridge.model.anthropic_model import AnthropicModel, client_options
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.offline import OfflineResponder, SkillFinder
 from bridge.model.protocol import LanguageModel
@@ -236,6 +233,11 @@ def build_model(settings: Settings, *, find_skills: SkillFinder | None = None) -
     """Claude when ``ANTHROPIC_API_KEY`` is set, the offline responder otherwise."""
     if settings.anthropic_api_key is None:
         return OfflineResponder(find_skills)
+    # Imported here: the SDK takes seconds to import, and most commands never call it.
+    import anthropic
+
+    from bridge.model.anthropic_model import AnthropicModel, client_options
+
     # Retries are RetryingModel's, which knows whether text has reached the user.
     client = anthropic.AsyncAnthropic(
         **client_options(

@@ -6,10 +6,7 @@ import asyncio
 from dataclasses import dataclass
 from enum import StrEnum
 
-import anthropic
-
 from bridge.app import Thoth
-from bridge.model.anthropic_model import client_options
 from bridge.model.pricing import CATALOGUE
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 
@@ -126,6 +123,8 @@ def _model(app: Thoth) -> list[Check]:
                 "set ANTHROPIC_API_KEY for Claude",
             )
         ]
+    import anthropic  # only with a key: the SDK takes seconds to import
+
     try:
         asyncio.run(_probe_model(app))
     except anthropic.APIError as error:
@@ -169,6 +168,10 @@ def _model_catalogue(app: Thoth) -> list[Check]:
 async def _probe_model(app: Thoth) -> None:
     settings = app.settings
     assert settings.anthropic_api_key is not None
+    import anthropic
+
+    from bridge.model.anthropic_model import client_options
+
     client = anthropic.AsyncAnthropic(
         **client_options(
             settings.anthropic_api_key,

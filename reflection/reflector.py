@@ -9,9 +9,7 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Protocol
-
-import anthropic
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.pricing import ModelPrice, Usage, price_of
@@ -20,6 +18,9 @@ from layers.redaction import redact, redact_values
 from reflection.report import Reflection, parse_report, tool_schema
 from reflection.rules import reflect_by_rules
 from reflection.session_input import SessionInput
+
+if TYPE_CHECKING:
+    import anthropic
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,8 @@ class ModelReflector:
         return parse_report(raw), raw
 
     def _ask(self, session: SessionInput, max_tokens: int) -> Any:
+        import anthropic  # imported where used: the SDK takes seconds to import
+
         try:
             message = self.client.messages.create(
                 model=self.model,

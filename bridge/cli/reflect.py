@@ -6,10 +6,7 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-import anthropic
-
 from bridge.app import Thoth
-from bridge.model.anthropic_model import client_options
 from bridge.model.cost_ledger import CostLedger
 from layers.episodic.episode import LOCAL_TEAM
 from layers.errors import BadInput, ConfigurationError
@@ -67,6 +64,10 @@ def build_reflector(app: Thoth) -> Reflector:
     settings = app.settings
     if settings.anthropic_api_key is None:
         return RuleReflector()
+    import anthropic  # only with a key: the SDK takes seconds to import
+
+    from bridge.model.anthropic_model import client_options
+
     # A separate process with nothing streamed to anyone: the SDK's own retries fit.
     client = anthropic.Anthropic(
         **client_options(

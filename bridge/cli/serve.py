@@ -3,32 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
-import signal
-import threading
-from collections.abc import Callable
-from datetime import UTC
 from typing import Any, TextIO
 
-from apscheduler.schedulers.background import BackgroundScheduler
-from slack_bolt.error import BoltError
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
-
 from bridge.app import Thoth
-from bridge.housekeeping import schedule_housekeeping
-from bridge.slack.bolt_app import SlackBridge, build_bridge
-from bridge.slack.followups import post_due_followups
-from bridge.slack.http_server import SlackHttpServer
-from bridge.slack.runner import TurnRunner
-from bridge.slack.seen import SeenDeliveries
-from bridge.slack.web import build_web_client
-from layers.errors import BackendUnavailable, ConfigurationError
-
-log = logging.getLogger(__name__)
-
-SHUTDOWN_TIMEOUT_S = 30.0
-IDENTITY_WARM_UP_S = 10.0
 
 
 def register(commands: Any) -> None:
@@ -45,97 +22,6 @@ def _port(text: str) -> int:
 
 
 def run_serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    settings = app.settings
-    if settings.slack_bot_token is None:
-        raise ConfigurationError("thoth serve needs SLACK_BOT_TOKEN (see README, 'Slack setup')")
-    if settings.slack_app_token is None and settings.slack_signing_secret is None:
-        raise ConfigurationError(
-            "set SLACK_APP_TOKEN for Socket Mode, or SLACK_SIGNING_SECRET for HTTP mode"
-        )
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    app.warm_up()
-    runner = TurnRunner()
-    runner.start()
-    client = build_web_client(settings)
-    bridge = _bridge_or_one_line(app, client, runner)
-    _warm_identity(app, runner, bridge.team)
-    scheduler = BackgroundScheduler(timezone=UTC)
-    schedule_housekeeping(app, scheduler)
-    scheduler.add_job(SeenDeliveries(app.db).sweep, "interval", hours=1, id="slack-seen-sweep")
-    scheduler.add_job(
-        post_due_followups, "interval", args=[app.db, client], minutes=1, id="followups",
-        coalesce=True, max_instances=1,
-    )
-    scheduler.start()
-    close: Callable[[], object] | None = None
-    try:
-        close = _connect(bridge.app, app, args, out)
-        stop.wait()
-    finally:
-        log.info("shutting down: finishing turns in flight")
-        if close is not None:
-            close()
-        scheduler.shutdown(wait=False)
-        runner.shutdown(SHUTDOWN_TIMEOUT_S, last=_finish(app))
-    return 0
+    from bridge.cli.serving import serve
 
-
-def _bridge_or_one_line(app: Thoth, client: WebClient, runner: TurnRunner) -> SlackBridge:
-    """The bridge, whose start asks Slack who the token is (auth.test)."""
-    where = app.settings.slack_api_url or "https://slack.com/api/"
-    try:
-        return build_bridge(app, client, runner)
-    except (BoltError, SlackApiError) as error:
-        runner.shutdown(0)
-        raise ConfigurationError(
-            f"Slack refused SLACK_BOT_TOKEN ({error}): copy the Bot User OAuth Token"
-            " (xoxb-...) from your app's OAuth & Permissions page"
-        ) from error
-    except OSError as error:  # URLError included: Slack cannot be reached
-        runner.shutdown(0)
-        raise BackendUnavailable(
-            f"cannot reach Slack at {where} ({getattr(error, 'reason', error)}): check the"
-            " network, or SLACK_API_URL if you set it"
-        ) from error
-
-
-def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -> Any:
-    settings = app.settings
-    if settings.slack_app_token is not None:
-        from slack_bolt.adapter.socket_mode import SocketModeHandler
-
-        handler = SocketModeHandler(bolt_app, settings.slack_app_token.get_secret_value())
-        handler.connect()  # type: ignore[no-untyped-call]
-        print("Thoth is connected to Slack (Socket Mode)", file=out, flush=True)
-        return handler.close
-    assert settings.slack_signing_secret is not None  # checked by run_serve
-    server = SlackHttpServer(
-        bolt_app,
-        signing_secret=settings.slack_signing_secret.get_secret_value(),
-        host=args.host,
-        port=args.port,
-    )
-    server.start()
-    print(f"Thoth listens on http://{args.host}:{server.port}/slack/events", file=out, flush=True)
-    return server.stop
-
-
-def _warm_identity(app: Thoth, runner: TurnRunner, team: str | None) -> None:
-    """On the turns' own loop, so the first turn finds the connection open."""
-    if app.identity is None or team is None:
-        return
-    try:
-        runner.call(app.identity.warm_up(team), IDENTITY_WARM_UP_S)
-        if app.identity_ingest is not None:
-            # Turns an earlier run could not send (a crash, a restart) go out now.
-            runner.call(app.identity_ingest.resume(), IDENTITY_WARM_UP_S)
-    except Exception as error:
-        log.warning("the identity backend did not warm up (%s); first turns may go"
-                    " without a user model", error)
-
-
-async def _finish(app: Thoth) -> None:
-    await app.drain()
-    await app.pipeline.model.aclose()
+    return serve(args, app, out)

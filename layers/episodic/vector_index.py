@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-import torch
 
 from layers.episodic.episode import Viewer
 from layers.episodic.visibility import CHANNEL_TYPE_CODES, Interner, visible_mask
@@ -40,7 +39,12 @@ class VectorIndex:
         self.dim = dim
         self._size = 0
         # Half precision: recall reads the whole matrix per query, so its speed is memory
-        # bandwidth; float16 halves it and keeps cosines to about three decimals.
+        # bandwidth; float16 halves it and keeps cosines to about three decimals. torch
+        # is imported when an index is made: a command that never recalls never pays
+        # for it (seconds, cold).
+        import torch
+
+        self._torch = torch
         self._vectors = torch.zeros((capacity, dim), dtype=torch.float16)
         self._rowids = np.zeros(capacity, dtype=np.int64)
         self._alive = np.zeros(capacity, dtype=np.bool_)
@@ -114,6 +118,7 @@ class VectorIndex:
             return []
         # Scoring every row and masking afterwards is cheaper than gathering the
         # visible rows first: the gather would copy most of the matrix.
+        torch = self._torch
         query_half = torch.from_numpy(np.asarray(query, dtype=np.float16))
         scores = torch.mv(self._vectors[:size], query_half).float().numpy()
         scores[~mask] = -np.inf
@@ -149,7 +154,7 @@ class VectorIndex:
 
     def _resize(self, new_capacity: int) -> None:
         capacity = self._vectors.shape[0]
-        grown = torch.zeros((new_capacity, self.dim), dtype=torch.float16)
+        grown = self._torch.zeros((new_capacity, self.dim), dtype=self._torch.float16)
         grown[:capacity] = self._vectors
         self._vectors = grown
         self._rowids = _grow(self._rowids, new_capacity)
