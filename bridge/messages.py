@@ -21,6 +21,10 @@ COST_CAP_REACHED = (
     " ${cap:.2f}), so I won't make new model calls until midnight UTC."
 )
 SESSION_ENDED = "Session ended."
+IDENTITY_KEPT = (
+    "{count} turn(s) not yet sent to the identity backend (Honcho did not answer in time)"
+    " are kept, and sent when Thoth next starts."
+)
 SESSION_ENDED_SLACK = (
     "Session ended. I'll look back on it and post anything worth keeping here for approval."
 )

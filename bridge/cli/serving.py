@@ -128,5 +128,8 @@ def _warm_identity(app: Thoth, runner: TurnRunner, team: str | None) -> None:
 
 
 async def _finish(app: Thoth) -> None:
-    await app.drain()
+    unsent = await app.drain()
+    if unsent:
+        log.warning("%d turn(s) not finished at shutdown (identity ingest is kept in its"
+                    " outbox for the next start)", unsent)
     await app.pipeline.model.aclose()

@@ -35,6 +35,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 DRAIN_TIMEOUT_S = 30.0
+# How long the chat waits at exit for the identity backend: what it has not taken by
+# then stays in the durable outbox and goes at the next start, so a slow or unreachable
+# Honcho never holds the terminal (it took 43 s before).
+IDENTITY_EXIT_WAIT_S = 1.5
 
 
 @dataclass(frozen=True)
@@ -81,8 +85,13 @@ class ChatLoop:
                 print(messages.CHAT_RESUME_HINT.format(session_id=session.id), file=self._err)
         finally:
             scheduler.shutdown(wait=True)
-            # Episodes and identity ingest of the last turns, then the model's client.
-            self._call(self._app.drain(DRAIN_TIMEOUT_S))
+            # Episodes of the last turns (local, quick), identity ingest as long as it is
+            # quick, then the model's client.
+            self._call(self._app.pipeline.drain(DRAIN_TIMEOUT_S))
+            if self._app.identity_ingest is not None:
+                unsent = self._call(self._app.identity_ingest.drain(IDENTITY_EXIT_WAIT_S))
+                if unsent:
+                    print(messages.IDENTITY_KEPT.format(count=unsent), file=self._err)
             self._call(self._app.pipeline.model.aclose())
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
@@ -134,7 +143,8 @@ class ChatLoop:
 
     def _done(self, session: Session) -> None:
         """End the session and reflect on it now (a process of its own), showing the result."""
-        self._call(self._app.drain(DRAIN_TIMEOUT_S))  # the last turns' episodes first
+        # The last turns' episodes first (reflection reads them); identity ingest goes on.
+        self._call(self._app.pipeline.drain(DRAIN_TIMEOUT_S))
         # An idle sweep may have ended the first session and the chat gone on in a new one.
         current = self._app.sessions.find_open(session.key)
         if current is None:

@@ -95,9 +95,11 @@ class IngestQueue:
         self._worker.cancel()
         # A later submit (a process that goes on after draining) starts a fresh queue.
         self._queue, self._worker = None, None
+        # The caller says it (chat in its one closing line, serve in its log): every one
+        # of them is still in the outbox, for the next start.
         unsent = left + self.stats.failed + self.stats.dropped
         if unsent:
-            log.error("identity ingest: %d turns could not be sent (%s)", unsent, self.stats)
+            log.info("identity ingest: %d turns not sent (%s)", unsent, self.stats)
         return unsent
 
     def _started(self) -> asyncio.Queue[Entry]:
@@ -150,7 +152,8 @@ class IngestQueue:
                     )
                     return _refused(error)
                 delay = backoff_delay(attempt, base_s=self._base_delay_s, max_s=self._max_delay_s)
-                log.warning("identity ingest failed (%s); retry in %.1fs", error, delay)
+                # A retry is routine (-v shows it); a turn given up is an error, above.
+                log.info("identity ingest failed (%s); retry in %.1fs", error, delay)
                 await self._sleep(delay)
         return False
 
