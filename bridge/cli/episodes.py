@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
+
+from tqdm import tqdm
 
 from bridge.app import Thoth
 from layers.episodic.episode import Episode
@@ -35,43 +39,83 @@ def register(commands: Any) -> None:
     purge.set_defaults(handler=run_purge)
 
 
+# Episodes embedded and stored together: enough to keep MiniLM busy, few enough that
+# memory stays flat whatever the file's size.
+IMPORT_BATCH = 256
+
+
 def run_import(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    episodes, errors = _parse_file(args.file, app)
+    """Two passes over the file, line by line: check every line, then import in batches.
+
+    All or nothing, as before: a bad line imports nothing unless --skip-bad, and a batch
+    that fails (a full disk) takes back the batches stored before it. A terminal sees a
+    progress bar; piped output gets only the result line.
+    """
+    good, errors = _check_file(args.file, app)
     if errors and not args.skip_bad:
         more = f" (and {len(errors) - 1} more bad lines)" if len(errors) > 1 else ""
         raise BadInput(
             f"{args.file}: {errors[0]}{more}; nothing was imported"
             " (--skip-bad imports the good lines)"
         )
-    if not episodes:
+    if not good:
         raise BadInput(f"{args.file}: no episodes to import")
-    app.episodic.remember(episodes)
-    print(f"imported {len(episodes)} episodes", file=out)
+    skipped = {error.line_number for error in errors}
+    stored: list[str] = []
+    try:
+        with tqdm(total=good, unit=" episodes", file=sys.stderr,
+                  disable=not sys.stderr.isatty()) as progress:
+            for batch in _batches(_episodes(args.file, skipped), IMPORT_BATCH):
+                stored += app.episodic.remember(batch)
+                progress.update(len(batch))
+    except BaseException:
+        app.episodic.forget_many(stored)
+        raise
+    print(f"imported {len(stored)} episodes", file=out)
     if errors:
         print(f"skipped {len(errors)} bad lines; first: {errors[0]}", file=out)
     return 0
 
 
-def _parse_file(path: Path, app: Thoth) -> tuple[list[Episode], list[LineError]]:
-    """Every valid episode of the file and every refused line, ids checked for clashes."""
-    episodes: list[tuple[int, Episode]] = []
+def _check_file(path: Path, app: Thoth) -> tuple[int, list[LineError]]:
+    """How many lines will import, and every refused line; ids checked for clashes.
+
+    Holds the ids (to find a clash) and the refusals, never the episodes.
+    """
     errors: list[LineError] = []
-    seen: set[str] = set()
+    line_of: dict[str, int] = {}
     for number, value in read_json_lines(path):
         parsed = value if isinstance(value, LineError) else parse_episode_line(number, value)
         if isinstance(parsed, LineError):
             errors.append(parsed)
-        elif parsed.id in seen:
+        elif parsed.id in line_of:
             errors.append(LineError(number, f"id {parsed.id!r} appears twice in the file"))
         else:
-            seen.add(parsed.id)
-            episodes.append((number, parsed))
-    taken = app.episodic.store.existing_ids(seen)
-    for number, episode in episodes:
-        if episode.id in taken:
-            errors.append(LineError(number, f"id {episode.id!r} already exists"))
+            line_of[parsed.id] = number
+    for taken in app.episodic.store.existing_ids(line_of):
+        errors.append(LineError(line_of.pop(taken), f"id {taken!r} already exists"))
     errors.sort(key=lambda error: error.line_number)
-    return [episode for _, episode in episodes if episode.id not in taken], errors
+    return len(line_of), errors
+
+
+def _episodes(path: Path, skipped: set[int]) -> Iterator[Episode]:
+    for number, value in read_json_lines(path):
+        if number in skipped or isinstance(value, LineError):
+            continue
+        parsed = parse_episode_line(number, value)
+        if isinstance(parsed, Episode):
+            yield parsed
+
+
+def _batches(episodes: Iterator[Episode], size: int) -> Iterator[list[Episode]]:
+    batch: list[Episode] = []
+    for episode in episodes:
+        batch.append(episode)
+        if len(batch) == size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def run_export(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:

@@ -113,6 +113,8 @@ def _run(
               " make THOTH_HOME writable, or set it to a writable directory", file=err)
         return EXIT_FAILURE
     except sqlite3.DatabaseError as error:
+        if isinstance(error, sqlite3.IntegrityError):
+            raise  # a broken rule of ours, not a damaged file
         # Damage found past the file's header, in pages a command reads.
         print(f"error: {DatabaseDamaged(app.settings.db_path, error)}", file=err)
         return EXIT_FAILURE

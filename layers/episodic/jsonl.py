@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -109,10 +109,15 @@ class LineError:
 def read_json_lines(path: Path) -> Iterator[tuple[int, object | LineError]]:
     """Each non-blank line's parsed JSON (or why it is not JSON), with its 1-based number."""
     try:
-        raw = path.read_bytes()
+        # Line by line: a file of 100 000 episodes is never held whole.
+        with path.open("rb") as file:
+            yield from _parsed_lines(file)
     except OSError as error:
         raise BadInput(f"cannot read {path}: {error.strerror or error}") from error
-    for number, line in enumerate(raw.splitlines(), start=1):
+
+
+def _parsed_lines(file: BinaryIO) -> Iterator[tuple[int, object | LineError]]:
+    for number, line in enumerate(file, start=1):
         if not line.strip():
             continue
         try:

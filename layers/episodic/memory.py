@@ -160,6 +160,13 @@ class EpisodicMemory:
         self._drop([rowid])
         return True
 
+    def forget_many(self, episode_ids: Sequence[str]) -> int:
+        """Delete these episodes (an import that failed half-way takes back its batches)."""
+        rowids = self._store.rowids_of(episode_ids)
+        if rowids:
+            self._drop(rowids)
+        return len(rowids)
+
     def purge_older_than(self, days: int, *, now: float | None = None) -> int:
         """Delete episodes older than ``days`` (0 keeps everything); returns how many."""
         if days <= 0:

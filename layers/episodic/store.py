@@ -106,6 +106,18 @@ class EpisodeStore:
                 found.update(row[0] for row in rows)
         return found
 
+    def rowids_of(self, ids: Iterable[str]) -> list[int]:
+        """The rowids of those of these ids that are stored."""
+        wanted = list(ids)
+        found: list[int] = []
+        with self._db.read() as conn:
+            for start in range(0, len(wanted), 500):
+                batch = wanted[start : start + 500]
+                marks = ",".join("?" * len(batch))
+                rows = conn.execute(f"SELECT rowid FROM episodes WHERE id IN ({marks})", batch)
+                found.extend(int(row[0]) for row in rows)
+        return found
+
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Episode]:
         if not rowids:
             return {}

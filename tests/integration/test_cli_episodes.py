@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
+import pty
+import select
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
@@ -14,6 +19,7 @@ import pytest
 from bridge.cli.main import main
 from bridge.settings import Settings
 from layers.episodic.embedder import MiniLMEmbedder
+from layers.storage.database import Database
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -299,3 +305,58 @@ def test_long_queries(cli: Cli, tmp_path: Path) -> None:
     assert code == 0 and json.loads(out) is not None
     code, _, err = cli("recall", "q" * 50_000)
     assert code == 2 and "the limit is 40000" in err
+
+
+def _many(path: Path, count: int) -> Path:
+    path.write_text("".join(
+        json.dumps({"id": f"e{n}", "user_text": f"note number {n} about the deploy",
+                    "summary": f"deploy note {n}", "created_at": "2026-11-01T10:00:00Z"}) + "\n"
+        for n in range(count)
+    ))
+    return path
+
+
+def test_import_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_path: Path) -> None:
+    episodes = _many(tmp_path / "many.jsonl", 600)
+    env = {**os.environ, "THOTH_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1"}
+    command = [sys.executable, "-m", "bridge", "episodes", "import", str(episodes)]
+    controller, terminal = pty.openpty()
+    # A terminal of 80 columns (a new pseudo-terminal has none, and a bar fits in none).
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    try:
+        on_terminal = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=terminal,
+                                     text=True, timeout=300, cwd=tmp_path)
+        os.close(terminal)
+        shown = b""
+        while select.select([controller], [], [], 0.5)[0]:
+            try:
+                chunk = os.read(controller, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(controller)
+    assert on_terminal.returncode == 0 and on_terminal.stdout == "imported 600 episodes\n"
+    assert b"600/600" in shown and b"episodes" in shown  # the bar reached the end
+    assert b"256/600" in shown  # and moved a batch at a time before that
+    again = _many(tmp_path / "more.jsonl", 3)
+    again.write_text(again.read_text().replace('"e', '"piped-e'))
+    piped = subprocess.run([*command[:-1], str(again)], env=env, capture_output=True,
+                           text=True, timeout=300, cwd=tmp_path)
+    assert piped.returncode == 0 and piped.stderr == ""
+
+
+def test_a_batch_that_fails_takes_back_the_batches_before_it(cli: Cli, tmp_path: Path) -> None:
+    cli("init")
+    db = Database.open(cli.settings.db_path)
+    with db.write() as conn:  # a store failure in the second batch, as a full disk would be
+        conn.execute("CREATE TRIGGER fail_late BEFORE INSERT ON episodes WHEN NEW.id = 'e300'"
+                     " BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END")
+    code, _, err = cli("episodes", "import", str(_many(tmp_path / "many.jsonl", 400)))
+    assert code != 0 and "e300" in err
+    with db.read() as conn:
+        assert conn.execute("SELECT count(*) FROM episodes").fetchone()[0] == 0
+        assert conn.execute("SELECT count(*) FROM episode_vectors").fetchone()[0] == 0
+    db.close()
