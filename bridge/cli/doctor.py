@@ -14,11 +14,13 @@ from bridge.doctor import Status, run_checks
 def register(commands: Any) -> None:
     parser = commands.add_parser("doctor", help="check configuration and every backend")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument("--deep", action="store_true",
+                        help="also load the embedding model and embed a word (slower)")
     parser.set_defaults(handler=run_doctor)
 
 
 def run_doctor(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    checks = run_checks(app)
+    checks = run_checks(app, deep=args.deep)
     if args.json:
         print(json.dumps([asdict(check) for check in checks], ensure_ascii=False), file=out)
     else:

@@ -122,3 +122,13 @@ def test_doctor_warns_about_a_legacy_or_unpriced_model(settings: Settings) -> No
     code, out, _ = thoth(old, "doctor")
     assert "claude-sonnet-4-6 is legacy" in out and "THOTH_MODEL=claude-opus-5-5" in out
     assert "claude-nova-9 has no price" in out
+
+
+def test_doctor_loads_the_embedding_model_only_when_asked(settings: Settings) -> None:
+    assert thoth(settings, "init")[0] == 0
+    code, out, _ = thoth(settings, "doctor", "--json")
+    (quick,) = [c for c in json.loads(out) if c["name"] == "embedding"]
+    assert quick["status"] == "ok" and "--deep loads it" in quick["detail"]
+    code, out, _ = thoth(settings, "doctor", "--deep", "--json")
+    (deep,) = [c for c in json.loads(out) if c["name"] == "embedding"]
+    assert deep["status"] == "ok" and "dims" in deep["detail"]
