@@ -43,13 +43,27 @@ async def embed_off_loop(embedder: Embedder, texts: Sequence[str]) -> npt.NDArra
     return await asyncio.to_thread(embedder.embed, texts)
 
 
+# How many threads torch uses, by the number of texts (bench/embedding_threads.py, 2
+# cores): a query or a turn (a few texts) runs on one thread — a second saves 5 ms on a
+# quiet machine (p50 24 vs 29 ms) but costs p95 178 ms against 32 ms while another
+# process keeps a core busy; bulk (an import) keeps torch's default, twice as fast
+# quiet (60 vs 33 texts/s) and no slower loaded (26 vs 32).
+FEW_TEXTS = 4
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 through sentence-transformers, loaded on first use."""
 
-    def __init__(self, batch_size: int = 32) -> None:
+    def __init__(self, batch_size: int = 32, *, threads: int | None = None) -> None:
+        """``threads`` fixes torch's thread count (what the benchmark compares); by
+        default it follows FEW_TEXTS."""
         self._batch_size = batch_size
+        self._threads = threads
         self._model: Any = None
         self._load_lock = threading.Lock()
+        # torch's thread count is the process's: one embedding at a time sets its own.
+        self._encode_lock = threading.Lock()
+        self._bulk_threads = 0
 
     @property
     def model_id(self) -> str:
@@ -63,12 +77,23 @@ class MiniLMEmbedder:
         """Load the weights now (the first ``embed`` does it otherwise)."""
         with self._load_lock:
             if self._model is None:
+                import torch
+
                 self._model = _load_sentence_transformer()
+                self._bulk_threads = torch.get_num_threads()
 
     def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if not texts:
             return np.zeros((0, MINILM_DIM), dtype=np.float32)
         self.load()
+        import torch
+
+        with self._encode_lock:
+            chosen = 1 if len(texts) <= FEW_TEXTS else self._bulk_threads
+            torch.set_num_threads(self._threads or chosen)
+            return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         if len(texts) <= self._batch_size:
             return self._encode(list(texts))
         # Every text in a batch is padded to the batch's longest, and the model's time

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from layers.episodic.embedder import MiniLMEmbedder
+from layers.episodic.embedder import FEW_TEXTS, MiniLMEmbedder
 from layers.episodic.episode import Episode, Feedback, Viewer
 from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
@@ -261,3 +261,17 @@ def test_writes_from_another_process_reach_a_running_index(
     assert other.forget("mine")
     assert [h.episode.id for h in memory.recall("plants", Viewer(), k=5, now=NOW)] == ["theirs"]
     assert memory._loaded_index().episode_rowids() == {memory.store.rowid_of("theirs")}
+
+
+def test_a_query_embeds_on_one_thread_and_bulk_on_all() -> None:
+    import torch
+
+    embedder = MiniLMEmbedder()
+    embedder.load()
+    bulk = torch.get_num_threads()
+    embedder.embed(["what did we decide about backups?"])
+    assert torch.get_num_threads() == 1
+    embedder.embed([f"turn {n} about the deploy" for n in range(FEW_TEXTS + 1)])
+    assert torch.get_num_threads() == bulk
+    single = embedder.embed(["what did we decide about backups?"])
+    assert single.shape == (1, 384) and abs(float((single @ single.T)[0, 0]) - 1.0) < 1e-5
