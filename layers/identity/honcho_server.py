@@ -14,8 +14,6 @@ import base64
 import json
 import re
 
-import httpx
-
 from layers.errors import BackendUnavailable
 
 SCOPING_VERSION = (3, 0, 12)
@@ -24,6 +22,8 @@ _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 async def server_version(base_url: str, *, timeout_s: float) -> tuple[int, int, int]:
     """The server's version (a read: nothing is created)."""
+    import httpx  # only when Honcho is asked: its import is a tenth of a second
+
     url = base_url.rstrip("/") + "/openapi.json"
     try:
         async with httpx.AsyncClient(timeout=timeout_s) as client:
