@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+OFFLINE_BEST_EVIDENCE = "What memory holds that answers it best:"
 NO_MODEL_CONFIGURED = (
     "No language model is configured (set ANTHROPIC_API_KEY to enable one), so I can"
     " only show what my memory holds for this message."

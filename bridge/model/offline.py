@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bridge import messages
+from bridge.model.offline_evidence import best_evidence
 from bridge.model.protocol import ModelRequest, ModelResult, OnText, ToolCall
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,10 @@ def _answer(
     parts = [messages.NO_MODEL_CONFIGURED]
     related = _untagged(request.section("related-episodes")) or "\n".join(tool_results).strip()
     if related and related != "No matching episodes.":
+        evidence = best_evidence(_turn_message(request), related)
+        if evidence:
+            shown = "\n".join(str(item) for item in evidence)
+            parts.append(f"{messages.OFFLINE_BEST_EVIDENCE}\n{shown}")
         parts.append(f"Related episodes:\n{related}")
     else:
         parts.append(messages.NOTHING_REMEMBERED)
