@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -410,6 +411,16 @@ class TurnPipeline:
         )
         if not answer.ok:
             return None
+        if turn.person is not None:
+            self._after.learn(
+                TurnMessages(turn.person, session.id, turn.text, answer.text, turn.received_at)
+            )
+        if answer.model == OFFLINE_MODEL and _only_asks(turn.text):
+            # Decided: a question that got no answer (no model) carries nothing to recall,
+            # and stored it would outrank the turns that hold the facts it asked about.
+            # The transcript keeps it; with a model the reply's summary makes it worth
+            # an episode.
+            return None
         episode = Episode(
             id=uuid.uuid4().hex,
             user_text=turn.text,
@@ -427,11 +438,13 @@ class TurnPipeline:
             reply_model=answer.model,
         )
         self._after.remember(episode)
-        if turn.person is not None:
-            self._after.learn(
-                TurnMessages(turn.person, session.id, turn.text, answer.text, turn.received_at)
-            )
         return episode.id
+
+
+def _only_asks(text: str) -> bool:
+    """Every sentence of ``text`` is a question."""
+    sentences = [part for part in re.split(r"(?<=[.!?])\s+", text.strip()) if part.strip()]
+    return bool(sentences) and all(sentence.rstrip().endswith("?") for sentence in sentences)
 
 
 async def _show(sink: ReplySink, step: Step, *, stop: bool = False) -> None:

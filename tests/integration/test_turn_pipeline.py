@@ -464,3 +464,21 @@ def test_an_interrupted_turn_keeps_its_cost_and_its_message(
         assert kept.user_text == "a long job" and not kept.ok
     finally:
         app.close()
+
+
+def test_offline_a_question_that_got_no_answer_is_not_an_episode(
+    settings: Settings, hashing_embedder: HashingEmbedder
+) -> None:
+    offline = build(settings, embedder=hashing_embedder)
+    try:
+        ask(offline, "Our staging database lives on pelican-db-7. Backups run at 02:00.")
+        ask(offline, "What do you know about the backups?")
+        assert offline.episodic.store.count() == 1  # the statement, not the question
+        answer = ask(offline, "When do the backups run?")
+        assert offline.episodic.store.count() == 1
+        with offline.db.read() as conn:
+            turns = conn.execute("SELECT count(*) FROM transcript_turns").fetchone()[0]
+        assert turns == 3  # the transcript keeps every turn
+    finally:
+        offline.close()
+    assert answer.ok
