@@ -243,8 +243,10 @@ def test_chat_exits_at_once_when_honcho_hangs_and_keeps_what_was_not_sent(
             process.kill()
         listener.close()
     stderr = process.stderr.read() if process.stderr else ""
-    # 2 s is the target (bench territory); before, the exit waited 30 s for Honcho.
-    assert exit_s < 6, exit_s
+    # The wait for Honcho is 1.5 s (about 2 s to exit, seen quiet); before, the exit
+    # waited 30 s. The bound sits between, so a loaded machine's slow teardown of the
+    # interpreter does not fail it and the old wait would.
+    assert exit_s < 15, exit_s
     assert process.returncode == 0
     lines = [line for line in stderr.splitlines() if line.strip()]
     assert lines[-1].startswith("1 turn(s) not yet sent")
