@@ -228,10 +228,11 @@ def test_chat_exits_at_once_when_honcho_hangs_and_keeps_what_was_not_sent(
         process.stdin.flush()
 
         def answered() -> bool:
-            if not (home / "thoth.db").exists():
+            try:  # the file exists a moment before its tables do
+                with sqlite3.connect(home / "thoth.db") as conn:
+                    return bool(conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
+            except sqlite3.OperationalError:
                 return False
-            with sqlite3.connect(home / "thoth.db") as conn:
-                return bool(conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
 
         wait_until(answered, 120)
         started = time.monotonic()
