@@ -96,26 +96,24 @@ class EpisodeStore:
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of these ids are already stored."""
-        wanted = list(ids)
-        found: set[str] = set()
-        with self._db.read() as conn:
-            for start in range(0, len(wanted), 500):
-                batch = wanted[start : start + 500]
-                marks = ",".join("?" * len(batch))
-                rows = conn.execute(f"SELECT id FROM episodes WHERE id IN ({marks})", batch)
-                found.update(row[0] for row in rows)
-        return found
+        return {episode_id for episode_id, _ in self._stored(ids)}
 
     def rowids_of(self, ids: Iterable[str]) -> list[int]:
         """The rowids of those of these ids that are stored."""
+        return [rowid for _, rowid in self._stored(ids)]
+
+    def _stored(self, ids: Iterable[str]) -> list[tuple[str, int]]:
+        """(id, rowid) of those of these ids that are stored, 500 to a query."""
         wanted = list(ids)
-        found: list[int] = []
+        found: list[tuple[str, int]] = []
         with self._db.read() as conn:
             for start in range(0, len(wanted), 500):
                 batch = wanted[start : start + 500]
                 marks = ",".join("?" * len(batch))
-                rows = conn.execute(f"SELECT rowid FROM episodes WHERE id IN ({marks})", batch)
-                found.extend(int(row[0]) for row in rows)
+                rows = conn.execute(
+                    f"SELECT id, rowid FROM episodes WHERE id IN ({marks})", batch
+                )
+                found.extend((str(row[0]), int(row[1])) for row in rows)
         return found
 
     def by_rowids(self, rowids: Sequence[int]) -> dict[int, Episode]:
