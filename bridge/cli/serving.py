@@ -46,11 +46,13 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, lambda *_: stop.set())
-    app.warm_up()
     runner = TurnRunner()
     runner.start()
     client = build_web_client(settings)
+    # Slack is asked who the token is first: a wrong token or an unreachable Slack is
+    # said in a second, not after the embedding model has loaded.
     bridge = _bridge_or_one_line(app, client, runner)
+    app.warm_up()
     _warm_identity(app, runner, bridge.team)
     scheduler = BackgroundScheduler(timezone=UTC)
     schedule_housekeeping(app, scheduler)
@@ -78,14 +80,14 @@ def _bridge_or_one_line(app: Thoth, client: WebClient, runner: TurnRunner) -> Sl
     where = app.settings.slack_api_url or "https://slack.com/api/"
     try:
         return build_bridge(app, client, runner)
-    except (BoltError, SlackApiError) as error:
+    except (BoltError, SlackApiError, OSError) as error:
         runner.shutdown(0)
-        raise ConfigurationError(
-            f"Slack refused SLACK_BOT_TOKEN ({error}): copy the Bot User OAuth Token"
-            " (xoxb-...) from your app's OAuth & Permissions page"
-        ) from error
-    except OSError as error:  # URLError included: Slack cannot be reached
-        runner.shutdown(0)
+        if not isinstance(error, OSError):
+            raise ConfigurationError(
+                f"Slack refused SLACK_BOT_TOKEN ({error}): copy the Bot User OAuth Token"
+                " (xoxb-...) from your app's OAuth & Permissions page"
+            ) from error
+        # URLError included: Slack cannot be reached.
         raise BackendUnavailable(
             f"cannot reach Slack at {where} ({getattr(error, 'reason', error)}): check the"
             " network, or SLACK_API_URL if you set it"
