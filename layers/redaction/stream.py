@@ -29,10 +29,15 @@ class RedactingStream:
         self._window = ""
         self._shown = ""
         self._held = 0
+        # Everything released, in order: once the text has ended it is the whole text
+        # redacted, so `text` need not redact the reply a second time.
+        self._released: list[str] = []
+        self._ended = False
 
     def feed(self, piece: str) -> str:
         """Take the next piece; return what may be shown now (often nothing)."""
         self._pieces.append(piece)
+        self._ended = False
         self._window += piece
         self._held += len(piece)
         if "\n" not in piece and self._held < self._hold_chars:
@@ -46,6 +51,7 @@ class RedactingStream:
         if cut <= len(self._shown):
             return ""
         released = redacted[len(self._shown) : cut]
+        self._released.append(released)
         self._held = len(redacted) - cut
         self._shown = redacted[:cut]
         self._settle()
@@ -56,6 +62,8 @@ class RedactingStream:
         redacted = redact(self._window)
         if redacted.startswith(self._shown):
             rest = redacted[len(self._shown) :]
+            self._released.append(rest)
+            self._ended = True
         else:
             # Never expected (see the module's note); shown again from where they part
             # rather than leaving a secret out or the reply cut.
@@ -66,6 +74,8 @@ class RedactingStream:
     @property
     def text(self) -> str:
         """All of the text so far, redacted."""
+        if self._ended:
+            return "".join(self._released)
         return redact("".join(self._pieces))
 
     def _settle(self) -> None:
