@@ -1,9 +1,11 @@
 """Each command's cold wall time: a new process, as a person runs it.
 
 Commands that never embed (skills list, people show, episodes export, doctor) should
-not pay for torch, sentence-transformers or the model; `thoth recall` loads the model
-once. Printed: the median and the slowest of ``--runs`` runs of each command, in a
-home made for the run (a few episodes, a fact). Say whether the machine was quiet.
+not pay for the model; `thoth recall` loads it once. Printed: the median and the
+slowest of ``--runs`` runs of each command, in a home made for the run (a few
+episodes, a fact), and beside them the floor — a bare interpreter, and one that only
+imports the libraries every command loads (settings, arrays, the secret catalogue).
+Say whether the machine was quiet.
 
     python bench/cli_start.py [--runs 5]
 """
@@ -19,6 +21,12 @@ import tempfile
 import time
 from pathlib import Path
 
+FLOOR = {
+    "python (nothing imported)": "pass",
+    "python importing the libraries every command needs": (
+        "import asyncio, sqlite3, pydantic_settings, numpy, detect_secrets.core.plugins.util"
+    ),
+}
 COMMANDS = [
     ["skills", "list"],
     ["people", "show", "dana"],
@@ -39,6 +47,12 @@ def _thoth(home: Path, *argv: str, stdin: str = "") -> float:
     return elapsed
 
 
+def _python(code: str) -> float:
+    started = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
@@ -47,11 +61,16 @@ def main() -> None:
         home = Path(folder) / "home"
         _thoth(home, "chat", "--user", "dana",
                stdin="our staging database lives on pelican-db-7\nI prefer short answers.\n")
-        print(f"{'command':<46} {'median':>8} {'slowest':>8}")
+        print(f"{'command':<52} {'median':>8} {'slowest':>8}")
         for command in COMMANDS:
             times = [_thoth(home, *command) for _ in range(args.runs)]
-            print(f"{'thoth ' + ' '.join(command):<46} {statistics.median(times):>7.2f}s"
-                  f" {max(times):>7.2f}s")
+            _row("thoth " + " ".join(command), times)
+        for name, code in FLOOR.items():
+            _row(name, [_python(code) for _ in range(args.runs)])
+
+
+def _row(name: str, times: list[float]) -> None:
+    print(f"{name:<52} {statistics.median(times):>7.2f}s {max(times):>7.2f}s")
 
 
 if __name__ == "__main__":

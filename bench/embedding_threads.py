@@ -1,10 +1,11 @@
-"""Query embedding latency and bulk throughput, by torch thread count, quiet and loaded.
+"""Query embedding latency and bulk throughput, by how the cores are used, quiet and loaded.
 
 One query's embedding (what every turn and every recall waits for) and a bulk batch
-(what an import does) are timed with torch's default threads and with one thread,
-first on a quiet machine, then with another process keeping one core busy. Printed:
-p50/p95 per query in ms, and texts per second in bulk. The thread policy in
-``layers/episodic/embedder.py`` is chosen on these figures.
+(what an import does) are timed two ways: Thoth's policy (BLAS on one thread; bulk
+batches spread over the cores by ``layers/episodic/parallel.py``) and BLAS on every
+core with batches in turn (what a plain numpy program does) — first on a quiet
+machine, then with another process keeping one core busy. Printed: p50/p95 per query
+in ms, and texts per second in bulk. The policy is chosen on these figures.
 
     python bench/embedding_threads.py [--queries 200] [--bulk 512]
 """
@@ -21,13 +22,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-import torch  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 from layers.episodic.embedder import MiniLMEmbedder  # noqa: E402
+from layers.episodic.parallel import cores  # noqa: E402
 
 QUERY = "what did we decide about the staging database backups last week?"
 TURN = ("We moved the staging database to pelican-db-7 and the nightly backups now run at "
         "02:00 UTC; restore drills are on the first Monday of the month. ")
+BATCH = 32
 
 
 def _busy(stop: multiprocessing.synchronize.Event) -> None:
@@ -45,11 +48,23 @@ def _queries(embedder: MiniLMEmbedder, count: int) -> tuple[float, float]:
     return statistics.median(times), times[int(len(times) * 0.95) - 1]
 
 
-def _bulk(embedder: MiniLMEmbedder, count: int) -> float:
+def _bulk(embedder: MiniLMEmbedder, count: int, *, spread: bool) -> float:
     texts = [f"{TURN} ({number})" for number in range(count)]
     started = time.perf_counter()
-    embedder.embed(texts)
+    if spread:
+        embedder.embed(texts)
+    else:
+        model = embedder.load()
+        for start in range(0, count, BATCH):
+            model.encode(texts[start : start + BATCH])
     return count / (time.perf_counter() - started)
+
+
+def _measure(embedder: MiniLMEmbedder, args: argparse.Namespace, *, policy: bool) -> str:
+    _queries(embedder, 10)  # warm
+    p50, p95 = _queries(embedder, args.queries)
+    rate = _bulk(embedder, args.bulk, spread=policy)
+    return f"{p50:>8.1f}ms {p95:>8.1f}ms {rate:>7.0f} texts/s"
 
 
 def main() -> None:
@@ -57,24 +72,21 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--bulk", type=int, default=512)
     args = parser.parse_args()
-    default_threads = torch.get_num_threads()
-    embedders = {str(default_threads): MiniLMEmbedder(threads=default_threads),
-                 "1": MiniLMEmbedder(threads=1), "policy": MiniLMEmbedder()}
-    for embedder in embedders.values():
-        embedder.load()
-    print(f"{'condition':<10} {'threads':>7} {'query p50':>10} {'query p95':>10} {'bulk':>12}")
+    embedder = MiniLMEmbedder(batch_size=BATCH)
+    embedder.load()
+    print(f"{cores()} cores")
+    print(f"{'condition':<10} {'way':<22} {'query p50':>10} {'query p95':>10} {'bulk':>15}")
     for condition in ("quiet", "loaded"):
         stop = multiprocessing.Event()
         busy = multiprocessing.Process(target=_busy, args=(stop,))
         if condition == "loaded":
             busy.start()
         try:
-            for threads, embedder in embedders.items():
-                _queries(embedder, 10)  # warm
-                p50, p95 = _queries(embedder, args.queries)
-                rate = _bulk(embedder, args.bulk)
-                print(f"{condition:<10} {threads:>7} {p50:>8.1f}ms {p95:>8.1f}ms"
-                      f" {rate:>7.0f} texts/s")
+            print(f"{condition:<10} {'policy (BLAS 1 thread)':<22} "
+                  f"{_measure(embedder, args, policy=True)}")
+            with threadpool_limits(limits=cores(), user_api="blas"):
+                print(f"{condition:<10} {f'BLAS {cores()} threads':<22} "
+                      f"{_measure(embedder, args, policy=False)}")
         finally:
             stop.set()
             if busy.is_alive():

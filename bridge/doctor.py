@@ -31,7 +31,7 @@ class Check:
 
 
 def run_checks(app: Thoth, *, deep: bool = False) -> list[Check]:
-    """Every check; ``deep`` also loads the embedding model and embeds a word (seconds)."""
+    """Every check; ``deep`` also loads the embedding model and embeds a word."""
     checks: list[Check] = []
     for check in (
         _database,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import shutil
+import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -112,8 +113,9 @@ class Brain:
 
     def check(self) -> None:
         """Raise ``BrainError`` (saying how to fix it) unless the repo can take a commit."""
-        repo = self._repo()
-        git_dir = Path(repo.git_dir)
+        # Two git commands, not GitPython: importing it is a tenth of a second that
+        # every command would pay at start (bench/cli_start.py).
+        git_dir = Path(self._git_output("rev-parse", "--absolute-git-dir").strip())
         if (git_dir / "MERGE_HEAD").exists():
             raise BrainError(
                 f"the brain at {self.path} is in the middle of a merge: finish it"
@@ -124,15 +126,38 @@ class Brain:
                 f"the brain at {self.path} is in the middle of a rebase: run"
                 f" git -C {self.path} rebase --continue or --abort"
             )
-        if repo.head.is_detached:
+        # "ref: refs/heads/main" on a branch (even before its first commit), a hash if not.
+        if not (git_dir / "HEAD").read_text(errors="replace").startswith("ref: refs/heads/"):
             raise BrainError(
                 f"the brain at {self.path} has a detached HEAD: run"
                 f" git -C {self.path} switch main"
             )
-        if repo.index.unmerged_blobs():
+        if self._git_output("ls-files", "--unmerged"):
             raise BrainError(
                 f"the brain at {self.path} has unresolved conflicts: resolve them and commit"
             )
+
+    def _git_output(self, *arguments: str) -> str:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(self.path), *arguments],
+                capture_output=True,
+                text=True,
+                timeout=PUSH_TIMEOUT_S,
+                check=False,
+            )
+        except OSError as error:
+            raise BrainError(
+                f"git is not usable ({error}): install it (apt-get install git) for the brain"
+            ) from error
+        except subprocess.TimeoutExpired as error:
+            raise BrainError(f"git did not answer in the brain at {self.path}") from error
+        if done.returncode != 0:
+            raise BrainError(
+                f"{self.path} is not a git repository (is .git missing or damaged?): move it"
+                f" away and run `thoth init` to create a new brain ({done.stderr.strip()})"
+            )
+        return done.stdout
 
     def apply(
         self,
