@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 OFFLINE_BEST_EVIDENCE = "What memory holds that answers it best:"
+# The related episodes not already shown whole as the best evidence.
+OFFLINE_ALSO_RELATED = "Related episodes:"
 NO_MODEL_CONFIGURED = (
     "No language model is configured (set ANTHROPIC_API_KEY to enable one), so I can"
     " only show what my memory holds for this message."

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bridge import messages
-from bridge.model.offline_evidence import best_evidence
+from bridge.model.offline_evidence import best_evidence, rest_of_related
 from bridge.model.protocol import ModelRequest, ModelResult, OnText, ToolCall
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,9 @@ def _answer(
         if evidence:
             shown = "\n".join(str(item) for item in evidence)
             parts.append(f"{messages.OFFLINE_BEST_EVIDENCE}\n{shown}")
-        parts.append(f"Related episodes:\n{related}")
+        rest = rest_of_related(related, evidence)
+        if rest:
+            parts.append(f"{messages.OFFLINE_ALSO_RELATED}\n{rest}")
     else:
         parts.append(messages.NOTHING_REMEMBERED)
     user_model = _untagged(request.section("user-model"))

@@ -52,3 +52,22 @@ def best_evidence(message: str, related: str) -> list[Evidence]:
     # Most shared words first; among equals, the order recall ranked them in.
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [evidence for _, _, evidence in scored[:BEST_SENTENCES]]
+
+
+def rest_of_related(related: str, shown: list[Evidence]) -> str:
+    """``related`` without the episodes whose every sentence is already in ``shown``."""
+    shown_sentences = {(item.who, item.where, item.day, item.sentence) for item in shown}
+    kept: list[str] = []
+    keeping = True
+    for line in related.splitlines():
+        found = _EPISODE_LINE.match(line.strip()) if line.startswith("-") else None
+        if found is not None:
+            sentences = [s.strip() for s in _SENTENCE_END.split(found["said"].strip()) if s.strip()]
+            keeping = not all(
+                (found["who"], found["where"], found["day"], sentence) in shown_sentences
+                for sentence in sentences
+            )
+        # A line that is not an episode's first (its reply) goes with its episode.
+        if keeping:
+            kept.append(line)
+    return "\n".join(kept).strip()

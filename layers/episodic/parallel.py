@@ -8,6 +8,11 @@ share — a bulk embedding, a search over every stored vector — is cut into pi
 that a small pool runs at once, one piece per core. BLAS's thread count is the
 process's, so it is set once, before the first piece of work; changing it while
 another thread is inside BLAS is not safe.
+
+One pool serves both. A search can wait behind a bulk embedding's queued batches, which
+a serving process does not run: imports and reflection are processes of their own, and
+a turn embeds a few texts on its own thread. Work handed to the pool must not hand work
+to it again (it would wait for itself).
 """
 
 from __future__ import annotations

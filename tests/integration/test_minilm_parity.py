@@ -1,12 +1,15 @@
 """Thoth's numpy MiniLM against sentence-transformers, on the same weights.
 
 The encoder in ``layers/episodic/minilm.py`` is hand-written; this holds it to the
-library's vectors on real conversation turns and on the edges (nothing, one piece,
-more than the model reads, scripts other than Latin, padding beside long texts).
+library's vectors on conversation turns and on the edges (nothing, one piece, more
+than the model reads, scripts other than Latin, padding beside long texts). LoCoMo's
+turns join them where ``../shared/data`` is beside the checkout (a clone elsewhere
+has the rest).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -14,6 +17,7 @@ import numpy as np
 import pytest
 
 from layers.episodic.embedder import MINILM_DIM, MiniLMEmbedder
+from tests.secret_corpus import ORDINARY
 
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev5.json"
 
@@ -29,6 +33,8 @@ EDGES = [
 
 
 def _turns(count: int) -> list[str]:
+    if not LOCOMO.exists():
+        return []
     conversation = json.loads(LOCOMO.read_text(encoding="utf-8"))[0]["conversation"]
     sessions = (value for key, value in conversation.items() if isinstance(value, list))
     turns = [f"{turn['speaker']}: {turn['text']}" for session in sessions for turn in session]
@@ -47,7 +53,8 @@ def reference() -> object:
 def test_numpy_minilm_gives_sentence_transformers_vectors(
     minilm: MiniLMEmbedder, reference: object
 ) -> None:
-    texts = EDGES + _turns(300)
+    texts = EDGES + list(ORDINARY) + [f"{a} {b}" for a, b in itertools.pairwise(ORDINARY)]
+    texts += _turns(300)
     ours = minilm.embed(texts)
     theirs = reference.encode(texts, batch_size=32, normalize_embeddings=True)  # type: ignore[attr-defined]
     assert ours.shape == (len(texts), MINILM_DIM) and ours.dtype == np.float32

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bridge.model.offline_evidence import Evidence, best_evidence
+from bridge.model.offline_evidence import Evidence, best_evidence, rest_of_related
 
 RELATED = "\n".join([
     "- 2026-11-20, a DM, dana: What do you know about the backups?",
@@ -29,3 +29,18 @@ def test_a_question_is_never_evidence_and_replies_are_not_the_persons_words() ->
 def test_nothing_in_common_means_no_evidence() -> None:
     assert best_evidence("who is on call for payroll", RELATED) == []
     assert best_evidence("backups", "No matching episodes.") == []
+
+
+def test_the_related_list_leaves_out_what_the_evidence_already_showed_whole() -> None:
+    related = "\n".join([
+        "- 2026-11-21, a DM, dana: Our staging database lives on pelican-db-7.",
+        "  reply: noted",
+        "- 2026-11-19, #ops, ari: Staging moved to pelican-db-7. Who owns the database?",
+    ])
+    shown = best_evidence("where does the staging database live", related)
+    assert [item.sentence for item in shown] == [
+        "Our staging database lives on pelican-db-7.", "Staging moved to pelican-db-7."
+    ]
+    # dana's episode was shown whole (its reply goes with it); ari's asked something more.
+    assert rest_of_related(related, shown) == related.splitlines()[2]
+    assert rest_of_related(related, []) == related
