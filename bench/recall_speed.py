@@ -37,6 +37,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bridge.schemas import ALL_SCHEMAS  # noqa: E402
 from layers.episodic.embedder import MiniLMEmbedder  # noqa: E402
 from layers.episodic.episode import Episode, Viewer  # noqa: E402
 from layers.episodic.memory import EpisodicMemory, RecallQuery  # noqa: E402
@@ -79,7 +80,7 @@ def build_store(path: Path, size: int, embedder: MiniLMEmbedder, seed: int = 7) 
     vocabulary = sorted({word for text in turns for word in text.split()})
     rng = np.random.default_rng(seed)
     picker = random.Random(seed)
-    db = Database.open(path)
+    db = Database.open(path, schemas=ALL_SCHEMAS)
     memory = EpisodicMemory(db, embedder)
     started = time.perf_counter()
     now = time.time()
@@ -125,7 +126,7 @@ def measure_size(size: int, queries: int, workdir: Path) -> dict[str, float]:
     rng = np.random.default_rng(3)
     asked = [f"{q} {rare_term(rng)}" if i % 2 else q for i, q in enumerate(asked)]
     vectors = embedder.embed(asked)
-    memory = EpisodicMemory(Database.open(path), embedder)
+    memory = EpisodicMemory(Database.open(path, schemas=ALL_SCHEMAS), embedder)
     started = time.perf_counter()
     memory.search(RecallQuery("warm up", Viewer(TEAM, "C1")), vectors[0], k=10)
     load_seconds = time.perf_counter() - started
@@ -161,7 +162,7 @@ def measure_embedding_and_import(queries: int, workdir: Path) -> dict[str, float
 
 
 def time_import(embedder: MiniLMEmbedder, turns: list[str], scratch: Path) -> dict[str, float]:
-    memory = EpisodicMemory(Database.open(scratch / "import.db"), embedder)
+    memory = EpisodicMemory(Database.open(scratch / "import.db", schemas=ALL_SCHEMAS), embedder)
     episodes = [
         Episode(id=f"imp-{i}", user_text=text, summary="", created_at=time.time())
         for i, text in enumerate(turns[:3000])

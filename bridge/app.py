@@ -10,6 +10,7 @@ from bridge.model.offline import OfflineResponder, SkillFinder
 from bridge.model.protocol import LanguageModel
 from bridge.model.retrying import RetryingModel
 from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
+from bridge.schemas import ALL_SCHEMAS
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.episode import Viewer
@@ -114,7 +115,7 @@ def build(
     The embedding model loads lazily, on the first text to embed, so commands
     that never embed (``init``, ``export``) start fast.
     """
-    db = Database.open(settings.db_path)
+    db = Database.open(settings.db_path, schemas=ALL_SCHEMAS)
     chosen_embedder = embedder or MiniLMEmbedder()
     episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days))
     sessions = SessionStore(db)

@@ -55,12 +55,12 @@ def run_checks(app: Thoth, *, deep: bool = False) -> list[Check]:
 def _database(app: Thoth) -> list[Check]:
     # Sound: Database.open ran SQLite's integrity check, and refuses a damaged file
     # (doctor then ends in that one line, like every command).
-    versions = sorted(app.db.applied_versions())
+    applied = app.db.applied()
     return [
         Check(
             "database",
             Status.OK,
-            f"{app.db.path}: schema {versions[-1]}, {app.episodic.store.count()} episodes",
+            f"{app.db.path}: {len(applied)} migrations, {app.episodic.store.count()} episodes",
         )
     ]
 

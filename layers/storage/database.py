@@ -10,12 +10,12 @@ import logging
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from layers.errors import ConfigurationError
-from layers.storage.migrations import MIGRATIONS, Migration
+from layers.storage.migrations import LEGACY_VERSIONS, Schema
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,9 @@ class Database:
         self._lock = threading.RLock()
 
     @classmethod
-    def open(cls, path: Path, *, migrations: tuple[Migration, ...] = MIGRATIONS) -> Database:
-        """Open (creating if needed) the database at ``path`` and run pending migrations.
+    def open(cls, path: Path, *, schemas: Sequence[Schema]) -> Database:
+        """Open (creating if needed) the database at ``path`` and run the pending
+        migrations of ``schemas`` (in that order; each owner's in its own order).
 
         Raises ``DatabaseDamaged`` when the file is not sound, before anything is
         written: every page is checked (SQLite's quick check reads ~1 GB/s, about 0.1 s
@@ -72,7 +73,7 @@ class Database:
             if problems:
                 connection.close()
                 raise DatabaseDamaged(path, problems[0])
-            database.migrate(migrations)
+            database.migrate(schemas)
         except (OSError, sqlite3.OperationalError) as error:
             raise ConfigurationError(
                 f"cannot open the database {path}: {error} (set THOTH_HOME to a writable directory)"
@@ -113,31 +114,58 @@ class Database:
         with self._lock:
             yield self.connection
 
-    def applied_versions(self) -> set[int]:
+    def applied(self) -> set[tuple[str, int]]:
+        """The migrations recorded, as (owner, version)."""
         with self.read() as conn:
-            rows = conn.execute("SELECT version FROM schema_migrations").fetchall()
-        return {int(row[0]) for row in rows}
+            rows = conn.execute("SELECT owner, version FROM schema_migrations").fetchall()
+        return {(str(owner), int(version)) for owner, version in rows}
 
-    def migrate(self, migrations: tuple[Migration, ...]) -> None:
+    def migrate(self, schemas: Sequence[Schema]) -> None:
         """Apply, in order, each migration not yet recorded."""
         with self.write() as conn:
+            columns = {row[1] for row in conn.execute("PRAGMA table_info(schema_migrations)")}
+            if columns and "owner" not in columns:
+                _adopt_legacy_record(conn)
             conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations ("
-                " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+                "CREATE TABLE IF NOT EXISTS schema_migrations (owner TEXT NOT NULL,"
+                " version INTEGER NOT NULL, name TEXT NOT NULL, applied_at REAL NOT NULL,"
+                " PRIMARY KEY (owner, version))"
             )
-        applied = self.applied_versions()
-        for migration in sorted(migrations, key=lambda m: m.version):
-            if migration.version in applied:
-                continue
-            with self.write() as conn:
-                # executescript would COMMIT our transaction; run statement by statement.
-                for statement in _split_statements(migration.sql):
-                    conn.execute(statement)
-                conn.execute(
-                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-                    (migration.version, migration.name, time.time()),
-                )
-            log.info("applied migration %s %s", migration.version, migration.name)
+        applied = self.applied()
+        for schema in schemas:
+            for migration in schema.migrations:
+                if (schema.owner, migration.version) in applied:
+                    continue
+                with self.write() as conn:
+                    # executescript would COMMIT our transaction; run statement by statement.
+                    for statement in _split_statements(migration.sql):
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO schema_migrations (owner, version, name, applied_at)"
+                        " VALUES (?, ?, ?, ?)",
+                        (schema.owner, migration.version, migration.name, time.time()),
+                    )
+                log.info("applied migration %s %s %s", schema.owner, migration.version,
+                         migration.name)
+
+
+def _adopt_legacy_record(conn: sqlite3.Connection) -> None:
+    """Rewrite the one-sequence record of an older database as (owner, version) rows."""
+    legacy = conn.execute("SELECT version, applied_at FROM schema_migrations").fetchall()
+    conn.execute("ALTER TABLE schema_migrations RENAME TO schema_migrations_legacy")
+    conn.execute(
+        "CREATE TABLE schema_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL,"
+        " name TEXT NOT NULL, applied_at REAL NOT NULL, PRIMARY KEY (owner, version))"
+    )
+    for version, applied_at in legacy:
+        for owner, owned_version, name in LEGACY_VERSIONS.get(int(version), ()):
+            conn.execute(
+                "INSERT INTO schema_migrations (owner, version, name, applied_at)"
+                " VALUES (?, ?, ?, ?)",
+                (owner, owned_version, name, applied_at),
+            )
+    conn.execute("DROP TABLE schema_migrations_legacy")
+    log.info("recorded %d earlier migrations by their owners", len(legacy))
 
 
 def _split_statements(script: str) -> list[str]:

@@ -21,6 +21,7 @@ from layers.procedural.drafts import DraftState, SkillDrafts, remove_skill
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 from layers.procedural.persona import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skills import SkillLibrary
+from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
 from tests.waiting import wait_until
 
@@ -45,7 +46,8 @@ def _log(brain: Brain) -> list[str]:
 def _drafts(tmp_path: Path, brain: Brain, clock: list[float] | None = None) -> SkillDrafts:
     now = clock or [1_800_000_000.0]
     library = SkillLibrary((brain.skills_dir,))
-    return SkillDrafts(Database.open(tmp_path / "thoth.db"), brain, library, clock=lambda: now[0])
+    db = Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS)
+    return SkillDrafts(db, brain, library, clock=lambda: now[0])
 
 
 def test_the_brain_is_created_once_from_the_shipped_files(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -11,28 +12,68 @@ from pathlib import Path
 
 import pytest
 
+from bridge.schemas import ALL_SCHEMAS
 from layers.errors import ConfigurationError
 from layers.storage.database import Database
-from layers.storage.migrations import MIGRATIONS, Migration
+from layers.storage.migrations import LEGACY_VERSIONS, Migration, Schema
 
 
-def test_migrations_run_once_and_are_recorded(tmp_path: Path) -> None:
-    db = Database.open(tmp_path / "thoth.db")
-    assert db.applied_versions() == {m.version for m in MIGRATIONS}
+def test_migrations_run_once_and_are_recorded_by_their_owner(tmp_path: Path) -> None:
+    db = Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
+    assert db.applied() == {
+        (schema.owner, m.version) for schema in ALL_SCHEMAS for m in schema.migrations
+    }
     db.close()
-    extra = Migration(MIGRATIONS[-1].version + 1, "notes", "CREATE TABLE notes (body TEXT);")
-    db = Database.open(tmp_path / "thoth.db", migrations=(*MIGRATIONS, extra))
-    assert extra.version in db.applied_versions()
+    # An owner adds its next migration in its own schema; nothing else changes.
+    slack = next(schema for schema in ALL_SCHEMAS if schema.owner == "slack")
+    grown = Schema("slack", (*slack.migrations, Migration(len(slack.migrations) + 1, "notes",
+                                                          "CREATE TABLE slack_notes (body TEXT);")))
+    schemas = tuple(grown if schema.owner == "slack" else schema for schema in ALL_SCHEMAS)
+    db = Database.open(tmp_path / "thoth.db", schemas=schemas)
+    assert ("slack", len(grown.migrations)) in db.applied()
     with db.read() as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        names = [
-            row[0] for row in conn.execute("SELECT name FROM schema_migrations ORDER BY version")
+        names = [row[0] for row in conn.execute(
+            "SELECT name FROM schema_migrations WHERE owner = 'slack' ORDER BY version")]
+        conn.execute("INSERT INTO slack_notes VALUES ('x')")
+    assert names == [m.name for m in grown.migrations]
+
+
+def test_a_schema_numbers_its_migrations_from_one_in_order() -> None:
+    with pytest.raises(ValueError, match="numbered"):
+        Schema("x", (Migration(2, "b", "SELECT 1;"),))
+
+
+def test_a_database_recorded_in_one_sequence_keeps_its_tables_and_runs_nothing_twice(
+    tmp_path: Path,
+) -> None:
+    """A database made before owners declared their schemas (versions 1-8 in one table)."""
+    path = tmp_path / "thoth.db"
+    legacy = sqlite3.connect(path)
+    by_owner = {schema.owner: schema for schema in ALL_SCHEMAS}
+    for version, parts in sorted(LEGACY_VERSIONS.items()):
+        for owner, owned_version, _ in parts:
+            legacy.executescript(by_owner[owner].migrations[owned_version - 1].sql)
+        legacy.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY"
+                       " KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
+        legacy.execute("INSERT INTO schema_migrations VALUES (?, ?, 1.0)", (version, "old"))
+    legacy.execute("INSERT INTO sessions VALUES ('s1', 'k', 't', 'c', 'im', NULL, 1, 1, NULL)")
+    legacy.commit()
+    legacy.close()
+    # Running a CREATE TABLE again would fail: every migration must be seen as applied.
+    db = Database.open(path, schemas=ALL_SCHEMAS)
+    assert db.applied() == {
+        (schema.owner, m.version) for schema in ALL_SCHEMAS for m in schema.migrations
+    }
+    with db.read() as conn:
+        assert conn.execute("SELECT id FROM sessions").fetchall() == [("s1",)]
+        assert conn.execute("SELECT DISTINCT applied_at FROM schema_migrations").fetchall() == [
+            (1.0,)
         ]
-    assert names == [m.name for m in (*MIGRATIONS, extra)]
 
 
 def test_a_failed_write_rolls_back(tmp_path: Path) -> None:
-    db = Database.open(tmp_path / "thoth.db")
+    db = Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
     with pytest.raises(RuntimeError), db.write() as conn:
         conn.execute(
             "INSERT INTO episodes (id, user_text, summary, created_at, team, channel,"
@@ -50,7 +91,8 @@ def test_committed_writes_survive_a_killed_process(tmp_path: Path) -> None:
         import sys
         from pathlib import Path
         from layers.storage.database import Database
-        db = Database.open(Path({str(path)!r}))
+        from bridge.schemas import ALL_SCHEMAS
+        db = Database.open(Path({str(path)!r}), schemas=ALL_SCHEMAS)
         for i in range(3):
             with db.write() as conn:
                 conn.execute(
@@ -76,7 +118,7 @@ def test_committed_writes_survive_a_killed_process(tmp_path: Path) -> None:
     assert child.stdout.readline().strip() == "written"
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=10)
-    db = Database.open(path)
+    db = Database.open(path, schemas=ALL_SCHEMAS)
     with db.read() as conn:
         ids = [row[0] for row in conn.execute("SELECT id FROM episodes ORDER BY id")]
     assert ids == ["turn-0", "turn-1", "turn-2"]
@@ -86,4 +128,4 @@ def test_unwritable_home_is_a_configuration_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     with pytest.raises(ConfigurationError, match="THOTH_HOME"):
-        Database.open(blocker / "home" / "thoth.db")
+        Database.open(blocker / "home" / "thoth.db", schemas=ALL_SCHEMAS)

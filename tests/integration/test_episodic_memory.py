@@ -12,6 +12,7 @@ from layers.episodic.embedder import MiniLMEmbedder
 from layers.episodic.episode import Episode, Feedback, Viewer
 from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
+from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC).timestamp()
@@ -20,7 +21,7 @@ DAY = 86_400.0
 
 @pytest.fixture
 def db(tmp_path: Path) -> Database:
-    return Database.open(tmp_path / "thoth.db")
+    return Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS)
 
 
 @pytest.fixture
@@ -197,7 +198,7 @@ def test_index_is_rebuilt_from_disk_on_open(
         [_episode("persisted", "the staging cluster lives in eu-west-1")]
     )
     db.close()
-    reopened = EpisodicMemory(Database.open(tmp_path / "thoth.db"), minilm)
+    reopened = EpisodicMemory(Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS), minilm)
     hits = reopened.recall("which region hosts staging?", Viewer(), k=1, now=NOW)
     assert hits[0].episode.id == "persisted"
 
@@ -255,7 +256,7 @@ def test_writes_from_another_process_reach_a_running_index(
         "mine"
     ]
     # A second connection stands in for `thoth episodes import` run beside the bridge.
-    other = EpisodicMemory(Database.open(tmp_path / "thoth.db"), minilm)
+    other = EpisodicMemory(Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS), minilm)
     other.remember([_episode("theirs", "the office plants were moved to the window")])
     found = {h.episode.id for h in memory.recall("office plants", Viewer(), k=5, now=NOW)}
     assert found == {"mine", "theirs"}

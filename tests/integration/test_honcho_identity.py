@@ -17,6 +17,7 @@ from layers.episodic.episode import Viewer
 from layers.identity.honcho import AGENT_PEER, HonchoIdentity, person_peer_id
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Person
+from layers.schemas import LAYER_SCHEMAS
 from layers.working.sessions import Place
 from layers.working.transcript import TranscriptTurn
 from tests.fakes import HashingEmbedder, RecordingSink
@@ -298,7 +299,7 @@ def test_a_slow_store_then_a_retry_keeps_one_copy_and_waiting_turns_survive_a_re
         return Honcho(api_key="hch-test-key", base_url=honcho.url, workspace_id=workspace,
                       timeout=0.5, max_retries=0)
 
-    db = Database.open(model_settings.db_path)
+    db = Database.open(model_settings.db_path, schemas=LAYER_SCHEMAS)
     identity = HonchoIdentity(quick_client, workspace_id=None,
                               readable_sessions=ReadableSessions(db), server_url=honcho.url)
     dana = Person("T1", "U1", "Dana")

@@ -13,6 +13,7 @@ from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.protocol import Fact, Person, TurnMessages
 from layers.identity.user_models import UserModels
+from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
 
 DANA = Person("T1", "U1", "Dana")
@@ -22,7 +23,8 @@ pytestmark = pytest.mark.model
 
 
 def _identity(tmp_path: Path, minilm: MiniLMEmbedder, now: list[float]) -> LocalIdentity:
-    return LocalIdentity(Database.open(tmp_path / "thoth.db"), minilm, clock=lambda: now[0])
+    db = Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS)
+    return LocalIdentity(db, minilm, clock=lambda: now[0])
 
 
 def _said(text: str, reply: str = "Noted.") -> TurnMessages:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from bridge.pipeline.keyed_locks import KeyedLocks
+from bridge.schemas import ALL_SCHEMAS
 from layers.errors import BadInput
 from layers.storage.database import Database
 from layers.working.sessions import Place, SessionStore
@@ -17,7 +18,7 @@ PLACE = Place("T1", "C1", "public", "1712.5")
 
 
 def test_a_key_holds_one_open_session_and_a_new_one_after_it_ends(tmp_path: Path) -> None:
-    store = SessionStore(Database.open(tmp_path / "thoth.db"))
+    store = SessionStore(Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS))
     first = store.open("slack:T1:C1:1712.5", PLACE)
     assert store.open("slack:T1:C1:1712.5", PLACE).id == first.id
     assert store.end(first.id) and not store.end(first.id)
@@ -29,7 +30,7 @@ def test_a_key_holds_one_open_session_and_a_new_one_after_it_ends(tmp_path: Path
 
 
 def test_the_transcript_is_ordered_redacted_and_survives_reopening(tmp_path: Path) -> None:
-    db = Database.open(tmp_path / "thoth.db")
+    db = Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
     session = SessionStore(db).open("k", PLACE)
     transcript = TranscriptStore(db)
     transcript.append(session.id, TranscriptTurn("first", "one"))
@@ -37,7 +38,7 @@ def test_the_transcript_is_ordered_redacted_and_survives_reopening(tmp_path: Pat
         session.id, TranscriptTurn("key sk-ant-api03-" + "a" * 90 + " please", "ok", ok=False)
     )
     db.close()
-    reopened = TranscriptStore(Database.open(tmp_path / "thoth.db"))
+    reopened = TranscriptStore(Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS))
     first, second = reopened.turns(session.id)
     assert (first.user_text, first.reply_text, first.ok) == ("first", "one", True)
     assert "sk-ant-api03" not in second.user_text and not second.ok
@@ -68,7 +69,7 @@ def test_spend_is_summed_per_utc_day(tmp_path: Path) -> None:
     from bridge.model.cost_ledger import CostLedger
     from bridge.model.pricing import Usage
 
-    ledger = CostLedger(Database.open(tmp_path / "thoth.db"))
+    ledger = CostLedger(Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS))
     late = datetime(2026, 11, 21, 23, 59, tzinfo=UTC).timestamp()
     early = datetime(2026, 11, 22, 0, 1, tzinfo=UTC).timestamp()
     ledger.record_all([("m", Usage(1, 1), 1.5)], now=late)

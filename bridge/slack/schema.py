@@ -1,0 +1,76 @@
+"""The Slack bridge's tables: deliveries seen, replies, skill cards, reactions, pane context."""
+
+from __future__ import annotations
+
+from layers.storage.migrations import Migration, Schema
+
+# Named, ordered, forward-only: never edit one that has shipped, add the next.
+SCHEMA = Schema(
+    "slack",
+    (
+        Migration(
+            1,
+            "slack_bridge",
+            """
+            -- Deliveries already handled: Slack retries an event (same event_id) and sends a
+            -- mention twice (app_mention and message, different ids, same channel + ts).
+            CREATE TABLE slack_seen (
+                key TEXT PRIMARY KEY,
+                seen_at REAL NOT NULL
+            );
+            CREATE INDEX slack_seen_at ON slack_seen (seen_at);
+
+            -- The agent's replies in Slack and the turn each answered, for reactions.
+            CREATE TABLE slack_replies (
+                channel TEXT NOT NULL,
+                ts TEXT NOT NULL,
+                team TEXT NOT NULL,
+                thread_ts TEXT,
+                session_id TEXT NOT NULL,
+                episode_id TEXT,
+                asker TEXT,
+                created_at REAL NOT NULL,
+                PRIMARY KEY (channel, ts)
+            );
+            CREATE INDEX slack_replies_thread ON slack_replies (channel, thread_ts);
+
+            -- Skill-draft approval cards, so a click or a reaction on one finds its draft.
+            CREATE TABLE slack_cards (
+                channel TEXT NOT NULL,
+                ts TEXT NOT NULL,
+                draft_id TEXT NOT NULL,
+                PRIMARY KEY (channel, ts)
+            );
+
+            -- What a reaction did, so removing it can undo exactly that.
+            CREATE TABLE slack_reaction_effects (
+                channel TEXT NOT NULL,
+                ts TEXT NOT NULL,
+                reaction TEXT NOT NULL,
+                user TEXT NOT NULL,
+                effect TEXT NOT NULL,
+                PRIMARY KEY (channel, ts, reaction, user)
+            );
+            """,
+        ),
+        Migration(
+            2,
+            "slack_ai_app",
+            """
+            -- The thread a skill card sits in, so a refusal about it is said in that thread.
+            ALTER TABLE slack_cards ADD COLUMN thread_ts TEXT;
+
+            -- What Slack's AI-app pane says a person is looking at, per assistant thread.
+            CREATE TABLE slack_thread_contexts (
+                channel TEXT NOT NULL,
+                thread_ts TEXT NOT NULL,
+                user TEXT NOT NULL,
+                context_team TEXT,
+                context_channel TEXT,
+                updated_at REAL NOT NULL,
+                PRIMARY KEY (channel, thread_ts)
+            );
+            """,
+        ),
+    ),
+)

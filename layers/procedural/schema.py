@@ -1,0 +1,39 @@
+"""The procedural layer's tables (L4): skill drafts awaiting a decision."""
+
+from __future__ import annotations
+
+from layers.storage.migrations import Migration, Schema
+
+# Named, ordered, forward-only: never edit one that has shipped, add the next.
+SCHEMA = Schema(
+    "procedural",
+    (
+        Migration(
+            1,
+            "skill_drafts",
+            """
+            -- Proposed skills wait here, outside the brain's committed tree, until a human
+            -- approves (the files are written and committed) or rejects them, or they expire.
+            CREATE TABLE skill_drafts (
+                id TEXT PRIMARY KEY,
+                slug TEXT NOT NULL,
+                version TEXT NOT NULL,
+                base_version TEXT,
+                title TEXT NOT NULL,
+                description TEXT NOT NULL,
+                body TEXT NOT NULL,
+                tags TEXT NOT NULL DEFAULT '[]',
+                state TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (state IN ('pending', 'accepted', 'rejected', 'expired')),
+                proposed_by TEXT,
+                proposed_at REAL NOT NULL,
+                session_id TEXT,
+                decided_by TEXT,
+                decided_at REAL,
+                commit_sha TEXT
+            );
+            CREATE INDEX skill_drafts_state ON skill_drafts (state, proposed_at);
+            """,
+        ),
+    ),
+)
