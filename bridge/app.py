@@ -10,7 +10,9 @@ from bridge.model.offline import OfflineResponder, SkillFinder
 from bridge.model.protocol import LanguageModel
 from bridge.model.retrying import RetryingModel
 from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
+from bridge.reflection_launcher import run_reflection
 from bridge.schemas import ALL_SCHEMAS
+from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from layers.episodic.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.episode import Viewer
@@ -41,6 +43,8 @@ log = logging.getLogger(__name__)
 
 # At shutdown the identity queue gets this long to send what it holds.
 INGEST_DRAIN_S = 10.0
+# Ending a session waits this long for its last episodes (local writes, quick).
+SESSION_END_DRAIN_S = 30.0
 DEFAULT_HONCHO_URL = "https://api.honcho.dev"
 # One Honcho request (ingest, conclusions); the user model is bounded by USER_MODEL_TIMEOUT_S.
 HONCHO_TIMEOUT_S = 10.0
@@ -62,6 +66,10 @@ class Thoth:
     drafts: SkillDrafts
     memory_notes: MemoryNotes
     pipeline: TurnPipeline
+    # Reflection state; a run older than REFLECTION_TIMEOUT_S counts as dead.
+    reflections: ReflectionState
+    # How `/done` and the idle sweep end a session.
+    session_end: SessionEnd
     # The identity layer (L2): None when HONCHO_DISABLED.
     identity: IdentityBackend | None = None
     identity_ingest: IngestQueue | None = None
@@ -71,11 +79,6 @@ class Thoth:
 
     def close(self) -> None:
         self.db.close()
-
-    @property
-    def reflections(self) -> ReflectionState:
-        """Reflection state; a run older than REFLECTION_TIMEOUT_S counts as dead."""
-        return ReflectionState(self.db, run_timeout_s=self.settings.reflection_timeout_s)
 
     def warm_up(self) -> None:
         """Load the embedding model and the vector index before the first turn.
@@ -157,6 +160,13 @@ def build(
         identity=identity,
         identity_ingest=ingest,
     )
+    reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
+    session_end = SessionEnd(
+        sessions,
+        None if settings.reflection_disabled else reflections,
+        drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
+        reflect=lambda session_id, summary: run_reflection(settings, session_id, summary=summary),
+    )
     return Thoth(
         settings=settings,
         db=db,
@@ -173,6 +183,8 @@ def build(
         identity=identity,
         identity_ingest=ingest,
         user_models=user_models,
+        reflections=reflections,
+        session_end=session_end,
         brain_problem=brain_problem,
     )
 

@@ -7,28 +7,35 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
+from typing import Any
 
 from apscheduler.schedulers.base import BaseScheduler
 
 from bridge.app import Thoth
-from bridge.reflection_launcher import run_reflection, sweep_idle_sessions
 
 log = logging.getLogger(__name__)
+
+OnTurnLoop = Callable[[Coroutine[Any, Any, list[str]]], list[str]]
 
 DRAFT_SWEEP_HOURS = 1
 RETENTION_SWEEP_HOURS = 24
 
 
-def schedule_housekeeping(app: Thoth, scheduler: BaseScheduler) -> None:
+def schedule_housekeeping(app: Thoth, scheduler: BaseScheduler, on_turn_loop: OnTurnLoop) -> None:
     """Expire week-old skill drafts hourly, apply episode retention daily, and every
-    minute end idle sessions and run the reflections that are due."""
+    minute end idle sessions and run the reflections that are due.
+
+    ``on_turn_loop`` runs a coroutine on the loop the turns run on and waits for it:
+    ending a session waits for that loop's background writes.
+    """
     now = datetime.now(UTC)
     if not app.settings.reflection_disabled:
         scheduler.add_job(
             reflect_idle_sessions,
             "interval",
-            args=[app],
+            args=[app, on_turn_loop],
             minutes=1,
             id="reflection-sweep",
             next_run_time=now,
@@ -67,12 +74,7 @@ def _expire_drafts(app: Thoth) -> None:
         log.info("expired %d skill drafts older than seven days", expired)
 
 
-def reflect_idle_sessions(app: Thoth, now: float | None = None) -> list[str]:
+def reflect_idle_sessions(app: Thoth, on_turn_loop: OnTurnLoop) -> list[str]:
     """Sessions idle past REFLECTION_IDLE_MIN end; due reflections run (one process each)."""
-    return sweep_idle_sessions(
-        app.sessions,
-        app.reflections,
-        idle_s=app.settings.reflection_idle_min * 60,
-        now=time.time() if now is None else now,
-        launch=lambda session_id: run_reflection(app.settings, session_id, summary=False),
-    )
+    idle_s = app.settings.reflection_idle_min * 60
+    return on_turn_loop(app.session_end.end_idle(idle_s=idle_s, now=time.time()))

@@ -12,14 +12,11 @@ import logging
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from pydantic import SecretStr
 
 from bridge.settings import Settings
-from layers.working.sessions import SessionStore
-from reflection.state import ReflectionState
 
 log = logging.getLogger(__name__)
 
@@ -69,27 +66,6 @@ def run_reflection(settings: Settings, session_id: str, *, summary: bool) -> tup
     if done.returncode != 0:
         log.error("reflection on session %s failed: %s", session_id, done.stderr.strip()[-500:])
     return done.returncode, done.stdout
-
-
-def sweep_idle_sessions(
-    sessions: SessionStore,
-    state: ReflectionState,
-    *,
-    idle_s: float,
-    now: float,
-    launch: Callable[[str], object],
-) -> list[str]:
-    """End sessions idle longer than ``idle_s``, and reflect on every session due one.
-
-    A plain function of the clock (``now``), run every minute by the scheduler.
-    """
-    for session in sessions.idle_since(now - idle_s):
-        sessions.end(session.id, now=now)
-        state.queue(session.id)
-    due = state.due()
-    for session_id in due:
-        launch(session_id)
-    return due
 
 
 def _as_env(value: object) -> str:

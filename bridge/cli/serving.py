@@ -55,7 +55,7 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     app.warm_up()
     _warm_identity(app, runner, bridge.team)
     scheduler = BackgroundScheduler(timezone=UTC)
-    schedule_housekeeping(app, scheduler)
+    schedule_housekeeping(app, scheduler, runner.call)
     scheduler.add_job(SeenDeliveries(app.db).sweep, "interval", hours=1, id="slack-seen-sweep")
     scheduler.add_job(
         post_due_followups, "interval", args=[app.db, client], minutes=1, id="followups",

@@ -17,7 +17,6 @@ from bridge import messages
 from bridge.app import Thoth
 from bridge.pipeline.episodes_block import episode_line, episodes_text
 from bridge.pipeline.turn import Turn, check_message, viewer_at
-from bridge.reflection_launcher import run_reflection
 from bridge.slack.assistant import AssistantThreads
 from bridge.slack.directory import Directory
 from bridge.slack.escaping import escape, split_message
@@ -192,21 +191,13 @@ class Conversation:
         return str(response.get("permalink") or "") or None
 
     async def end_session(self, key: str, channel: str, thread_ts: str) -> None:
-        sessions = self._thoth.sessions
-        session = await asyncio.to_thread(sessions.find_open, key)
-        if session is None:
+        ended = await self._thoth.session_end.end_open(key)
+        if ended is None:
             await self._post(channel, thread_ts, messages.NO_OPEN_SESSION)
-            return
-        await asyncio.to_thread(sessions.end, session.id)
-        settings = self._thoth.settings
-        if settings.reflection_disabled:
+        elif not ended.reflected:
             await self._post(channel, thread_ts, messages.SESSION_ENDED)
-            return
-        # The last turns' episodes first; then the reflection process posts the summary
-        # (and any approval card) in the thread.
-        await self._thoth.drain()
-        await asyncio.to_thread(self._thoth.reflections.queue, session.id)
-        await asyncio.to_thread(run_reflection, settings, session.id, summary=True)
+        # Otherwise the reflection process has posted the summary (and any approval
+        # card) in the thread.
 
     def _place_and_name(self, incoming: Incoming) -> tuple[Place, str | None]:
         channel = self._directory.channel(incoming.channel, incoming.event_channel_type)

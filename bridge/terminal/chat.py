@@ -24,7 +24,6 @@ from bridge.app import Thoth
 from bridge.housekeeping import schedule_housekeeping
 from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.turn import Turn, check_message
-from bridge.reflection_launcher import run_reflection
 from bridge.terminal.sink import TerminalSink
 from layers.episodic.episode import LOCAL_TEAM, TERMINAL_CHANNEL, Viewer
 from layers.errors import BadInput
@@ -68,7 +67,7 @@ class ChatLoop:
         """Chat until /done, /quit or the end of input; returns the exit code."""
         self._thread.start()
         scheduler = BackgroundScheduler(timezone=UTC)
-        schedule_housekeeping(self._app, scheduler)
+        schedule_housekeeping(self._app, scheduler, self._call)
         scheduler.start()
         try:
             # Piped, a new session is opened by the first message that is one, so input
@@ -143,21 +142,10 @@ class ChatLoop:
 
     def _done(self, session: Session) -> None:
         """End the session and reflect on it now (a process of its own), showing the result."""
-        # The last turns' episodes first (reflection reads them); identity ingest goes on.
-        self._call(self._app.pipeline.drain(DRAIN_TIMEOUT_S))
-        # An idle sweep may have ended the first session and the chat gone on in a new one.
-        current = self._app.sessions.find_open(session.key)
-        if current is None:
-            print(messages.SESSION_ENDED, file=self._out)
-            return
-        session = current
-        self._app.sessions.end(session.id)
-        if self._app.settings.reflection_disabled:
-            print(messages.SESSION_ENDED, file=self._out)
-            return
-        self._app.reflections.queue(session.id)
-        _, printed = run_reflection(self._app.settings, session.id, summary=True)
-        print(printed.strip() or messages.SESSION_ENDED, file=self._out)
+        # An idle sweep may have ended the first session and the chat gone on in a new one:
+        # the key is the chat's, the session the one open under it.
+        ended = self._call(self._app.session_end.end_open(session.key))
+        print((ended.printed if ended else "") or messages.SESSION_ENDED, file=self._out)
 
     def _open_session(self) -> Session:
         sessions = self._app.sessions

@@ -129,7 +129,7 @@ def test_the_scheduler_expires_old_drafts(app: Thoth) -> None:
 
     scheduler = BackgroundScheduler(timezone=UTC)
     scheduler.add_listener(listener, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR)
-    schedule_housekeeping(app, scheduler)
+    schedule_housekeeping(app, scheduler, asyncio.run)
     scheduler.start()
     try:
         assert ran.wait(timeout=30)

@@ -17,7 +17,8 @@ import pytest
 from pydantic import SecretStr
 
 from bridge.app import Thoth, build
-from bridge.reflection_launcher import child_environment, sweep_idle_sessions
+from bridge.reflection_launcher import child_environment
+from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from layers.identity.protocol import Person
 from layers.working.sessions import Place
@@ -178,15 +179,50 @@ def test_a_killed_reflection_is_retried_and_applies_each_writer_once(
 def test_the_idle_sweep_follows_the_clock_it_is_given(app: Thoth) -> None:
     session_id = _session(app)
     app.sessions.touch(session_id, now=1_000_000.0)
-    launched: list[str] = []
-    kwargs = {"idle_s": 30 * 60, "launch": launched.append}
-    assert sweep_idle_sessions(app.sessions, app.reflections, now=1_000_000.0 + 29 * 60,
-                               **kwargs) == []  # type: ignore[arg-type]
+    launched: list[tuple[str, bool]] = []
+    drained: list[bool] = []
+
+    async def drain() -> int:
+        drained.append(True)
+        return 0
+
+    def reflect(session: str, summary: bool) -> tuple[int, str]:
+        launched.append((session, summary))
+        return 0, ""
+
+    ending = SessionEnd(app.sessions, app.reflections, drain=drain, reflect=reflect)
+    assert asyncio.run(ending.end_idle(idle_s=30 * 60, now=1_000_000.0 + 29 * 60)) == []
     assert app.sessions.get(session_id).ended_at is None  # type: ignore[union-attr]
-    due = sweep_idle_sessions(app.sessions, app.reflections, now=1_000_000.0 + 31 * 60,
-                              **kwargs)  # type: ignore[arg-type]
-    assert due == [session_id] and launched == [session_id]
+    assert not drained
+    due = asyncio.run(ending.end_idle(idle_s=30 * 60, now=1_000_000.0 + 31 * 60))
+    # Drained before it ended (the last episodes land first), reflected without a summary.
+    assert due == [session_id] and launched == [(session_id, False)] and drained == [True]
     assert app.sessions.get(session_id).ended  # type: ignore[union-attr]
+
+
+def test_done_ends_the_open_session_and_asks_for_a_summary(app: Thoth) -> None:
+    session_id = _session(app)
+    key = app.sessions.get(session_id).key  # type: ignore[union-attr]
+    launched: list[tuple[str, bool]] = []
+
+    async def drain() -> int:
+        return 0
+
+    def reflect(session: str, summary: bool) -> tuple[int, str]:
+        launched.append((session, summary))
+        return 0, "  the summary\n"
+
+    ending = SessionEnd(app.sessions, app.reflections, drain=drain, reflect=reflect)
+    ended = asyncio.run(ending.end_open(key))
+    assert ended is not None and (ended.session_id, ended.printed) == (session_id, "the summary")
+    assert launched == [(session_id, True)] and app.reflections.get(session_id) is not None
+    assert asyncio.run(ending.end_open(key)) is None  # nothing open there any more
+    # With reflection off the session only ends.
+    other = _session(app)
+    quiet = SessionEnd(app.sessions, None, drain=drain, reflect=reflect)
+    other_key = app.sessions.get(other).key  # type: ignore[union-attr]
+    ended = asyncio.run(quiet.end_open(other_key))
+    assert ended is not None and not ended.reflected and len(launched) == 1
 
 
 class SecretReflector:

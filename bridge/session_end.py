@@ -1,0 +1,76 @@
+"""Ending a session: the one way `/done` (terminal and Slack) and the idle sweep do it.
+
+In order: let the session's last writes land (reflection reads its episodes), mark it
+ended, queue its reflection, and launch it — a process of its own, under a timeout
+(``reflection_launcher.py``). With reflection off, the session only ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from layers.working.sessions import SessionStore
+from reflection.state import ReflectionState
+
+# Waits for the turns' background writes; returns how many did not finish.
+Drain = Callable[[], Awaitable[int]]
+# Runs one reflection (session id, whether to post or print its summary); returns its
+# exit code and what it printed.
+Reflect = Callable[[str, bool], tuple[int, str]]
+
+
+@dataclass(frozen=True)
+class Ended:
+    session_id: str
+    reflected: bool
+    # What the reflection printed (its summary, when asked for one).
+    printed: str = ""
+
+
+class SessionEnd:
+    def __init__(
+        self,
+        sessions: SessionStore,
+        reflections: ReflectionState | None,
+        *,
+        drain: Drain,
+        reflect: Reflect,
+    ) -> None:
+        """``reflections`` is None when reflection is off."""
+        self._sessions = sessions
+        self._reflections = reflections
+        self._drain = drain
+        self._reflect = reflect
+
+    async def end_open(self, key: str) -> Ended | None:
+        """End the open session under ``key`` and reflect on it now, with a summary;
+        None when no session is open there (an idle sweep may have ended it)."""
+        await self._drain()
+        session = await asyncio.to_thread(self._sessions.find_open, key)
+        if session is None:
+            return None
+        await asyncio.to_thread(self._sessions.end, session.id)
+        if self._reflections is None:
+            return Ended(session.id, reflected=False)
+        await asyncio.to_thread(self._reflections.queue, session.id)
+        _, printed = await asyncio.to_thread(self._reflect, session.id, True)
+        return Ended(session.id, reflected=True, printed=printed.strip())
+
+    async def end_idle(self, *, idle_s: float, now: float) -> list[str]:
+        """End the sessions idle longer than ``idle_s`` at ``now``, then run every
+        reflection that is due (theirs, and earlier ones to retry); returns those."""
+        idle = await asyncio.to_thread(self._sessions.idle_since, now - idle_s)
+        if idle:
+            await self._drain()
+        for session in idle:
+            await asyncio.to_thread(self._sessions.end, session.id, now=now)
+            if self._reflections is not None:
+                await asyncio.to_thread(self._reflections.queue, session.id)
+        if self._reflections is None:
+            return []
+        due = await asyncio.to_thread(self._reflections.due)
+        for session_id in due:
+            await asyncio.to_thread(self._reflect, session_id, False)
+        return due
