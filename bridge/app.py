@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from bridge.model.cost_ledger import CostLedger
+from bridge.model.metered import MeteredModel
 from bridge.model.offline import OfflineResponder, SkillFinder
 from bridge.model.protocol import LanguageModel
 from bridge.model.retrying import RetryingModel
@@ -135,11 +136,12 @@ def build(
     chosen_model = model or build_model(
         settings, find_skills=lambda text: [(s.slug, s.description) for s in matcher.match(text)]
     )
-    ledger = (
-        None
-        if isinstance(chosen_model, OfflineResponder)
-        else CostLedger(db)
-    )
+    ledger = CostLedger(db)
+    if not isinstance(chosen_model, OfflineResponder):
+        # Every call a turn or a reflection makes is capped and charged here, once.
+        chosen_model = MeteredModel(
+            chosen_model, ledger, settings.model_prices, daily_cap_usd=settings.daily_cost_cap_usd
+        )
     pipeline = TurnPipeline(
         sessions=sessions,
         transcript=transcript,
@@ -147,15 +149,12 @@ def build(
         skills=skills,
         episodic=None if settings.episodic_disabled else episodic,
         model=chosen_model,
-        ledger=ledger,
-        prices=settings.model_prices,
         config=PipelineConfig(
             recall_top_k=settings.recall_top_k,
             transcript_token_budget=settings.transcript_token_budget,
             user_model_timeout_s=settings.user_model_timeout_s,
             max_tokens=settings.model_max_tokens,
         ),
-        daily_cap_usd=settings.daily_cost_cap_usd,
         user_models=user_models,
         identity=identity,
         identity_ingest=ingest,

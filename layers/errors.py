@@ -20,3 +20,14 @@ class ConfigurationError(ThothError):
 
 class BackendUnavailable(ThothError):
     """A backend (model, database, remote service) could not serve the request."""
+
+
+class CostCapReached(BackendUnavailable):
+    """Today's model spend reached the daily cap: no model call until midnight UTC."""
+
+    def __init__(self, cap_usd: float) -> None:
+        super().__init__(
+            f"today's model spend reached DAILY_COST_CAP_USD (${cap_usd:.2f}); model calls"
+            " resume after midnight UTC"
+        )
+        self.cap_usd = cap_usd

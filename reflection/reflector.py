@@ -1,7 +1,9 @@
-"""Making the report: with Claude (forced through a tool schema), or by the rules.
+"""Making the report: with a model (forced through a tool schema), or by the rules.
 
 The model must answer by calling ``report_reflection``, whose input schema is the
-``Reflection`` model's; its raw output is kept for debugging whatever happens.
+``Reflection`` model's; its raw output is kept for debugging whatever happens. The
+model comes through reflection's own Protocol (``model.py``), with the daily cap and
+the charge already around it.
 """
 
 from __future__ import annotations
@@ -9,18 +11,14 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
-from bridge.model.cost_ledger import CostLedger
-from bridge.model.pricing import ModelPrice, Usage, price_of
 from layers.errors import BackendUnavailable
 from layers.redaction import redact, redact_values
+from reflection.model import ReportModel, Tool, ToolAnswer
 from reflection.report import Reflection, parse_report, tool_schema
 from reflection.rules import reflect_by_rules
 from reflection.session_input import SessionInput
-
-if TYPE_CHECKING:
-    import anthropic
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +44,6 @@ is the one in parentheses after each speaker's name.
 Never include secrets, tokens or passwords."""
 
 
-class CostCapReached(BackendUnavailable):
-    """No model call today; not a failed attempt (the run waits for tomorrow)."""
-
-
 class Reflector(Protocol):
     def reflect(self, session: SessionInput) -> tuple[Reflection, str | None]:
         """The report, and the raw model output (None when no model was asked)."""
@@ -63,68 +57,32 @@ class RuleReflector:
 
 @dataclass
 class ModelReflector:
-    client: anthropic.Anthropic
-    model: str
-    ledger: CostLedger
-    prices: dict[str, ModelPrice]
-    daily_cap_usd: float
+    model: ReportModel
 
     def reflect(self, session: SessionInput) -> tuple[Reflection, str | None]:
-        if self.ledger.spent_today() >= self.daily_cap_usd:
-            raise CostCapReached(
-                f"today's model spend reached DAILY_COST_CAP_USD (${self.daily_cap_usd:.2f});"
-                " the reflection will be retried after midnight UTC"
-            )
-        message = self._ask(session, MAX_TOKENS)
-        if message.stop_reason == "max_tokens":
+        answer = self._ask(session, MAX_TOKENS)
+        if answer.stop_reason == "max_tokens":
             log.warning("reflection of %s was cut at %d tokens; asking with more room",
                         session.session_id, MAX_TOKENS)
-            message = self._ask(session, MAX_TOKENS_RETRY)
-            if message.stop_reason == "max_tokens":
+            answer = self._ask(session, MAX_TOKENS_RETRY)
+            if answer.stop_reason == "max_tokens":
                 raise BackendUnavailable(
                     "the reflection report was cut at the length limit twice; it will be"
                     " retried later"
                 )
-        raw = _raw(message)
-        for block in message.content:
-            if block.type == "tool_use" and block.name == TOOL_NAME:
-                return parse_report(dict(block.input)), raw
+        raw = _raw(answer)
+        if answer.tool_input is not None:
+            return parse_report(dict(answer.tool_input)), raw
         return parse_report(raw), raw
 
-    def _ask(self, session: SessionInput, max_tokens: int) -> Any:
-        import anthropic  # imported where used: the SDK takes seconds to import
-
-        try:
-            message = self.client.messages.create(
-                model=self.model,
-                max_tokens=max_tokens,
-                system=INSTRUCTIONS,
-                tools=[
-                    {
-                        "name": TOOL_NAME,
-                        "description": "Report the reflection on the conversation.",
-                        "input_schema": tool_schema(),
-                    }
-                ],
-                tool_choice={"type": "tool", "name": TOOL_NAME},
-                messages=[{"role": "user", "content": _prompt(session)}],
-            )
-        except anthropic.APIError as error:
-            raise BackendUnavailable(f"the reflection model failed: {error}") from error
-        self._charge(message, session.session_id)
-        return message
-
-    def _charge(self, message: Any, session_id: str) -> None:
-        usage = message.usage
-        spent = Usage(
-            usage.input_tokens or 0,
-            usage.output_tokens or 0,
-            getattr(usage, "cache_read_input_tokens", None) or 0,
-            getattr(usage, "cache_creation_input_tokens", None) or 0,
+    def _ask(self, session: SessionInput, max_tokens: int) -> ToolAnswer:
+        return self.model.call_tool(
+            system=INSTRUCTIONS,
+            prompt=_prompt(session),
+            tool=Tool(TOOL_NAME, "Report the reflection on the conversation.", tool_schema()),
+            max_tokens=max_tokens,
+            session_id=session.session_id,
         )
-        cost = price_of(self.model, self.prices).cost(spent)
-        self.ledger.record_all([(self.model, spent, cost)], purpose="reflection",
-                               session_id=session_id)
 
 
 def _prompt(session: SessionInput) -> str:
@@ -148,12 +106,9 @@ def _within_budget(text: str, limit: int = MAX_PROMPT_TRANSCRIPT_CHARS) -> str:
     return f"{head}\n[… {left_out} characters of the middle of the conversation left out …]\n{tail}"
 
 
-def _raw(message: Any) -> str:
-    parts = []
-    for block in message.content:
-        if block.type == "text":
-            parts.append(block.text)
-        elif block.type == "tool_use":
-            # Redacted before it becomes JSON text (see redact_values).
-            parts.append(json.dumps(redact_values(block.input)))
+def _raw(answer: ToolAnswer) -> str:
+    parts = [answer.text] if answer.text else []
+    if answer.tool_input is not None:
+        # Redacted before it becomes JSON text (see redact_values).
+        parts.append(json.dumps(redact_values(answer.tool_input)))
     return "\n".join(parts)

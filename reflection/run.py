@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from layers.errors import ThothError
+from layers.errors import CostCapReached, ThothError
 from layers.redaction import redact
 from layers.working.sessions import Session, SessionStore
 from layers.working.transcript import TranscriptStore
 from reflection.fanout import FanoutResult, Writers, fan_out
-from reflection.reflector import CostCapReached, Reflector
+from reflection.reflector import Reflector
 from reflection.report import Reflection
 from reflection.session_input import SessionInput
 from reflection.state import ReflectionState

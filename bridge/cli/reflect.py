@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import sys
 from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.model.cost_ledger import CostLedger
+from bridge.model.report_model import LanguageReportModel
 from layers.episodic.episode import LOCAL_TEAM
 from layers.errors import BadInput, ConfigurationError
 from reflection.fanout import Writers
@@ -31,23 +33,29 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         raise BadInput(f"no session {args.session_id!r}: the ids are in thoth chat's closing"
                        " line, or the sessions table of thoth.db")
     notifier = build_notifier(app, session.place.team, out)
-    result = reflect_session(
-        args.session_id,
-        sessions=app.sessions,
-        transcript=app.transcript,
-        state=app.reflections,
-        reflector=build_reflector(app),
-        writers=Writers(
-            db=app.db,
-            episodes=app.episodic.store,
-            notes=app.memory_notes,
-            drafts=app.drafts,
-            identity=app.identity,
-            notifier=notifier,
-            founders=list(app.settings.founder_user_ids),
-        ),
-        existing_skills=sorted(app.skills.skills()),
-    )
+    # The model's client lives on one loop for the run: a cut report is asked again.
+    loop = asyncio.new_event_loop()
+    try:
+        result = reflect_session(
+            args.session_id,
+            sessions=app.sessions,
+            transcript=app.transcript,
+            state=app.reflections,
+            reflector=build_reflector(app, loop),
+            writers=Writers(
+                db=app.db,
+                episodes=app.episodic.store,
+                notes=app.memory_notes,
+                drafts=app.drafts,
+                identity=app.identity,
+                notifier=notifier,
+                founders=list(app.settings.founder_user_ids),
+            ),
+            existing_skills=sorted(app.skills.skills()),
+        )
+    finally:
+        loop.run_until_complete(app.pipeline.model.aclose())
+        loop.close()
     if args.summary:
         cost = CostLedger(app.db).spent_in_session(args.session_id)
         notifier.summary(session.place, summary_text(result, cost))
@@ -60,29 +68,16 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     return 0 if result.state in ("done", "running") or result.error == "not due" else 1
 
 
-def build_reflector(app: Thoth) -> Reflector:
+def build_reflector(app: Thoth, loop: asyncio.AbstractEventLoop) -> Reflector:
+    """The turns' model stack (retries, the daily cap, the charge) on ``loop``, asked
+    for the reflection model; the rules without a model."""
     settings = app.settings
     if settings.anthropic_api_key is None:
         return RuleReflector()
-    import anthropic  # only with a key: the SDK takes seconds to import
-
-    from bridge.model.anthropic_model import client_options
-
-    # A separate process with nothing streamed to anyone: the SDK's own retries fit.
-    client = anthropic.Anthropic(
-        **client_options(
-            settings.anthropic_api_key,
-            settings.anthropic_base_url,
-            timeout_s=settings.model_timeout_s,
-            max_retries=settings.model_max_attempts - 1,
-        )
-    )
     return ModelReflector(
-        client,
-        settings.thoth_reflection_model,
-        CostLedger(app.db),
-        dict(settings.model_prices),
-        settings.daily_cost_cap_usd,
+        LanguageReportModel(
+            app.pipeline.model, settings.thoth_reflection_model, loop.run_until_complete
+        )
     )
 
 

@@ -86,6 +86,8 @@ def _api_params(request: ModelRequest) -> dict[str, Any]:
             {"name": t.name, "description": t.description, "input_schema": t.input_schema}
             for t in request.tools
         ]
+    if request.tool_choice is not None:
+        params["tool_choice"] = {"type": "tool", "name": request.tool_choice}
     return params
 
 

@@ -40,6 +40,11 @@ class ModelRequest:
     messages: tuple[dict[str, Any], ...]
     tools: tuple[ToolSpec, ...] = ()
     max_tokens: int = 2048
+    # The tool the model must call (reflection's report), or None to let it choose.
+    tool_choice: str | None = None
+    # Who asks, for the ledger: "turn" or "reflection", and in which session.
+    purpose: str = "turn"
+    session_id: str | None = None
 
     def section(self, name: str) -> str | None:
         return next((s.text for s in self.system if s.name == name), None)
@@ -61,6 +66,8 @@ class ModelResult:
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
     model: str = ""
+    # What the call cost in dollars, set by ``MeteredModel`` (0 when nothing charges).
+    cost_usd: float = 0.0
 
 
 class ModelUnavailable(Exception):

@@ -11,10 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 
-from bridge.model.cost_ledger import CostLedger
-from bridge.model.pricing import Usage
 from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.ingest_queue import IngestQueue
@@ -29,22 +26,12 @@ Sleep = Callable[[float], Awaitable[None]]
 RETRY_DELAYS_S: tuple[float, ...] = (0.2, 1.0, 5.0)
 
 
-@dataclass(frozen=True)
-class Charge:
-    """One model call's usage and its price in dollars."""
-
-    model: str
-    usage: Usage
-    cost_usd: float
-
-
 class AfterReply:
     def __init__(
         self,
         transcript: TranscriptStore,
         sessions: SessionStore,
         episodic: EpisodicMemory | None,
-        ledger: CostLedger | None = None,
         identity: IngestQueue | None = None,
         *,
         retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
@@ -53,30 +40,15 @@ class AfterReply:
         self._transcript = transcript
         self._sessions = sessions
         self._episodic = episodic
-        self._ledger = ledger
         self._identity = identity
         self._delays = tuple(retry_delays_s)
         self._sleep = sleep
         self._pending: set[asyncio.Task[bool]] = set()
 
-    async def record_turn(
-        self, session_id: str, charges: Sequence[Charge], turn: TranscriptTurn
-    ) -> bool:
-        """Record the turn's model spend, append it to the transcript, touch the session.
-
-        Spend first: it is what the daily cap reads, and the next turn checks the cap.
-        Returns False if the writes failed for good.
+    async def record_turn(self, session_id: str, turn: TranscriptTurn) -> bool:
+        """Append the turn to the transcript and touch the session (the model's spend
+        is already in the ledger: ``MeteredModel``). False if the writes failed for good.
         """
-        ledger = self._ledger
-        if ledger is not None and charges:
-
-            def charge() -> None:
-                ledger.record_all(
-                    [(c.model, c.usage, c.cost_usd) for c in charges], session_id=session_id
-                )
-
-            await self._retried(f"model spend of session {session_id}", charge)
-
         def write() -> None:
             self._transcript.append(session_id, turn)
             self._sessions.touch(session_id)

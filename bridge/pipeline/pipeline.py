@@ -13,14 +13,13 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bridge import messages
-from bridge.model.cost_ledger import CostLedger
 from bridge.model.offline import OFFLINE_MODEL
-from bridge.model.pricing import ModelPrice, Usage, price_of
+from bridge.model.pricing import Usage
 from bridge.model.protocol import (
     LanguageModel,
     ModelAsksToWait,
@@ -28,7 +27,7 @@ from bridge.model.protocol import (
     ModelUnavailable,
     ToolCall,
 )
-from bridge.pipeline.after_reply import AfterReply, Charge
+from bridge.pipeline.after_reply import AfterReply
 from bridge.pipeline.deadlines import MissedDeadlines, within_deadline
 from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.pipeline.prompt import GatheredContext, build_request
@@ -38,6 +37,7 @@ from bridge.pipeline.turn import Turn
 from layers.episodic.episode import Episode, Hit
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.summary import summarize_reply
+from layers.errors import CostCapReached
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import IdentityBackend, TurnMessages
 from layers.identity.user_models import UserModels
@@ -108,7 +108,6 @@ class _Answer:
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
     model: str = ""
-    charges: list[Charge] = field(default_factory=list)
 
 
 class TurnPipeline:
@@ -123,23 +122,19 @@ class TurnPipeline:
         skills: SkillLibrary | None,
         episodic: EpisodicMemory | None,
         model: LanguageModel,
-        ledger: CostLedger | None,
-        prices: Mapping[str, ModelPrice],
         config: PipelineConfig,
         user_models: UserModels | None = None,
         identity: IdentityBackend | None = None,
         identity_ingest: IngestQueue | None = None,
         after_reply: AfterReply | None = None,
-        daily_cap_usd: float = 0.0,
     ) -> None:
+        """``model`` comes with its cost cap and charge around it (``MeteredModel``)."""
         self._sessions = sessions
         self._transcript = transcript
         self._persona = persona
         self._skills = skills
         self._episodic = episodic
         self._model = model
-        self._ledger = ledger
-        self._prices = prices
         self._config = config
         self._user_models = user_models
         self._tools = ToolBox(
@@ -149,10 +144,7 @@ class TurnPipeline:
             recall_k=config.recall_top_k,
             on_forget=user_models.forget if user_models is not None else None,
         )
-        self._after = after_reply or AfterReply(
-            transcript, sessions, episodic, ledger, identity_ingest
-        )
-        self._daily_cap_usd = daily_cap_usd
+        self._after = after_reply or AfterReply(transcript, sessions, episodic, identity_ingest)
         self._locks = KeyedLocks()
         self._misses = MissedDeadlines()
 
@@ -292,18 +284,17 @@ class TurnPipeline:
             model=self._model.name,
             tools=self._tools.specs,
             max_tokens=self._config.max_tokens,
+            session_id=session.id,
         )
         reply = _ReplyStream(sink)
         try:
             for round_number in range(MAX_TOOL_ROUNDS + 1):
-                if await self._over_cap(answer):
-                    _failed(answer, messages.COST_CAP_REACHED.format(cap=self._daily_cap_usd))
-                    return
                 reply.next_round()
                 started = time.monotonic()
                 result = await self._model.respond(request, reply.write)
                 timings.model_seconds += time.monotonic() - started
-                self._charge(answer, result.model or self._model.name, result.usage)
+                answer.usage = answer.usage + result.usage
+                answer.cost_usd += result.cost_usd
                 notice = STOP_NOTICES.get(result.stop_reason or "")
                 if notice is not None:
                     # Cut, refused or out of room: shown as such, never run (a tool call cut
@@ -318,6 +309,9 @@ class TurnPipeline:
                     break
                 request = await self._with_tool_results(request, result.content, turn, sink)
             await reply.flush()
+        except CostCapReached as capped:
+            _failed(answer, messages.COST_CAP_REACHED.format(cap=capped.cap_usd))
+            return
         except ReplyStopped:
             log.info("the reply was stopped by its reader in session %s", session.id)
             answer.stopped = True
@@ -382,24 +376,9 @@ class TurnPipeline:
             ),
         )
 
-    async def _over_cap(self, answer: _Answer) -> bool:
-        """Whether today's spend, this turn's earlier rounds included, reached the cap."""
-        if self._ledger is None:
-            return False
-        spent = await asyncio.to_thread(self._ledger.spent_today)
-        return spent + answer.cost_usd >= self._daily_cap_usd
-
-    def _charge(self, answer: _Answer, model: str, usage: Usage) -> None:
-        """Price one call; the ledger rows are written after the reply is shown."""
-        cost = price_of(model, self._prices).cost(usage) if self._ledger is not None else 0.0
-        answer.usage = answer.usage + usage
-        answer.cost_usd += cost
-        answer.charges.append(Charge(model, usage, cost))
-
     async def _record(self, turn: Turn, session: Session, answer: _Answer) -> str | None:
         await self._after.record_turn(
             session.id,
-            answer.charges,
             TranscriptTurn(
                 user_text=turn.text,
                 reply_text=answer.text,

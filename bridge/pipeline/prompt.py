@@ -39,6 +39,7 @@ def build_request(
     model: str,
     tools: Sequence[ToolSpec] = (),
     max_tokens: int = 2048,
+    session_id: str | None = None,
 ) -> ModelRequest:
     system: list[SystemSection] = []
     # One breakpoint ends the stable part (tools, persona, skill index): a second on the
@@ -69,6 +70,7 @@ def build_request(
         messages=tuple(_messages(turn, context.transcript)),
         tools=tuple(tools),
         max_tokens=max_tokens,
+        session_id=session_id,
     )
 
 

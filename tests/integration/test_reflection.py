@@ -53,15 +53,21 @@ def _session(app: Thoth, key: str = "slack:T1:C1:1700000000.000100") -> str:
     return session.id
 
 
+# The model's client belongs to the loop it first ran on: one loop per app, as
+# `thoth reflect` has one for its run.
+_LOOPS: dict[int, asyncio.AbstractEventLoop] = {}
+
+
 def _reflect(app: Thoth, session_id: str, out: io.StringIO | None = None) -> str:
     from bridge.cli.reflect import build_reflector
 
+    loop = _LOOPS.setdefault(id(app), asyncio.new_event_loop())
     result = reflect_session(
         session_id,
         sessions=app.sessions,
         transcript=app.transcript,
         state=app.reflections,
-        reflector=build_reflector(app),
+        reflector=build_reflector(app, loop),
         writers=Writers(app.db, app.episodic.store, app.memory_notes, app.drafts, app.identity,
                         PrintNotifier(out or io.StringIO()), ["UFOUNDER"]),
         existing_skills=sorted(app.skills.skills()),
@@ -331,3 +337,65 @@ def test_the_reflection_child_imports_nothing_from_the_parents_working_directory
     row = app.reflections.get(session_id)
     assert row is not None and row.state == "done"
     assert "The demo moved to Thursday" in (app.brain.persona_dir / "MEMORY.md").read_text()
+
+
+def test_a_stand_in_model_drives_reflection_through_the_turns_model_stack(app: Thoth) -> None:
+    """Reflection's model is the turns' stack: a LanguageModel, metered once."""
+    from bridge.model.cost_ledger import CostLedger
+    from bridge.model.metered import MeteredModel
+    from bridge.model.pricing import ModelPrice, Usage
+    from bridge.model.protocol import ModelResult, ToolCall
+    from bridge.model.report_model import LanguageReportModel
+    from reflection.reflector import ModelReflector
+    from tests.fakes import ScriptedModel
+
+    session_id = _session(app)
+    report = ModelResult(
+        text="",
+        content=({"type": "tool_use", "id": "t1", "name": "report_reflection", "input": REPORT},),
+        tool_calls=(ToolCall("t1", "report_reflection", REPORT),),
+        usage=Usage(input_tokens=1_000_000),
+        stop_reason="tool_use",
+        model="scripted-model",
+    )
+    stand_in = ScriptedModel(report)
+    ledger = CostLedger(app.db)
+    price = ModelPrice(input=2.0, output=0.0, cache_read=0.0, cache_write=0.0)
+    metered = MeteredModel(stand_in, ledger, {"scripted-model": price}, daily_cap_usd=5.0)
+    loop = asyncio.new_event_loop()
+    asking = LanguageReportModel(metered, "reflection-model", loop.run_until_complete)
+    reflector = ModelReflector(asking)
+    result = reflect_session(
+        session_id,
+        sessions=app.sessions,
+        transcript=app.transcript,
+        state=app.reflections,
+        reflector=reflector,
+        writers=Writers(app.db, app.episodic.store, app.memory_notes, app.drafts, app.identity,
+                        PrintNotifier(io.StringIO()), ["UFOUNDER"]),
+        existing_skills=[],
+    )
+    assert result.state == "done" and result.report is not None
+    assert result.report.memory_notes == REPORT["memory_notes"]
+    (asked,) = stand_in.requests
+    assert (asked.model, asked.tool_choice, asked.purpose, asked.session_id) == (  # type: ignore[attr-defined]
+        "reflection-model", "report_reflection", "reflection", session_id)
+    # Charged once, to the session, as a reflection: 1M input tokens at $2.
+    assert ledger.spent_in_session(session_id) == pytest.approx(2.0)
+    # At the cap the stand-in is not asked: the run waits for tomorrow, no attempt used.
+    other = _session(app, key="slack:T1:C1:1700000000.000200")
+    capped = MeteredModel(stand_in, ledger, {"scripted-model": price}, daily_cap_usd=2.0)
+    waiting = reflect_session(
+        other,
+        sessions=app.sessions,
+        transcript=app.transcript,
+        state=app.reflections,
+        reflector=ModelReflector(LanguageReportModel(capped, "m", loop.run_until_complete)),
+        writers=Writers(app.db, app.episodic.store, app.memory_notes, app.drafts, app.identity,
+                        PrintNotifier(io.StringIO()), ["UFOUNDER"]),
+        existing_skills=[],
+    )
+    row = app.reflections.get(other)
+    assert waiting.state == "failed" and "DAILY_COST_CAP_USD" in (waiting.error or "")
+    assert row is not None and row.attempts == 0 and len(stand_in.requests) == 1
+    loop.close()

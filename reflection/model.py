@@ -1,0 +1,36 @@
+"""The language model as reflection sees it: one forced tool call, answered.
+
+Reflection owns this Protocol; the bridge gives it the same model stack turns use
+(retries, the daily cap and the charge: ``bridge/model/report_model.py``), and tests
+give it their stand-ins. So ``reflection/`` imports nothing of the bridge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolAnswer:
+    # The forced tool's input, when the model called it.
+    tool_input: dict[str, Any] | None
+    # Any text the model wrote beside it.
+    text: str
+    stop_reason: str | None
+
+
+class ReportModel(Protocol):
+    def call_tool(
+        self, *, system: str, prompt: str, tool: Tool, max_tokens: int, session_id: str
+    ) -> ToolAnswer:
+        """Ask for one call of ``tool``. Raises ``layers.errors.CostCapReached`` when
+        today's spend is at the cap, ``BackendUnavailable`` when the model failed."""
+        ...
