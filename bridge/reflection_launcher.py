@@ -2,37 +2,26 @@
 
 A hung or crashing reflection cannot hurt the bridge or the chat: it is another
 process, killed when its time is up (its state stays "running" and a later sweep
-retries it). The child gets the parent's settings through its environment.
+retries it). The child gets the parent's settings whole, as JSON in its environment.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-from pydantic import SecretStr
-
-from bridge.settings import Settings
+from bridge.settings import SETTINGS_JSON_VARIABLE, Settings
 
 log = logging.getLogger(__name__)
 
 
 
 def child_environment(settings: Settings) -> dict[str, str]:
-    """The parent's environment (PATH, locale, proxies) with every setting made explicit,
-    so the child sees exactly the configuration the parent was given."""
-    env = dict(os.environ)
-    for name, value in settings:
-        key = name.upper()
-        if value is None:
-            env.pop(key, None)
-        else:
-            env[key] = _as_env(value)
-    return env
+    """The parent's environment (PATH, locale, proxies) and its settings, whole, as JSON:
+    the child sees exactly the configuration the parent was given."""
+    return {**os.environ, SETTINGS_JSON_VARIABLE: settings.to_json()}
 
 
 def run_reflection(settings: Settings, session_id: str, *, summary: bool) -> tuple[int, str]:
@@ -66,19 +55,3 @@ def run_reflection(settings: Settings, session_id: str, *, summary: bool) -> tup
     if done.returncode != 0:
         log.error("reflection on session %s failed: %s", session_id, done.stderr.strip()[-500:])
     return done.returncode, done.stdout
-
-
-def _as_env(value: object) -> str:
-    if isinstance(value, SecretStr):
-        return value.get_secret_value()
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return ",".join(str(item) for item in value)
-    if isinstance(value, dict):
-        return json.dumps({k: v.model_dump() if hasattr(v, "model_dump") else v
-                           for k, v in value.items()})
-    if isinstance(value, Path):
-        return str(value)
-    return str(value)
-

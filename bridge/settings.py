@@ -1,12 +1,15 @@
 """The one Settings object: read once from the environment and `.env`, then passed down.
 
 No other module reads ``os.environ``. Layers take plain values from the composition
-root (``bridge.app.build``), so they never import this module.
+root (``bridge.app.build``), so they never import this module. A child process (the
+reflection) is handed its parent's settings whole, as JSON (``SETTINGS_JSON_VARIABLE``):
+the same values, whatever their type, with nothing re-read from `.env`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import urllib.parse
 from pathlib import Path
@@ -18,6 +21,8 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bridge.model.pricing import DEFAULT_PRICES, ModelPrice
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+# Where a child process finds its parent's settings (``Settings.to_json``).
+SETTINGS_JSON_VARIABLE = "THOTH_SETTINGS_JSON"
 
 
 class Settings(BaseSettings):
@@ -126,6 +131,19 @@ class Settings(BaseSettings):
             )
         return self
 
+    def to_json(self) -> str:
+        """Every setting, secrets included (for a child process of this one only)."""
+        values = self.model_dump(mode="json")
+        for name in type(self).model_fields:
+            value = getattr(self, name)
+            if isinstance(value, SecretStr):
+                values[name] = value.get_secret_value()
+        return json.dumps(values)
+
+    @classmethod
+    def from_json(cls, text: str) -> Settings:
+        return cls(_env_file=None, **json.loads(text))  # type: ignore[call-arg]
+
     @property
     def db_path(self) -> Path:
         return self.thoth_home / "thoth.db"
@@ -133,3 +151,9 @@ class Settings(BaseSettings):
     @property
     def brain_path(self) -> Path:
         return self.thoth_home / "brain"
+
+
+def load_settings() -> Settings:
+    """The parent's settings in a child process; the environment and `.env` otherwise."""
+    handed_down = os.environ.get(SETTINGS_JSON_VARIABLE)
+    return Settings.from_json(handed_down) if handed_down else Settings()

@@ -25,7 +25,7 @@ from bridge.app import Thoth, build
 from bridge.cli import chat, doctor, episodes, init, people, recall, reflect, serve, skills
 from bridge.cli.preflight import check_ready_for_turns
 from bridge.cli.redacted_output import RedactedOutput
-from bridge.settings import Settings
+from bridge.settings import Settings, load_settings
 from layers.episodic.embedder import Embedder
 from layers.errors import BackendUnavailable, BadInput, ConfigurationError
 from layers.storage.database import DatabaseDamaged
@@ -133,7 +133,7 @@ def _build(settings: Settings | None, embedder: Embedder | None) -> Thoth:
     try:
         if settings is None:
             _check_dotenv_lines(Path(".env"))
-        return build(settings or Settings(), embedder=embedder)
+        return build(settings or load_settings(), embedder=embedder)
     except ValidationError as error:
         raise ConfigurationError(f"invalid settings: {_first_validation_error(error)}") from None
     except SettingsError as error:

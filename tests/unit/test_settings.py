@@ -72,3 +72,27 @@ def test_model_prices_extend_the_defaults(monkeypatch: pytest.MonkeyPatch) -> No
     prices = Settings(_env_file=None).model_prices  # type: ignore[call-arg]
     assert prices["claude-next"].output == 2
     assert "claude-sonnet-4-6" in prices
+
+
+def test_a_child_gets_every_setting_whole_whatever_its_type(tmp_path: Path) -> None:
+    from pydantic import SecretStr
+
+    from bridge.model.pricing import ModelPrice
+    from bridge.reflection_launcher import child_environment
+    from bridge.settings import SETTINGS_JSON_VARIABLE
+
+    settings = Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        thoth_home=tmp_path,
+        anthropic_api_key=SecretStr("sk-ant-api03-" + "x" * 40),
+        founder_user_ids=["U1", "U2"],
+        model_prices={"house-model": ModelPrice(input=1, output=2, cache_read=0, cache_write=0)},
+        reflection_timeout_s=12.5,
+        honcho_disabled=True,
+    )
+    handed = child_environment(settings)[SETTINGS_JSON_VARIABLE]
+    child = Settings.from_json(handed)
+    assert child == settings
+    assert child.anthropic_api_key is not None
+    assert child.anthropic_api_key.get_secret_value() == "sk-ant-api03-" + "x" * 40
+    assert child.model_prices["house-model"].output == 2
