@@ -38,6 +38,7 @@ from layers.procedural.skills import SkillLibrary
 from layers.storage.database import Database
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
+from reflection.followups import Followups
 from reflection.state import ReflectionState
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,12 @@ class Thoth:
     drafts: SkillDrafts
     memory_notes: MemoryNotes
     pipeline: TurnPipeline
+    # Every model call's cost, for the daily cap and the closing summary.
+    ledger: CostLedger
     # Reflection state; a run older than REFLECTION_TIMEOUT_S counts as dead.
     reflections: ReflectionState
+    # Checks back that reflection scheduled, posted in their threads when due.
+    followups: Followups
     # How `/done` and the idle sweep end a session.
     session_end: SessionEnd
     # The identity layer (L2): None when HONCHO_DISABLED.
@@ -182,7 +187,9 @@ def build(
         identity=identity,
         identity_ingest=ingest,
         user_models=user_models,
+        ledger=ledger,
         reflections=reflections,
+        followups=Followups(db),
         session_end=session_end,
         brain_problem=brain_problem,
     )

@@ -21,7 +21,6 @@ from layers.episodic.store import EpisodeStore
 from layers.identity.protocol import IdentityBackend, Person
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
-from layers.storage.database import Database
 from layers.working.sessions import Session
 from reflection.followups import Followups
 from reflection.notify import Notifier
@@ -44,7 +43,7 @@ class FanoutResult:
 
 @dataclass(frozen=True)
 class Writers:
-    db: Database
+    followups: Followups
     episodes: EpisodeStore
     notes: MemoryNotes
     drafts: SkillDrafts
@@ -137,7 +136,7 @@ def _followup(session: Session, report: Reflection, writers: Writers) -> str | N
     due = report.next_check_at.timestamp()
     due = min(max(due, now + FOLLOWUP_MIN_S), now + FOLLOWUP_MAX_S)
     text = f"Checking back on this thread, as planned. {report.what_didnt or ''}".strip()
-    Followups(writers.db).schedule(session, text, due_at=due, now=now)
+    writers.followups.schedule(session, text, due_at=due, now=now)
     return str(due)
 
 

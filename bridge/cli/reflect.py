@@ -8,7 +8,6 @@ import sys
 from typing import Any, TextIO
 
 from bridge.app import Thoth
-from bridge.model.cost_ledger import CostLedger
 from bridge.model.report_model import LanguageReportModel
 from layers.episodic.episode import LOCAL_TEAM
 from layers.errors import BadInput, ConfigurationError
@@ -43,7 +42,7 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             state=app.reflections,
             reflector=build_reflector(app, loop),
             writers=Writers(
-                db=app.db,
+                followups=app.followups,
                 episodes=app.episodic.store,
                 notes=app.memory_notes,
                 drafts=app.drafts,
@@ -57,7 +56,7 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         loop.run_until_complete(app.pipeline.model.aclose())
         loop.close()
     if args.summary:
-        cost = CostLedger(app.db).spent_in_session(args.session_id)
+        cost = app.ledger.spent_in_session(args.session_id)
         notifier.summary(session.place, summary_text(result, cost))
     detail = f": {result.error}" if result.error else ""
     if result.error == "not due":

@@ -25,7 +25,6 @@ from bridge.slack.bolt_app import SlackBridge, build_bridge
 from bridge.slack.followups import post_due_followups
 from bridge.slack.http_server import SlackHttpServer
 from bridge.slack.runner import TurnRunner
-from bridge.slack.seen import SeenDeliveries
 from bridge.slack.web import build_web_client
 from layers.errors import BackendUnavailable, ConfigurationError
 
@@ -56,9 +55,9 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     _warm_identity(app, runner, bridge.team)
     scheduler = BackgroundScheduler(timezone=UTC)
     schedule_housekeeping(app, scheduler, runner.call)
-    scheduler.add_job(SeenDeliveries(app.db).sweep, "interval", hours=1, id="slack-seen-sweep")
+    scheduler.add_job(bridge.seen.sweep, "interval", hours=1, id="slack-seen-sweep")
     scheduler.add_job(
-        post_due_followups, "interval", args=[app.db, client], minutes=1, id="followups",
+        post_due_followups, "interval", args=[app.followups, client], minutes=1, id="followups",
         coalesce=True, max_instances=1,
     )
     scheduler.start()

@@ -15,7 +15,7 @@ from bridge.app import Thoth
 from bridge.slack.assistant import AssistantThreads
 from bridge.slack.cards import APPROVE_ACTION, REJECT_ACTION, SkillCards
 from bridge.slack.commands import RECALL_ACK, done_command, recall_command
-from bridge.slack.conversation import Conversation
+from bridge.slack.conversation import Conversation, ConversationParts
 from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming, from_event, mentions
 from bridge.slack.feedback import FEEDBACK_ACTION
@@ -23,7 +23,6 @@ from bridge.slack.reactions import Reactions
 from bridge.slack.replies import SlackReplies
 from bridge.slack.runner import TurnRunner
 from bridge.slack.seen import SeenDeliveries
-from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +37,8 @@ class SlackBridge:
     reactions: Reactions
     cards: SkillCards
     assistant: AssistantThreads
+    # Deliveries already taken (Slack retries; a mention is also a message event).
+    seen: SeenDeliveries
     bot_user: str | None
     team: str | None = None
 
@@ -66,14 +67,23 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
     replies = SlackReplies(thoth.db)
     cards = SkillCards(thoth.db, client)
     episodes = None if settings.episodic_disabled else thoth.episodic.store
-    assistant = AssistantThreads(thoth.db, client, directory, episodes, Followups(thoth.db))
-    conversation = Conversation(thoth, client, directory, replies, assistant)
+    assistant = AssistantThreads(thoth.db, client, directory, episodes, thoth.followups)
+    parts = ConversationParts(
+        sessions=thoth.sessions,
+        transcript=thoth.transcript,
+        pipeline=thoth.pipeline,
+        episodic=thoth.episodic,
+        recall_top_k=settings.recall_top_k,
+        session_end=thoth.session_end,
+        followups=thoth.followups,
+    )
+    conversation = Conversation(parts, client, directory, replies, assistant)
     reactions = Reactions(thoth, client, directory, replies, cards, bot_user=bot_user)
     bridge = SlackBridge(
-        app, runner, conversation, reactions, cards, assistant, bot_user,
-        team=str(identity.get("team_id") or "") or None,
+        app, runner, conversation, reactions, cards, assistant, SeenDeliveries(thoth.db),
+        bot_user, team=str(identity.get("team_id") or "") or None,
     )
-    _listen_to_messages(bridge, replies, SeenDeliveries(thoth.db))
+    _listen_to_messages(bridge, replies, bridge.seen)
     _listen_to_reactions_and_clicks(bridge)
     _listen_to_the_ai_pane_and_commands(bridge, thoth, client)
     return bridge

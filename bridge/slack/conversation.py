@@ -9,14 +9,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+from dataclasses import dataclass
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bridge import messages
-from bridge.app import Thoth
 from bridge.pipeline.episodes_block import episode_line, episodes_text
+from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message, viewer_at
+from bridge.session_end import SessionEnd
 from bridge.slack.assistant import AssistantThreads
 from bridge.slack.directory import Directory
 from bridge.slack.escaping import escape, split_message
@@ -25,8 +27,10 @@ from bridge.slack.followups import CANCEL
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from bridge.slack.sink import SlackSink
 from layers.episodic.episode import LOCAL_TEAM, Episode
+from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
-from layers.working.sessions import Place
+from layers.working.sessions import Place, SessionStore
+from layers.working.transcript import TranscriptStore
 from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
@@ -35,18 +39,31 @@ _DONE = re.compile(r"^\s*/?done[.!]?\s*$", re.IGNORECASE)
 _RECALL = re.compile(r"^\s*/?recall\s+(?P<query>.+)$", re.IGNORECASE | re.DOTALL)
 
 
+@dataclass(frozen=True)
+class ConversationParts:
+    """What a Slack conversation uses of the app (built once, in ``bolt_app.build_bridge``)."""
+
+    sessions: SessionStore
+    transcript: TranscriptStore
+    pipeline: TurnPipeline
+    episodic: EpisodicMemory
+    recall_top_k: int
+    session_end: SessionEnd
+    followups: Followups
+
+
 class Conversation:
     """What the bridge does with a message once Bolt has acknowledged it."""
 
     def __init__(
         self,
-        thoth: Thoth,
+        parts: ConversationParts,
         client: WebClient,
         directory: Directory,
         replies: SlackReplies,
         assistant: AssistantThreads,
     ) -> None:
-        self._thoth = thoth
+        self._parts = parts
         self._client = client
         self._directory = directory
         self._replies = replies
@@ -59,7 +76,7 @@ class Conversation:
             return
         if CANCEL.search(incoming.text):
             cancelled = await asyncio.to_thread(
-                Followups(self._thoth.db).cancel,
+                self._parts.followups.cancel,
                 channel=incoming.channel,
                 thread_ts=incoming.thread_root,
             )
@@ -95,7 +112,7 @@ class Conversation:
             looking_at=looking_at,
         )
         session = await asyncio.to_thread(
-            self._thoth.sessions.open, incoming.session_key, place
+            self._parts.sessions.open, incoming.session_key, place
         )
 
         def posted(ts: str) -> None:
@@ -121,7 +138,7 @@ class Conversation:
             recipient_team=incoming.team,
             on_posted=posted,
         )
-        turns_so_far = await asyncio.to_thread(self._thoth.transcript.count, session.id)
+        turns_so_far = await asyncio.to_thread(self._parts.transcript.count, session.id)
         # A DM thread's first message names it in Slack's AI pane (beside the turn, so the
         # reply never waits for it; Slack refuses titles elsewhere, quietly).
         naming = (
@@ -131,7 +148,7 @@ class Conversation:
             else asyncio.sleep(0)
         )
         outcome, _ = await asyncio.gather(
-            self._thoth.pipeline.handle(turn, sink, session=session), naming
+            self._parts.pipeline.handle(turn, sink, session=session), naming
         )
         if outcome.episode_id is not None:
             for ts in sink.posted:
@@ -161,10 +178,10 @@ class Conversation:
         viewer = viewer_at(place, user, looking_at)
         try:
             hits = await asyncio.to_thread(
-                self._thoth.episodic.recall,
+                self._parts.episodic.recall,
                 query,
                 viewer,
-                k=self._thoth.settings.recall_top_k,
+                k=self._parts.recall_top_k,
             )
         except BadInput as error:
             return escape(f"Sorry: {error}.")
@@ -191,7 +208,7 @@ class Conversation:
         return str(response.get("permalink") or "") or None
 
     async def end_session(self, key: str, channel: str, thread_ts: str) -> None:
-        ended = await self._thoth.session_end.end_open(key)
+        ended = await self._parts.session_end.end_open(key)
         if ended is None:
             await self._post(channel, thread_ts, messages.NO_OPEN_SESSION)
         elif not ended.reflected:

@@ -11,7 +11,6 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bridge.slack.escaping import escaped_pieces
-from layers.storage.database import Database
 from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
@@ -24,10 +23,11 @@ CANCEL = re.compile(
 )
 
 
-def post_due_followups(db: Database, client: WebClient, *, now: float | None = None) -> int:
+def post_due_followups(
+    followups: Followups, client: WebClient, *, now: float | None = None
+) -> int:
     """Post every pending follow-up whose time has come; returns how many were posted."""
     moment = time.time() if now is None else now
-    followups = Followups(db)
     posted = 0
     for due in followups.due(moment):
         try:

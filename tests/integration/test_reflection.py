@@ -53,6 +53,11 @@ def _session(app: Thoth, key: str = "slack:T1:C1:1700000000.000100") -> str:
     return session.id
 
 
+def _writers(app: Thoth, notifier: PrintNotifier) -> Writers:
+    return Writers(app.followups, app.episodic.store, app.memory_notes, app.drafts,
+                   app.identity, notifier, ["UFOUNDER"])
+
+
 # The model's client belongs to the loop it first ran on: one loop per app, as
 # `thoth reflect` has one for its run.
 _LOOPS: dict[int, asyncio.AbstractEventLoop] = {}
@@ -68,8 +73,7 @@ def _reflect(app: Thoth, session_id: str, out: io.StringIO | None = None) -> str
         transcript=app.transcript,
         state=app.reflections,
         reflector=build_reflector(app, loop),
-        writers=Writers(app.db, app.episodic.store, app.memory_notes, app.drafts, app.identity,
-                        PrintNotifier(out or io.StringIO()), ["UFOUNDER"]),
+        writers=_writers(app, PrintNotifier(out or io.StringIO())),
         existing_skills=sorted(app.skills.skills()),
     )
     return result.state
@@ -251,8 +255,7 @@ def test_a_secret_in_the_session_reaches_no_writer(app: Thoth) -> None:
         transcript=app.transcript,
         state=app.reflections,
         reflector=SecretReflector(),
-        writers=Writers(app.db, app.episodic.store, app.memory_notes, app.drafts, app.identity,
-                        PrintNotifier(out), ["UFOUNDER"]),
+        writers=_writers(app, PrintNotifier(out)),
         existing_skills=[],
     )
     assert result.state == "done"
@@ -371,8 +374,7 @@ def test_a_stand_in_model_drives_reflection_through_the_turns_model_stack(app: T
         transcript=app.transcript,
         state=app.reflections,
         reflector=reflector,
-        writers=Writers(app.db, app.episodic.store, app.memory_notes, app.drafts, app.identity,
-                        PrintNotifier(io.StringIO()), ["UFOUNDER"]),
+        writers=_writers(app, PrintNotifier(io.StringIO())),
         existing_skills=[],
     )
     assert result.state == "done" and result.report is not None
@@ -391,8 +393,7 @@ def test_a_stand_in_model_drives_reflection_through_the_turns_model_stack(app: T
         transcript=app.transcript,
         state=app.reflections,
         reflector=ModelReflector(LanguageReportModel(capped, "m", loop.run_until_complete)),
-        writers=Writers(app.db, app.episodic.store, app.memory_notes, app.drafts, app.identity,
-                        PrintNotifier(io.StringIO()), ["UFOUNDER"]),
+        writers=_writers(app, PrintNotifier(io.StringIO())),
         existing_skills=[],
     )
     row = app.reflections.get(other)

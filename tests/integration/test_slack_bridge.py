@@ -260,12 +260,13 @@ def test_follow_ups_are_posted_when_due_and_can_be_cancelled(harness: Harness) -
                 (session, CHANNEL, thread, time.time() + 3600),
             )
     client = build_web_client(harness.thoth.settings)
-    assert post_due_followups(db, client) == 0  # not yet due
+    followups = harness.thoth.followups
+    assert post_due_followups(followups, client) == 0  # not yet due
     harness.mention("please cancel the follow-up", "1700000900.000200",
                     thread_ts="1700000900.000100")
     wait_until(lambda: any("won't check back" in m.get("text", "")
                            for m in harness.replies_in("1700000900.000100")))
-    assert post_due_followups(db, client, now=time.time() + 7200) == 1
+    assert post_due_followups(followups, client, now=time.time() + 7200) == 1
     assert [m["text"] for m in harness.replies_in("1700000800.000100")] == ["Checking back."]
     assert harness.replies_in("1700000900.000100")[-1]["text"] != "Checking back."
-    assert post_due_followups(db, client, now=time.time() + 7200) == 0  # posted once
+    assert post_due_followups(followups, client, now=time.time() + 7200) == 0  # posted once
