@@ -21,7 +21,7 @@ from layers.episodic.episode import (
     Hit,
     Viewer,
 )
-from layers.episodic.jsonl import LineError, read_json_lines
+from layers.episodic.jsonl import LineError, episode_record, read_json_lines
 from layers.episodic.memory import RecallQuery
 from layers.errors import BadInput
 
@@ -129,20 +129,7 @@ def _viewer(args: argparse.Namespace) -> Viewer:
 
 
 def _hit_json(hit: Hit) -> dict[str, object]:
-    episode = hit.episode
-    return {
-        "episode_id": episode.id,
-        "score": round(hit.score, 6),
-        "created_at": datetime.fromtimestamp(episode.created_at, UTC).isoformat(),
-        "user_text": episode.user_text,
-        "summary": episode.summary,
-        "team": episode.team,
-        "channel": episode.channel,
-        "channel_type": episode.channel_type,
-        "thread_ts": episode.thread_ts,
-        "user": episode.user,
-        "user_name": episode.user_name,
-    }
+    return {**episode_record(hit.episode), "score": round(hit.score, 6)}
 
 
 def _hit_line(rank: int, hit: Hit) -> str:

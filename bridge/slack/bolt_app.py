@@ -19,10 +19,12 @@ from bridge.slack.conversation import Conversation, ConversationParts
 from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming, from_event, mentions
 from bridge.slack.feedback import FEEDBACK_ACTION
-from bridge.slack.reactions import Reactions
+from bridge.slack.reaction_effects import ReactionEffects
+from bridge.slack.reactions import ReactionParts, Reactions
 from bridge.slack.replies import SlackReplies
 from bridge.slack.runner import TurnRunner
 from bridge.slack.seen import SeenDeliveries
+from layers.working.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -78,14 +80,24 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
         followups=thoth.followups,
     )
     conversation = Conversation(parts, client, directory, replies, assistant)
-    reactions = Reactions(thoth, client, directory, replies, cards, bot_user=bot_user)
+    reactions = Reactions(
+        ReactionParts(
+            episodic=thoth.episodic,
+            memory_notes=thoth.memory_notes,
+            drafts=thoth.drafts,
+            identity=thoth.identity,
+            effects=ReactionEffects(thoth.db),
+            founders=frozenset(settings.founder_user_ids),
+        ),
+        client, directory, replies, cards, bot_user=bot_user,
+    )
     bridge = SlackBridge(
         app, runner, conversation, reactions, cards, assistant, SeenDeliveries(thoth.db),
         bot_user, team=str(identity.get("team_id") or "") or None,
     )
     _listen_to_messages(bridge, replies, bridge.seen)
     _listen_to_reactions_and_clicks(bridge)
-    _listen_to_the_ai_pane_and_commands(bridge, thoth, client)
+    _listen_to_the_ai_pane_and_commands(bridge, thoth.sessions, client)
     return bridge
 
 
@@ -140,7 +152,7 @@ def _listen_to_reactions_and_clicks(bridge: SlackBridge) -> None:
 
 
 def _listen_to_the_ai_pane_and_commands(
-    bridge: SlackBridge, thoth: Thoth, client: WebClient
+    bridge: SlackBridge, sessions: SessionStore, client: WebClient
 ) -> None:
     app, runner, assistant, conversation = (
         bridge.app, bridge.runner, bridge.assistant, bridge.conversation
@@ -168,7 +180,7 @@ def _listen_to_the_ai_pane_and_commands(
     @app.command("/done")
     def on_done(ack: Ack, command: dict[str, Any]) -> None:
         ack()
-        runner.submit(done_command(thoth, conversation, client, command), turn=False)
+        runner.submit(done_command(sessions, conversation, client, command), turn=False)
 
 
 def _followed(

@@ -12,10 +12,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.webhook import WebhookClient
 
 from bridge import messages
-from bridge.app import Thoth
 from bridge.slack.conversation import Conversation
 from bridge.slack.escaping import escape, preview, split_message
-from layers.working.sessions import Place
+from layers.working.sessions import Place, SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +39,11 @@ async def recall_command(
 
 
 async def done_command(
-    thoth: Thoth, conversation: Conversation, client: WebClient, command: dict[str, Any]
+    sessions: SessionStore, conversation: Conversation, client: WebClient, command: dict[str, Any]
 ) -> None:
     channel = str(command.get("channel_id"))
     prefix = f"slack:{command.get('team_id')}:{channel}:"
-    session = await asyncio.to_thread(thoth.sessions.latest_open_with_prefix, prefix)
+    session = await asyncio.to_thread(sessions.latest_open_with_prefix, prefix)
     if session is None:
         await asyncio.to_thread(
             answer_privately, client, command, escape(messages.NOTHING_TO_END)

@@ -12,24 +12,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bridge import messages
-from bridge.app import Thoth
 from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.slack.cards import SkillCards
 from bridge.slack.directory import Directory
 from bridge.slack.escaping import escape
 from bridge.slack.feedback import HELPFUL, NOT_HELPFUL
+from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from layers.episodic.episode import Feedback
+from layers.episodic.memory import EpisodicMemory
 from layers.errors import ThothError
-from layers.identity.protocol import Person
-from layers.procedural.memory_notes import MemoryNote
-from layers.storage.database import Database
+from layers.identity.protocol import IdentityBackend, Person
+from layers.procedural.drafts import SkillDrafts
+from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 
 log = logging.getLogger(__name__)
 
@@ -40,10 +42,23 @@ BUTTON = "feedback_button"
 BUTTON_EFFECTS = {HELPFUL: WORKED, NOT_HELPFUL: DID_NOT_WORK}
 
 
+@dataclass(frozen=True)
+class ReactionParts:
+    """What reactions act on (built once, in ``bolt_app.build_bridge``)."""
+
+    episodic: EpisodicMemory
+    memory_notes: MemoryNotes
+    drafts: SkillDrafts
+    identity: IdentityBackend | None
+    effects: ReactionEffects
+    # Who may approve a skill draft (FOUNDER_USER_IDS).
+    founders: frozenset[str]
+
+
 class Reactions:
     def __init__(
         self,
-        thoth: Thoth,
+        parts: ReactionParts,
         client: WebClient,
         directory: Directory,
         replies: SlackReplies,
@@ -51,14 +66,12 @@ class Reactions:
         *,
         bot_user: str | None,
     ) -> None:
-        self._thoth = thoth
+        self._parts = parts
         self._client = client
         self._directory = directory
         self._replies = replies
         self._cards = cards
-        self._db: Database = thoth.db
         self._bot_user = bot_user
-        self._founders = set(thoth.settings.founder_user_ids)
         self._per_message = KeyedLocks()
 
     async def handle(self, event: dict[str, Any], *, added: bool) -> None:
@@ -103,10 +116,10 @@ class Reactions:
         thread_ts: str | None,
     ) -> None:
         """Approve or reject a draft from its card (a button or a reaction)."""
-        if user not in self._founders:
+        if user not in self._parts.founders:
             await asyncio.to_thread(self._tell, user, channel, thread_ts, messages.NOT_A_FOUNDER)
             return
-        drafts = self._thoth.drafts
+        drafts = self._parts.drafts
         try:
             draft = await asyncio.to_thread(
                 drafts.approve if approve else drafts.reject, draft_id, by=user
@@ -158,7 +171,7 @@ class Reactions:
                 self._tell(user, reply.channel, reply.thread_ts, messages.ASKER_ONLY)
         elif name == BRAIN:
             self._brain(reply, episode_id, user, added)
-        elif name == WASTEBASKET and added and self._thoth.episodic.forget(episode_id):
+        elif name == WASTEBASKET and added and self._parts.episodic.forget(episode_id):
             self._client.chat_postMessage(
                 channel=reply.channel, thread_ts=reply.thread_ts,
                 markdown_text=escape(messages.FORGOTTEN),
@@ -186,10 +199,10 @@ class Reactions:
             feedback = Feedback.WORKED
         else:
             feedback = Feedback.NONE
-        self._thoth.episodic.set_feedback(episode_id, feedback)
+        self._parts.episodic.set_feedback(episode_id, feedback)
 
     def _brain(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
-        notes = self._thoth.memory_notes
+        notes = self._parts.memory_notes
         who = self._directory.user(user).name or user
         if not added:
             line = self._pop_effect(reply, BRAIN, user)
@@ -197,7 +210,7 @@ class Reactions:
             if line and not self._line_still_kept(line):
                 notes.remove(line, who=who, why="🧠 reaction removed")
             return
-        episode = self._thoth.episodic.store.get(episode_id)
+        episode = self._parts.episodic.store.get(episode_id)
         if episode is None:
             return
         channel = self._directory.channel(reply.channel)
@@ -207,7 +220,7 @@ class Reactions:
         self._keep_effect(reply, BRAIN, user, line)
 
     async def _bust(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
-        identity = self._thoth.identity
+        identity = self._parts.identity
         if identity is None or user != reply.asker:
             return
         info = await asyncio.to_thread(self._directory.user, user)
@@ -217,7 +230,7 @@ class Reactions:
             if kept:
                 await identity.forget(person, kept)
             return
-        episode = await asyncio.to_thread(self._thoth.episodic.store.get, episode_id)
+        episode = await asyncio.to_thread(self._parts.episodic.store.get, episode_id)
         if episode is None:
             return
         before = {fact.id for fact in await identity.facts(person)}
@@ -230,43 +243,13 @@ class Reactions:
                 break
 
     def _keep_effect(self, reply: ReplyRecord, reaction: str, user: str, effect: str) -> None:
-        with self._db.write() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO slack_reaction_effects (channel, ts, reaction, user,"
-                " effect) VALUES (?, ?, ?, ?, ?)",
-                (reply.channel, reply.ts, reaction, user, effect),
-            )
+        self._parts.effects.keep(reply.channel, reply.ts, reaction, user, effect)
 
     def _effects(self, reply: ReplyRecord, reactions: tuple[str, ...]) -> set[str]:
-        marks = ",".join("?" * len(reactions))
-        with self._db.read() as conn:
-            rows = conn.execute(
-                f"SELECT reaction FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
-                f" AND reaction IN ({marks})"
-                " UNION SELECT effect FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
-                " AND reaction = ?",
-                (reply.channel, reply.ts, *reactions, reply.channel, reply.ts, BUTTON),
-            ).fetchall()
-        return {str(row[0]) for row in rows}
+        return self._parts.effects.standing(reply.channel, reply.ts, reactions, clicks=BUTTON)
 
     def _line_still_kept(self, line: str) -> bool:
-        with self._db.read() as conn:
-            row = conn.execute(
-                "SELECT 1 FROM slack_reaction_effects WHERE reaction = ? AND effect = ? LIMIT 1",
-                (BRAIN, line),
-            ).fetchone()
-        return row is not None
+        return self._parts.effects.any_with(BRAIN, line)
 
     def _pop_effect(self, reply: ReplyRecord, reaction: str, user: str) -> str | None:
-        with self._db.write() as conn:
-            row = conn.execute(
-                "SELECT effect FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
-                " AND reaction = ? AND user = ?",
-                (reply.channel, reply.ts, reaction, user),
-            ).fetchone()
-            conn.execute(
-                "DELETE FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
-                " AND reaction = ? AND user = ?",
-                (reply.channel, reply.ts, reaction, user),
-            )
-        return None if row is None else str(row[0])
+        return self._parts.effects.pop(reply.channel, reply.ts, reaction, user)

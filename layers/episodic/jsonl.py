@@ -154,7 +154,13 @@ def parse_episode_line(number: int, value: object) -> Episode | LineError:
 
 def episode_to_json(episode: Episode) -> str:
     """One export line; imports back to the same episode."""
-    record: dict[str, object] = {
+    return json.dumps(episode_record(episode), ensure_ascii=False)
+
+
+def episode_record(episode: Episode) -> dict[str, object]:
+    """An episode as JSON values, in the import/export format (``thoth recall --json``
+    prints the same, with its score)."""
+    return {
         "id": episode.id,
         "user_text": episode.user_text,
         "summary": episode.summary,
@@ -170,4 +176,3 @@ def episode_to_json(episode: Episode) -> str:
         "feedback": FEEDBACK_NAMES[episode.feedback],
         "reply_model": episode.reply_model,
     }
-    return json.dumps(record, ensure_ascii=False)

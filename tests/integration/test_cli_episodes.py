@@ -203,7 +203,13 @@ def test_recall_as_a_viewer_and_in_batch(cli: Cli, tmp_path: Path) -> None:
         ),
     )
     code, out, _ = cli("recall", "kafka lag", "--team", "T1", "--json", "--k", "5")
-    assert code == 0 and [r["episode_id"] for r in json.loads(out)] == ["pub"]
+    assert code == 0 and [r["id"] for r in json.loads(out)] == ["pub"]
+    # The export's record of the episode, with its score: one JSON shape for an episode.
+    (found,) = json.loads(out)
+    _, exported, _ = cli("episodes", "export")
+    as_exported = next(r for r in map(json.loads, exported.splitlines()) if r["id"] == "pub")
+    assert {k: v for k, v in found.items() if k != "score"} == as_exported
+    assert 0 < found["score"] <= 1.5
     code, out, _ = cli(
         "recall",
         "kafka lag",
@@ -219,7 +225,7 @@ def test_recall_as_a_viewer_and_in_batch(cli: Cli, tmp_path: Path) -> None:
         "--k",
         "5",
     )
-    assert {r["episode_id"] for r in json.loads(out)} == {"pub", "dm"}
+    assert {r["id"] for r in json.loads(out)} == {"pub", "dm"}
     code, out, _ = cli("recall", "kafka lag", "--team", "T1")
     assert code == 0 and out.startswith("1. 2026-03-01") and "[pub]" in out
 

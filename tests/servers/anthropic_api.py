@@ -22,7 +22,7 @@ from typing import Any
 
 from tests.servers.anthropic_cache import PromptCache
 from tests.servers.anthropic_rules import MAX_BODY_BYTES, invalid_request, unknown_model
-from tests.servers.loopback import LoopbackServer
+from tests.servers.loopback import LoopbackHandler, LoopbackServer
 
 ERROR_TYPES = {
     400: "invalid_request_error",
@@ -139,12 +139,8 @@ class FakeAnthropic(LoopbackServer):
         return type("Handler", (_Handler,), {"fake": self})
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
     fake: FakeAnthropic
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length", "0"))
@@ -156,7 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
             "POST",
             self.path,
             {k.lower(): v for k, v in self.headers.items()},
-            json.loads(self.rfile.read(length) or b"{}"),
+            json.loads(self.read_body() or b"{}"),
             time.monotonic(),
         )
         reply = self.fake._next_reply(request, refused=_refusal(request) is not None)
@@ -193,15 +189,10 @@ class _Handler(BaseHTTPRequestHandler):
     def _send_json(
         self, status: int, payload: dict[str, Any], retry_after: str | None = None
     ) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("request-id", f"req_{next(self.fake._ids)}")
+        headers = {"request-id": f"req_{next(self.fake._ids)}"}
         if retry_after is not None and status in (429, 529, 500):
-            self.send_header("retry-after", retry_after)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+            headers["retry-after"] = retry_after
+        self.send_body(status, json.dumps(payload).encode(), "application/json", headers)
 
     def _send_stream(self, reply: Reply, body: dict[str, Any]) -> None:
         self.send_response(200)

@@ -30,7 +30,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from tests.servers.loopback import LoopbackServer
+from tests.servers.loopback import LoopbackHandler, LoopbackServer
 
 ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,512}$")
 MAX_MESSAGES_PER_CALL = 100
@@ -1074,13 +1074,8 @@ class FakeHoncho(LoopbackServer):
         return type("Handler", (_Handler,), {"fake": self})
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
     fake: FakeHoncho
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body go out in two writes
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
 
     def do_GET(self) -> None:
         self._handle()
@@ -1098,8 +1093,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def _read(self) -> RecordedRequest:
-        length = int(self.headers.get("content-length", "0"))
-        raw = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+        raw = self.read_body().decode("utf-8", "replace")
         body: Any = None
         if raw:
             try:
@@ -1142,11 +1136,4 @@ class _Handler(BaseHTTPRequestHandler):
             data, content_type = text.encode(), "text/event-stream"
         else:
             data, content_type = json.dumps(payload).encode(), "application/json"
-        self.send_response(status)
-        if content_type:
-            self.send_header("content-type", content_type)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_body(status, data, content_type, headers)

@@ -4,8 +4,39 @@ from __future__ import annotations
 
 import sys
 import threading
+from collections.abc import Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
+
+
+class LoopbackHandler(BaseHTTPRequestHandler):
+    """The HTTP of every fake: keep-alive HTTP/1.1, no access log, whole bodies."""
+
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out in two writes
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def read_body(self) -> bytes:
+        length = int(self.headers.get("content-length") or 0)
+        return self.rfile.read(length) if length else b""
+
+    def send_body(
+        self,
+        status: int,
+        data: bytes,
+        content_type: str | None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.send_response(status)
+        if content_type:
+            self.send_header("content-type", content_type)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
 
 class QuietServer(ThreadingHTTPServer):

@@ -40,7 +40,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from tests.servers.loopback import LoopbackServer
+from tests.servers.loopback import LoopbackHandler, LoopbackServer
 from tests.servers.slack_rules import (
     MAX_LOADING_MESSAGES,
     MAX_MARKDOWN_CHARS,
@@ -876,13 +876,8 @@ def _parse_body(raw: bytes, content_type: str) -> tuple[str, dict[str, Any]]:
     return "form", dict(parse_qsl(text, keep_blank_values=True))
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(LoopbackHandler):
     fake: FakeSlack
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True
-
-    def log_message(self, format: str, *args: Any) -> None:
-        return None
 
     def do_GET(self) -> None:
         self._handle()
@@ -893,8 +888,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _read(self) -> RecordedCall:
         parts = urlsplit(self.path)
         query = dict(parse_qsl(parts.query, keep_blank_values=True))
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        raw = self.read_body()
         encoding, body = _parse_body(raw, self.headers.get("content-type", ""))
         return RecordedCall(
             http_method=self.command,
@@ -925,21 +919,10 @@ class _Handler(BaseHTTPRequestHandler):
             pass  # the client gave up (a timeout test); nothing to answer
 
     def _send_text(self, status: int, text: str) -> None:
-        data = text.encode()
-        self.send_response(status)
-        self.send_header("content-type", "text/plain; charset=utf-8")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        self.send_body(status, text.encode(), "text/plain; charset=utf-8")
 
     def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
-        data = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json; charset=utf-8")
-        self.send_header("x-slack-req-id", f"req{next(self.fake._ids):06d}")
-        self.send_header("x-oauth-scopes", self.fake.scopes)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        every = {"x-slack-req-id": f"req{next(self.fake._ids):06d}",
+                 "x-oauth-scopes": self.fake.scopes, **headers}
+        self.send_body(status, json.dumps(payload).encode(), "application/json; charset=utf-8",
+                       every)
