@@ -1,4 +1,8 @@
-"""Every text Thoth shows its users, in one place (wording is reviewed here, not in code)."""
+"""Every text Thoth says to people in a conversation — the terminal chat and Slack (replies,
+notices, statuses, buttons, suggested prompts) — in one place: wording is reviewed here,
+not in code. Decided: a command's own report lines (`thoth init`, `episodes import`,
+`doctor`) stay beside the command that prints them, and reflection's summary is
+reflection's (``reflection/run.py``), which imports nothing of the bridge."""
 
 from __future__ import annotations
 
@@ -70,3 +74,20 @@ MODEL_ASKS_TO_WAIT = (
     "The language model is busy and asks to wait about {seconds} seconds, longer than a"
     " reply should take. Please ask again then."
 )
+
+
+# Slack: the status line while a reply is made, the /recall acknowledgement, the AI
+# pane's suggested prompts, the buttons under a reply and on a skill-draft card.
+THINKING_STATUS = "is thinking…"
+RECALL_ACK = "Searching memory…"
+PROMPTS_TITLE = "Pick up where we left off, or ask anything:"
+CONTINUE_TITLE = "Continue: {topic}"
+CONTINUE_MESSAGE = "Back to this: {said}"
+STARTER_PROMPTS = ("What do you know about me?", "What did we decide recently?")
+HELPFUL = "Helpful"
+NOT_HELPFUL = "Not helpful"
+HELPFUL_LABEL = "Mark this reply as helpful"
+NOT_HELPFUL_LABEL = "Mark this reply as not helpful"
+APPROVE = "Approve"
+REJECT = "Reject"
+CARD_HINT = "Founders: click, or react ✅ / ❌ on this card."

@@ -26,6 +26,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bridge import messages
 from bridge.slack.directory import Directory
 from layers.episodic.episode import Viewer
 from layers.episodic.store import EpisodeStore
@@ -37,11 +38,6 @@ log = logging.getLogger(__name__)
 MAX_PROMPTS = 4  # assistant.threads.setSuggestedPrompts takes at most four
 PROMPT_TITLE_CHARS = 60
 TITLE_CHARS = 80
-PROMPTS_TITLE = "Pick up where we left off, or ask anything:"
-STARTER_PROMPTS = (
-    {"title": "What do you know about me?", "message": "What do you know about me?"},
-    {"title": "What did we decide recently?", "message": "What did we decide recently?"},
-)
 
 
 @dataclass(frozen=True)
@@ -94,7 +90,7 @@ class AssistantThreads:
     def _offer(self, prompts: list[dict[str, str]], **where: str) -> None:
         try:
             self._client.assistant_threads_setSuggestedPrompts(
-                prompts=prompts, title=PROMPTS_TITLE, **where
+                prompts=prompts, title=messages.PROMPTS_TITLE, **where
             )
         except (SlackApiError, OSError) as error:
             log.warning("suggested prompts refused in %s: %s", where, error)
@@ -149,9 +145,10 @@ class AssistantThreads:
             for episode in self._episodes.recent_asked_by(user, viewer, MAX_PROMPTS):
                 topic = _clip(episode.user_text, PROMPT_TITLE_CHARS - 10)
                 prompts.append(
-                    {"title": f"Continue: {topic}", "message": f"Back to this: {episode.user_text}"}
+                    {"title": messages.CONTINUE_TITLE.format(topic=topic),
+                     "message": messages.CONTINUE_MESSAGE.format(said=episode.user_text)}
                 )
-        prompts.extend(STARTER_PROMPTS)
+        prompts.extend({"title": text, "message": text} for text in messages.STARTER_PROMPTS)
         unique = {prompt["message"]: prompt for prompt in prompts}
         return list(unique.values())[:MAX_PROMPTS]
 

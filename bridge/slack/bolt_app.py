@@ -11,10 +11,11 @@ from typing import Any
 from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
+from bridge import messages
 from bridge.app import Thoth
 from bridge.slack.assistant import AssistantThreads
 from bridge.slack.cards import APPROVE_ACTION, REJECT_ACTION, SkillCards
-from bridge.slack.commands import RECALL_ACK, done_command, recall_command
+from bridge.slack.commands import done_command, recall_command
 from bridge.slack.conversation import Conversation, ConversationParts
 from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming, from_event, mentions
@@ -174,7 +175,7 @@ def _listen_to_the_ai_pane_and_commands(
 
     @app.command("/recall")
     def on_recall(ack: Ack, command: dict[str, Any]) -> None:
-        ack(RECALL_ACK)
+        ack(messages.RECALL_ACK)
         runner.submit(recall_command(conversation, client, command), turn=False)
 
     @app.command("/done")

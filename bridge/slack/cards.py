@@ -7,6 +7,7 @@ from typing import Any
 
 from slack_sdk import WebClient
 
+from bridge import messages
 from bridge.slack.escaping import SECTION_CHARS, escape, mention, preview
 from layers.procedural.drafts import Draft, DraftState
 from layers.storage.database import Database
@@ -96,14 +97,14 @@ def card_blocks(draft: Draft) -> list[dict[str, Any]]:
                         "type": "button",
                         "action_id": APPROVE_ACTION,
                         "style": "primary",
-                        "text": {"type": "plain_text", "text": "Approve"},
+                        "text": {"type": "plain_text", "text": messages.APPROVE},
                         "value": draft.id,
                     },
                     {
                         "type": "button",
                         "action_id": REJECT_ACTION,
                         "style": "danger",
-                        "text": {"type": "plain_text", "text": "Reject"},
+                        "text": {"type": "plain_text", "text": messages.REJECT},
                         "value": draft.id,
                     },
                 ],
@@ -113,7 +114,7 @@ def card_blocks(draft: Draft) -> list[dict[str, Any]]:
             {
                 "type": "context",
                 "elements": [
-                    {"type": "mrkdwn", "text": "Founders: click, or react ✅ / ❌ on this card."}
+                    {"type": "mrkdwn", "text": messages.CARD_HINT}
                 ],
             }
         )

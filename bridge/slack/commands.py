@@ -18,7 +18,6 @@ from layers.working.sessions import Place, SessionStore
 
 log = logging.getLogger(__name__)
 
-RECALL_ACK = "Searching memory…"
 WEBHOOK_TIMEOUT_S = 10
 
 

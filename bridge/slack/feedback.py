@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bridge import messages
+
 FEEDBACK_ACTION = "reply_feedback"
 HELPFUL, NOT_HELPFUL = "helpful", "not_helpful"
 
@@ -21,14 +23,14 @@ def feedback_block() -> dict[str, Any]:
                 "type": "feedback_buttons",
                 "action_id": FEEDBACK_ACTION,
                 "positive_button": {
-                    "text": {"type": "plain_text", "text": "Helpful"},
+                    "text": {"type": "plain_text", "text": messages.HELPFUL},
                     "value": HELPFUL,
-                    "accessibility_label": "Mark this reply as helpful",
+                    "accessibility_label": messages.HELPFUL_LABEL,
                 },
                 "negative_button": {
-                    "text": {"type": "plain_text", "text": "Not helpful"},
+                    "text": {"type": "plain_text", "text": messages.NOT_HELPFUL},
                     "value": NOT_HELPFUL,
-                    "accessibility_label": "Mark this reply as not helpful",
+                    "accessibility_label": messages.NOT_HELPFUL_LABEL,
                 },
             }
         ],

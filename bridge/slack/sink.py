@@ -26,6 +26,7 @@ from typing import Any
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
+from bridge import messages
 from bridge.pipeline.sink import ReplyStopped, Step
 from bridge.slack.escaping import MARKDOWN_CHARS, entities, escape, escaped_pieces, preview
 from bridge.slack.feedback import feedback_block
@@ -41,7 +42,6 @@ RETRY_PAUSE_SECONDS = 2.0
 # Slack drops a status after two minutes without a message; refresh it before that.
 STATUS_REFRESH_SECONDS = 100.0
 MAX_STATUS_REFRESHES = 12
-THINKING_STATUS = "is thinking…"
 LOADING_MESSAGES = ["Looking through what we did before…", "Reading the thread…"]
 SLACK_ERRORS = (SlackApiError, OSError)
 STOPPED_BY_USER = "stopped_by_user"
@@ -84,14 +84,14 @@ class SlackSink:
         self._stream_ts: str | None = None
         self._message_ts: str | None = None  # the fallback: a posted message we edit
         self._streaming_refused = False
-        self._status_text = THINKING_STATUS
+        self._status_text = messages.THINKING_STATUS
         self._keepalive: asyncio.Task[None] | None = None
         self._finished = False
         self.stopped = False
         self.posted: list[str] = []
 
     async def thinking(self) -> None:
-        await self._status(THINKING_STATUS, LOADING_MESSAGES)
+        await self._status(messages.THINKING_STATUS, LOADING_MESSAGES)
         self._keepalive = asyncio.create_task(self._keep_status_alive())
 
     async def progress(self, step: Step) -> None:
@@ -99,7 +99,7 @@ class SlackSink:
             return
         if self._streaming_refused:
             if step.status == "in_progress":
-                await self._status(THINKING_STATUS, [f"{step.title}…"])
+                await self._status(messages.THINKING_STATUS, [f"{step.title}…"])
             return
         self._chunks.append(
             {"type": "task_update", "id": step.id, "title": step.title, "status": step.status}

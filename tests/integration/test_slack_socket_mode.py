@@ -14,8 +14,9 @@ from pydantic import SecretStr
 from slack_bolt.adapter.socket_mode import SocketModeHandler
 
 from bridge.app import Thoth, build
+from bridge.messages import RECALL_ACK
 from bridge.settings import Settings
-from bridge.slack.bolt_app import RECALL_ACK, SlackBridge, build_bridge
+from bridge.slack.bolt_app import SlackBridge, build_bridge
 from bridge.slack.runner import TurnRunner
 from bridge.slack.web import build_web_client
 from tests.fakes import HashingEmbedder
