@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from bridge.housekeeping import Housekeeping
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.metered import MeteredModel
 from bridge.model.offline import OfflineResponder, SkillFinder
@@ -76,6 +77,8 @@ class Thoth:
     followups: Followups
     # How `/done` and the idle sweep end a session.
     session_end: SessionEnd
+    # The periodic jobs of `thoth chat` and `thoth serve`.
+    housekeeping: Housekeeping
     # The identity layer (L2): None when HONCHO_DISABLED.
     identity: IdentityBackend | None = None
     identity_ingest: IngestQueue | None = None
@@ -164,6 +167,7 @@ def build(
         identity=identity,
         identity_ingest=ingest,
     )
+    drafts = SkillDrafts(db, brain, skills)
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
     session_end = SessionEnd(
         sessions,
@@ -181,7 +185,7 @@ def build(
         persona=persona,
         brain=brain,
         skills=skills,
-        drafts=SkillDrafts(db, brain, skills),
+        drafts=drafts,
         memory_notes=MemoryNotes(brain),
         pipeline=pipeline,
         identity=identity,
@@ -191,6 +195,15 @@ def build(
         reflections=reflections,
         followups=Followups(db),
         session_end=session_end,
+        housekeeping=Housekeeping(
+            drafts=drafts,
+            episodic=episodic,
+            session_end=session_end,
+            reflection_idle_s=(
+                None if settings.reflection_disabled else settings.reflection_idle_min * 60
+            ),
+            retention_days=settings.episode_retention_days,
+        ),
         brain_problem=brain_problem,
     )
 

@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
-from bridge.terminal.chat import ChatLoop, ChatOptions, terminal_lines
+from bridge.terminal.chat import ChatLoop, ChatOptions, ChatParts, terminal_lines
 
 HISTORY_FILE = "chat_history"
 
@@ -32,4 +32,14 @@ def run_chat(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         history_file=app.settings.thoth_home / HISTORY_FILE,
     )
     lines = terminal_lines("you> ", options.history_file) if interactive else iter(stdin)
-    return ChatLoop(app, options, out, sys.stderr).run(lines)
+    parts = ChatParts(
+        pipeline=app.pipeline,
+        sessions=app.sessions,
+        episodic=app.episodic,
+        recall_top_k=app.settings.recall_top_k,
+        session_end=app.session_end,
+        identity_ingest=app.identity_ingest,
+        housekeeping=app.housekeeping,
+        warm_up=app.warm_up,
+    )
+    return ChatLoop(parts, options, out, sys.stderr).run(lines)

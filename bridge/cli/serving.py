@@ -20,7 +20,6 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
 from bridge.app import Thoth
-from bridge.housekeeping import schedule_housekeeping
 from bridge.slack.bolt_app import SlackBridge, build_bridge
 from bridge.slack.followups import post_due_followups
 from bridge.slack.http_server import SlackHttpServer
@@ -54,7 +53,7 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     app.warm_up()
     _warm_identity(app, runner, bridge.team)
     scheduler = BackgroundScheduler(timezone=UTC)
-    schedule_housekeeping(app, scheduler, runner.call)
+    app.housekeeping.schedule(scheduler, runner.call)
     scheduler.add_job(bridge.seen.sweep, "interval", hours=1, id="slack-seen-sweep")
     scheduler.add_job(
         post_due_followups, "interval", args=[app.followups, client], minutes=1, id="followups",

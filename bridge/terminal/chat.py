@@ -20,15 +20,18 @@ from typing import Any, TextIO, TypeVar
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from bridge import messages
-from bridge.app import Thoth
-from bridge.housekeeping import schedule_housekeeping
+from bridge.housekeeping import Housekeeping
 from bridge.pipeline.episodes_block import episodes_text
+from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message
+from bridge.session_end import SessionEnd
 from bridge.terminal.sink import TerminalSink
 from layers.episodic.episode import LOCAL_TEAM, TERMINAL_CHANNEL, Viewer
+from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
+from layers.identity.ingest_queue import IngestQueue
 from layers.redaction import redact
-from layers.working.sessions import Place, Session
+from layers.working.sessions import Place, Session, SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -48,14 +51,29 @@ class ChatOptions:
     history_file: Path | None = None
 
 
+@dataclass(frozen=True)
+class ChatParts:
+    """What a terminal chat uses of the app (built in ``bridge/cli/chat.py``)."""
+
+    pipeline: TurnPipeline
+    sessions: SessionStore
+    episodic: EpisodicMemory
+    recall_top_k: int
+    session_end: SessionEnd
+    identity_ingest: IngestQueue | None
+    housekeeping: Housekeeping
+    # Loads the embedding model and the vector index before the first turn.
+    warm_up: Callable[[], None]
+
+
 def terminal_place() -> Place:
     """A terminal chat is a DM with the local user: recall follows the DM rule."""
     return Place(LOCAL_TEAM, TERMINAL_CHANNEL, "im", None, TERMINAL_CHANNEL)
 
 
 class ChatLoop:
-    def __init__(self, app: Thoth, options: ChatOptions, out: TextIO, err: TextIO) -> None:
-        self._app = app
+    def __init__(self, parts: ChatParts, options: ChatOptions, out: TextIO, err: TextIO) -> None:
+        self._parts = parts
         self._options = options
         self._out = out
         self._err = err
@@ -67,7 +85,7 @@ class ChatLoop:
         """Chat until /done, /quit or the end of input; returns the exit code."""
         self._thread.start()
         scheduler = BackgroundScheduler(timezone=UTC)
-        schedule_housekeeping(self._app, scheduler, self._call)
+        self._parts.housekeeping.schedule(scheduler, self._call)
         scheduler.start()
         try:
             # Piped, a new session is opened by the first message that is one, so input
@@ -78,7 +96,7 @@ class ChatLoop:
                 session = self._open_session()
             if self._options.interactive and session is not None:
                 print(messages.CHAT_BANNER.format(session_id=session.id), file=self._err)
-            self._app.warm_up()
+            self._parts.warm_up()
             session = self._converse(session, lines)
             if self._options.interactive and session is not None:
                 print(messages.CHAT_RESUME_HINT.format(session_id=session.id), file=self._err)
@@ -86,12 +104,12 @@ class ChatLoop:
             scheduler.shutdown(wait=True)
             # Episodes of the last turns (local, quick), identity ingest as long as it is
             # quick, then the model's client.
-            self._call(self._app.pipeline.drain(DRAIN_TIMEOUT_S))
-            if self._app.identity_ingest is not None:
-                unsent = self._call(self._app.identity_ingest.drain(IDENTITY_EXIT_WAIT_S))
+            self._call(self._parts.pipeline.drain(DRAIN_TIMEOUT_S))
+            if self._parts.identity_ingest is not None:
+                unsent = self._call(self._parts.identity_ingest.drain(IDENTITY_EXIT_WAIT_S))
                 if unsent:
                     print(messages.IDENTITY_KEPT.format(count=unsent), file=self._err)
-            self._call(self._app.pipeline.model.aclose())
+            self._call(self._parts.pipeline.model.aclose())
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
         return 2 if self.bad_lines else 0
@@ -134,7 +152,7 @@ class ChatLoop:
             prefix = "thoth> " if self._options.interactive else ""
             sink = TerminalSink(self._out, prefix=prefix)
             try:
-                self._call(self._app.pipeline.handle(turn, sink))
+                self._call(self._parts.pipeline.handle(turn, sink))
             except KeyboardInterrupt:
                 # Ctrl-C stops this reply, not the chat; the unfinished turn is not stored.
                 print("\n(interrupted)", file=self._err)
@@ -144,11 +162,11 @@ class ChatLoop:
         """End the session and reflect on it now (a process of its own), showing the result."""
         # An idle sweep may have ended the first session and the chat gone on in a new one:
         # the key is the chat's, the session the one open under it.
-        ended = self._call(self._app.session_end.end_open(session.key))
+        ended = self._call(self._parts.session_end.end_open(session.key))
         print((ended.printed if ended else "") or messages.SESSION_ENDED, file=self._out)
 
     def _open_session(self) -> Session:
-        sessions = self._app.sessions
+        sessions = self._parts.sessions
         if self._options.session_id:
             return sessions.resume(self._options.session_id)
         return sessions.open(f"terminal:{uuid.uuid4()}", terminal_place())
@@ -159,10 +177,10 @@ class ChatLoop:
             return
         # The last turn's episode may still be on its way to the store; wait for it so
         # "/recall" right after a turn finds that turn too.
-        self._call(self._app.pipeline.drain(DRAIN_TIMEOUT_S))
+        self._call(self._parts.pipeline.drain(DRAIN_TIMEOUT_S))
         try:
-            hits = self._app.episodic.recall(
-                query, self._viewer(), k=self._app.settings.recall_top_k
+            hits = self._parts.episodic.recall(
+                query, self._viewer(), k=self._parts.recall_top_k
             )
         except BadInput as error:
             self._bad(str(error))

@@ -13,7 +13,6 @@ from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED, JobExecution
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from bridge.app import Thoth, build
-from bridge.housekeeping import schedule_housekeeping
 from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
@@ -129,7 +128,7 @@ def test_the_scheduler_expires_old_drafts(app: Thoth) -> None:
 
     scheduler = BackgroundScheduler(timezone=UTC)
     scheduler.add_listener(listener, EVENT_JOB_EXECUTED | EVENT_JOB_ERROR)
-    schedule_housekeeping(app, scheduler, asyncio.run)
+    app.housekeeping.schedule(scheduler, asyncio.run)
     scheduler.start()
     try:
         assert ran.wait(timeout=30)
