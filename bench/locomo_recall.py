@@ -292,7 +292,7 @@ def parse_batch_output(stdout: str) -> dict[str, list[str]]:
             continue
         try:
             record = json.loads(line)
-            ranked[str(record["id"])] = [str(hit["episode_id"]) for hit in record["results"]]
+            ranked[str(record["id"])] = [str(hit["id"]) for hit in record["results"]]
         except (json.JSONDecodeError, KeyError, TypeError) as error:
             raise BenchError(
                 f"recall output line {number} is not a result: {line[:200]!r}"

@@ -10,13 +10,15 @@ import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
-
-from apscheduler.schedulers.base import BaseScheduler
+from typing import TYPE_CHECKING, Any
 
 from bridge.session_end import SessionEnd
 from layers.episodic.memory import EpisodicMemory
 from layers.procedural.drafts import SkillDrafts
+
+if TYPE_CHECKING:
+    # Only a type here: every command builds the app, few run a scheduler.
+    from apscheduler.schedulers.base import BaseScheduler
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,9 @@
 """Ending a session: the one way `/done` (terminal and Slack) and the idle sweep do it.
 
-In order: let the session's last writes land (reflection reads its episodes), mark it
-ended, queue its reflection, and launch it — a process of its own, under a timeout
-(``reflection_launcher.py``). With reflection off, the session only ends.
+In order: mark it ended (a message arriving from now on opens a new session), let its
+last writes land (reflection reads its episodes), queue its reflection, and launch it —
+a process of its own, under a timeout (``reflection_launcher.py``). With reflection
+off, the session only ends.
 """
 
 from __future__ import annotations
@@ -47,11 +48,11 @@ class SessionEnd:
     async def end_open(self, key: str) -> Ended | None:
         """End the open session under ``key`` and reflect on it now, with a summary;
         None when no session is open there (an idle sweep may have ended it)."""
-        await self._drain()
         session = await asyncio.to_thread(self._sessions.find_open, key)
         if session is None:
             return None
         await asyncio.to_thread(self._sessions.end, session.id)
+        await self._drain()
         if self._reflections is None:
             return Ended(session.id, reflected=False)
         await asyncio.to_thread(self._reflections.queue, session.id)
@@ -62,10 +63,11 @@ class SessionEnd:
         """End the sessions idle longer than ``idle_s`` at ``now``, then run every
         reflection that is due (theirs, and earlier ones to retry); returns those."""
         idle = await asyncio.to_thread(self._sessions.idle_since, now - idle_s)
+        for session in idle:
+            await asyncio.to_thread(self._sessions.end, session.id, now=now)
         if idle:
             await self._drain()
         for session in idle:
-            await asyncio.to_thread(self._sessions.end, session.id, now=now)
             if self._reflections is not None:
                 await asyncio.to_thread(self._reflections.queue, session.id)
         if self._reflections is None:

@@ -105,7 +105,7 @@ def _run_batch(path: Path, k: int, app: Thoth, out: TextIO) -> int:
     for query_id, hits in zip(ids, results, strict=True):
         record = {
             "id": query_id,
-            "results": [{"episode_id": h.episode.id, "score": round(h.score, 6)} for h in hits],
+            "results": [{"id": h.episode.id, "score": round(h.score, 6)} for h in hits],
         }
         print(json.dumps(record, ensure_ascii=False), file=out)
     return 0

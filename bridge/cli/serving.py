@@ -53,7 +53,7 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     app.warm_up()
     _warm_identity(app, runner, bridge.team)
     scheduler = BackgroundScheduler(timezone=UTC)
-    app.housekeeping.schedule(scheduler, runner.call)
+    app.housekeeping.schedule(scheduler, runner.wait_for)
     scheduler.add_job(bridge.seen.sweep, "interval", hours=1, id="slack-seen-sweep")
     scheduler.add_job(
         post_due_followups, "interval", args=[app.followups, client], minutes=1, id="followups",

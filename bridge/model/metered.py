@@ -21,6 +21,9 @@ from layers.errors import CostCapReached
 
 log = logging.getLogger(__name__)
 
+# A busy database (another writer holds it past SQLite's own 10 s wait) is tried again.
+RECORD_RETRY_S = (0.2, 1.0)
+
 
 class MeteredModel:
     def __init__(
@@ -47,16 +50,24 @@ class MeteredModel:
         result = await self._inner.respond(request, on_text)
         model = result.model or request.model
         cost = price_of(model, self._prices).cost(result.usage)
-        try:
-            await asyncio.to_thread(
-                self._ledger.record_all,
-                [(model, result.usage, cost)],
-                purpose=request.purpose,
-                session_id=request.session_id,
-            )
-        except Exception:
-            # The answer is not lost for a ledger row; the cap undercounts this call.
-            log.exception("could not record the spend of a %s call", request.purpose)
+        for attempt, wait_s in enumerate((*RECORD_RETRY_S, None), start=1):
+            try:
+                await asyncio.to_thread(
+                    self._ledger.record_all,
+                    [(model, result.usage, cost)],
+                    purpose=request.purpose,
+                    session_id=request.session_id,
+                )
+                break
+            except Exception:
+                if wait_s is None:
+                    # The answer is not lost for a ledger row; the cap undercounts this call.
+                    log.exception("could not record the spend of a %s call (%d tries)",
+                                  request.purpose, attempt)
+                else:
+                    log.warning("recording the spend of a %s call failed; retrying",
+                                request.purpose, exc_info=True)
+                    await asyncio.sleep(wait_s)
         return replace(result, cost_usd=cost)
 
     async def aclose(self) -> None:

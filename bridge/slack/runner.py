@@ -63,6 +63,12 @@ class TurnRunner:
         future.add_done_callback(self._finished)
         return future
 
+    def wait_for(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run ``work`` on the loop as a task that is not a turn, and wait for it (a
+        scheduler job). Shutdown waits for it like any task, then cancels it, so a job
+        never holds the process past the shutdown timeout; after shutdown it is refused."""
+        return self.submit(work, turn=False).result()
+
     def call(self, work: Coroutine[Any, Any, T], timeout_s: float | None = None) -> T:
         """Run ``work`` on the loop and wait for its result (for startup and shutdown)."""
         return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout_s)
@@ -78,6 +84,9 @@ class TurnRunner:
         _, unfinished = concurrent.futures.wait(pending, timeout=timeout_s)
         for future in unfinished:
             future.cancel()
+        if unfinished:
+            # Let the cancelled tasks run their cancellation before the loop stops.
+            self.call(asyncio.sleep(0.05), timeout_s=1.0)
         if last is not None:
             try:
                 self.call(last, timeout_s)

@@ -26,6 +26,10 @@ from typing import TypeVar
 _Item = TypeVar("_Item")
 _Result = TypeVar("_Result")
 
+# A batch of 32 long texts holds about 100 MB of attention scores while it runs; more
+# than four at once would cost memory for little speed (the search is bandwidth-bound).
+MAX_WORKERS = 4
+
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 
@@ -54,5 +58,7 @@ def _shared_pool() -> ThreadPoolExecutor:
             from threadpoolctl import threadpool_limits
 
             threadpool_limits(limits=1, user_api="blas")
-            _pool = ThreadPoolExecutor(max_workers=cores(), thread_name_prefix="thoth-cores")
+            _pool = ThreadPoolExecutor(
+                max_workers=min(cores(), MAX_WORKERS), thread_name_prefix="thoth-cores"
+            )
         return _pool

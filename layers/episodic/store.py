@@ -21,7 +21,8 @@ from layers.episodic.visibility import sql_predicate
 from layers.errors import BadInput
 from layers.storage.database import Database
 
-# Stored vectors are float16 (see the migration); the index searches them as such.
+# Stored vectors are float16 (see the migration); the index holds them as float32 values
+# rounded the same way, so a new vector scores as it will after a restart.
 VECTOR_DTYPE = np.dtype("<f2")
 
 # The fast lexical path ranks this many times the wanted hits before checking visibility.

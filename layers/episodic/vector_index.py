@@ -74,7 +74,9 @@ class VectorIndex:
             raise ValueError(f"expected {count} vectors of {self.dim} dims, got {vectors.shape}")
         self._reserve(self._size + count)
         start, end = self._size, self._size + count
-        self._vectors[start:end] = vectors
+        # Rounded as the store keeps them (float16), so a search gives the same scores
+        # before and after a restart reloads the index.
+        self._vectors[start:end] = np.asarray(vectors).astype(np.float16)
         self._alive[start:end] = True
         for offset, owner in enumerate(owners):
             slot = start + offset

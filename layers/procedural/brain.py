@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import os
 import shutil
 import subprocess
 import threading
@@ -115,6 +116,8 @@ class Brain:
         """Raise ``BrainError`` (saying how to fix it) unless the repo can take a commit."""
         # Two git commands, not GitPython: importing it is a tenth of a second that
         # every command would pay at start (bench/cli_start.py).
+        if not self.path.is_dir():
+            raise BrainError(f"there is no brain at {self.path}: run `thoth init` to create it")
         git_dir = Path(self._git_output("rev-parse", "--absolute-git-dir").strip())
         if (git_dir / "MERGE_HEAD").exists():
             raise BrainError(
@@ -141,6 +144,9 @@ class Brain:
         try:
             done = subprocess.run(
                 ["git", "-C", str(self.path), *arguments],
+                # The brain's own repository, never one of a folder above it (a damaged
+                # .git would otherwise send git looking upwards).
+                env={**os.environ, "GIT_CEILING_DIRECTORIES": str(self.path.parent)},
                 capture_output=True,
                 text=True,
                 timeout=PUSH_TIMEOUT_S,

@@ -152,6 +152,12 @@ class Database:
 def _adopt_legacy_record(conn: sqlite3.Connection) -> None:
     """Rewrite the one-sequence record of an older database as (owner, version) rows."""
     legacy = conn.execute("SELECT version, applied_at FROM schema_migrations").fetchall()
+    unknown = sorted(int(version) for version, _ in legacy if int(version) not in LEGACY_VERSIONS)
+    if unknown:
+        raise ConfigurationError(
+            f"the database records migrations {unknown} this Thoth does not know: it was"
+            " made by a newer Thoth; run that version"
+        )
     conn.execute("ALTER TABLE schema_migrations RENAME TO schema_migrations_legacy")
     conn.execute(
         "CREATE TABLE schema_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL,"

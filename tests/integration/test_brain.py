@@ -386,3 +386,15 @@ def test_a_lock_held_by_a_running_git_command_is_left_alone(tmp_path: Path) -> N
     finally:
         os.killpg(running.pid, signal.SIGKILL)
         running.wait()
+
+
+def test_the_check_reads_the_brains_own_repository_never_one_above_it(tmp_path: Path) -> None:
+    # The brain sits inside someone's repository, and its own .git is damaged (empty):
+    # git must not find the repository above and call the brain sound.
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    brain = Brain(tmp_path / "brain")
+    (brain.path / ".git").mkdir(parents=True)
+    with pytest.raises(BrainError, match="not a git repository"):
+        brain.check()
+    with pytest.raises(BrainError, match="there is no brain"):
+        Brain(tmp_path / "nowhere").check()

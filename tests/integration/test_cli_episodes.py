@@ -247,9 +247,9 @@ def test_recall_as_a_viewer_and_in_batch(cli: Cli, tmp_path: Path) -> None:
     code, out, _ = cli("recall", "--batch", str(batch), "--k", "5", "--json")
     lines = [json.loads(line) for line in out.splitlines()]
     assert code == 0 and [line["id"] for line in lines] == ["q1", 2]
-    assert [r["episode_id"] for r in lines[0]["results"]] == ["pub"]
-    assert lines[1]["results"][0]["episode_id"] == "dm"
-    assert all(set(r) == {"episode_id", "score"} for line in lines for r in line["results"])
+    assert [r["id"] for r in lines[0]["results"]] == ["pub"]
+    assert lines[1]["results"][0]["id"] == "dm"
+    assert all(set(r) == {"id", "score"} for line in lines for r in line["results"])
 
 
 def test_entry_point_runs_as_a_process(tmp_path: Path) -> None:

@@ -129,3 +129,20 @@ def test_unwritable_home_is_a_configuration_error(tmp_path: Path) -> None:
     blocker.write_text("not a directory")
     with pytest.raises(ConfigurationError, match="THOTH_HOME"):
         Database.open(blocker / "home" / "thoth.db", schemas=ALL_SCHEMAS)
+
+
+def test_a_database_from_a_newer_thoth_is_refused_not_rewritten(tmp_path: Path) -> None:
+    path = tmp_path / "thoth.db"
+    legacy = sqlite3.connect(path)
+    legacy.execute("CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY,"
+                   " name TEXT NOT NULL, applied_at REAL NOT NULL)")
+    legacy.executemany("INSERT INTO schema_migrations VALUES (?, 'x', 1.0)", [(1,), (99,)])
+    legacy.commit()
+    legacy.close()
+    with pytest.raises(ConfigurationError, match=r"\[99\].*newer Thoth"):
+        Database.open(path, schemas=ALL_SCHEMAS)
+    check = sqlite3.connect(path)
+    assert check.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall() == [
+        (1,), (99,)
+    ]
+    check.close()

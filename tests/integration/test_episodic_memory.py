@@ -194,13 +194,16 @@ def test_bad_episodes_store_nothing(memory: EpisodicMemory) -> None:
 def test_index_is_rebuilt_from_disk_on_open(
     db: Database, minilm: MiniLMEmbedder, tmp_path: Path
 ) -> None:
-    EpisodicMemory(db, minilm).remember(
-        [_episode("persisted", "the staging cluster lives in eu-west-1")]
-    )
+    first = EpisodicMemory(db, minilm)
+    first.remember([_episode("persisted", "the staging cluster lives in eu-west-1")])
+    query = minilm.embed(["which region hosts staging?"])[0]
+    before = first._loaded_index().search(query, Viewer(), limit=1)
     db.close()
     reopened = EpisodicMemory(Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS), minilm)
     hits = reopened.recall("which region hosts staging?", Viewer(), k=1, now=NOW)
     assert hits[0].episode.id == "persisted"
+    # The same score before and after the restart: a new vector is held as it is stored.
+    assert reopened._loaded_index().search(query, Viewer(), limit=1) == before
 
 
 def test_thread_context_lifts_the_reply_and_never_leaks(memory: EpisodicMemory) -> None:

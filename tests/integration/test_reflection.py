@@ -205,7 +205,7 @@ def test_the_idle_sweep_follows_the_clock_it_is_given(app: Thoth) -> None:
     assert app.sessions.get(session_id).ended_at is None  # type: ignore[union-attr]
     assert not drained
     due = asyncio.run(ending.end_idle(idle_s=30 * 60, now=1_000_000.0 + 31 * 60))
-    # Drained before it ended (the last episodes land first), reflected without a summary.
+    # Ended, drained (its last episodes land before reflection), reflected without a summary.
     assert due == [session_id] and launched == [(session_id, False)] and drained == [True]
     assert app.sessions.get(session_id).ended  # type: ignore[union-attr]
 
