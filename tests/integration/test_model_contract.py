@@ -117,6 +117,9 @@ def test_the_loopback_refuses_what_the_api_refuses(fake_anthropic: FakeAnthropic
             {"role": "user", "content": "no result"}], "tools": [tool]},
         {"messages": [user], "tools": [{**tool, "name": "look up!"}]},
         {"messages": [user], "tools": [tool], "tool_choice": {"type": "tool", "name": "other"}},
+        {"messages": [user], "tools": [tool], "tool_choice": {"type": "tool"}},
+        {"messages": [user], "tools": [tool], "tool_choice": {"type": "required"}},
+        {"messages": [user], "tool_choice": {"type": "tool", "name": "look_up"}},
         {"messages": [user], "system": [
             {"type": "text", "text": f"s{n}", "cache_control": {"type": "ephemeral"}}
             for n in range(5)]},

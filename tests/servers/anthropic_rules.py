@@ -62,7 +62,18 @@ def _tools(body: dict[str, Any]) -> str | None:
             return f"tools.{index}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
         names.append(name)
     choice = body.get("tool_choice")
-    forced = isinstance(choice, dict) and choice.get("type") == "tool"
+    if choice is None:
+        return None
+    # The Messages API reference: tool_choice is auto | any | tool (with a name) | none,
+    # and means nothing (so is refused) without tools.
+    if not isinstance(choice, dict) or choice.get("type") not in ("auto", "any", "tool", "none"):
+        return "tool_choice: Input tag does not match any of the expected tags: 'auto', 'any',"\
+            " 'tool', 'none'"
+    if not names and choice.get("type") != "none":
+        return "tool_choice: tool_choice may only be specified while providing tools"
+    forced = choice.get("type") == "tool"
+    if forced and not isinstance(choice.get("name"), str):
+        return "tool_choice.tool.name: Field required"
     if forced and choice.get("name") not in names:
         return f"tool_choice: tool {choice.get('name')!r} is not among the tools provided"
     return None
