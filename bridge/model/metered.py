@@ -10,7 +10,6 @@ counts it. The price rides back on the result (``cost_usd``) for the episode.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -18,8 +17,7 @@ from bridge.model.cost_ledger import CostLedger
 from bridge.model.pricing import ModelPrice, price_of
 from bridge.model.protocol import LanguageModel, ModelRequest, ModelResult, OnText
 from layers.errors import CostCapReached
-
-log = logging.getLogger(__name__)
+from layers.storage.retried import write_retried
 
 # A busy database (another writer holds it past SQLite's own 10 s wait) is tried again.
 RECORD_RETRY_S = (0.2, 1.0)
@@ -50,24 +48,16 @@ class MeteredModel:
         result = await self._inner.respond(request, on_text)
         model = result.model or request.model
         cost = price_of(model, self._prices).cost(result.usage)
-        for attempt, wait_s in enumerate((*RECORD_RETRY_S, None), start=1):
-            try:
-                await asyncio.to_thread(
-                    self._ledger.record_all,
-                    [(model, result.usage, cost)],
-                    purpose=request.purpose,
-                    session_id=request.session_id,
-                )
-                break
-            except Exception:
-                if wait_s is None:
-                    # The answer is not lost for a ledger row; the cap undercounts this call.
-                    log.exception("could not record the spend of a %s call (%d tries)",
-                                  request.purpose, attempt)
-                else:
-                    log.warning("recording the spend of a %s call failed; retrying",
-                                request.purpose, exc_info=True)
-                    await asyncio.sleep(wait_s)
+        # A failure for good is logged: the answer is not lost for a ledger row, and the
+        # cap undercounts this call.
+        await write_retried(
+            f"the spend of a {request.purpose} call",
+            lambda: self._ledger.record_all(
+                [(model, result.usage, cost)], purpose=request.purpose,
+                session_id=request.session_id,
+            ),
+            delays_s=RECORD_RETRY_S,
+        )
         return replace(result, cost_usd=cost)
 
     async def aclose(self) -> None:

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
+from layers.storage.retried import Sleep, write_retried
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
 
 log = logging.getLogger(__name__)
-
-Sleep = Callable[[float], Awaitable[None]]
 
 RETRY_DELAYS_S: tuple[float, ...] = (0.2, 1.0, 5.0)
 
@@ -81,14 +80,4 @@ class AfterReply:
         return len(unfinished)
 
     async def _retried(self, what: str, write: Callable[[], object]) -> bool:
-        for attempt in range(len(self._delays) + 1):
-            try:
-                await asyncio.to_thread(write)
-                return True
-            except Exception:
-                if attempt == len(self._delays):
-                    log.exception("writing %s failed for good after %d attempts", what, attempt + 1)
-                    return False
-                log.warning("writing %s failed; retrying", what, exc_info=True)
-                await self._sleep(self._delays[attempt])
-        return False  # pragma: no cover
+        return await write_retried(what, write, delays_s=self._delays, sleep=self._sleep)
