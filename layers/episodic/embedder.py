@@ -81,12 +81,15 @@ class MiniLMEmbedder:
         # goes into those padded word pieces: batches of texts of about one length
         # leave about 2% padding where arrival order left about 20%. Padding is masked
         # out, so a text's vector does not depend on its batch beyond float rounding.
-        lengths = np.asarray(model.token_counts(texts))
+        pieces = model.tokenize(texts)
+        lengths = np.fromiter((len(encoding.ids) for encoding in pieces), np.int64, len(pieces))
         order = np.argsort(-lengths, kind="stable")
         batches = [order[start : start + self._batch_size]
                    for start in range(0, len(order), self._batch_size)]
         vectors = np.empty((len(texts), MINILM_DIM), dtype=np.float32)
-        encoded = map_across_cores(lambda batch: model.encode([texts[i] for i in batch]), batches)
+        encoded = map_across_cores(
+            lambda batch: model.encode_pieces([pieces[i] for i in batch]), batches
+        )
         for batch, batch_vectors in zip(batches, encoded, strict=True):
             vectors[batch] = batch_vectors
         return vectors

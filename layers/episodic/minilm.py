@@ -114,16 +114,23 @@ class MiniLM:
                 )
             )
 
-    def token_counts(self, texts: Sequence[str]) -> list[int]:
-        """How many word pieces the model reads of each text (after truncation)."""
-        return [len(encoding.ids) for encoding in self._encodings(texts)]
+    def tokenize(self, texts: Sequence[str]) -> list[Encoding]:
+        """Each text's word pieces, as the model reads them (truncated)."""
+        # One text at a time: ``encode_batch`` would start the tokenizer's own thread
+        # pool, which then warns in every process Thoth forks (each git command), and
+        # the cores are already shared out by ``parallel.py``. Word pieces cost
+        # microseconds; the encoder, milliseconds.
+        return [self._tokenizer.encode(text) for text in texts]
 
     def encode(self, texts: Sequence[str]) -> Matrix:
         """One unit vector per text: the mean of the last layer over the text's pieces."""
-        encodings = self._encodings(texts)
+        return self.encode_pieces(self.tokenize(texts))
+
+    def encode_pieces(self, encodings: Sequence[Encoding]) -> Matrix:
+        """``encode`` of texts already tokenized (a bulk embedding sorts them by length)."""
         length = max(len(encoding.ids) for encoding in encodings)
-        ids = np.zeros((len(texts), length), dtype=np.int64)
-        mask = np.zeros((len(texts), length), dtype=np.float32)
+        ids = np.zeros((len(encodings), length), dtype=np.int64)
+        mask = np.zeros((len(encodings), length), dtype=np.float32)
         for row, encoding in enumerate(encodings):
             ids[row, : len(encoding.ids)] = encoding.ids
             mask[row, : len(encoding.ids)] = 1.0
@@ -132,13 +139,6 @@ class MiniLM:
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return np.ascontiguousarray(pooled / np.maximum(norms, 1e-12), dtype=np.float32)
-
-    def _encodings(self, texts: Sequence[str]) -> list[Encoding]:
-        # One text at a time: ``encode_batch`` would start the tokenizer's own thread
-        # pool, which then warns in every process Thoth forks (each git command), and
-        # the cores are already shared out by ``parallel.py``. Word pieces cost
-        # microseconds; the encoder, milliseconds.
-        return [self._tokenizer.encode(text) for text in texts]
 
     def _forward(self, ids: npt.NDArray[np.int64], mask: Matrix) -> Matrix:
         batch, length = ids.shape
