@@ -14,17 +14,19 @@ from collections.abc import Callable
 from datetime import UTC
 from typing import Any, TextIO
 
+import aiohttp
 from apscheduler.schedulers.background import BackgroundScheduler
 from slack_bolt.error import BoltError
-from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.app import Thoth
 from bridge.slack.bolt_app import SlackBridge, build_bridge
 from bridge.slack.followups import post_due_followups
 from bridge.slack.http_server import SlackHttpServer
 from bridge.slack.runner import TurnRunner
-from bridge.slack.web import build_web_client
+from bridge.slack.socket_mode import SocketModeConnection
+from bridge.slack.web import build_async_web_client
 from layers.errors import BackendUnavailable, ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,7 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         signal.signal(signum, lambda *_: stop.set())
     runner = TurnRunner()
     runner.start()
-    client = build_web_client(settings)
+    client = build_async_web_client(settings)
     # Slack is asked who the token is first: a wrong token or an unreachable Slack is
     # said in a second, not after the embedding model has loaded.
     bridge = _bridge_or_one_line(app, client, runner)
@@ -55,9 +57,12 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     scheduler = BackgroundScheduler(timezone=UTC)
     app.housekeeping.schedule(scheduler, runner.wait_for)
     scheduler.add_job(bridge.seen.sweep, "interval", hours=1, id="slack-seen-sweep")
+
+    def post_followups() -> None:
+        runner.wait_for(post_due_followups(app.followups, client))
+
     scheduler.add_job(
-        post_due_followups, "interval", args=[app.followups, client], minutes=1, id="followups",
-        coalesce=True, max_instances=1,
+        post_followups, "interval", minutes=1, id="followups", coalesce=True, max_instances=1
     )
     scheduler.start()
     close: Callable[[], object] | None = None
@@ -73,34 +78,33 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     return 0
 
 
-def _bridge_or_one_line(app: Thoth, client: WebClient, runner: TurnRunner) -> SlackBridge:
+def _bridge_or_one_line(
+    app: Thoth, client: AsyncWebClient, runner: TurnRunner
+) -> SlackBridge:
     """The bridge, whose start asks Slack who the token is (auth.test)."""
     where = app.settings.slack_api_url or "https://slack.com/api/"
     try:
-        return build_bridge(app, client, runner)
-    except (BoltError, SlackApiError, OSError) as error:
+        return runner.call(build_bridge(app, client, runner))
+    except (BoltError, SlackApiError, OSError, aiohttp.ClientError) as error:
         runner.shutdown(0)
-        if not isinstance(error, OSError):
+        if isinstance(error, BoltError | SlackApiError):
             raise ConfigurationError(
                 f"Slack refused SLACK_BOT_TOKEN ({error}): copy the Bot User OAuth Token"
                 " (xoxb-...) from your app's OAuth & Permissions page"
             ) from error
-        # URLError included: Slack cannot be reached.
         raise BackendUnavailable(
-            f"cannot reach Slack at {where} ({getattr(error, 'reason', error)}): check the"
-            " network, or SLACK_API_URL if you set it"
+            f"cannot reach Slack at {where} ({error}): check the network, or SLACK_API_URL"
+            " if you set it"
         ) from error
 
 
 def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -> Any:
     settings = app.settings
     if settings.slack_app_token is not None:
-        from slack_bolt.adapter.socket_mode import SocketModeHandler
-
-        handler = SocketModeHandler(bolt_app, settings.slack_app_token.get_secret_value())
-        handler.connect()  # type: ignore[no-untyped-call]
+        connection = SocketModeConnection(bolt_app, settings.slack_app_token.get_secret_value())
+        connection.start()
         print("Thoth is connected to Slack (Socket Mode)", file=out, flush=True)
-        return handler.close
+        return connection.stop
     assert settings.slack_signing_secret is not None  # checked by run_serve
     server = SlackHttpServer(
         bolt_app,

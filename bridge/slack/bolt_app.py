@@ -1,20 +1,26 @@
-"""The Bolt app: every listener acknowledges at once and hands its work to the runner."""
+"""The Bolt app: every listener acknowledges at once and hands its work to the runner.
+
+Bolt's async app, with the async Slack client: listeners run on the loop that takes
+Slack's requests (uvicorn's, or Socket Mode's), the work they hand on runs on the
+turns' loop (``runner.py``), and neither loop has a Slack call that could block it.
+What is left that blocks — the database — goes to a thread (``asyncio.to_thread``),
+which ``tests/unit/test_blocking_calls.py`` checks.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from slack_bolt import Ack, App, BoltContext
-from slack_sdk import WebClient
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
 from bridge.app import Thoth
 from bridge.slack.assistant import AssistantThreads
-from bridge.slack.cards import APPROVE_ACTION, REJECT_ACTION, SkillCards
+from bridge.slack.cards import APPROVE_ACTION, REJECT_ACTION, CardStore
 from bridge.slack.commands import done_command, recall_command
 from bridge.slack.conversation import Conversation, ConversationParts
 from bridge.slack.directory import Directory
@@ -25,20 +31,19 @@ from bridge.slack.reactions import ReactionParts, Reactions
 from bridge.slack.replies import SlackReplies
 from bridge.slack.runner import TurnRunner
 from bridge.slack.seen import SeenDeliveries
+from bridge.slack.thread_contexts import ThreadContexts
 from layers.working.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
-LISTENER_THREADS = 32
-
 
 @dataclass
 class SlackBridge:
-    app: App
+    app: AsyncApp
     runner: TurnRunner
     conversation: Conversation
     reactions: Reactions
-    cards: SkillCards
+    cards: CardStore
     assistant: AssistantThreads
     # Deliveries already taken (Slack retries; a mention is also a message event).
     seen: SeenDeliveries
@@ -46,10 +51,12 @@ class SlackBridge:
     team: str | None = None
 
 
-def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBridge:
+async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner) -> SlackBridge:
+    """The bridge; asks Slack who the token is (auth.test) first."""
     settings = thoth.settings
     assert settings.slack_bot_token is not None
-    app = App(
+    identity = await client.auth_test()
+    app = AsyncApp(
         # The client carries the bot token (and the base URL and retry handlers).
         signing_secret=(
             settings.slack_signing_secret.get_secret_value()
@@ -59,18 +66,16 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
         client=client,
         # Bolt acks first and runs listeners after; ours only enqueue, so acks stay fast.
         process_before_response=False,
-        # A command or a click is acked from inside its listener: with Bolt's default of
-        # five threads, a burst of deliveries would queue those acks behind each other.
-        listener_executor=ThreadPoolExecutor(max_workers=LISTENER_THREADS),
         logger=logging.getLogger("slack_bolt"),
     )
-    identity = client.auth_test()
     bot_user = str(identity.get("user_id") or "") or None
     directory = Directory(client)
     replies = SlackReplies(thoth.db)
-    cards = SkillCards(thoth.db, client)
+    cards = CardStore(thoth.db)
     episodes = None if settings.episodic_disabled else thoth.episodic.store
-    assistant = AssistantThreads(thoth.db, client, directory, episodes, thoth.followups)
+    assistant = AssistantThreads(
+        ThreadContexts(thoth.db), client, directory, episodes, thoth.followups
+    )
     parts = ConversationParts(
         sessions=thoth.sessions,
         transcript=thoth.transcript,
@@ -105,93 +110,97 @@ def build_bridge(thoth: Thoth, client: WebClient, runner: TurnRunner) -> SlackBr
 def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, seen: SeenDeliveries) -> None:
     app, runner, bot_user = bridge.app, bridge.runner, bridge.bot_user
 
-    def accept(body: dict[str, Any], event: dict[str, Any], *, addressed: bool) -> None:
+    async def accept(body: dict[str, Any], event: dict[str, Any], *, addressed: bool) -> None:
         incoming = from_event(
             event, team=str(body.get("team_id") or ""), event_id=body.get("event_id"),
             bot_user=bot_user,
         )
-        if incoming is None or not (addressed or _followed(incoming, event, replies, bot_user)):
+        if incoming is None:
+            return
+        if not (addressed or await _followed(incoming, event, replies, bot_user)):
             return
         # A retry has the same event id; a mention also arrives as a message event.
-        if seen.first_time(f"event:{incoming.event_id}", f"msg:{incoming.channel}:{incoming.ts}"):
+        if await asyncio.to_thread(
+            seen.first_time, f"event:{incoming.event_id}", f"msg:{incoming.channel}:{incoming.ts}"
+        ):
             runner.submit(bridge.conversation.handle(incoming))
 
     @app.event("app_mention")
-    def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
-        accept(body, event, addressed=True)
+    async def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
+        await accept(body, event, addressed=True)
 
     @app.event("message")
-    def on_message(body: dict[str, Any], event: dict[str, Any]) -> None:
-        accept(body, event, addressed=event.get("channel_type") == "im")
+    async def on_message(body: dict[str, Any], event: dict[str, Any]) -> None:
+        await accept(body, event, addressed=event.get("channel_type") == "im")
 
 
 def _listen_to_reactions_and_clicks(bridge: SlackBridge) -> None:
     app, runner, reactions = bridge.app, bridge.runner, bridge.reactions
 
     @app.event("reaction_added")
-    def on_reaction_added(event: dict[str, Any]) -> None:
+    async def on_reaction_added(event: dict[str, Any]) -> None:
         runner.submit(reactions.handle(event, added=True), turn=False)
 
     @app.event("reaction_removed")
-    def on_reaction_removed(event: dict[str, Any]) -> None:
+    async def on_reaction_removed(event: dict[str, Any]) -> None:
         runner.submit(reactions.handle(event, added=False), turn=False)
 
     @app.action(FEEDBACK_ACTION)
-    def on_feedback(ack: Ack, body: dict[str, Any]) -> None:
-        ack()
+    async def on_feedback(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
         runner.submit(_feedback(reactions, body), turn=False)
 
     @app.action(APPROVE_ACTION)
-    def on_approve(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
-        ack()
+    async def on_approve(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
         runner.submit(_decide(reactions, body, approve=True), turn=False)
 
     @app.action(REJECT_ACTION)
-    def on_reject(ack: Ack, body: dict[str, Any], context: BoltContext) -> None:
-        ack()
+    async def on_reject(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
         runner.submit(_decide(reactions, body, approve=False), turn=False)
 
 
 def _listen_to_the_ai_pane_and_commands(
-    bridge: SlackBridge, sessions: SessionStore, client: WebClient
+    bridge: SlackBridge, sessions: SessionStore, client: AsyncWebClient
 ) -> None:
     app, runner, assistant, conversation = (
         bridge.app, bridge.runner, bridge.assistant, bridge.conversation
     )
 
     @app.event("assistant_thread_started")
-    def on_thread_started(body: dict[str, Any], event: dict[str, Any]) -> None:
+    async def on_thread_started(body: dict[str, Any], event: dict[str, Any]) -> None:
         team = str(body.get("team_id") or "")
-        runner.submit(asyncio.to_thread(assistant.started, event, team), turn=False)
+        runner.submit(assistant.started(event, team), turn=False)
 
     @app.event("app_home_opened")
-    def on_home_opened(body: dict[str, Any], event: dict[str, Any]) -> None:
+    async def on_home_opened(body: dict[str, Any], event: dict[str, Any]) -> None:
         team = str(body.get("team_id") or "")
-        runner.submit(asyncio.to_thread(assistant.opened, event, team), turn=False)
+        runner.submit(assistant.opened(event, team), turn=False)
 
     @app.event("assistant_thread_context_changed")
-    def on_context_changed(event: dict[str, Any]) -> None:
-        runner.submit(asyncio.to_thread(assistant.context_changed, event), turn=False)
+    async def on_context_changed(event: dict[str, Any]) -> None:
+        runner.submit(asyncio.to_thread(assistant.contexts.keep, event), turn=False)
 
     @app.command("/recall")
-    def on_recall(ack: Ack, command: dict[str, Any]) -> None:
-        ack(messages.RECALL_ACK)
+    async def on_recall(ack: AsyncAck, command: dict[str, Any]) -> None:
+        await ack(messages.RECALL_ACK)
         runner.submit(recall_command(conversation, client, command), turn=False)
 
     @app.command("/done")
-    def on_done(ack: Ack, command: dict[str, Any]) -> None:
-        ack()
+    async def on_done(ack: AsyncAck, command: dict[str, Any]) -> None:
+        await ack()
         runner.submit(done_command(sessions, conversation, client, command), turn=False)
 
 
-def _followed(
+async def _followed(
     incoming: Incoming, event: dict[str, Any], replies: SlackReplies, bot_user: str | None
 ) -> bool:
     """A message the agent answers without being named: in a thread it is part of."""
     if mentions(str(event.get("text") or ""), bot_user):
         return True
-    return event.get("thread_ts") is not None and replies.in_thread(
-        incoming.channel, incoming.thread_root
+    return event.get("thread_ts") is not None and await asyncio.to_thread(
+        replies.in_thread, incoming.channel, incoming.thread_root
     )
 
 

@@ -1,11 +1,15 @@
-"""Skill-draft approval cards: Block Kit with Approve / Reject, and ✅ / ❌ pre-added."""
+"""Skill-draft approval cards: Block Kit with Approve / Reject, and ✅ / ❌ pre-added.
+
+The reflection child posts a card (``notifier.py``, its sync client); ``thoth serve``
+finds it again when someone clicks or reacts, and shows the outcome on it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk import WebClient
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
 from bridge.slack.escaping import SECTION_CHARS, escape, mention, preview
@@ -23,29 +27,23 @@ class Card:
     thread_ts: str | None
 
 
-class SkillCards:
-    def __init__(self, db: Database, client: WebClient) -> None:
-        self._db = db
-        self._client = client
+# Pre-added under each card: a reaction is one click for whoever decides.
+CARD_REACTIONS = ("white_check_mark", "x")
 
-    def post(self, draft: Draft, *, channel: str, thread_ts: str | None) -> str:
-        """Post the card (in the session's thread) and pre-add the approve/reject reactions."""
-        response = self._client.chat_postMessage(
-            channel=channel,
-            thread_ts=thread_ts,
-            text=escape(f"Skill draft {draft.slug} {draft.version} awaits approval"),
-            blocks=card_blocks(draft),
-        )
-        ts = str(response["ts"])
+
+class CardStore:
+    """Which message is which draft's card (the ``slack_cards`` table)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def record(self, draft_id: str, *, channel: str, ts: str, thread_ts: str | None) -> None:
         with self._db.write() as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO slack_cards (channel, ts, draft_id, thread_ts)"
                 " VALUES (?, ?, ?, ?)",
-                (channel, ts, draft.id, thread_ts),
+                (channel, ts, draft_id, thread_ts),
             )
-        for name in ("white_check_mark", "x"):
-            self._client.reactions_add(channel=channel, timestamp=ts, name=name)
-        return ts
 
     def find(self, channel: str, ts: str) -> Card | None:
         with self._db.read() as conn:
@@ -55,13 +53,19 @@ class SkillCards:
             ).fetchone()
         return None if row is None else Card(str(row[0]), row[1])
 
-    def show_outcome(self, draft: Draft, *, channel: str, ts: str) -> None:
-        self._client.chat_update(
-            channel=channel,
-            ts=ts,
-            text=outcome_text(draft),
-            blocks=card_blocks(draft),
-        )
+
+
+def card_message(draft: Draft) -> dict[str, Any]:
+    """A pending card's ``text`` (what notifications show) and ``blocks``."""
+    text = escape(f"Skill draft {draft.slug} {draft.version} awaits approval")
+    return {"text": text, "blocks": card_blocks(draft)}
+
+
+async def show_outcome(client: AsyncWebClient, draft: Draft, *, channel: str, ts: str) -> None:
+    """The card, edited to say who decided what; its buttons are gone."""
+    await client.chat_update(
+        channel=channel, ts=ts, text=outcome_text(draft), blocks=card_blocks(draft)
+    )
 
 
 def outcome_text(draft: Draft) -> str:

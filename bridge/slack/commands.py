@@ -7,13 +7,13 @@ import asyncio
 import logging
 from typing import Any
 
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
-from slack_sdk.webhook import WebhookClient
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bridge import messages
 from bridge.slack.conversation import Conversation
 from bridge.slack.escaping import escape, preview, split_message
+from bridge.slack.web import SLACK_FAILURES
 from layers.working.sessions import Place, SessionStore
 
 log = logging.getLogger(__name__)
@@ -22,36 +22,37 @@ WEBHOOK_TIMEOUT_S = 10
 
 
 async def recall_command(
-    conversation: Conversation, client: WebClient, command: dict[str, Any]
+    conversation: Conversation, client: AsyncWebClient, command: dict[str, Any]
 ) -> None:
     channel, user = str(command.get("channel_id")), str(command.get("user_id"))
     query = str(command.get("text") or "").strip()
     if not query:
         markdown = escape(messages.RECALL_USAGE)
     else:
-        info = await asyncio.to_thread(
-            conversation.directory.channel, channel, _command_channel_type(command)
-        )
+        info = await conversation.directory.channel(channel, _command_channel_type(command))
         place = Place(str(command.get("team_id")), channel, info.channel_type, None, info.name)
         markdown = await conversation.recall_markdown(query, place, user, with_links=True)
-    await asyncio.to_thread(answer_privately, client, command, markdown)
+    await answer_privately(client, command, markdown)
 
 
 async def done_command(
-    sessions: SessionStore, conversation: Conversation, client: WebClient, command: dict[str, Any]
+    sessions: SessionStore,
+    conversation: Conversation,
+    client: AsyncWebClient,
+    command: dict[str, Any],
 ) -> None:
     channel = str(command.get("channel_id"))
     prefix = f"slack:{command.get('team_id')}:{channel}:"
     session = await asyncio.to_thread(sessions.latest_open_with_prefix, prefix)
     if session is None:
-        await asyncio.to_thread(
-            answer_privately, client, command, escape(messages.NOTHING_TO_END)
-        )
+        await answer_privately(client, command, escape(messages.NOTHING_TO_END))
         return
     await conversation.end_session(session.key, channel, session.place.thread_ts or "")
 
 
-def answer_privately(client: WebClient, command: dict[str, Any], markdown: str) -> None:
+async def answer_privately(
+    client: AsyncWebClient, command: dict[str, Any], markdown: str
+) -> None:
     """An ephemeral answer in the channel, or through the command's ``response_url``.
 
     Slack refuses ``chat.postEphemeral`` where the bot is not a member (and in DMs
@@ -60,21 +61,21 @@ def answer_privately(client: WebClient, command: dict[str, Any], markdown: str) 
     channel, user = str(command.get("channel_id")), str(command.get("user_id"))
     text = (split_message(markdown) or ["…"])[0]
     try:
-        client.chat_postEphemeral(channel=channel, user=user, markdown_text=text)
+        await client.chat_postEphemeral(channel=channel, user=user, markdown_text=text)
         return
-    except (SlackApiError, OSError) as error:
+    except SLACK_FAILURES as error:
         log.info("ephemeral refused in %s (%s); answering through response_url", channel, error)
     url = str(command.get("response_url") or "")
     if not url:
         log.warning("command in %s had no response_url; the answer is lost", channel)
         return
     try:
-        answer = WebhookClient(url, timeout=WEBHOOK_TIMEOUT_S).send(
+        answer = await AsyncWebhookClient(url, timeout=WEBHOOK_TIMEOUT_S).send(
             text=preview(text, 150),
             blocks=[{"type": "markdown", "text": text}],
             response_type="ephemeral",
         )
-    except OSError as error:
+    except SLACK_FAILURES as error:
         log.warning("answering through response_url failed: %s", error)
         return
     if answer.status_code != 200:

@@ -11,8 +11,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
 from bridge.pipeline.episodes_block import episode_line, episodes_text
@@ -26,6 +25,7 @@ from bridge.slack.events import Incoming
 from bridge.slack.followups import CANCEL
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from bridge.slack.sink import SlackSink
+from bridge.slack.web import SLACK_FAILURES
 from layers.episodic.episode import LOCAL_TEAM, Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
@@ -58,7 +58,7 @@ class Conversation:
     def __init__(
         self,
         parts: ConversationParts,
-        client: WebClient,
+        client: AsyncWebClient,
         directory: Directory,
         replies: SlackReplies,
         assistant: AssistantThreads,
@@ -70,7 +70,7 @@ class Conversation:
         self._assistant = assistant
 
     async def handle(self, incoming: Incoming) -> None:
-        place, name = await asyncio.to_thread(self._place_and_name, incoming)
+        place, name = await self._place_and_name(incoming)
         if _DONE.match(incoming.text):
             await self.end_session(incoming.session_key, incoming.channel, incoming.thread_root)
             return
@@ -86,9 +86,8 @@ class Conversation:
                 return
         looking_at = None
         if place.channel_type == "im":
-            looking_at = await asyncio.to_thread(
-                self._assistant.viewing,
-                incoming.team, incoming.channel, incoming.thread_root, incoming.user,
+            looking_at = await self._assistant.viewing(
+                incoming.team, incoming.channel, incoming.thread_root, incoming.user
             )
         recall = _RECALL.match(incoming.text)
         if recall:
@@ -142,8 +141,7 @@ class Conversation:
         # A DM thread's first message names it in Slack's AI pane (beside the turn, so the
         # reply never waits for it; Slack refuses titles elsewhere, quietly).
         naming = (
-            asyncio.to_thread(self._assistant.name_thread, incoming.channel,
-                              incoming.thread_root, incoming.text)
+            self._assistant.name_thread(incoming.channel, incoming.thread_root, incoming.text)
             if place.channel_type == "im" and turns_so_far == 0
             else asyncio.sleep(0)
         )
@@ -192,18 +190,18 @@ class Conversation:
         lines = []
         for hit in hits:
             line = escape(episode_line(hit.episode))
-            link = await asyncio.to_thread(self._permalink, hit.episode)
+            link = await self._permalink(hit.episode)
             lines.append(f"{line}\n  [open the thread]({link})" if link else line)
         return "\n".join(lines)
 
-    def _permalink(self, episode: Episode) -> str | None:
+    async def _permalink(self, episode: Episode) -> str | None:
         if not episode.thread_ts or episode.team == LOCAL_TEAM:
             return None
         try:
-            response = self._client.chat_getPermalink(
+            response = await self._client.chat_getPermalink(
                 channel=episode.channel, message_ts=episode.thread_ts
             )
-        except SlackApiError:
+        except SLACK_FAILURES:
             return None
         return str(response.get("permalink") or "") or None
 
@@ -216,9 +214,9 @@ class Conversation:
         # Otherwise the reflection process has posted the summary (and any approval
         # card) in the thread.
 
-    def _place_and_name(self, incoming: Incoming) -> tuple[Place, str | None]:
-        channel = self._directory.channel(incoming.channel, incoming.event_channel_type)
-        user = self._directory.user(incoming.user)
+    async def _place_and_name(self, incoming: Incoming) -> tuple[Place, str | None]:
+        channel = await self._directory.channel(incoming.channel, incoming.event_channel_type)
+        user = await self._directory.user(incoming.user)
         place = Place(
             incoming.team,
             incoming.channel,
@@ -233,9 +231,6 @@ class Conversation:
 
     async def _post_markdown(self, channel: str, thread_ts: str, markdown: str) -> None:
         for piece in split_message(markdown):
-            await asyncio.to_thread(
-                self._client.chat_postMessage,
-                channel=channel,
-                thread_ts=thread_ts,
-                markdown_text=piece,
+            await self._client.chat_postMessage(
+                channel=channel, thread_ts=thread_ts, markdown_text=piece
             )

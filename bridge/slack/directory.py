@@ -1,16 +1,19 @@
-"""Names for ids (users.info, conversations.info), cached: the `<slack-context>` block."""
+"""Names for ids (users.info, conversations.info), cached: the `<slack-context>` block.
+
+Used on one event loop only (the turns'), so its caches need no lock.
+"""
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from dataclasses import dataclass
 from typing import TypeVar
 
-from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
+from bridge.slack.web import SLACK_FAILURES
 from layers.episodic.episode import ChannelType
 
 log = logging.getLogger(__name__)
@@ -36,45 +39,45 @@ class UserInfo:
 
 
 class Directory:
-    def __init__(self, client: WebClient) -> None:
+    def __init__(self, client: AsyncWebClient) -> None:
         self._client = client
-        self._lock = threading.Lock()
         self._users: dict[str, tuple[float, UserInfo]] = {}
         self._channels: dict[str, tuple[float, ChannelInfo]] = {}
         self._members: dict[str, tuple[float, bool]] = {}
 
-    def user(self, user_id: str) -> UserInfo:
+    async def user(self, user_id: str) -> UserInfo:
         cached = self._cached(self._users, user_id)
         if cached is not None:
             return cached
         try:
-            data = self._client.users_info(user=user_id).get("user") or {}
+            data = (await self._client.users_info(user=user_id)).get("user") or {}
             profile = data.get("profile") or {}
             name = profile.get("display_name") or profile.get("real_name") or data.get("name")
             info = UserInfo(user_id, name or None, bool(data.get("is_bot")))
         except SlackApiError as error:
             log.warning("users.info %s failed: %s", user_id, error.response.get("error"))
             return UserInfo(user_id, None, False)
-        with self._lock:
-            self._users[user_id] = (time.monotonic(), info)
+        self._users[user_id] = (time.monotonic(), info)
         return info
 
-    def channel(self, channel_id: str, event_channel_type: str | None = None) -> ChannelInfo:
+    async def channel(
+        self, channel_id: str, event_channel_type: str | None = None
+    ) -> ChannelInfo:
         cached = self._cached(self._channels, channel_id)
         if cached is not None:
             return cached
         try:
-            data = self._client.conversations_info(channel=channel_id).get("channel") or {}
+            response = await self._client.conversations_info(channel=channel_id)
+            data = response.get("channel") or {}
             info = ChannelInfo(channel_id, data.get("name"), _kind(data))
         except SlackApiError as error:
             log.warning("conversations.info %s failed: %s", channel_id, error.response.get("error"))
             # Without Slack's answer, err on the private side: never widen who may recall.
             return ChannelInfo(channel_id, None, _kind_from_event(channel_id, event_channel_type))
-        with self._lock:
-            self._channels[channel_id] = (time.monotonic(), info)
+        self._channels[channel_id] = (time.monotonic(), info)
         return info
 
-    def is_member(self, channel_id: str, user_id: str) -> bool:
+    async def is_member(self, channel_id: str, user_id: str) -> bool:
         """Whether ``user_id`` is in the channel now (cached briefly); False when unknown."""
         key = f"{channel_id}:{user_id}"
         cached = self._cached(self._members, key, MEMBERSHIP_CACHE_SECONDS)
@@ -82,22 +85,21 @@ class Directory:
             return cached
         found = False
         try:
-            for page in self._client.conversations_members(channel=channel_id, limit=1000):
+            first = await self._client.conversations_members(channel=channel_id, limit=1000)
+            async for page in first:
                 if user_id in (page.get("members") or []):
                     found = True
                     break
-        except (SlackApiError, OSError) as error:
+        except SLACK_FAILURES as error:
             log.warning("conversations.members %s failed: %s", channel_id, error)
             return False  # unknown: never widen who may recall
-        with self._lock:
-            self._members[key] = (time.monotonic(), found)
+        self._members[key] = (time.monotonic(), found)
         return found
 
     def _cached(
         self, table: dict[str, tuple[float, Info]], key: str, ttl: float = CACHE_SECONDS
     ) -> Info | None:
-        with self._lock:
-            entry = table.get(key)
+        entry = table.get(key)
         if entry is None or time.monotonic() - entry[0] > ttl:
             return None
         return entry[1]

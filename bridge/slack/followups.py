@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import time
 
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.escaping import escaped_pieces
+from bridge.slack.web import SLACK_FAILURES
 from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
@@ -23,22 +24,22 @@ CANCEL = re.compile(
 )
 
 
-def post_due_followups(
-    followups: Followups, client: WebClient, *, now: float | None = None
+async def post_due_followups(
+    followups: Followups, client: AsyncWebClient, *, now: float | None = None
 ) -> int:
     """Post every pending follow-up whose time has come; returns how many were posted."""
     moment = time.time() if now is None else now
     posted = 0
-    for due in followups.due(moment):
+    for due in await asyncio.to_thread(followups.due, moment):
         try:
             for piece in escaped_pieces(due.text):
-                client.chat_postMessage(
+                await client.chat_postMessage(
                     channel=due.channel, thread_ts=due.thread_ts, markdown_text=piece
                 )
-        except SlackApiError as error:
-            why = error.response["error"]
-            log.warning("follow-up for session %s failed: %s", due.session_id, why)
+        except SLACK_FAILURES as error:
+            # Left pending: the next minute's run tries again.
+            log.warning("follow-up for session %s failed: %s", due.session_id, error)
             continue
-        followups.mark_sent(due.session_id, moment)
+        await asyncio.to_thread(followups.mark_sent, due.session_id, moment)
         posted += 1
     return posted

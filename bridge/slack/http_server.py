@@ -4,8 +4,8 @@ Why uvicorn and starlette: a production ASGI server the Python world already run
 behind load balancers (a listen backlog of 2 048 where ``http.server`` had 5, HTTP/1.1
 keep-alive, a body it did not read never parsed as a second request, graceful
 shutdown), and Bolt ships a starlette adapter whose request/response converters are
-used here. The sync Bolt ``App`` waits for a listener's ack, so ``dispatch`` runs in a
-worker thread: the event loop keeps accepting while one request is dispatched.
+used here. Bolt's async app dispatches on uvicorn's own loop, in its own thread: the
+turns run on another loop (``runner.py``), so an ack never waits behind a turn.
 
 Every request gets an answer: a bad or stale signature 401 (checked before the body
 is read as anything), a body that is not what Slack sends 400, an oversize one 413.
@@ -22,13 +22,14 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import uvicorn
-from slack_bolt import App
-from slack_bolt.adapter.starlette.handler import to_bolt_request, to_starlette_response
-from slack_bolt.context import BoltContext
-from slack_bolt.request.internals import build_context
+from slack_bolt.adapter.starlette.async_handler import (
+    to_async_bolt_request,
+    to_starlette_response,
+)
+from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+from slack_bolt.request.async_internals import build_async_context
 from slack_sdk.signature import SignatureVerifier
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
@@ -58,7 +59,7 @@ class BodyTooLarge(ValueError):
 
 class SlackHttpServer:
     def __init__(
-        self, app: App, *, signing_secret: str, host: str = "0.0.0.0", port: int = 3000
+        self, app: AsyncApp, *, signing_secret: str, host: str = "0.0.0.0", port: int = 3000
     ) -> None:
         self._bolt = app
         self._verifier = SignatureVerifier(signing_secret)
@@ -126,14 +127,14 @@ class SlackHttpServer:
         except (UnicodeDecodeError, MalformedBody) as error:
             log.warning("refused a signed Slack request: %s", error)
             return PlainTextResponse(f"malformed body: {error}", status_code=400)
-        bolt_request = to_bolt_request(request, body)
+        bolt_request = to_async_bolt_request(request, body)
         if bolt_request.body != parsed:
             # Bolt reads any form whose text contains the word "payload" as an interaction
             # (a "/recall payload size" command would be dropped); the body as parsed here
             # is the one Slack meant.
             bolt_request.body = parsed
-            bolt_request.context = build_context(BoltContext({}), parsed)
-        response = await run_in_threadpool(self._bolt.dispatch, bolt_request)
+            bolt_request.context = build_async_context(AsyncBoltContext({}), parsed)
+        response = await self._bolt.async_dispatch(bolt_request)
         return to_starlette_response(response)
 
     def _signed(self, request: Request, body: bytes) -> bool:

@@ -1,10 +1,13 @@
-"""Reflection's results in Slack: approval cards in the thread, DMs to founders."""
+"""Reflection's results in Slack: approval cards in the thread, DMs to founders.
+
+Run by the reflection child, a batch process: the sync client is right here.
+"""
 
 from __future__ import annotations
 
 from slack_sdk import WebClient
 
-from bridge.slack.cards import SkillCards
+from bridge.slack.cards import CARD_REACTIONS, CardStore, card_message
 from bridge.slack.escaping import escaped_pieces
 from bridge.slack.founders import dm_founders
 from layers.procedural.drafts import Draft
@@ -15,10 +18,21 @@ from layers.working.sessions import Place
 class SlackNotifier:
     def __init__(self, client: WebClient, db: Database) -> None:
         self._client = client
-        self._cards = SkillCards(db, client)
+        self._cards = CardStore(db)
 
     def skill_card(self, draft: Draft, place: Place) -> None:
-        self._cards.post(draft, channel=place.channel, thread_ts=place.thread_ts)
+        self.post_card(draft, channel=place.channel, thread_ts=place.thread_ts)
+
+    def post_card(self, draft: Draft, *, channel: str, thread_ts: str | None) -> str:
+        """Post the card (in the session's thread) and pre-add the approve/reject reactions."""
+        response = self._client.chat_postMessage(
+            channel=channel, thread_ts=thread_ts, **card_message(draft)
+        )
+        ts = str(response["ts"])
+        self._cards.record(draft.id, channel=channel, ts=ts, thread_ts=thread_ts)
+        for name in CARD_REACTIONS:
+            self._client.reactions_add(channel=channel, timestamp=ts, name=name)
+        return ts
 
     def dm_founder(self, founder: str, text: str) -> None:
         if not dm_founders(self._client, [founder], text):

@@ -15,17 +15,17 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from slack_sdk import WebClient
-from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
 from bridge.pipeline.keyed_locks import KeyedLocks
-from bridge.slack.cards import SkillCards
+from bridge.slack.cards import CardStore, show_outcome
 from bridge.slack.directory import Directory
 from bridge.slack.escaping import escape
 from bridge.slack.feedback import HELPFUL, NOT_HELPFUL
 from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.replies import ReplyRecord, SlackReplies
+from bridge.slack.web import SLACK_FAILURES
 from layers.episodic.episode import Feedback
 from layers.episodic.memory import EpisodicMemory
 from layers.errors import ThothError
@@ -59,10 +59,10 @@ class Reactions:
     def __init__(
         self,
         parts: ReactionParts,
-        client: WebClient,
+        client: AsyncWebClient,
         directory: Directory,
         replies: SlackReplies,
-        cards: SkillCards,
+        cards: CardStore,
         *,
         bot_user: str | None,
     ) -> None:
@@ -87,7 +87,7 @@ class Reactions:
         user, name = str(event.get("user") or ""), str(event.get("reaction") or "")
         if not user or user == self._bot_user or item.get("type") != "message":
             return
-        if (await asyncio.to_thread(self._directory.user, user)).is_bot:
+        if (await self._directory.user(user)).is_bot:
             return
         card = await asyncio.to_thread(self._cards.find, channel, ts)
         if card is not None:
@@ -103,7 +103,7 @@ class Reactions:
         if name == BUST:
             await self._bust(reply, reply.episode_id, user, added)
         else:
-            await asyncio.to_thread(self._on_reply, reply, reply.episode_id, name, user, added)
+            await self._on_reply(reply, reply.episode_id, name, user, added)
 
     async def decide(
         self,
@@ -117,7 +117,7 @@ class Reactions:
     ) -> None:
         """Approve or reject a draft from its card (a button or a reaction)."""
         if user not in self._parts.founders:
-            await asyncio.to_thread(self._tell, user, channel, thread_ts, messages.NOT_A_FOUNDER)
+            await self._tell(user, channel, thread_ts, messages.NOT_A_FOUNDER)
             return
         drafts = self._parts.drafts
         try:
@@ -125,9 +125,9 @@ class Reactions:
                 drafts.approve if approve else drafts.reject, draft_id, by=user
             )
         except ThothError as error:
-            await asyncio.to_thread(self._tell, user, channel, thread_ts, f"Sorry: {error}")
+            await self._tell(user, channel, thread_ts, f"Sorry: {error}")
             return
-        await asyncio.to_thread(self._cards.show_outcome, draft, channel=channel, ts=ts)
+        await show_outcome(self._client, draft, channel=channel, ts=ts)
 
     async def feedback_clicked(self, *, channel: str, ts: str, user: str, value: str) -> None:
         """A feedback button under a reply: the same as that person's ✅ / ❌, undone by a
@@ -141,7 +141,7 @@ class Reactions:
                 return
             taken_back = await asyncio.to_thread(self._click, reply, reply.episode_id, user, effect)
         text = messages.FEEDBACK_TAKEN_BACK if taken_back else messages.FEEDBACK_THANKS
-        await asyncio.to_thread(self._tell, user, channel, reply.thread_ts, text)
+        await self._tell(user, channel, reply.thread_ts, text)
 
     def _click(self, reply: ReplyRecord, episode_id: str, user: str, effect: str) -> bool:
         previous = self._pop_effect(reply, BUTTON, user)
@@ -150,29 +150,31 @@ class Reactions:
         self._apply_feedback(reply, episode_id)
         return previous == effect
 
-    def _tell(self, user: str, channel: str, thread_ts: str | None, text: str) -> None:
+    async def _tell(self, user: str, channel: str, thread_ts: str | None, text: str) -> None:
         """An ephemeral note to one person, in the thread it is about."""
         try:
-            self._client.chat_postEphemeral(
+            await self._client.chat_postEphemeral(
                 channel=channel, user=user, thread_ts=thread_ts, markdown_text=escape(text)
             )
-        except SlackApiError as error:
-            log.warning("could not tell %s in %s: %s", user, channel, error.response.get("error"))
+        except SLACK_FAILURES as error:
+            log.warning("could not tell %s in %s: %s", user, channel, error)
 
-    def _on_reply(
+    async def _on_reply(
         self, reply: ReplyRecord, episode_id: str, name: str, user: str, added: bool
     ) -> None:
         if name in (WORKED, DID_NOT_WORK):
-            self._feedback(reply, episode_id, name, user, added)
+            await asyncio.to_thread(self._feedback, reply, episode_id, name, user, added)
         elif name in (BRAIN, WASTEBASKET) and user != reply.asker:
             # Saving or deleting an exchange is the asker's call: it may hold their words
             # from a DM or a private channel.
             if added:
-                self._tell(user, reply.channel, reply.thread_ts, messages.ASKER_ONLY)
+                await self._tell(user, reply.channel, reply.thread_ts, messages.ASKER_ONLY)
         elif name == BRAIN:
-            self._brain(reply, episode_id, user, added)
-        elif name == WASTEBASKET and added and self._parts.episodic.forget(episode_id):
-            self._client.chat_postMessage(
+            await self._brain(reply, episode_id, user, added)
+        elif name == WASTEBASKET and added and await asyncio.to_thread(
+            self._parts.episodic.forget, episode_id
+        ):
+            await self._client.chat_postMessage(
                 channel=reply.channel, thread_ts=reply.thread_ts,
                 markdown_text=escape(messages.FORGOTTEN),
             )
@@ -201,29 +203,35 @@ class Reactions:
             feedback = Feedback.NONE
         self._parts.episodic.set_feedback(episode_id, feedback)
 
-    def _brain(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
-        notes = self._parts.memory_notes
-        who = self._directory.user(user).name or user
+    async def _brain(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
+        who = (await self._directory.user(user)).name or user
         if not added:
-            line = self._pop_effect(reply, BRAIN, user)
-            # The same note may stand for another 🧠 (the same question answered twice).
-            if line and not self._line_still_kept(line):
-                notes.remove(line, who=who, why="🧠 reaction removed")
+            await asyncio.to_thread(self._unkeep_note, reply, user, who)
             return
-        episode = self._parts.episodic.store.get(episode_id)
+        episode = await asyncio.to_thread(self._parts.episodic.store.get, episode_id)
         if episode is None:
             return
-        channel = self._directory.channel(reply.channel)
+        channel = await self._directory.channel(reply.channel)
         where = f"#{channel.name}" if channel.name else "a DM"
         said = episode.user_text + (f" → {episode.summary}" if episode.summary else "")
-        line, _ = notes.append_one(MemoryNote(said, who, where, "🧠 reaction"))
+        note = MemoryNote(said, who, where, "🧠 reaction")
+        await asyncio.to_thread(self._keep_note, reply, user, note)
+
+    def _keep_note(self, reply: ReplyRecord, user: str, note: MemoryNote) -> None:
+        line, _ = self._parts.memory_notes.append_one(note)
         self._keep_effect(reply, BRAIN, user, line)
+
+    def _unkeep_note(self, reply: ReplyRecord, user: str, who: str) -> None:
+        line = self._pop_effect(reply, BRAIN, user)
+        # The same note may stand for another 🧠 (the same question answered twice).
+        if line and not self._line_still_kept(line):
+            self._parts.memory_notes.remove(line, who=who, why="🧠 reaction removed")
 
     async def _bust(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
         identity = self._parts.identity
         if identity is None or user != reply.asker:
             return
-        info = await asyncio.to_thread(self._directory.user, user)
+        info = await self._directory.user(user)
         person = Person(reply.team, user, info.name)
         if not added:
             kept = await asyncio.to_thread(self._pop_effect, reply, BUST, user)

@@ -1,8 +1,10 @@
-"""Turns run on the bridge's own event loop, never on Bolt's listener threads.
+"""Turns run on the bridge's own event loop, never on the loop that takes Slack's requests.
 
-Bolt acknowledges each request and hands the listener to a small thread pool; a
-listener here only records the delivery and submits work to this runner, so a
-slow model call cannot starve the acks of slash commands or button clicks.
+Bolt acknowledges each request on the intake loop (uvicorn's in HTTP mode, Socket
+Mode's own); a listener there only records the delivery and submits work to this
+runner, so a slow model call cannot delay the acks of slash commands or button clicks.
+Bolt keeps no reference to what a listener starts: the runner keeps the turns' limit
+and lets them finish at shutdown.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ WORKER_THREADS = 64
 class TurnRunner:
     def __init__(self, *, max_concurrent: int = MAX_CONCURRENT_TURNS) -> None:
         self._loop = asyncio.new_event_loop()
-        # Every Slack, SQLite and embedding call runs in a worker thread: asyncio's
-        # default pool (cores + 4) would queue a /recall behind a few slow API calls.
+        # Every SQLite and embedding call runs in a worker thread: asyncio's default
+        # pool (cores + 4) would queue a /recall behind a few writes waiting for the lock.
         self._loop.set_default_executor(
             concurrent.futures.ThreadPoolExecutor(max_workers=WORKER_THREADS)
         )

@@ -23,13 +23,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
 from bridge.pipeline.sink import ReplyStopped, Step
 from bridge.slack.escaping import MARKDOWN_CHARS, entities, escape, escaped_pieces, preview
 from bridge.slack.feedback import feedback_block
+from bridge.slack.web import SLACK_FAILURES
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +44,6 @@ RETRY_PAUSE_SECONDS = 2.0
 STATUS_REFRESH_SECONDS = 100.0
 MAX_STATUS_REFRESHES = 12
 LOADING_MESSAGES = ["Looking through what we did before…", "Reading the thread…"]
-SLACK_ERRORS = (SlackApiError, OSError)
 STOPPED_BY_USER = "stopped_by_user"
 NOT_STREAMING = "message_not_in_streaming_state"
 # Refusals of a chunk or a block: sending the same again would fail again.
@@ -58,7 +58,7 @@ NOTIFICATION_CHARS = 150
 class SlackSink:
     def __init__(
         self,
-        client: WebClient,
+        client: AsyncWebClient,
         *,
         channel: str,
         thread_ts: str,
@@ -104,7 +104,7 @@ class SlackSink:
         self._chunks.append(
             {"type": "task_update", "id": step.id, "title": step.title, "status": step.status}
         )
-        await asyncio.to_thread(self._flush)
+        await self._flush()
         self._raise_if_stopped()
 
     async def stream(self, text: str) -> None:
@@ -119,7 +119,7 @@ class SlackSink:
         due = now - self._last_flush >= interval
         large = self._message_ts is None and len(self._pending) >= FLUSH_CHARS
         if not started or due or large:
-            await asyncio.to_thread(self._flush)
+            await self._flush()
         self._raise_if_stopped()
 
     async def finish(self, text: str, *, ok: bool) -> None:
@@ -129,33 +129,33 @@ class SlackSink:
             await asyncio.wait([self._keepalive])
         if self.stopped:
             return
-        await asyncio.to_thread(self._finish, text, ok)
+        await self._finish(text, ok)
         if self._stream_ts is None:
             # A finished stream clears the status itself; a posted message needs it cleared.
             await self._status("", None, final=True)
         self._raise_if_stopped()  # Stop pressed while the reply was being closed
 
-    # -- sending (in a worker thread) ----------------------------------------------------
+    # -- sending ---------------------------------------------------------------------------
 
-    def _flush(self) -> None:
+    async def _flush(self) -> None:
         self._last_flush = self._clock()
         try:
             if self._stream_ts is None and self._message_ts is None:
-                self._start()
+                await self._start()
             elif self._stream_ts is not None:
-                self._append()
+                await self._append()
             elif self._message_ts is not None:
-                self._edit_escaped(self._shown_so_far(), final=False)
+                await self._edit_escaped(self._shown_so_far(), final=False)
                 self._pending = ""
         except SlackApiError as error:
             self._slack_refused(error)
-        except OSError as error:
+        except SLACK_FAILURES as error:
             self._pause(type(error).__name__)
 
-    def _start(self) -> None:
+    async def _start(self) -> None:
         if not self._streaming_refused:
             try:
-                response = self._client.chat_startStream(
+                response = await self._client.chat_startStream(
                     channel=self._channel,
                     thread_ts=self._thread_ts,
                     recipient_user_id=self._user,
@@ -171,24 +171,26 @@ class SlackSink:
             else:
                 self._stream_ts = str(response["ts"])
                 self._sent()
-                self._posted(self._stream_ts)
+                await self._posted(self._stream_ts)
                 return
         if not self._pending.strip():
             return  # nothing to show yet: the status line says the agent is working
-        response = self._client.chat_postMessage(
+        response = await self._client.chat_postMessage(
             channel=self._channel,
             thread_ts=self._thread_ts,
             **_escaped_blocks(self._shown_so_far(), feedback=False),
         )
         self._message_ts = str(response["ts"])
         self._pending = ""
-        self._posted(self._message_ts)
+        await self._posted(self._message_ts)
 
-    def _append(self) -> None:
+    async def _append(self) -> None:
         content = self._stream_content()
         if content:
             assert self._stream_ts is not None
-            self._client.chat_appendStream(channel=self._channel, ts=self._stream_ts, **content)
+            await self._client.chat_appendStream(
+                channel=self._channel, ts=self._stream_ts, **content
+            )
             self._sent()
 
     def _stream_content(self) -> dict[str, Any]:
@@ -218,26 +220,26 @@ class SlackSink:
                 return index
         return len(self._pending)
 
-    def _finish(self, text: str, ok: bool) -> None:
+    async def _finish(self, text: str, ok: bool) -> None:
         try:
             if self._stream_ts is not None:
-                self._stop_stream(ok)
+                await self._stop_stream(ok)
                 if not ok:
-                    self._post(text, feedback=False)  # the failure, below what streamed
+                    await self._post(text, feedback=False)  # the failure, below what streamed
             elif self._message_ts is not None:
-                self._finish_edited(text, ok)
+                await self._finish_edited(text, ok)
             else:
-                self._post(text, feedback=ok)
+                await self._post(text, feedback=ok)
         except SlackApiError as error:
             self._slack_refused(error, closing=True)
 
-    def _stop_stream(self, ok: bool) -> None:
+    async def _stop_stream(self, ok: bool) -> None:
         assert self._stream_ts is not None
         try:
             while self._fitting() < len(self._pending):
-                self._append()  # more than one call holds: the rest goes with the stop
+                await self._append()  # more than one call holds: the rest goes with the stop
             try:
-                self._close_stream([feedback_block()] if ok else None)
+                await self._close_stream([feedback_block()] if ok else None)
             except SlackApiError as error:
                 if _code(error) in (STOPPED_BY_USER, NOT_STREAMING) or not (
                     ok or self._chunks
@@ -246,56 +248,56 @@ class SlackSink:
                 # Closed again without the steps and the buttons, which may be what Slack
                 # refused; the text is what matters.
                 self._chunks.clear()
-                self._close_stream(None)
+                await self._close_stream(None)
         except SlackApiError as error:
             if _code(error) in (STOPPED_BY_USER, NOT_STREAMING):
                 raise
             log.warning("closing the stream failed (%s); posting what it lacks", _code(error))
-            self._post(self._pending, feedback=ok)
-        except OSError as error:
+            await self._post(self._pending, feedback=ok)
+        except SLACK_FAILURES as error:
             log.warning("closing the stream failed (%s); posting what it lacks", error)
-            self._post(self._pending, feedback=ok)
+            await self._post(self._pending, feedback=ok)
 
-    def _close_stream(self, blocks: list[dict[str, Any]] | None) -> None:
+    async def _close_stream(self, blocks: list[dict[str, Any]] | None) -> None:
         assert self._stream_ts is not None
-        self._client.chat_stopStream(
+        await self._client.chat_stopStream(
             channel=self._channel, ts=self._stream_ts, blocks=blocks, **self._stream_content()
         )
         self._sent()
 
-    def _finish_edited(self, text: str, ok: bool) -> None:
+    async def _finish_edited(self, text: str, ok: bool) -> None:
         if not ok:
-            self._post(text, feedback=False)  # keep what was shown; say what went wrong below
+            await self._post(text, feedback=False)  # keep what was shown; say what went wrong below
             return
         first, *rest = escaped_pieces(text) or ["…"]
         try:
-            self._edit_escaped(first, final=not rest)
-        except SLACK_ERRORS as error:
+            await self._edit_escaped(first, final=not rest)
+        except SLACK_FAILURES as error:
             log.warning("editing the reply failed (%s); posting it whole", error)
             rest = [first, *rest]
-        self._post_escaped(rest, feedback=True)
+        await self._post_escaped(rest, feedback=True)
 
-    def _edit_escaped(self, escaped: str, *, final: bool) -> None:
+    async def _edit_escaped(self, escaped: str, *, final: bool) -> None:
         assert self._message_ts is not None
-        self._client.chat_update(
+        await self._client.chat_update(
             channel=self._channel, ts=self._message_ts, **_escaped_blocks(escaped, final)
         )
 
-    def _post(self, text: str, *, feedback: bool) -> None:
-        self._post_escaped(escaped_pieces(text), feedback=feedback)
+    async def _post(self, text: str, *, feedback: bool) -> None:
+        await self._post_escaped(escaped_pieces(text), feedback=feedback)
 
-    def _post_escaped(self, pieces: list[str], *, feedback: bool) -> None:
+    async def _post_escaped(self, pieces: list[str], *, feedback: bool) -> None:
         for number, piece in enumerate(pieces, start=1):
             final = feedback and number == len(pieces)
             try:
-                response = self._client.chat_postMessage(
+                response = await self._client.chat_postMessage(
                     channel=self._channel, thread_ts=self._thread_ts,
                     **_escaped_blocks(piece, final),
                 )
-            except SLACK_ERRORS as error:
+            except SLACK_FAILURES as error:
                 log.error("posting a reply to Slack failed: %s", error)
                 return
-            self._posted(str(response["ts"]))
+            await self._posted(str(response["ts"]))
 
     def _slack_refused(self, error: SlackApiError, *, closing: bool = False) -> None:
         code = _code(error)
@@ -320,10 +322,10 @@ class SlackSink:
         log.warning("sending to Slack failed (%s); trying again shortly", why)
         self._quiet_until = self._clock() + RETRY_PAUSE_SECONDS
 
-    def _posted(self, ts: str) -> None:
+    async def _posted(self, ts: str) -> None:
         self.posted.append(ts)
         if self._on_posted is not None:
-            self._on_posted(ts)
+            await asyncio.to_thread(self._on_posted, ts)
 
     def _shown_so_far(self) -> str:
         pieces = escaped_pieces(self._text)
@@ -349,14 +351,13 @@ class SlackSink:
         if self._finished and not final:
             return  # a refresh that lost the race with the end of the reply
         try:
-            await asyncio.to_thread(
-                self._client.assistant_threads_setStatus,
+            await self._client.assistant_threads_setStatus(
                 channel_id=self._channel,
                 thread_ts=self._thread_ts,
                 status=status,
                 loading_messages=loading,
             )
-        except SLACK_ERRORS as error:
+        except SLACK_FAILURES as error:
             # Only assistant threads have a status line; elsewhere the reply itself is news.
             log.debug("status not shown: %s", error)
 

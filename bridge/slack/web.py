@@ -1,17 +1,49 @@
-"""The Slack Web API client: the settings' base URL, and retries for 429 and 5xx."""
+"""The Slack Web API clients: the settings' base URL, and retries for 429 and 5xx.
+
+``thoth serve`` speaks to Slack only through the async client, on the loops that
+already run its turns and its intake: a call that is not awaited is a mypy error
+(``unused-coroutine``), so none can stall a loop by running in its thread. The sync
+client is for the reflection child, a batch process with no loop to stall.
+"""
 
 from __future__ import annotations
 
+import aiohttp
 from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
 from slack_sdk.http_retry.builtin_handlers import (
     ConnectionErrorRetryHandler,
     RateLimitErrorRetryHandler,
     ServerErrorRetryHandler,
 )
+from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.settings import Settings
 
 WEB_TIMEOUT_S = 30
+# What a Slack call can fail with: Slack's refusal, or the network. aiohttp's
+# ServerDisconnectedError is not an OSError, hence its own entry.
+SLACK_FAILURES = (SlackApiError, OSError, aiohttp.ClientError)
+
+
+def build_async_web_client(settings: Settings) -> AsyncWebClient:
+    assert settings.slack_bot_token is not None
+    return AsyncWebClient(
+        token=settings.slack_bot_token.get_secret_value(),
+        base_url=settings.slack_api_url,
+        timeout=WEB_TIMEOUT_S,
+        retry_handlers=[
+            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+            # Slack's 429 carries Retry-After; the handler sleeps that long, then retries.
+            AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+            AsyncServerErrorRetryHandler(max_retry_count=2),
+        ],
+    )
 
 
 def build_web_client(settings: Settings) -> WebClient:
@@ -22,7 +54,6 @@ def build_web_client(settings: Settings) -> WebClient:
         timeout=WEB_TIMEOUT_S,
         retry_handlers=[
             ConnectionErrorRetryHandler(max_retry_count=2),
-            # Slack's 429 carries Retry-After; the handler sleeps that long, then retries.
             RateLimitErrorRetryHandler(max_retry_count=3),
             ServerErrorRetryHandler(max_retry_count=2),
         ],

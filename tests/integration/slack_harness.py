@@ -1,5 +1,5 @@
 """The Slack bridge under test: signed requests over real HTTP to the real Bolt app,
-the real WebClient against the loopback Slack Web API, the real anthropic SDK against
+the real async WebClient against the loopback Slack Web API, the real anthropic SDK against
 the loopback Messages API. The ``harness`` fixture is in ``conftest.py``."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from bridge.settings import Settings
 from bridge.slack.bolt_app import SlackBridge, build_bridge
 from bridge.slack.http_server import SlackHttpServer
 from bridge.slack.runner import TurnRunner
-from bridge.slack.web import build_web_client
+from bridge.slack.web import build_async_web_client
 from tests.fakes import HashingEmbedder
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
@@ -156,7 +156,7 @@ def running_bridge(
         thoth = build(settings, embedder=embedder)
         runner = TurnRunner()
         runner.start()
-        bridge = build_bridge(thoth, build_web_client(settings), runner)
+        bridge = runner.call(build_bridge(thoth, build_async_web_client(settings), runner))
         server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0)
         server.start()
         try:

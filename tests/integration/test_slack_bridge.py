@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import urllib.parse
 
-from bridge.slack.web import build_web_client
+from bridge.slack.notifier import SlackNotifier
+from bridge.slack.web import build_async_web_client, build_web_client
 from layers.episodic.episode import Feedback
 from tests.integration.slack_harness import CHANNEL, FOUNDER, Harness, shown, streamed_text
 from tests.servers import anthropic_api as api
@@ -111,8 +113,6 @@ def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harnes
     harness.reaction("bust_in_silhouette", reply_ts)
 
     def facts() -> list[str]:
-        import asyncio
-
         from layers.identity.protocol import Person
 
         return [f.text for f in asyncio.run(identity.facts(Person("T1", "U1")))]
@@ -129,7 +129,9 @@ def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harnes
 def test_skill_cards_need_a_founder(harness: Harness) -> None:
     body = "# Standup\n\n1. Collect updates.\n2. Group by person.\n3. Flag blockers with owners.\n"
     draft = harness.thoth.drafts.propose("standup-digest", "Digest a standup", body * 2)
-    card_ts = harness.bridge.cards.post(draft, channel=CHANNEL, thread_ts=None)
+    # Posted as the reflection child posts it.
+    notifier = SlackNotifier(build_web_client(harness.thoth.settings), harness.thoth.db)
+    card_ts = notifier.post_card(draft, channel=CHANNEL, thread_ts=None)
     assert set(harness.slack.reactions_on(CHANNEL, card_ts)) >= {"white_check_mark", "x"}
 
     harness.reaction("white_check_mark", card_ts, user="U1")
@@ -259,14 +261,18 @@ def test_follow_ups_are_posted_when_due_and_can_be_cancelled(harness: Harness) -
                 " state, created_at) VALUES (?, 'T1', ?, ?, 'Checking back.', ?, 'pending', 0)",
                 (session, CHANNEL, thread, time.time() + 3600),
             )
-    client = build_web_client(harness.thoth.settings)
+    client = build_async_web_client(harness.thoth.settings)
     followups = harness.thoth.followups
-    assert post_due_followups(followups, client) == 0  # not yet due
+
+    def post(**when: float) -> int:
+        return asyncio.run(post_due_followups(followups, client, **when))
+
+    assert post() == 0  # not yet due
     harness.mention("please cancel the follow-up", "1700000900.000200",
                     thread_ts="1700000900.000100")
     wait_until(lambda: any("won't check back" in m.get("text", "")
                            for m in harness.replies_in("1700000900.000100")))
-    assert post_due_followups(followups, client, now=time.time() + 7200) == 1
+    assert post(now=time.time() + 7200) == 1
     assert [m["text"] for m in harness.replies_in("1700000800.000100")] == ["Checking back."]
     assert harness.replies_in("1700000900.000100")[-1]["text"] != "Checking back."
-    assert post_due_followups(followups, client, now=time.time() + 7200) == 0  # posted once
+    assert post(now=time.time() + 7200) == 0  # posted once

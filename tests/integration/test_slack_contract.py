@@ -138,9 +138,9 @@ def test_the_status_is_kept_alive_until_the_reply_is_finished(harness: Harness) 
     import asyncio
 
     from bridge.slack.sink import SlackSink
-    from bridge.slack.web import build_web_client
+    from bridge.slack.web import build_async_web_client
 
-    client = build_web_client(harness.thoth.settings)
+    client = build_async_web_client(harness.thoth.settings)
     sink = SlackSink(client, channel=CHANNEL, thread_ts="1700001500.000100",
                      recipient_user="U1", recipient_team="T1", status_refresh_s=0.05)
 

@@ -1,24 +1,23 @@
-"""The Slack bridge over Socket Mode: the real Bolt ``SocketModeHandler`` (the SDK's
-builtin WebSocket client) against a loopback Socket Mode server, the real WebClient
-against the loopback Slack Web API, the real anthropic SDK against the loopback
-Messages API."""
+"""The Slack bridge over Socket Mode: the real Bolt ``AsyncSocketModeHandler`` (the
+SDK's aiohttp WebSocket client), as ``thoth serve`` runs it, against a loopback Socket
+Mode server, the real async WebClient against the loopback Slack Web API, the real
+anthropic SDK against the loopback Messages API."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 from pydantic import SecretStr
-from slack_bolt.adapter.socket_mode import SocketModeHandler
 
 from bridge.app import Thoth, build
 from bridge.messages import RECALL_ACK
 from bridge.settings import Settings
 from bridge.slack.bolt_app import SlackBridge, build_bridge
 from bridge.slack.runner import TurnRunner
-from bridge.slack.web import build_web_client
+from bridge.slack.socket_mode import SocketModeConnection
+from bridge.slack.web import build_async_web_client
 from tests.fakes import HashingEmbedder
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
@@ -41,7 +40,7 @@ class SocketHarness:
     slack: FakeSlack
     socket: FakeSocketMode
     model: FakeAnthropic
-    handler: SocketModeHandler
+    connection: SocketModeConnection
 
     def mention(self, text: str, ts: str) -> str:
         return self.socket.send_event({
@@ -90,26 +89,17 @@ def socket_harness(
         thoth = build(settings, embedder=hashing_embedder)
         runner = TurnRunner()
         runner.start()
-        bridge = build_bridge(thoth, build_web_client(settings), runner)
-        # The handler asks apps.connections.open for the WebSocket URL through this client
-        # (its default is the App's client too, which is what `thoth serve` relies on).
-        handler = SocketModeHandler(bridge.app, APP_TOKEN, web_client=bridge.app.client)
+        bridge = runner.call(build_bridge(thoth, build_async_web_client(settings), runner))
+        # The handler asks apps.connections.open for the WebSocket URL through the app's
+        # client (the bot token's base URL, with the app token).
+        connection = SocketModeConnection(bridge.app, APP_TOKEN)
         try:
-            handler.connect()  # type: ignore[no-untyped-call]
+            connection.start()
             socket.wait_for_connection()
-            yield SocketHarness(thoth, bridge, slack, socket, fake_anthropic, handler)
+            yield SocketHarness(thoth, bridge, slack, socket, fake_anthropic, connection)
         finally:
-            # The SDK's client holds its socket lock through a blocking read (3 s timeout),
-            # so close() alone waits for that read to time out. Ending the connection from
-            # the server side first, with reconnecting switched off, frees it at once. Wait
-            # for the client to drop the socket itself: its disconnect() tests the socket
-            # outside its lock, so closing while the reader also disconnects can race.
-            handler.client.auto_reconnect_enabled = False
-            socket.close_connections()
-            with contextlib.suppress(AssertionError):
-                wait_until(lambda: not handler.client.is_connected(), 5)
             try:
-                handler.close()  # type: ignore[no-untyped-call]
+                connection.stop()
             finally:
                 runner.shutdown(30, last=thoth.drain())
                 thoth.close()
@@ -123,7 +113,7 @@ def test_the_handler_opens_its_socket_through_the_configured_web_api(
     assert socket_harness.socket.paths == [
         f"/link/?ticket={socket_harness.socket.ticket}&app_id=A1"
     ]
-    assert socket_harness.handler.client.is_connected()
+    assert socket_harness.connection.is_connected()
 
 
 def test_a_mention_is_acked_at_once_and_answered_in_its_thread(

@@ -1,10 +1,13 @@
-"""No coroutine calls the sync Slack client or a SQLite store on the turns' loop.
+"""No coroutine calls a SQLite store on a loop directly.
 
-Slack's ``WebClient`` and every store block; called straight from a coroutine they
-stall every session on the loop. Inside an ``async def`` such a call must be handed to
-a thread (``asyncio.to_thread(store.method, …)``, which passes the method, not a call)
-or be awaited (an async method). Until the Slack side is async end to end (issue 15),
-this check is what keeps the one forgotten wrapper from being written.
+Slack is spoken to through the async client only, so a Slack call not awaited is a
+mypy error (``unused-coroutine``, or a coroutine used as a response) and none can block.
+The stores stay sync (SQLite has no async driver in the standard library, and a call is
+well under a millisecond unless it waits for the write lock): called straight from a
+coroutine, one that waits stalls every session on its loop. Inside an ``async def`` a
+store call must be handed to a thread (``asyncio.to_thread(store.method, …)``, which
+passes the method, not a call); this check keeps the one forgotten wrapper from being
+written.
 """
 
 from __future__ import annotations
@@ -20,12 +23,10 @@ CHECKED = sorted(
      *(ROOT / "bridge" / "terminal").glob("*.py"), ROOT / "bridge" / "session_end.py",
      ROOT / "bridge" / "housekeeping.py"]
 )
-# What blocks, by the name it is reached through: the sync Slack client, the database
-# and the stores built on it.
+# What blocks, by the name it is reached through: the database and the stores on it.
 BLOCKING = frozenset({
-    "client", "db", "sessions", "transcript", "replies", "cards", "directory", "followups",
-    "effects", "drafts", "memory_notes", "episodic", "store", "seen", "reflections", "ledger",
-    "assistant",
+    "db", "sessions", "transcript", "replies", "cards", "followups", "effects", "drafts",
+    "memory_notes", "episodic", "store", "seen", "reflections", "ledger", "contexts",
 })
 
 
@@ -73,13 +74,51 @@ def test_no_coroutine_blocks_the_loop(path: Path) -> None:
 def test_the_check_finds_a_forgotten_wrapper_and_lets_the_right_forms_pass() -> None:
     source = '''
 async def handle(self):
-    self._client.chat_postMessage(channel="C1")
-    await asyncio.to_thread(self._client.chat_postMessage, channel="C1")
+    self._replies.record(1)
+    await asyncio.to_thread(self._replies.record, 1)
     await self._parts.session_end.end_open("k")
+    await self._client.chat_postMessage(channel="C1")
     def in_a_thread():
         self._replies.record(1)
     found = self._parts.sessions.find_open("k")
 '''
     assert blocking_calls(source) == [
-        "3: self._client.chat_postMessage", "8: self._parts.sessions.find_open"
+        "3: self._replies.record", "9: self._parts.sessions.find_open"
     ]
+
+
+# The reflection child's notifier (a batch process with no loop) and the clients' builder.
+SYNC_SLACK_ALLOWED = frozenset({"notifier.py", "founders.py", "web.py"})
+SYNC_SLACK_NAMES = frozenset({"WebClient", "WebhookClient", "App", "SocketModeHandler"})
+
+
+def sync_slack_imports(source: str) -> list[str]:
+    """The sync Slack clients (or Bolt's sync app) a module imports."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            ("slack_sdk", "slack_bolt")
+        ):
+            found += [f"{node.module}.{alias.name}" for alias in node.names
+                      if alias.name in SYNC_SLACK_NAMES]
+    return found
+
+
+@pytest.mark.parametrize(
+    "path",
+    [path for path in [*(ROOT / "bridge" / "slack").glob("*.py"),
+                       ROOT / "bridge" / "cli" / "serving.py"]
+     if path.name not in SYNC_SLACK_ALLOWED],
+    ids=lambda path: str(path.relative_to(ROOT)),
+)
+def test_serve_speaks_to_slack_only_through_the_async_client(path: Path) -> None:
+    assert sync_slack_imports(path.read_text(encoding="utf-8")) == []
+
+
+def test_the_import_check_finds_a_sync_client() -> None:
+    source = (
+        "from slack_sdk import WebClient\n"
+        "from slack_sdk.web.async_client import AsyncWebClient\n"
+        "from slack_bolt import App\n"
+    )
+    assert sync_slack_imports(source) == ["slack_sdk.WebClient", "slack_bolt.App"]

@@ -1,0 +1,55 @@
+"""Socket Mode: Slack's envelopes over a WebSocket, taken on a loop of their own.
+
+Like uvicorn's loop in HTTP mode, this loop only acks and hands work to the turns'
+loop (``runner.py``): an envelope is never acked late because a turn is busy, and
+Slack redelivers one that is not acked within three seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+from slack_bolt.async_app import AsyncApp
+
+CONNECT_TIMEOUT_S = 30.0
+CLOSE_TIMEOUT_S = 10.0
+
+
+class SocketModeConnection:
+    def __init__(self, app: AsyncApp, app_token: str) -> None:
+        self._app = app
+        self._app_token = app_token
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="thoth-socket-mode", daemon=True
+        )
+        self.handler: AsyncSocketModeHandler | None = None
+
+    def start(self) -> None:
+        """Open the socket (apps.connections.open, then the WebSocket); raises if Slack
+        refuses the app token or cannot be reached."""
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._connect(), self._loop).result(CONNECT_TIMEOUT_S)
+
+    def stop(self) -> None:
+        """Close the socket (envelopes already acked go on as turns), then the loop."""
+        try:
+            if self.handler is not None:
+                closing = self.handler.close_async()  # type: ignore[no-untyped-call]
+                asyncio.run_coroutine_threadsafe(closing, self._loop).result(CLOSE_TIMEOUT_S)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=5)
+
+    def is_connected(self) -> bool:
+        if self.handler is None:
+            return False
+        asking = self.handler.client.is_connected()
+        return asyncio.run_coroutine_threadsafe(asking, self._loop).result(CLOSE_TIMEOUT_S)
+
+    async def _connect(self) -> None:
+        # Built here: the SDK's socket client takes the loop running when it is made.
+        self.handler = AsyncSocketModeHandler(self._app, self._app_token)
+        await self.handler.connect_async()  # type: ignore[no-untyped-call]
