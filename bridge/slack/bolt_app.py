@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.middleware.authorization.async_single_team_authorization import (
+    AsyncSingleTeamAuthorization,
+)
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bridge import messages
 from bridge.app import Thoth
@@ -68,6 +72,7 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
         process_before_response=False,
         logger=logging.getLogger("slack_bolt"),
     )
+    _authorized_as(app, identity)
     bot_user = str(identity.get("user_id") or "") or None
     directory = Directory(client)
     replies = SlackReplies(thoth.db)
@@ -105,6 +110,15 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
     _listen_to_reactions_and_clicks(bridge)
     _listen_to_the_ai_pane_and_commands(bridge, thoth.sessions, client)
     return bridge
+
+
+def _authorized_as(app: AsyncApp, identity: AsyncSlackResponse) -> None:
+    """Bolt's async app asks auth.test on the first request it authorizes, and every
+    request of a first burst asks at once (meeting Slack's rate tier: acks of a second
+    and more). The bridge asked at start; Bolt is handed that answer."""
+    for middleware in app._async_middleware_list:
+        if isinstance(middleware, AsyncSingleTeamAuthorization):
+            middleware.auth_test_result = identity
 
 
 def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, seen: SeenDeliveries) -> None:

@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
 
 from bridge.slack.notifier import SlackNotifier
 from bridge.slack.web import build_async_web_client, build_web_client
@@ -64,6 +65,23 @@ def test_twenty_threads_at_once_with_a_slow_model(harness: Harness) -> None:
     assert len(harness.model.requests) == 20
     for number in range(20):
         assert len(harness.replies_in(f"1700000100.{number:06d}")) == 1
+
+
+def test_slack_is_asked_who_the_token_is_once_however_many_requests_come_at_once(
+    harness: Harness,
+) -> None:
+    def react(number: int) -> int:
+        return harness.event(
+            {"type": "reaction_added", "user": "U1", "reaction": "eyes",
+             "item": {"type": "message", "channel": CHANNEL, "ts": f"1700003000.{number:06d}"}},
+            event_id=f"EvAuth{number}",
+        )
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        assert list(pool.map(react, range(10))) == [200] * 10
+    # At start, by the bridge; Bolt's authorization is handed that answer (one request
+    # of a burst each asking would meet auth.test's rate tier).
+    assert len(harness.slack.calls("auth.test")) == 1
 
 
 def test_recall_acks_while_a_slow_turn_runs(harness: Harness) -> None:
