@@ -60,7 +60,7 @@ def _database(app: Thoth) -> list[Check]:
         Check(
             "database",
             Status.OK,
-            f"{app.db.path}: {len(applied)} migrations, {app.episodic.store.count()} episodes",
+            f"{app.db.where}: {len(applied)} migrations, {app.episodic.store.count()} episodes",
         )
     ]
 

@@ -59,7 +59,7 @@ class Followups:
                 " OR (s.channel_type = 'im' AND s.channel = ?)"
                 " OR (s.channel_type IN ('private', 'mpim') AND s.channel = ?))"
                 " AND EXISTS (SELECT 1 FROM transcript_turns t"
-                " WHERE t.session_id = s.id AND t.user = ?)"
+                ' WHERE t.session_id = s.id AND t."user" = ?)'
                 " ORDER BY f.due_at LIMIT ?",
                 (team, dm_channel, shared_channel, user, limit),
             ).fetchall()

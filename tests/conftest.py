@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from bridge.settings import Settings
 from layers.episodic.embedder import MiniLMEmbedder
+from layers.storage.database import Database
+from layers.storage.migrations import Schema
 from tests.fakes import HashingEmbedder
+from tests.postgres import PostgresForTests, running_postgres
 from tests.servers.anthropic_api import FakeAnthropic
 
-_OUTSIDE_PREFIXES = ("SLACK_", "ANTHROPIC_", "HONCHO_", "THOTH_")
+_OUTSIDE_PREFIXES = ("SLACK_", "ANTHROPIC_", "HONCHO_", "THOTH_", "DATABASE_URL")
 
 
 @pytest.fixture(autouse=True)
@@ -28,6 +31,37 @@ def isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Pat
     # A stray .env in the working directory must not leak into tests.
     monkeypatch.chdir(tmp_path)
     return home
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresForTests]:
+    """A real PostgreSQL with pgvector, started once for the run (about a second)."""
+    yield from running_postgres(tmp_path_factory.mktemp("pg"))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def open_database(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[Callable[[Sequence[Schema]], Database]]:
+    """Opens this test's database, on each engine in turn (the test runs once per engine);
+    opening it again reopens the same one."""
+    opened: list[Database] = []
+    url: list[str] = []
+
+    def open_one(schemas: Sequence[Schema]) -> Database:
+        if request.param == "sqlite":
+            database = Database.open(tmp_path / "thoth.db", schemas=schemas)
+        else:
+            if not url:
+                server: PostgresForTests = request.getfixturevalue("postgres")
+                url.append(server.fresh_database())
+            database = Database.connect(url[0], schemas=schemas)
+        opened.append(database)
+        return database
+
+    yield open_one
+    for database in opened:
+        database.close()
 
 
 @pytest.fixture

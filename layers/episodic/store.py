@@ -19,6 +19,7 @@ from layers.episodic.episode import Episode, Feedback, Viewer
 from layers.episodic.vector_index import ChunkOwner
 from layers.episodic.visibility import sql_predicate
 from layers.errors import BadInput
+from layers.storage.connection import Connection
 from layers.storage.database import Database
 
 # Stored vectors are float16 (see the migration); the index holds them as float32 values
@@ -59,12 +60,12 @@ class EpisodeStore:
                 rowids.append(self._insert_one(conn, item))
         return rowids
 
-    def _insert_one(self, conn: sqlite3.Connection, item: StoredChunks) -> int:
+    def _insert_one(self, conn: Connection, item: StoredChunks) -> int:
         ep = item.episode
         try:
             cursor = conn.execute(
                 f"INSERT INTO episodes ({EPISODE_COLUMNS}, embedding_model)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rowid",
                 (
                     ep.id,
                     ep.user_text,
@@ -85,7 +86,7 @@ class EpisodeStore:
             )
         except sqlite3.IntegrityError as error:
             raise BadInput(f"episode id {ep.id!r} already exists") from error
-        rowid = int(cursor.lastrowid or 0)
+        rowid = int(cursor.fetchone()[0])
         conn.executemany(
             "INSERT INTO episode_vectors (episode_rowid, chunk, vector) VALUES (?, ?, ?)",
             [

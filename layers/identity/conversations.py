@@ -22,10 +22,10 @@ class Conversations:
     def of(self, person: Person) -> TheirConversations:
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT t.session_id, COUNT(DISTINCT COALESCE(t.user, ''))"
+                "SELECT t.session_id, COUNT(DISTINCT COALESCE(t.\"user\", ''))"
                 " FROM transcript_turns t JOIN sessions s ON s.id = t.session_id"
                 " WHERE s.team = :team AND t.session_id IN (SELECT session_id FROM"
-                " transcript_turns WHERE user = :user) GROUP BY t.session_id",
+                ' transcript_turns WHERE "user" = :user) GROUP BY t.session_id',
                 {"team": person.team, "user": person.user},
             ).fetchall()
         alone = [str(sid) for sid, speakers in rows if int(speakers) == 1]

@@ -20,8 +20,8 @@ class IngestOutbox:
     def add(self, turn: TurnMessages) -> int:
         with self._db.write() as conn:
             cursor = conn.execute(
-                "INSERT INTO identity_outbox (team, user, user_name, session_id, user_text,"
-                " reply_text, said_at, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                'INSERT INTO identity_outbox (team, "user", user_name, session_id, user_text,'
+                " reply_text, said_at, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     turn.person.team,
                     turn.person.user,
@@ -33,7 +33,7 @@ class IngestOutbox:
                     time.time(),
                 ),
             )
-        return int(cursor.lastrowid or 0)
+            return int(cursor.fetchone()[0])
 
     def pending(self) -> list[tuple[int, TurnMessages]]:
         """Every waiting turn, oldest first."""

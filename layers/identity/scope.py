@@ -58,7 +58,7 @@ class ReadableSessions:
         with self._db.read() as conn:
             rows = conn.execute(
                 f"SELECT s.id FROM sessions s WHERE {predicate} AND EXISTS (SELECT 1 FROM"
-                " transcript_turns t WHERE t.session_id = s.id AND t.user = :v_person)"
+                ' transcript_turns t WHERE t.session_id = s.id AND t."user" = :v_person)'
                 " ORDER BY s.last_turn_at DESC LIMIT :limit",
                 {**params, "limit": limit},
             ).fetchall()

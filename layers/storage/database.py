@@ -1,25 +1,25 @@
-"""One SQLite file under THOTH_HOME: WAL, migrations on open, one writer at a time.
+"""The Thoth database, on one of two engines.
 
-Durability: every write is its own committed transaction with ``synchronous=FULL``,
-so a process killed between two turns loses nothing that was acknowledged.
+``DATABASE_URL`` unset: one SQLite file under ``THOTH_HOME`` (``sqlite.py``), the
+embedded default. ``DATABASE_URL=postgresql://…``: PostgreSQL through a psycopg pool
+(``postgres.py``), which many processes share. Stores see only this class: ``write()``
+is one transaction (one writer at a time on both engines), ``read()`` a connection
+for reads; what they may ask of a connection is ``connection.py``'s.
 """
 
 from __future__ import annotations
 
-import logging
-import sqlite3
-import threading
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Literal
 
 from layers.errors import ConfigurationError
-from layers.storage.migrations import LEGACY_VERSIONS, Schema
+from layers.storage.connection import Connection
+from layers.storage.migrations import Schema
 
-log = logging.getLogger(__name__)
-
-BUSY_TIMEOUT_MS = 10_000
+Dialect = Literal["sqlite", "postgresql"]
 
 
 class DatabaseDamaged(ConfigurationError):
@@ -36,154 +36,43 @@ class DatabaseDamaged(ConfigurationError):
         self.path = path
 
 
-class Database:
-    """A connection to the Thoth database; ``write()`` serialises writers."""
+class Database(ABC):
+    dialect: Dialect
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
-        self.connection = connection
-        self.path = path
-        # SQLite allows one writer per file; the lock keeps our own threads from
-        # interleaving statements of two transactions on the shared connection.
-        self._lock = threading.RLock()
+    @staticmethod
+    def open(path: Path, *, schemas: Sequence[Schema]) -> Database:
+        """The SQLite file at ``path`` (made if missing), its pending migrations run."""
+        from layers.storage.sqlite import SqliteDatabase
 
-    @classmethod
-    def open(cls, path: Path, *, schemas: Sequence[Schema]) -> Database:
-        """Open (creating if needed) the database at ``path`` and run the pending
-        migrations of ``schemas`` (in that order; each owner's in its own order).
+        return SqliteDatabase.open_file(path, schemas=schemas)
 
-        Raises ``DatabaseDamaged`` when the file is not sound, before anything is
-        written: every page is checked (SQLite's quick check reads ~1 GB/s, about 0.1 s
-        for a 100 MB file), so no command answers from, or writes into, a damaged file
-        and finds out halfway.
-        """
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(
-                path,
-                timeout=BUSY_TIMEOUT_MS / 1000,
-                check_same_thread=False,
-                isolation_level=None,
-            )
-            connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            connection.execute("PRAGMA journal_mode = WAL")
-            connection.execute("PRAGMA synchronous = FULL")
-            connection.execute("PRAGMA foreign_keys = ON")
-            database = cls(connection, path)
-            problems = database.integrity_problems(limit=1)
-            if problems:
-                connection.close()
-                raise DatabaseDamaged(path, problems[0])
-            database.migrate(schemas)
-        except (OSError, sqlite3.OperationalError) as error:
-            raise ConfigurationError(
-                f"cannot open the database {path}: {error} (set THOTH_HOME to a writable directory)"
-            ) from error
-        except sqlite3.DatabaseError as error:
-            raise DatabaseDamaged(path, error) from error
-        return database
+    @staticmethod
+    def connect(url: str, *, schemas: Sequence[Schema]) -> Database:
+        """The PostgreSQL database at ``url``, its pending migrations run."""
+        from layers.storage.postgres import PostgresDatabase
 
-    def integrity_problems(self, limit: int = 5) -> list[str]:
-        """SQLite's own check of every page (``PRAGMA quick_check``); empty when sound."""
-        with self._lock:
-            try:
-                rows = self.connection.execute(f"PRAGMA quick_check({limit})").fetchall()
-            except sqlite3.DatabaseError as error:
-                return [str(error)]
-        found = [str(row[0]) for row in rows]
-        return [] if found == ["ok"] else found
+        return PostgresDatabase.connect_url(url, schemas=schemas)
 
-    def close(self) -> None:
-        with self._lock:
-            self.connection.close()
+    @property
+    @abstractmethod
+    def where(self) -> str:
+        """Where the data lives, for messages (a path, or a URL without its password)."""
 
-    @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
+    @abstractmethod
+    def write(self) -> AbstractContextManager[Connection]:
         """A write transaction: committed on success, rolled back on any error."""
-        with self._lock:
-            self.connection.execute("BEGIN IMMEDIATE")
-            try:
-                yield self.connection
-            except BaseException:
-                self.connection.execute("ROLLBACK")
-                raise
-            self.connection.execute("COMMIT")
 
-    @contextmanager
-    def read(self) -> Iterator[sqlite3.Connection]:
-        """The connection for reads, held so no writer's transaction interleaves."""
-        with self._lock:
-            yield self.connection
+    @abstractmethod
+    def read(self) -> AbstractContextManager[Connection]:
+        """A connection for reads."""
 
+    @abstractmethod
     def applied(self) -> set[tuple[str, int]]:
         """The migrations recorded, as (owner, version)."""
-        with self.read() as conn:
-            rows = conn.execute("SELECT owner, version FROM schema_migrations").fetchall()
-        return {(str(owner), int(version)) for owner, version in rows}
 
-    def migrate(self, schemas: Sequence[Schema]) -> None:
-        """Apply, in order, each migration not yet recorded."""
-        with self.write() as conn:
-            columns = {row[1] for row in conn.execute("PRAGMA table_info(schema_migrations)")}
-            if columns and "owner" not in columns:
-                _adopt_legacy_record(conn)
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations (owner TEXT NOT NULL,"
-                " version INTEGER NOT NULL, name TEXT NOT NULL, applied_at REAL NOT NULL,"
-                " PRIMARY KEY (owner, version))"
-            )
-        applied = self.applied()
-        for schema in schemas:
-            for migration in schema.migrations:
-                if (schema.owner, migration.version) in applied:
-                    continue
-                with self.write() as conn:
-                    # executescript would COMMIT our transaction; run statement by statement.
-                    for statement in _split_statements(migration.sql):
-                        conn.execute(statement)
-                    conn.execute(
-                        "INSERT INTO schema_migrations (owner, version, name, applied_at)"
-                        " VALUES (?, ?, ?, ?)",
-                        (schema.owner, migration.version, migration.name, time.time()),
-                    )
-                log.info("applied migration %s %s %s", schema.owner, migration.version,
-                         migration.name)
+    @abstractmethod
+    def integrity_problems(self, limit: int = 5) -> list[str]:
+        """The engine's own check of the stored data; empty when sound."""
 
-
-def _adopt_legacy_record(conn: sqlite3.Connection) -> None:
-    """Rewrite the one-sequence record of an older database as (owner, version) rows."""
-    legacy = conn.execute("SELECT version, applied_at FROM schema_migrations").fetchall()
-    unknown = sorted(int(version) for version, _ in legacy if int(version) not in LEGACY_VERSIONS)
-    if unknown:
-        raise ConfigurationError(
-            f"the database records migrations {unknown} this Thoth does not know: it was"
-            " made by a newer Thoth; run that version"
-        )
-    conn.execute("ALTER TABLE schema_migrations RENAME TO schema_migrations_legacy")
-    conn.execute(
-        "CREATE TABLE schema_migrations (owner TEXT NOT NULL, version INTEGER NOT NULL,"
-        " name TEXT NOT NULL, applied_at REAL NOT NULL, PRIMARY KEY (owner, version))"
-    )
-    for version, applied_at in legacy:
-        for owner, owned_version, name in LEGACY_VERSIONS.get(int(version), ()):
-            conn.execute(
-                "INSERT INTO schema_migrations (owner, version, name, applied_at)"
-                " VALUES (?, ?, ?, ?)",
-                (owner, owned_version, name, applied_at),
-            )
-    conn.execute("DROP TABLE schema_migrations_legacy")
-    log.info("recorded %d earlier migrations by their owners", len(legacy))
-
-
-def _split_statements(script: str) -> list[str]:
-    """Split a migration into complete statements (triggers contain inner semicolons)."""
-    statements: list[str] = []
-    current = ""
-    for line in script.splitlines(keepends=True):
-        current += line
-        if sqlite3.complete_statement(current):
-            if current.strip():
-                statements.append(current.strip())
-            current = ""
-    if current.strip():
-        statements.append(current.strip())
-    return statements
+    @abstractmethod
+    def close(self) -> None: ...

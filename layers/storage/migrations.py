@@ -20,7 +20,8 @@ from dataclasses import dataclass
 class Migration:
     version: int  # within its owner's schema, from 1
     name: str
-    sql: str
+    sql: str  # SQLite's text
+    postgres: str | None = None  # PostgreSQL's text (None: not ported yet)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,32 @@ SCHEMA = Schema(
                 PRIMARY KEY (session_id, seq)
             );
             """,
+            postgres="""
+            CREATE TABLE sessions (
+                id TEXT PRIMARY KEY,
+                key TEXT NOT NULL,
+                team TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                channel_type TEXT NOT NULL
+                    CHECK (channel_type IN ('im', 'public', 'private', 'mpim')),
+                thread_ts TEXT,
+                started_at DOUBLE PRECISION NOT NULL,
+                last_turn_at DOUBLE PRECISION NOT NULL,
+                ended_at DOUBLE PRECISION
+            );
+            CREATE UNIQUE INDEX sessions_open_key ON sessions (key) WHERE ended_at IS NULL;
+            CREATE TABLE transcript_turns (
+                session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+                seq INTEGER NOT NULL,
+                "user" TEXT,
+                user_name TEXT,
+                user_text TEXT NOT NULL,
+                reply_text TEXT NOT NULL,
+                ok INTEGER NOT NULL CHECK (ok IN (0, 1)),
+                created_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (session_id, seq)
+            );
+            """,
         ),
     ),
 )

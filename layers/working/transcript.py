@@ -37,7 +37,7 @@ class TranscriptStore:
             ).fetchone()
             seq = int(last) + 1
             conn.execute(
-                "INSERT INTO transcript_turns (session_id, seq, user, user_name, user_text,"
+                'INSERT INTO transcript_turns (session_id, seq, "user", user_name, user_text,'
                 " reply_text, ok, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     session_id,
@@ -55,7 +55,7 @@ class TranscriptStore:
     def turns(self, session_id: str) -> list[TranscriptTurn]:
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT user_text, reply_text, ok, user, user_name, created_at"
+                'SELECT user_text, reply_text, ok, "user", user_name, created_at'
                 " FROM transcript_turns WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()

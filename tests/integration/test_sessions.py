@@ -1,24 +1,30 @@
-"""Sessions and transcripts in the real SQLite file."""
+"""Sessions, transcripts and spend, on each engine (a real SQLite file, a real PostgreSQL)."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 import pytest
 
+from bridge.model.schema import SCHEMA as MODEL_USAGE
 from bridge.pipeline.keyed_locks import KeyedLocks
-from bridge.schemas import ALL_SCHEMAS
 from layers.errors import BadInput
 from layers.storage.database import Database
+from layers.storage.migrations import Schema
+from layers.working.schema import SCHEMA as WORKING_SCHEMA
 from layers.working.sessions import Place, SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
 
 PLACE = Place("T1", "C1", "public", "1712.5")
+OpenDatabase = Callable[[Sequence[Schema]], Database]
+WORKING = [WORKING_SCHEMA]
 
 
-def test_a_key_holds_one_open_session_and_a_new_one_after_it_ends(tmp_path: Path) -> None:
-    store = SessionStore(Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS))
+def test_a_key_holds_one_open_session_and_a_new_one_after_it_ends(
+    open_database: OpenDatabase,
+) -> None:
+    store = SessionStore(open_database(WORKING))
     first = store.open("slack:T1:C1:1712.5", PLACE)
     assert store.open("slack:T1:C1:1712.5", PLACE).id == first.id
     assert store.end(first.id) and not store.end(first.id)
@@ -29,8 +35,10 @@ def test_a_key_holds_one_open_session_and_a_new_one_after_it_ends(tmp_path: Path
         store.resume(first.id)
 
 
-def test_the_transcript_is_ordered_redacted_and_survives_reopening(tmp_path: Path) -> None:
-    db = Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
+def test_the_transcript_is_ordered_redacted_and_survives_reopening(
+    open_database: OpenDatabase,
+) -> None:
+    db = open_database(WORKING)
     session = SessionStore(db).open("k", PLACE)
     transcript = TranscriptStore(db)
     transcript.append(session.id, TranscriptTurn("first", "one"))
@@ -38,7 +46,7 @@ def test_the_transcript_is_ordered_redacted_and_survives_reopening(tmp_path: Pat
         session.id, TranscriptTurn("key sk-ant-api03-" + "a" * 90 + " please", "ok", ok=False)
     )
     db.close()
-    reopened = TranscriptStore(Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS))
+    reopened = TranscriptStore(open_database(WORKING))
     first, second = reopened.turns(session.id)
     assert (first.user_text, first.reply_text, first.ok) == ("first", "one", True)
     assert "sk-ant-api03" not in second.user_text and not second.ok
@@ -63,13 +71,13 @@ def test_session_locks_serialise_one_session_and_are_dropped_after_use() -> None
     assert len(locks) == 0
 
 
-def test_spend_is_summed_per_utc_day(tmp_path: Path) -> None:
+def test_spend_is_summed_per_utc_day(open_database: OpenDatabase) -> None:
     from datetime import UTC, datetime
 
     from bridge.model.cost_ledger import CostLedger
     from bridge.model.pricing import Usage
 
-    ledger = CostLedger(Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS))
+    ledger = CostLedger(open_database([MODEL_USAGE]))
     late = datetime(2026, 11, 21, 23, 59, tzinfo=UTC).timestamp()
     early = datetime(2026, 11, 22, 0, 1, tzinfo=UTC).timestamp()
     ledger.record_all([("m", Usage(1, 1), 1.5)], now=late)

@@ -1,0 +1,202 @@
+"""The shared engine: PostgreSQL through a psycopg connection pool.
+
+One writer at a time, as on SQLite: every write transaction first takes one
+transaction-level advisory lock, so each store's read-then-write stays as correct
+across processes (replicas, workers) as it is across threads on one SQLite file,
+with no store written twice. Reads take no lock (each statement sees what was
+committed before it, as in SQLite's WAL). Decided: correctness the same on both
+engines first; finer locks where a measurement shows the one lock is the bottleneck.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg_pool import ConnectionPool
+
+from layers.errors import ConfigurationError
+from layers.storage.connection import Parameters
+from layers.storage.database import Database
+from layers.storage.migrations import Schema
+
+log = logging.getLogger(__name__)
+
+# pg_advisory_xact_lock's key for "the one writer" (any constant; "thoth" in ASCII).
+WRITE_LOCK = 0x74686F7468
+POOL_MIN = 1
+POOL_MAX = 10
+CONNECT_TIMEOUT_S = 10.0
+
+
+class PostgresConnection:
+    """A psycopg connection that reads the stores' ``?`` / ``:name`` placeholders."""
+
+    def __init__(self, connection: psycopg.Connection[Any]) -> None:
+        self._connection = connection
+
+    def execute(self, sql: str, parameters: Parameters = (), /) -> psycopg.Cursor[Any]:
+        if not parameters:
+            # No parameters: psycopg sends the text as it is (a % stays a %).
+            return self._connection.execute(sql)
+        return self._connection.execute(format_style(sql), parameters)
+
+    def executemany(
+        self, sql: str, seq_of_parameters: Iterable[Parameters], /
+    ) -> psycopg.Cursor[Any]:
+        cursor = self._connection.cursor()
+        cursor.executemany(format_style(sql), seq_of_parameters)
+        return cursor
+
+
+@lru_cache(maxsize=1024)
+def format_style(sql: str) -> str:
+    """``?`` → ``%s``, ``:name`` → ``%(name)s``, ``%`` → ``%%``, outside quoted text
+    and identifiers (``::`` casts are left alone)."""
+    out: list[str] = []
+    quote: str | None = None
+    index = 0
+    while index < len(sql):
+        char = sql[index]
+        if quote is not None:
+            out.append("%%" if char == "%" else char)
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+            out.append(char)
+        elif char == "?":
+            out.append("%s")
+        elif char == "%":
+            out.append("%%")
+        elif char == ":" and sql[index + 1 : index + 2] == ":":
+            out.append("::")
+            index += 1
+        elif char == ":" and _starts_name(sql[index + 1 : index + 2]):
+            end = index + 1
+            while end < len(sql) and (sql[end].isalnum() or sql[end] == "_"):
+                end += 1
+            out.append(f"%({sql[index + 1 : end]})s")
+            index = end - 1
+        else:
+            out.append(char)
+        index += 1
+    return "".join(out)
+
+
+def _starts_name(char: str) -> bool:
+    return char.isalpha() or char == "_"
+
+
+class PostgresDatabase(Database):
+    dialect = "postgresql"
+
+    def __init__(self, pool: ConnectionPool[psycopg.Connection[Any]], url: str) -> None:
+        self._pool = pool
+        self._url = url
+
+    @property
+    def where(self) -> str:
+        return redacted_url(self._url)
+
+    @classmethod
+    def connect_url(cls, url: str, *, schemas: Sequence[Schema]) -> PostgresDatabase:
+        pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            url,
+            min_size=POOL_MIN,
+            max_size=POOL_MAX,
+            kwargs={"autocommit": True},
+            open=False,
+            name="thoth",
+        )
+        try:
+            pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+        except Exception as error:
+            pool.close()
+            raise ConfigurationError(
+                f"cannot connect to the database {redacted_url(url)}: {error} (check"
+                " DATABASE_URL, and that PostgreSQL is running)"
+            ) from error
+        database = cls(pool, url)
+        try:
+            database.migrate(schemas)
+        except BaseException:
+            pool.close()
+            raise
+        return database
+
+    @contextmanager
+    def write(self) -> Iterator[PostgresConnection]:
+        with self._pool.connection() as connection, connection.transaction():
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            yield PostgresConnection(connection)
+
+    @contextmanager
+    def read(self) -> Iterator[PostgresConnection]:
+        with self._pool.connection() as connection:
+            yield PostgresConnection(connection)
+
+    def applied(self) -> set[tuple[str, int]]:
+        with self.read() as conn:
+            rows = conn.execute("SELECT owner, version FROM schema_migrations").fetchall()
+        return {(str(owner), int(version)) for owner, version in rows}
+
+    def migrate(self, schemas: Sequence[Schema]) -> None:
+        """Apply, in order, each migration not yet recorded. Replicas starting at once
+        take turns (the write lock), and each checks the record under it."""
+        with self.write() as conn:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (owner TEXT NOT NULL,"
+                " version INTEGER NOT NULL, name TEXT NOT NULL,"
+                " applied_at DOUBLE PRECISION NOT NULL, PRIMARY KEY (owner, version))"
+            )
+        for schema in schemas:
+            for migration in schema.migrations:
+                if migration.postgres is None:
+                    raise ConfigurationError(
+                        f"{schema.owner} migration {migration.version} ({migration.name}) has"
+                        " no PostgreSQL text yet: leave DATABASE_URL unset to use SQLite"
+                    )
+                with self.write() as conn:
+                    recorded = conn.execute(
+                        "SELECT 1 FROM schema_migrations WHERE owner = ? AND version = ?",
+                        (schema.owner, migration.version),
+                    ).fetchone()
+                    if recorded:
+                        continue
+                    conn.execute(migration.postgres)
+                    conn.execute(
+                        "INSERT INTO schema_migrations (owner, version, name, applied_at)"
+                        " VALUES (?, ?, ?, ?)",
+                        (schema.owner, migration.version, migration.name, time.time()),
+                    )
+                log.info("applied migration %s %s %s", schema.owner, migration.version,
+                         migration.name)
+
+    def integrity_problems(self, limit: int = 5) -> list[str]:
+        # PostgreSQL checks its own pages (data checksums, WAL); a connection that
+        # answers is what this engine can promise here.
+        try:
+            with self.read() as conn:
+                conn.execute("SELECT 1").fetchone()
+        except psycopg.Error as error:
+            return [str(error)]
+        return []
+
+    def close(self) -> None:
+        self._pool.close()
+
+
+def redacted_url(url: str) -> str:
+    """The URL without its password, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+    return urlunsplit(parts._replace(netloc=netloc))
