@@ -210,7 +210,7 @@ def _identity(app: Thoth) -> list[Check]:
             Check(
                 "identity",
                 Status.FAIL,
-                f"{app.identity.name} backend unreachable: {error or type(error).__name__}",
+                f"{app.identity.name} backend unreachable: {str(error) or type(error).__name__}",
                 "check HONCHO_URL and HONCHO_API_KEY, or unset both for the local backend",
             )
         ]

@@ -71,10 +71,13 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         stop.wait()
     finally:
         log.info("shutting down: finishing turns in flight")
-        if close is not None:
-            close()
-        scheduler.shutdown(wait=False)
-        runner.shutdown(SHUTDOWN_TIMEOUT_S, last=_finish(app))
+        try:
+            if close is not None:
+                close()
+            scheduler.shutdown(wait=False)
+        finally:
+            # Whatever failed above, the turns in flight finish and the outbox drains.
+            runner.shutdown(SHUTDOWN_TIMEOUT_S, last=_finish(app))
     return 0
 
 
@@ -93,8 +96,8 @@ def _bridge_or_one_line(
                 " (xoxb-...) from your app's OAuth & Permissions page"
             ) from error
         raise BackendUnavailable(
-            f"cannot reach Slack at {where} ({error}): check the network, or SLACK_API_URL"
-            " if you set it"
+            f"cannot reach Slack at {where} ({str(error) or type(error).__name__}): check the"
+            " network, or SLACK_API_URL if you set it"
         ) from error
 
 

@@ -125,6 +125,8 @@ def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, seen: SeenDe
     app, runner, bot_user = bridge.app, bridge.runner, bridge.bot_user
 
     async def accept(body: dict[str, Any], event: dict[str, Any], *, addressed: bool) -> None:
+        """On the runner: a delivery acked is never lost to the intake loop's shutdown
+        (the runner's waits for what it holds)."""
         incoming = from_event(
             event, team=str(body.get("team_id") or ""), event_id=body.get("event_id"),
             bot_user=bot_user,
@@ -137,15 +139,16 @@ def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, seen: SeenDe
         if await asyncio.to_thread(
             seen.first_time, f"event:{incoming.event_id}", f"msg:{incoming.channel}:{incoming.ts}"
         ):
-            runner.submit(bridge.conversation.handle(incoming))
+            await runner.as_turn(bridge.conversation.handle(incoming))
 
     @app.event("app_mention")
     async def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
-        await accept(body, event, addressed=True)
+        runner.submit(accept(body, event, addressed=True), turn=False)
 
     @app.event("message")
     async def on_message(body: dict[str, Any], event: dict[str, Any]) -> None:
-        await accept(body, event, addressed=event.get("channel_type") == "im")
+        addressed = event.get("channel_type") == "im"
+        runner.submit(accept(body, event, addressed=addressed), turn=False)
 
 
 def _listen_to_reactions_and_clicks(bridge: SlackBridge) -> None:

@@ -10,7 +10,6 @@ import time
 from dataclasses import dataclass
 from typing import TypeVar
 
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.web import SLACK_FAILURES
@@ -54,9 +53,9 @@ class Directory:
             profile = data.get("profile") or {}
             name = profile.get("display_name") or profile.get("real_name") or data.get("name")
             info = UserInfo(user_id, name or None, bool(data.get("is_bot")))
-        except SlackApiError as error:
-            log.warning("users.info %s failed: %s", user_id, error.response.get("error"))
-            return UserInfo(user_id, None, False)
+        except SLACK_FAILURES as error:
+            log.warning("users.info %s failed: %r", user_id, error)
+            return UserInfo(user_id, None, False)  # not cached: asked again next time
         self._users[user_id] = (time.monotonic(), info)
         return info
 
@@ -70,8 +69,8 @@ class Directory:
             response = await self._client.conversations_info(channel=channel_id)
             data = response.get("channel") or {}
             info = ChannelInfo(channel_id, data.get("name"), _kind(data))
-        except SlackApiError as error:
-            log.warning("conversations.info %s failed: %s", channel_id, error.response.get("error"))
+        except SLACK_FAILURES as error:
+            log.warning("conversations.info %s failed: %r", channel_id, error)
             # Without Slack's answer, err on the private side: never widen who may recall.
             return ChannelInfo(channel_id, None, _kind_from_event(channel_id, event_channel_type))
         self._channels[channel_id] = (time.monotonic(), info)

@@ -100,6 +100,10 @@ class TurnRunner:
             log.error("%d turns were still running at shutdown", len(unfinished))
         return len(unfinished)
 
+    async def as_turn(self, work: Coroutine[Any, Any, T]) -> T:
+        """Await ``work`` within the turns' limit (from a task already on this runner)."""
+        return await self._limited(work)
+
     async def _limited(self, work: Coroutine[Any, Any, T]) -> T:
         if self._slots is None:
             self._slots = asyncio.Semaphore(self._max_concurrent)

@@ -84,6 +84,18 @@ def test_slack_is_asked_who_the_token_is_once_however_many_requests_come_at_once
     assert len(harness.slack.calls("auth.test")) == 1
 
 
+def test_requests_are_acked_while_the_turns_loop_is_blocked(harness: Harness) -> None:
+    """Acks (uvicorn's loop) and turns (the runner's) run on different loops: even a turn
+    that wrongly blocks its loop delays no ack."""
+
+    async def blocking_turn() -> None:
+        time.sleep(2.0)  # a forgotten to_thread: the turns' loop stands still
+
+    harness.bridge.runner.submit(blocking_turn())
+    status, body, elapsed = harness.command("/recall", "anything")
+    assert status == 200 and elapsed < 1.0 and "Searching" in body
+
+
 def test_recall_acks_while_a_slow_turn_runs(harness: Harness) -> None:
     harness.model.push(api.text("Noted.", delay_s=3.0))
     harness.mention("the staging database migrates on Tuesdays", "1700000200.000100")

@@ -5,6 +5,7 @@ anthropic SDK against the loopback Messages API."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from bridge.slack.bolt_app import SlackBridge, build_bridge
 from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
 from bridge.slack.web import build_async_web_client
+from layers.errors import ConfigurationError
 from tests.fakes import HashingEmbedder
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
@@ -108,8 +110,10 @@ def socket_harness(
 def test_the_handler_opens_its_socket_through_the_configured_web_api(
     socket_harness: SocketHarness,
 ) -> None:
-    (call,) = socket_harness.slack.calls("apps.connections.open")
-    assert call.token == APP_TOKEN
+    # Asked twice: once to check the token (a refusal is said at once), once by the
+    # handler for the URL it connects to.
+    calls = socket_harness.slack.calls("apps.connections.open")
+    assert [call.token for call in calls] == [APP_TOKEN, APP_TOKEN]
     assert socket_harness.socket.paths == [
         f"/link/?ticket={socket_harness.socket.ticket}&app_id=A1"
     ]
@@ -150,3 +154,31 @@ def test_recall_is_acked_while_a_slow_turn_runs(socket_harness: SocketHarness) -
     assert ephemeral[0]["user"] == "U1"
     assert ephemeral[0]["text"]
     assert wait_until(lambda: h.finished_reply(ts), 30) == "Noted."
+
+
+def test_a_refused_app_token_is_said_at_once(socket_harness: SocketHarness) -> None:
+    h = socket_harness
+    h.slack.app_token = APP_TOKEN  # Slack knows one app token, not the one below
+    connection = SocketModeConnection(h.bridge.app, "xapp-not-this-app")
+    started = time.monotonic()
+    with pytest.raises(ConfigurationError, match=r"refused SLACK_APP_TOKEN \(invalid_auth\)"):
+        connection.start()
+    # The SDK's own connect would log the refusal and retry it every few seconds, forever.
+    assert time.monotonic() - started < 5.0
+    assert h.socket.paths == [f"/link/?ticket={h.socket.ticket}&app_id=A1"]  # no new socket
+
+
+def test_envelopes_are_acked_while_the_turns_loop_is_blocked(
+    socket_harness: SocketHarness,
+) -> None:
+    """Acks and turns run on different loops: even a turn that wrongly blocks its loop
+    delays no ack (Slack redelivers what is not acked within 3 s)."""
+    h = socket_harness
+
+    async def blocking_turn() -> None:
+        time.sleep(2.0)  # a forgotten to_thread: the turns' loop stands still
+
+    h.bridge.runner.submit(blocking_turn())
+    envelope_id = h.command("/recall", "anything")
+    ack = h.socket.wait_for_ack(envelope_id, timeout_s=3)
+    assert ack.elapsed < ACK_BUDGET_S

@@ -89,13 +89,19 @@ async def handle(self):
 
 # The reflection child's notifier (a batch process with no loop) and the clients' builder.
 SYNC_SLACK_ALLOWED = frozenset({"notifier.py", "founders.py", "web.py"})
-SYNC_SLACK_NAMES = frozenset({"WebClient", "WebhookClient", "App", "SocketModeHandler"})
+SYNC_SLACK_NAMES = frozenset(
+    {"WebClient", "WebhookClient", "App", "SocketModeHandler", "SocketModeClient"}
+)
 
 
 def sync_slack_imports(source: str) -> list[str]:
-    """The sync Slack clients (or Bolt's sync app) a module imports."""
+    """The sync Slack clients (or Bolt's sync app) a module imports; a plain ``import`` of
+    either SDK counts too (what it is used for cannot be told)."""
     found = []
     for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names
+                      if alias.name.split(".")[0] in ("slack_sdk", "slack_bolt")]
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
             ("slack_sdk", "slack_bolt")
         ):
@@ -120,5 +126,10 @@ def test_the_import_check_finds_a_sync_client() -> None:
         "from slack_sdk import WebClient\n"
         "from slack_sdk.web.async_client import AsyncWebClient\n"
         "from slack_bolt import App\n"
+        "from slack_sdk.socket_mode import SocketModeClient\n"
+        "import slack_sdk\n"
     )
-    assert sync_slack_imports(source) == ["slack_sdk.WebClient", "slack_bolt.App"]
+    assert sync_slack_imports(source) == [
+        "slack_sdk.WebClient", "slack_bolt.App", "slack_sdk.socket_mode.SocketModeClient",
+        "slack_sdk",
+    ]
