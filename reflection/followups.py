@@ -30,8 +30,9 @@ class Followups:
         place = session.place
         with self._db.write() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO followups (session_id, team, channel, thread_ts, text,"
-                " due_at, state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)",
+                "INSERT INTO followups (session_id, team, channel, thread_ts, text,"
+                " due_at, state, created_at) VALUES (?, ?, ?, ?, ?, ?, 'pending', ?)"
+                " ON CONFLICT (session_id) DO NOTHING",
                 (session.id, place.team, place.channel, place.thread_ts, text, due_at, now),
             )
 

@@ -48,6 +48,39 @@ SCHEMA = Schema(
             );
             CREATE INDEX followups_due ON followups (state, due_at);
             """,
+            postgres="""
+            CREATE TABLE reflections (
+                session_id TEXT PRIMARY KEY,
+                state TEXT NOT NULL CHECK (state IN ('pending', 'running', 'done', 'failed')),
+                attempts INTEGER NOT NULL DEFAULT 0,
+                queued_at DOUBLE PRECISION NOT NULL,
+                started_at DOUBLE PRECISION,
+                finished_at DOUBLE PRECISION,
+                report TEXT,
+                raw_output TEXT,
+                error TEXT
+            );
+            CREATE INDEX reflections_state ON reflections (state);
+            CREATE TABLE reflection_writes (
+                session_id TEXT NOT NULL,
+                writer TEXT NOT NULL,
+                done_at DOUBLE PRECISION NOT NULL,
+                detail TEXT,
+                PRIMARY KEY (session_id, writer)
+            );
+            CREATE TABLE followups (
+                session_id TEXT PRIMARY KEY,
+                team TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                thread_ts TEXT,
+                text TEXT NOT NULL,
+                due_at DOUBLE PRECISION NOT NULL,
+                state TEXT NOT NULL CHECK (state IN ('pending', 'sent', 'cancelled')),
+                created_at DOUBLE PRECISION NOT NULL,
+                sent_at DOUBLE PRECISION
+            );
+            CREATE INDEX followups_due ON followups (state, due_at);
+            """,
         ),
     ),
 )

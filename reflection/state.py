@@ -23,6 +23,10 @@ RETRY_BASE_S = 300
 Clock = Callable[[], float]
 
 
+# 2 ** attempts, capped at 2 ** 8, in SQL both engines read (SQLite has no LEAST).
+_BACKOFF_FACTOR = "(1 << CASE WHEN attempts < 8 THEN attempts ELSE 8 END)"
+
+
 @dataclass(frozen=True)
 class ReflectionRow:
     session_id: str
@@ -42,8 +46,8 @@ class ReflectionState:
         """Mark the session for reflection; False if it already was (it is reflected once)."""
         with self._db.write() as conn:
             cursor = conn.execute(
-                "INSERT OR IGNORE INTO reflections (session_id, state, queued_at)"
-                " VALUES (?, 'pending', ?)",
+                "INSERT INTO reflections (session_id, state, queued_at)"
+                " VALUES (?, 'pending', ?) ON CONFLICT (session_id) DO NOTHING",
                 (session_id, self._clock()),
             )
         return cursor.rowcount == 1
@@ -56,7 +60,7 @@ class ReflectionState:
                 "UPDATE reflections SET state = 'running', attempts = attempts + 1,"
                 " started_at = ?, error = NULL WHERE session_id = ? AND attempts < ? AND ("
                 " state = 'pending'"
-                " OR (state = 'failed' AND finished_at < ? - ? * (1 << MIN(attempts, 8)) / 2)"
+                f" OR (state = 'failed' AND finished_at < ? - ? * {_BACKOFF_FACTOR} / 2)"
                 " OR (state = 'running' AND started_at < ?))",
                 (now, session_id, MAX_ATTEMPTS, now, RETRY_BASE_S, now - self._run_timeout_s),
             )
@@ -69,7 +73,7 @@ class ReflectionState:
             rows = conn.execute(
                 "SELECT session_id FROM reflections WHERE attempts < ? AND ("
                 " state = 'pending'"
-                " OR (state = 'failed' AND finished_at < ? - ? * (1 << MIN(attempts, 8)) / 2)"
+                f" OR (state = 'failed' AND finished_at < ? - ? * {_BACKOFF_FACTOR} / 2)"
                 " OR (state = 'running' AND started_at < ?)) ORDER BY queued_at",
                 (MAX_ATTEMPTS, now, RETRY_BASE_S, now - self._run_timeout_s),
             ).fetchall()
@@ -92,7 +96,8 @@ class ReflectionState:
         """Give the attempt back (a cost cap is no failure) and wait like a failed run."""
         with self._db.write() as conn:
             conn.execute(
-                "UPDATE reflections SET state = 'failed', attempts = MAX(attempts - 1, 0),"
+                "UPDATE reflections SET state = 'failed',"
+                " attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END,"
                 " finished_at = ?, error = ? WHERE session_id = ?",
                 (self._clock(), reason, session_id),
             )
@@ -143,7 +148,7 @@ class ReflectionState:
     def mark_written(self, session_id: str, writer: str, detail: str | None = None) -> None:
         with self._db.write() as conn:
             conn.execute(
-                "INSERT OR IGNORE INTO reflection_writes (session_id, writer, done_at, detail)"
-                " VALUES (?, ?, ?, ?)",
+                "INSERT INTO reflection_writes (session_id, writer, done_at, detail)"
+                " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, writer) DO NOTHING",
                 (session_id, writer, self._clock(), detail),
             )

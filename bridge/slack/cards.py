@@ -40,8 +40,9 @@ class CardStore:
     def record(self, draft_id: str, *, channel: str, ts: str, thread_ts: str | None) -> None:
         with self._db.write() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO slack_cards (channel, ts, draft_id, thread_ts)"
-                " VALUES (?, ?, ?, ?)",
+                "INSERT INTO slack_cards (channel, ts, draft_id, thread_ts) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (channel, ts) DO UPDATE SET draft_id = excluded.draft_id,"
+                " thread_ts = excluded.thread_ts",
                 (channel, ts, draft_id, thread_ts),
             )
 

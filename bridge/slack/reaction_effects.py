@@ -17,8 +17,9 @@ class ReactionEffects:
     def keep(self, channel: str, ts: str, reaction: str, user: str, effect: str) -> None:
         with self._db.write() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO slack_reaction_effects (channel, ts, reaction, user,"
-                " effect) VALUES (?, ?, ?, ?, ?)",
+                'INSERT INTO slack_reaction_effects (channel, ts, reaction, "user", effect)'
+                ' VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel, ts, reaction, "user")'
+                " DO UPDATE SET effect = excluded.effect",
                 (channel, ts, reaction, user, effect),
             )
 
@@ -27,12 +28,12 @@ class ReactionEffects:
         with self._db.write() as conn:
             row = conn.execute(
                 "SELECT effect FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
-                " AND reaction = ? AND user = ?",
+                ' AND reaction = ? AND "user" = ?',
                 (channel, ts, reaction, user),
             ).fetchone()
             conn.execute(
                 "DELETE FROM slack_reaction_effects WHERE channel = ? AND ts = ?"
-                " AND reaction = ? AND user = ?",
+                ' AND reaction = ? AND "user" = ?',
                 (channel, ts, reaction, user),
             )
         return None if row is None else str(row[0])

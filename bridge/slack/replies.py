@@ -26,8 +26,12 @@ class SlackReplies:
     def record(self, reply: ReplyRecord) -> None:
         with self._db.write() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO slack_replies (channel, ts, team, thread_ts, session_id,"
-                " episode_id, asker, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO slack_replies (channel, ts, team, thread_ts, session_id,"
+                " episode_id, asker, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (channel, ts) DO UPDATE SET team = excluded.team,"
+                " thread_ts = excluded.thread_ts, session_id = excluded.session_id,"
+                " episode_id = excluded.episode_id, asker = excluded.asker,"
+                " created_at = excluded.created_at",
                 (
                     reply.channel,
                     reply.ts,

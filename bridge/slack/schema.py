@@ -52,6 +52,36 @@ SCHEMA = Schema(
                 PRIMARY KEY (channel, ts, reaction, user)
             );
             """,
+            postgres="""
+            CREATE TABLE slack_seen (key TEXT PRIMARY KEY, seen_at DOUBLE PRECISION NOT NULL);
+            CREATE INDEX slack_seen_at ON slack_seen (seen_at);
+            CREATE TABLE slack_replies (
+                channel TEXT NOT NULL,
+                ts TEXT NOT NULL,
+                team TEXT NOT NULL,
+                thread_ts TEXT,
+                session_id TEXT NOT NULL,
+                episode_id TEXT,
+                asker TEXT,
+                created_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (channel, ts)
+            );
+            CREATE INDEX slack_replies_thread ON slack_replies (channel, thread_ts);
+            CREATE TABLE slack_cards (
+                channel TEXT NOT NULL,
+                ts TEXT NOT NULL,
+                draft_id TEXT NOT NULL,
+                PRIMARY KEY (channel, ts)
+            );
+            CREATE TABLE slack_reaction_effects (
+                channel TEXT NOT NULL,
+                ts TEXT NOT NULL,
+                reaction TEXT NOT NULL,
+                "user" TEXT NOT NULL,
+                effect TEXT NOT NULL,
+                PRIMARY KEY (channel, ts, reaction, "user")
+            );
+            """,
         ),
         Migration(
             2,
@@ -68,6 +98,18 @@ SCHEMA = Schema(
                 context_team TEXT,
                 context_channel TEXT,
                 updated_at REAL NOT NULL,
+                PRIMARY KEY (channel, thread_ts)
+            );
+            """,
+            postgres="""
+            ALTER TABLE slack_cards ADD COLUMN thread_ts TEXT;
+            CREATE TABLE slack_thread_contexts (
+                channel TEXT NOT NULL,
+                thread_ts TEXT NOT NULL,
+                "user" TEXT NOT NULL,
+                context_team TEXT,
+                context_channel TEXT,
+                updated_at DOUBLE PRECISION NOT NULL,
                 PRIMARY KEY (channel, thread_ts)
             );
             """,

@@ -27,7 +27,8 @@ class SeenDeliveries:
                 f"SELECT COUNT(*) FROM slack_seen WHERE key IN ({placeholders})", wanted
             ).fetchone()[0]
             conn.executemany(
-                "INSERT OR IGNORE INTO slack_seen (key, seen_at) VALUES (?, ?)",
+                "INSERT INTO slack_seen (key, seen_at) VALUES (?, ?)"
+                " ON CONFLICT (key) DO NOTHING",
                 [(key, moment) for key in wanted],
             )
         return int(seen) == 0

@@ -32,8 +32,11 @@ class ThreadContexts:
         context = thread.get("context") or {}
         with self._db.write() as conn:
             conn.execute(
-                "INSERT OR REPLACE INTO slack_thread_contexts (channel, thread_ts, user,"
-                " context_team, context_channel, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                'INSERT INTO slack_thread_contexts (channel, thread_ts, "user", context_team,'
+                " context_channel, updated_at) VALUES (?, ?, ?, ?, ?, ?)"
+                ' ON CONFLICT (channel, thread_ts) DO UPDATE SET "user" = excluded."user",'
+                " context_team = excluded.context_team,"
+                " context_channel = excluded.context_channel, updated_at = excluded.updated_at",
                 (
                     str(thread.get("channel_id") or ""),
                     str(thread.get("thread_ts") or ""),
@@ -47,7 +50,7 @@ class ThreadContexts:
     def find(self, channel: str, thread_ts: str) -> ThreadContext | None:
         with self._db.read() as conn:
             row = conn.execute(
-                "SELECT user, context_team, context_channel FROM slack_thread_contexts"
+                'SELECT "user", context_team, context_channel FROM slack_thread_contexts'
                 " WHERE channel = ? AND thread_ts = ?",
                 (channel, thread_ts),
             ).fetchone()

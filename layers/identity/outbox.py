@@ -39,7 +39,7 @@ class IngestOutbox:
         """Every waiting turn, oldest first."""
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT id, team, user, user_name, session_id, user_text, reply_text, said_at"
+                'SELECT id, team, "user", user_name, session_id, user_text, reply_text, said_at'
                 " FROM identity_outbox ORDER BY id"
             ).fetchall()
         return [

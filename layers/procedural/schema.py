@@ -34,6 +34,27 @@ SCHEMA = Schema(
             );
             CREATE INDEX skill_drafts_state ON skill_drafts (state, proposed_at);
             """,
+            postgres="""
+            CREATE TABLE skill_drafts (
+                id TEXT PRIMARY KEY,
+                slug TEXT NOT NULL,
+                version TEXT NOT NULL,
+                base_version TEXT,
+                title TEXT NOT NULL,
+                description TEXT NOT NULL,
+                body TEXT NOT NULL,
+                tags TEXT NOT NULL DEFAULT '[]',
+                state TEXT NOT NULL DEFAULT 'pending'
+                    CHECK (state IN ('pending', 'accepted', 'rejected', 'expired')),
+                proposed_by TEXT,
+                proposed_at DOUBLE PRECISION NOT NULL,
+                session_id TEXT,
+                decided_by TEXT,
+                decided_at DOUBLE PRECISION,
+                commit_sha TEXT
+            );
+            CREATE INDEX skill_drafts_state ON skill_drafts (state, proposed_at);
+            """,
         ),
     ),
 )

@@ -1,9 +1,10 @@
-"""The local identity backend on the real SQLite file and the real MiniLM model."""
+"""The local identity backend on each engine (a real SQLite file, a real PostgreSQL) and
+the real MiniLM model."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -12,9 +13,11 @@ from layers.episodic.episode import Viewer
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.protocol import Fact, Person, TurnMessages
+from layers.identity.schema import SCHEMA as IDENTITY
 from layers.identity.user_models import UserModels
-from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
+from layers.storage.migrations import Schema
+from layers.working.schema import SCHEMA as WORKING
 
 DANA = Person("T1", "U1", "Dana")
 # A DM with Dana: facts of sessions the store does not know count as said there.
@@ -22,8 +25,14 @@ DANA_DM = Viewer("T1", "D1", "im", "U1")
 pytestmark = pytest.mark.model
 
 
-def _identity(tmp_path: Path, minilm: MiniLMEmbedder, now: list[float]) -> LocalIdentity:
-    db = Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS)
+OpenDatabase = Callable[[Sequence[Schema]], Database]
+
+
+def _identity(
+    open_database: OpenDatabase, minilm: MiniLMEmbedder, now: list[float]
+) -> LocalIdentity:
+    # The local backend's tables and the sessions its visibility joins, on each engine.
+    db = open_database([WORKING, IDENTITY])
     return LocalIdentity(db, minilm, clock=lambda: now[0])
 
 
@@ -36,10 +45,10 @@ async def _facts(identity: LocalIdentity) -> list[str]:
 
 
 def test_a_newer_statement_supersedes_the_older_one(
-    tmp_path: Path, minilm: MiniLMEmbedder
+    open_database: OpenDatabase, minilm: MiniLMEmbedder
 ) -> None:
     now = [1_790_000_000.0]
-    identity = _identity(tmp_path, minilm, now)
+    identity = _identity(open_database, minilm, now)
 
     async def run() -> list[str]:
         await identity.ingest(_said("I prefer bullet points. My timezone is CET."))
@@ -54,16 +63,18 @@ def test_a_newer_statement_supersedes_the_older_one(
 
 
 def test_the_agents_words_never_become_facts_about_the_user(
-    tmp_path: Path, minilm: MiniLMEmbedder
+    open_database: OpenDatabase, minilm: MiniLMEmbedder
 ) -> None:
-    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+    identity = _identity(open_database, minilm, [1_790_000_000.0])
     reply = "I see you prefer long answers, and your timezone is UTC. I'm a big fan of tea."
     asyncio.run(identity.ingest(_said("Can you help me plan the release?", reply)))
     assert asyncio.run(_facts(identity)) == []
 
 
-def test_repeats_and_paraphrases_are_stored_once(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
-    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+def test_repeats_and_paraphrases_are_stored_once(
+    open_database: OpenDatabase, minilm: MiniLMEmbedder
+) -> None:
+    identity = _identity(open_database, minilm, [1_790_000_000.0])
 
     async def run() -> list[str]:
         await identity.ingest(_said("I prefer short answers."))
@@ -78,9 +89,9 @@ def test_repeats_and_paraphrases_are_stored_once(tmp_path: Path, minilm: MiniLME
 
 
 def test_the_user_model_is_the_few_most_relevant_observations(
-    tmp_path: Path, minilm: MiniLMEmbedder
+    open_database: OpenDatabase, minilm: MiniLMEmbedder
 ) -> None:
-    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+    identity = _identity(open_database, minilm, [1_790_000_000.0])
     statements = [
         "My timezone is CET.", "I prefer short answers.", "I work on the billing service.",
         "I love hiking.", "I can't attend meetings on Fridays.", "My dog is called Rex.",
@@ -103,8 +114,8 @@ def test_the_user_model_is_the_few_most_relevant_observations(
     assert all(line.startswith("- Dana ") for line in lines)
 
 
-def test_forget_one_fact_or_everything(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
-    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+def test_forget_one_fact_or_everything(open_database: OpenDatabase, minilm: MiniLMEmbedder) -> None:
+    identity = _identity(open_database, minilm, [1_790_000_000.0])
 
     async def run() -> tuple[list[Fact], int, list[str], int, list[str]]:
         await identity.ingest(_said("I prefer tea. My timezone is CET."))
@@ -119,8 +130,10 @@ def test_forget_one_fact_or_everything(tmp_path: Path, minilm: MiniLMEmbedder) -
     assert rest == 1 and after_all == []
 
 
-def test_secrets_never_become_observations(tmp_path: Path, minilm: MiniLMEmbedder) -> None:
-    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+def test_secrets_never_become_observations(
+    open_database: OpenDatabase, minilm: MiniLMEmbedder
+) -> None:
+    identity = _identity(open_database, minilm, [1_790_000_000.0])
     token = "xoxp-123456789012-123456789012-123456789012-abcdefabcdefabcdefabcdefabcdef12"
     asyncio.run(identity.ingest(_said(f"My slack token is {token}. My password is hunter2.")))
     asyncio.run(identity.ingest(_said(f"I prefer pasting {token} into every reply")))
@@ -132,9 +145,9 @@ def test_secrets_never_become_observations(tmp_path: Path, minilm: MiniLMEmbedde
 
 
 def test_a_negation_or_another_day_is_not_a_duplicate(
-    tmp_path: Path, minilm: MiniLMEmbedder
+    open_database: OpenDatabase, minilm: MiniLMEmbedder
 ) -> None:
-    identity = _identity(tmp_path, minilm, [1_790_000_000.0])
+    identity = _identity(open_database, minilm, [1_790_000_000.0])
 
     async def run() -> list[str]:
         await identity.observe(DANA, ["Dana is vegetarian"], session_id=None, source="x")

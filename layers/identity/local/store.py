@@ -15,6 +15,7 @@ import numpy.typing as npt
 from layers.episodic.episode import Viewer
 from layers.identity.protocol import Person
 from layers.identity.scope import session_predicate, unplaced_visible
+from layers.storage.connection import Connection
 from layers.storage.database import Database
 
 VECTOR_DTYPE = np.dtype("<f2")
@@ -72,8 +73,8 @@ class ObservationStore:
                     return None
             new_id = uuid.uuid4().hex
             conn.execute(
-                "INSERT INTO identity_observations (id, team, user, text, norm_hash, slot, vector,"
-                " source, session_id, created_at, last_seen_at)"
+                'INSERT INTO identity_observations (id, team, "user", text, norm_hash, slot,'
+                " vector, source, session_id, created_at, last_seen_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     new_id,
@@ -92,7 +93,7 @@ class ObservationStore:
             if slot is not None:
                 conn.execute(
                     "UPDATE identity_observations SET superseded_by = ?, superseded_at = ?"
-                    " WHERE team = ? AND user = ? AND slot = ? AND id != ?"
+                    ' WHERE team = ? AND "user" = ? AND slot = ? AND id != ?'
                     " AND superseded_by IS NULL",
                     (new_id, now, person.team, person.user, slot, new_id),
                 )
@@ -108,7 +109,7 @@ class ObservationStore:
             rows = conn.execute(
                 f"SELECT {_OBSERVATION_COLUMNS} FROM identity_observations o"
                 " LEFT JOIN sessions s ON s.id = o.session_id"
-                " WHERE o.team = :team AND o.user = :user AND o.superseded_by IS NULL"
+                ' WHERE o.team = :team AND o."user" = :user AND o.superseded_by IS NULL'
                 f" AND ((s.id IS NOT NULL AND {predicate}) OR (s.id IS NULL AND :unplaced))"
                 " ORDER BY o.created_at",
                 {**params, "team": person.team, "user": person.user, "unplaced": unplaced},
@@ -120,7 +121,7 @@ class ObservationStore:
         with self._db.read() as conn:
             rows = conn.execute(
                 "SELECT id, text, superseded_by FROM identity_observations"
-                " WHERE team = ? AND user = ? ORDER BY created_at",
+                ' WHERE team = ? AND "user" = ? ORDER BY created_at',
                 (person.team, person.user),
             ).fetchall()
         return [(str(a), str(b), c) for a, b, c in rows]
@@ -130,22 +131,23 @@ class ObservationStore:
         with self._db.write() as conn:
             if observation_id is None:
                 cursor = conn.execute(
-                    "DELETE FROM identity_observations WHERE team = ? AND user = ?",
+                    'DELETE FROM identity_observations WHERE team = ? AND "user" = ?',
                     (person.team, person.user),
                 )
             else:
                 cursor = conn.execute(
-                    "DELETE FROM identity_observations WHERE team = ? AND user = ?"
+                    'DELETE FROM identity_observations WHERE team = ? AND "user" = ?'
                     " AND (id = ? OR superseded_by = ?)",
                     (person.team, person.user, observation_id, observation_id),
                 )
         return cursor.rowcount
 
     @staticmethod
-    def _current(conn: object, person: Person) -> list[Observation]:
-        rows = conn.execute(  # type: ignore[attr-defined]
+    def _current(conn: Connection, person: Person) -> list[Observation]:
+        rows = conn.execute(
             f"SELECT {_OBSERVATION_COLUMNS} FROM identity_observations o"
-            " WHERE o.team = ? AND o.user = ? AND o.superseded_by IS NULL ORDER BY o.created_at",
+            ' WHERE o.team = ? AND o."user" = ? AND o.superseded_by IS NULL'
+            " ORDER BY o.created_at",
             (person.team, person.user),
         ).fetchall()
         return [_observation(row) for row in rows]

@@ -1,0 +1,135 @@
+"""Each small store does the same on both engines (a real SQLite file, a real PostgreSQL):
+what it keeps once, what it replaces, what it finds, what it sweeps."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from bridge.schemas import ALL_SCHEMAS
+from bridge.slack.cards import CardStore
+from bridge.slack.reaction_effects import ReactionEffects
+from bridge.slack.replies import ReplyRecord, SlackReplies
+from bridge.slack.seen import TTL_S, SeenDeliveries
+from bridge.slack.thread_contexts import ThreadContexts
+from layers.identity.outbox import IngestOutbox
+from layers.identity.protocol import Person, TurnMessages
+from layers.storage.database import Database
+from layers.storage.migrations import Schema
+from layers.working.sessions import Place, SessionStore
+from layers.working.transcript import TranscriptStore, TranscriptTurn
+from reflection.followups import Followups
+from reflection.state import MAX_ATTEMPTS, ReflectionState
+
+OpenDatabase = Callable[[Sequence[Schema]], Database]
+# Every owner but the episodic layer, whose search differs by engine (its own tests).
+SCHEMAS = [schema for schema in ALL_SCHEMAS if schema.owner != "episodic"]
+
+
+def test_a_delivery_is_taken_once_and_swept_after_a_day(open_database: OpenDatabase) -> None:
+    seen = SeenDeliveries(open_database(SCHEMAS))
+    assert seen.first_time("event:Ev1", "msg:C1:1.1", now=1000.0)
+    assert not seen.first_time("event:Ev1", now=1001.0)  # Slack's retry
+    assert not seen.first_time("event:Ev2", "msg:C1:1.1", now=1002.0)  # the message event
+    assert seen.first_time("event:Ev3", "", now=1003.0)  # an empty key is no key
+    assert seen.sweep(now=1000.5 + TTL_S) == 2  # Ev1 and the message (Ev2's row is newer)
+    assert seen.first_time("msg:C1:1.1", now=1004.0 + TTL_S)
+
+
+def test_replies_cards_and_contexts_are_replaced_not_doubled(open_database: OpenDatabase) -> None:
+    db = open_database(SCHEMAS)
+    replies = SlackReplies(db)
+    replies.record(ReplyRecord("C1", "2.1", "T1", "2.0", "s1", None, "U1"))
+    replies.record(ReplyRecord("C1", "2.1", "T1", "2.0", "s1", "ep-9", "U1"))
+    replies.set_episode("C1", "2.1", "ep-1")
+    assert replies.find("C1", "2.1") == ReplyRecord("C1", "2.1", "T1", "2.0", "s1", "ep-1", "U1")
+    assert replies.in_thread("C1", "2.0") and not replies.in_thread("C1", "3.0")
+
+    cards = CardStore(db)
+    cards.record("d1", channel="C1", ts="4.1", thread_ts=None)
+    cards.record("d2", channel="C1", ts="4.1", thread_ts="4.0")
+    card = cards.find("C1", "4.1")
+    assert card is not None and (card.draft_id, card.thread_ts) == ("d2", "4.0")
+
+    contexts = ThreadContexts(db)
+    for looking_at in ("C7", "C8"):
+        context = {"team_id": "T1", "channel_id": looking_at}
+        contexts.keep({"assistant_thread": {"channel_id": "D1", "thread_ts": "5.0",
+                                            "user_id": "U1", "context": context}})
+    kept = contexts.find("D1", "5.0")
+    assert kept is not None and (kept.user, kept.channel) == ("U1", "C8")
+
+
+def test_reaction_effects_are_kept_per_person_and_undone_exactly(
+    open_database: OpenDatabase,
+) -> None:
+    effects = ReactionEffects(open_database(SCHEMAS))
+    effects.keep("C1", "6.1", "brain", "U1", "- a note")
+    effects.keep("C1", "6.1", "brain", "U1", "- the note")  # the same reaction again
+    effects.keep("C1", "6.1", "x", "U2", "x")
+    effects.keep("C1", "6.1", "feedback_button", "U3", "white_check_mark")
+    assert effects.standing("C1", "6.1", ("white_check_mark", "x"), clicks="feedback_button") == {
+        "x", "white_check_mark"}
+    assert effects.any_with("brain", "- the note") and not effects.any_with("brain", "- a note")
+    assert effects.pop("C1", "6.1", "brain", "U1") == "- the note"
+    assert effects.pop("C1", "6.1", "brain", "U1") is None
+
+
+def test_follow_ups_are_planned_once_posted_once_and_cancelled_by_thread(
+    open_database: OpenDatabase,
+) -> None:
+    db = open_database(SCHEMAS)
+    sessions, followups = SessionStore(db), Followups(db)
+    session = sessions.open("slack:T1:C1:7.0", Place("T1", "C1", "public", "7.0"), now=100.0)
+    TranscriptStore(db).append(session.id, TranscriptTurn("check on the deploy", "ok", user="U1"))
+    followups.schedule(session, "Did the deploy go out?", due_at=200.0, now=100.0)
+    followups.schedule(session, "Another text", due_at=150.0, now=101.0)  # changes nothing
+    assert followups.due(199.0) == []
+    (due,) = followups.due(200.0)
+    assert (due.session_id, due.text) == (session.id, "Did the deploy go out?")
+    (mine,) = followups.open_for(team="T1", user="U1", dm_channel="D1", shared_channel=None,
+                                 limit=2)
+    assert mine.session_id == session.id
+    assert followups.open_for(team="T1", user="U2", dm_channel="D2", shared_channel=None,
+                              limit=2) == []  # U2 never spoke there
+    followups.mark_sent(session.id, 201.0)
+    assert followups.due(300.0) == [] and followups.cancel(channel="C1", thread_ts="7.0") == 0
+
+
+def test_a_reflection_is_queued_once_claimed_once_and_retried_with_backoff(
+    open_database: OpenDatabase,
+) -> None:
+    now = [1000.0]
+    state = ReflectionState(open_database(SCHEMAS), run_timeout_s=600, clock=lambda: now[0])
+    assert state.queue("s1") and not state.queue("s1")
+    claimed = state.claim("s1")
+    assert claimed is not None and claimed.attempts == 1
+    assert state.claim("s1") is None  # running, and not yet dead
+    state.finish("s1", error="the model timed out")
+    assert state.due() == []  # failed just now: it waits before the next attempt
+    now[0] += 3600
+    assert state.due() == ["s1"]
+    state.postpone("s1", reason="daily cost cap")  # a cap is no failure: attempt given back
+    row = state.get("s1")
+    assert row is not None and row.attempts == 0 and row.state == "failed"
+    state.mark_written("s1", "memory_notes", "2 notes")
+    state.mark_written("s1", "memory_notes", "again")  # recorded once
+    assert state.written("s1") == {"memory_notes"}
+    for _ in range(MAX_ATTEMPTS):
+        now[0] += 10**6
+        assert state.claim("s1") is not None
+        state.finish("s1", error="still failing")
+    assert state.gave_up() == ["s1"] and state.counts() == {"failed": 1}
+
+
+def test_the_identity_outbox_numbers_and_keeps_turns_in_order(
+    open_database: OpenDatabase,
+) -> None:
+    outbox = IngestOutbox(open_database(SCHEMAS))
+    dana = Person("T1", "U1", "dana")
+    first = outbox.add(TurnMessages(dana, "s1", "I prefer short answers", "Noted.", 1.0))
+    second = outbox.add(TurnMessages(dana, "s1", "I work on payments", "Noted.", 2.0))
+    assert second > first
+    assert [turn.user_text for _, turn in outbox.pending()] == [
+        "I prefer short answers", "I work on payments"]
+    outbox.remove(first)
+    assert outbox.count() == 1 and outbox.pending()[0][1].person == dana
