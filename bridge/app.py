@@ -127,7 +127,11 @@ def build(
     The embedding model loads lazily, on the first text to embed, so commands
     that never embed (``init``, ``export``) start fast.
     """
-    db = Database.open(settings.db_path, schemas=ALL_SCHEMAS)
+    db = (
+        Database.connect(settings.database_url.get_secret_value(), schemas=ALL_SCHEMAS)
+        if settings.database_url is not None
+        else Database.open(settings.db_path, schemas=ALL_SCHEMAS)
+    )
     chosen_embedder = embedder or MiniLMEmbedder()
     episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days))
     sessions = SessionStore(db)

@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     )
 
     thoth_home: Path = Field(default=Path("~/.thoth"))
+    # Unset: the SQLite file under THOTH_HOME. postgresql://…: every store on that
+    # PostgreSQL (a secret: it may hold the password).
+    database_url: SecretStr | None = None
 
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None
@@ -105,6 +108,15 @@ class Settings(BaseSettings):
         parts = urllib.parse.urlsplit(value)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"{value!r} is not an http:// or https:// address")
+        return value
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _is_a_postgresql_url(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and urllib.parse.urlsplit(value.get_secret_value()).scheme not in (
+            "postgresql", "postgres"
+        ):
+            raise ValueError("is not a postgresql:// URL (leave it unset for SQLite)")
         return value
 
     @field_validator("model_prices", mode="after")

@@ -19,6 +19,6 @@ def run_init(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     if app.brain_problem:
         raise ConfigurationError(app.brain_problem)
     print(f"Thoth home ready at {app.settings.thoth_home}", file=out)
-    print(f"database: {app.settings.db_path} ({app.episodic.store.count()} episodes)", file=out)
+    print(f"database: {app.db.where} ({app.episodic.store.count()} episodes)", file=out)
     print(f"brain: {app.brain.path} ({len(app.skills.skills())} skills)", file=out)
     return 0

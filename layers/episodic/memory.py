@@ -1,8 +1,11 @@
 """The episodic layer's one entry point: remember, recall, forget, purge.
 
 Everything persisted passes ``redact()`` first. Recall searches every episode
-the viewer may see, lexically (FTS5 BM25) and by meaning (MiniLM cosine), and
-fuses the two (see ``ranking.py``).
+the viewer may see, lexically and by meaning (MiniLM cosine), and fuses the two
+(see ``ranking.py``). The two searches are the engine's: on SQLite, FTS5 BM25 and
+the in-memory vector index (``vector_index.py``); on PostgreSQL, full-text inside
+the database (``pg_search.py``) and the same in-memory index. Fusion and ranking
+are one code.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from layers.episodic.chunking import chunk_text, episode_text
 from layers.episodic.embedder import Embedder
 from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit, Viewer
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
+from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.episodic.ranking import Priors, apply_priors, fuse, with_thread_context
 from layers.episodic.store import EpisodeStore, StoredChunks
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
@@ -64,6 +68,8 @@ class EpisodicMemory:
         self._vectors_loaded = 0
         self._data_version = -1
         self._index_lock = threading.Lock()
+        # On PostgreSQL the search by words runs in the database.
+        self._in_database = PostgresEpisodeSearch(db) if db.dialect == "postgresql" else None
 
     @property
     def store(self) -> EpisodeStore:
@@ -122,13 +128,7 @@ class EpisodicMemory:
 
     def search(self, query: RecallQuery, vector: npt.NDArray[np.float32], *, k: int) -> list[Hit]:
         """Recall with the query already embedded (what the latency benchmark times)."""
-        index = self._loaded_index()
-        semantic = index.search(vector, query.viewer, CANDIDATES_PER_SEARCH)
-        words = content_words(query.text)[:MAX_QUERY_TERMS]
-        match = match_expression(affordable_terms(self._store.document_counts(words)))
-        lexical = (
-            self._store.lexical_search(match, query.viewer, CANDIDATES_PER_SEARCH) if match else []
-        )
+        lexical, semantic = self._searched(query, vector)
         fused = fuse(lexical, semantic)
         strongest = sorted(fused, key=fused.__getitem__, reverse=True)[: max(k, CONTEXT_SOURCES)]
         scores = with_thread_context(
@@ -151,6 +151,21 @@ class EpisodicMemory:
         ]
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:k]
+
+    def _searched(
+        self, query: RecallQuery, vector: npt.NDArray[np.float32]
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """(lexical, semantic) candidates, (rowid, score) best first, from either engine."""
+        words = content_words(query.text)[:MAX_QUERY_TERMS]
+        viewer, wanted = query.viewer, CANDIDATES_PER_SEARCH
+        semantic = self._loaded_index().search(vector, viewer, wanted)
+        if self._in_database is not None:
+            counts = self._in_database.document_counts(words)
+            chosen = {word: counts[word] for word in affordable_terms(counts)}
+            return self._in_database.lexical_search(chosen, viewer, wanted), semantic
+        match = match_expression(affordable_terms(self._store.document_counts(words)))
+        lexical = self._store.lexical_search(match, viewer, wanted) if match else []
+        return lexical, semantic
 
     def forget(self, episode_id: str) -> bool:
         """Delete an episode: its text, FTS row and vectors. False if there was none."""

@@ -6,7 +6,6 @@ The store takes its ``Database``; it does no redaction, embedding or ranking
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ LEXICAL_POOL = 4
 COUNT_CACHE_SECONDS = 300.0
 
 EPISODE_COLUMNS = (
-    "id, user_text, summary, created_at, team, channel, channel_type, thread_ts, user,"
+    'id, user_text, summary, created_at, team, channel, channel_type, thread_ts, "user",'
     " user_name, session_id, cost_usd, feedback, reply_model"
 )
 
@@ -84,15 +83,13 @@ class EpisodeStore:
                     self._embedding_model,
                 ),
             )
-        except sqlite3.IntegrityError as error:
+        except self._db.duplicate_key_errors as error:
             raise BadInput(f"episode id {ep.id!r} already exists") from error
         rowid = int(cursor.fetchone()[0])
         conn.executemany(
             "INSERT INTO episode_vectors (episode_rowid, chunk, vector) VALUES (?, ?, ?)",
-            [
-                (rowid, index, vector.astype(VECTOR_DTYPE).tobytes())
-                for index, vector in enumerate(item.vectors)
-            ],
+            [(rowid, index, vector.astype(VECTOR_DTYPE).tobytes())
+             for index, vector in enumerate(item.vectors)],
         )
         return rowid
 
@@ -210,7 +207,7 @@ class EpisodeStore:
             with self._db.read() as conn:
                 rows = conn.execute(
                     "SELECT v.rowid, v.episode_rowid, v.vector, e.team, e.channel,"
-                    " e.channel_type, e.user"
+                    ' e.channel_type, e."user"'
                     " FROM episode_vectors v JOIN episodes e ON e.rowid = v.episode_rowid"
                     " WHERE v.rowid > ? ORDER BY v.rowid LIMIT ?",
                     (last, batch_size),
@@ -229,7 +226,14 @@ class EpisodeStore:
     def data_version(self) -> int:
         """Changes whenever another connection (another process) commits a write."""
         with self._db.read() as conn:
-            return int(conn.execute("PRAGMA data_version").fetchone()[0])
+            if self._db.dialect == "sqlite":
+                return int(conn.execute("PRAGMA data_version").fetchone()[0])
+            # PostgreSQL has no such counter: the vectors' count and newest row change
+            # with every insert and delete another replica commits.
+            count, newest = conn.execute(
+                "SELECT count(*), coalesce(max(rowid), 0) FROM episode_vectors"
+            ).fetchone()
+            return hash((int(count), int(newest)))
 
     def document_counts(self, words: Sequence[str]) -> dict[str, int]:
         """About how many episodes each word (stemmed as the index stems it) occurs in.
@@ -260,7 +264,8 @@ class EpisodeStore:
         predicate, params = sql_predicate(viewer, alias="n")
         wanted = {f"r{index}": rowid for index, rowid in enumerate(rowids)}
         same_thread = (
-            "n.team = e.team AND n.channel = e.channel AND n.thread_ts IS e.thread_ts"
+            "n.team = e.team AND n.channel = e.channel"
+            " AND n.thread_ts IS NOT DISTINCT FROM e.thread_ts"
             f" AND {predicate}"
         )
         sql = (
@@ -282,7 +287,8 @@ class EpisodeStore:
         predicate, params = sql_predicate(viewer)
         with self._db.read() as conn:
             rows = conn.execute(
-                f"SELECT {_prefixed('e.')} FROM episodes e WHERE e.user = :asker AND {predicate}"
+                f"SELECT {_prefixed('e.')} FROM episodes e"
+                f' WHERE e."user" = :asker AND {predicate}'
                 " ORDER BY e.created_at DESC LIMIT :limit",
                 {**params, "asker": user, "limit": limit},
             ).fetchall()

@@ -28,7 +28,7 @@ def sql_predicate(viewer: Viewer, alias: str = "e") -> tuple[str, dict[str, str 
         f"{alias}.team = :v_team AND ("
         f"{alias}.channel_type = 'public'"
         f" OR ({alias}.channel_type IN ('private', 'mpim') AND {alias}.channel = :v_channel)"
-        f" OR ({alias}.channel_type = 'im' AND :v_type = 'im' AND {alias}.user = :v_user))"
+        f" OR ({alias}.channel_type = 'im' AND :v_type = 'im' AND {alias}.\"user\" = :v_user))"
     )
     params: dict[str, str | None] = {
         "v_team": viewer.team,

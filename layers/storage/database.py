@@ -38,6 +38,8 @@ class DatabaseDamaged(ConfigurationError):
 
 class Database(ABC):
     dialect: Dialect
+    # What a write raises when a unique key is taken (the driver's own error).
+    duplicate_key_errors: tuple[type[Exception], ...]
 
     @staticmethod
     def open(path: Path, *, schemas: Sequence[Schema]) -> Database:

@@ -96,6 +96,7 @@ def _starts_name(char: str) -> bool:
 
 class PostgresDatabase(Database):
     dialect = "postgresql"
+    duplicate_key_errors = (psycopg.errors.UniqueViolation,)
 
     def __init__(self, pool: ConnectionPool[psycopg.Connection[Any]], url: str) -> None:
         self._pool = pool

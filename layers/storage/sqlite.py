@@ -28,6 +28,7 @@ class SqliteDatabase(Database):
     """A connection to the SQLite file; ``write()`` serialises writers."""
 
     dialect = "sqlite"
+    duplicate_key_errors = (sqlite3.IntegrityError,)
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self.connection = connection

@@ -14,12 +14,14 @@ import threading
 import time
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from bridge import messages
 from bridge.cli.main import main
 from bridge.settings import Settings
 from layers.episodic.embedder import MiniLMEmbedder
+from tests.postgres import PostgresForTests
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.waiting import wait_until
@@ -254,3 +256,36 @@ def test_chat_exits_at_once_when_honcho_hangs_and_keeps_what_was_not_sent(
     assert "sent when Thoth next starts" in lines[-1]
     with sqlite3.connect(home / "thoth.db") as conn:
         assert conn.execute("SELECT count(*) FROM identity_outbox").fetchone()[0] == 1
+
+
+def test_with_database_url_every_command_keeps_its_memory_in_postgresql(
+    tmp_path: Path, postgres: PostgresForTests
+) -> None:
+    home, url = tmp_path / "home", postgres.fresh_database()
+
+    def thoth(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "bridge", *args], cwd=home.parent,
+            env={**_env(home, None), "DATABASE_URL": url}, input=stdin,
+            capture_output=True, text=True, timeout=180,
+        )
+
+    told = thoth("chat", stdin="our staging database lives on pelican-db-7\n")
+    assert told.returncode == 0, told.stderr
+    found = thoth("recall", "where is the staging database")
+    assert found.returncode == 0 and "pelican-db-7" in found.stdout, found.stdout + found.stderr
+    assert not (home / "thoth.db").exists()  # nothing went to a SQLite file
+    with psycopg.connect(url) as conn:
+        (episodes,) = conn.execute("SELECT count(*) FROM episodes").fetchone()
+        (turns,) = conn.execute("SELECT count(*) FROM transcript_turns").fetchone()
+    assert (episodes, turns) == (1, 1)
+    doctor = thoth("doctor")
+    assert "postgresql://" in doctor.stdout and "1 episodes" in doctor.stdout, doctor.stdout
+
+    bad = subprocess.run(
+        [sys.executable, "-m", "bridge", "recall", "x"], cwd=home.parent,
+        env={**_env(home, None), "DATABASE_URL": "mysql://db/thoth"},
+        capture_output=True, text=True, timeout=180,
+    )
+    assert bad.returncode == 1 and "DATABASE_URL" in bad.stderr and "postgresql://" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1

@@ -1,7 +1,9 @@
-"""Episodic memory on a real SQLite file with the real MiniLM model."""
+"""Episodic memory on each engine (a real SQLite file, a real PostgreSQL with pgvector)
+with the real MiniLM model."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -14,14 +16,18 @@ from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
 from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
+from layers.storage.migrations import Schema
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC).timestamp()
 DAY = 86_400.0
 
 
+OpenDatabase = Callable[[Sequence[Schema]], Database]
+
+
 @pytest.fixture
-def db(tmp_path: Path) -> Database:
-    return Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS)
+def db(open_database: OpenDatabase) -> Database:
+    return open_database(LAYER_SCHEMAS)
 
 
 @pytest.fixture
@@ -82,8 +88,12 @@ def test_secrets_are_redacted_before_storage(memory: EpisodicMemory, db: Databas
     memory.remember([_episode("secret", f"the bot token is {token} please keep it")])
     stored = memory.store.get("secret")
     assert stored is not None and token not in stored.user_text
-    raw = Path(db.path).read_bytes() + Path(str(db.path) + "-wal").read_bytes()
-    assert token.encode() not in raw
+    if db.dialect == "sqlite":
+        raw = Path(db.where).read_bytes() + Path(db.where + "-wal").read_bytes()
+        assert token.encode() not in raw
+    with db.read() as conn:
+        assert conn.execute("SELECT count(*) FROM episodes WHERE user_text LIKE ?",
+                            (f"%{token[5:20]}%",)).fetchone()[0] == 0
 
 
 def test_forget_removes_text_fts_row_and_vectors(memory: EpisodicMemory, db: Database) -> None:
@@ -98,12 +108,12 @@ def test_forget_removes_text_fts_row_and_vectors(memory: EpisodicMemory, db: Dat
     assert memory.forget("gone") is False
     with db.read() as conn:
         assert conn.execute("SELECT count(*) FROM episodes WHERE id = 'gone'").fetchone()[0] == 0
-        assert (
-            conn.execute(
-                "SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH 'guest'"
-            ).fetchone()[0]
-            == 0
+        words_left = (
+            "SELECT count(*) FROM episodes_fts WHERE episodes_fts MATCH 'guest'"
+            if db.dialect == "sqlite"
+            else "SELECT count(*) FROM episodes WHERE search @@ plainto_tsquery('guest')"
         )
+        assert conn.execute(words_left).fetchone()[0] == 0
         assert conn.execute("SELECT count(*) FROM episode_vectors").fetchone()[0] == 1
     hits = memory.recall("guest network wifi", Viewer(), k=5, now=NOW)
     assert [hit.episode.id for hit in hits] == ["keep"]
@@ -191,19 +201,21 @@ def test_bad_episodes_store_nothing(memory: EpisodicMemory) -> None:
     assert memory.store.count() == 1
 
 
-def test_index_is_rebuilt_from_disk_on_open(
-    db: Database, minilm: MiniLMEmbedder, tmp_path: Path
+def test_what_is_remembered_is_found_after_a_restart(
+    db: Database, minilm: MiniLMEmbedder, open_database: OpenDatabase
 ) -> None:
     first = EpisodicMemory(db, minilm)
     first.remember([_episode("persisted", "the staging cluster lives in eu-west-1")])
     query = minilm.embed(["which region hosts staging?"])[0]
-    before = first._loaded_index().search(query, Viewer(), limit=1)
+    before = first.recall("which region hosts staging?", Viewer(), k=1, now=NOW)
+    indexed_before = first._loaded_index().search(query, Viewer(), limit=1)
     db.close()
-    reopened = EpisodicMemory(Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS), minilm)
+    reopened = EpisodicMemory(open_database(LAYER_SCHEMAS), minilm)
     hits = reopened.recall("which region hosts staging?", Viewer(), k=1, now=NOW)
     assert hits[0].episode.id == "persisted"
     # The same score before and after the restart: a new vector is held as it is stored.
-    assert reopened._loaded_index().search(query, Viewer(), limit=1) == before
+    assert hits[0].score == pytest.approx(before[0].score, abs=1e-6)
+    assert reopened._loaded_index().search(query, Viewer(), limit=1) == indexed_before
 
 
 def test_thread_context_lifts_the_reply_and_never_leaks(memory: EpisodicMemory) -> None:
@@ -252,14 +264,14 @@ def test_thread_context_lifts_the_reply_and_never_leaks(memory: EpisodicMemory) 
 
 
 def test_writes_from_another_process_reach_a_running_index(
-    db: Database, memory: EpisodicMemory, minilm: MiniLMEmbedder, tmp_path: Path
+    db: Database, memory: EpisodicMemory, minilm: MiniLMEmbedder, open_database: OpenDatabase
 ) -> None:
     memory.remember([_episode("mine", "the office plants need water on Mondays")])
     assert [h.episode.id for h in memory.recall("office plants", Viewer(), k=5, now=NOW)] == [
         "mine"
     ]
     # A second connection stands in for `thoth episodes import` run beside the bridge.
-    other = EpisodicMemory(Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS), minilm)
+    other = EpisodicMemory(open_database(LAYER_SCHEMAS), minilm)
     other.remember([_episode("theirs", "the office plants were moved to the window")])
     found = {h.episode.id for h in memory.recall("office plants", Viewer(), k=5, now=NOW)}
     assert found == {"mine", "theirs"}
