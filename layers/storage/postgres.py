@@ -57,8 +57,9 @@ class PostgresConnection:
 
 @lru_cache(maxsize=1024)
 def format_style(sql: str) -> str:
-    """``?`` → ``%s``, ``:name`` → ``%(name)s``, ``%`` → ``%%``, outside quoted text
-    and identifiers (``::`` casts are left alone)."""
+    """``?`` → ``%s`` and ``:name`` → ``%(name)s`` outside quoted text and identifiers
+    (``::`` casts are left alone); ``%`` → ``%%`` everywhere, since psycopg reads it
+    inside literals too."""
     out: list[str] = []
     quote: str | None = None
     index = 0
