@@ -22,16 +22,29 @@ where a working pgvector is at hand.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 
 from layers.episodic.episode import Viewer
 from layers.episodic.visibility import sql_predicate
 from layers.storage.database import Database
 
+# The episode total only weighs words (IDF): minutes of staleness change nothing.
+TOTAL_CACHE_SECONDS = 300.0
+
 
 class PostgresEpisodeSearch:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._total: tuple[int, float] | None = None  # (count, when it was read)
+
+    def _episode_total(self) -> int:
+        now = time.monotonic()
+        if self._total is None or now - self._total[1] > TOTAL_CACHE_SECONDS:
+            with self._db.read() as conn:
+                count = int(conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
+            self._total = (count, now)
+        return self._total[0]
 
     def document_counts(self, words: Sequence[str]) -> dict[str, int]:
         """How many episodes each word (stemmed as the index stems it) occurs in."""
@@ -53,8 +66,8 @@ class PostgresEpisodeSearch:
         words = [word for word, count in document_counts.items() if count]
         if not words:
             return []
-        with self._db.read() as conn:
-            total = int(conn.execute("SELECT count(*) FROM episodes").fetchone()[0])
+        # At least each word's own count: a cached total may predate the newest episodes.
+        total = max(self._episode_total(), *document_counts.values())
         predicate, params = sql_predicate(viewer)
         terms = []
         arguments: dict[str, object] = {**params, "limit": limit}

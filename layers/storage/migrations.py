@@ -15,6 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# How either engine records a migration it ran (the same SQL on both).
+RECORD_MIGRATION = (
+    "INSERT INTO schema_migrations (owner, version, name, applied_at) VALUES (?, ?, ?, ?)"
+)
+
 
 @dataclass(frozen=True)
 class Migration:

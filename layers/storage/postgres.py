@@ -24,7 +24,7 @@ from psycopg_pool import ConnectionPool
 from layers.errors import ConfigurationError
 from layers.storage.connection import Parameters
 from layers.storage.database import Database
-from layers.storage.migrations import Schema
+from layers.storage.migrations import RECORD_MIGRATION, Schema
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +174,7 @@ class PostgresDatabase(Database):
                         continue
                     conn.execute(migration.postgres)
                     conn.execute(
-                        "INSERT INTO schema_migrations (owner, version, name, applied_at)"
-                        " VALUES (?, ?, ?, ?)",
+                        RECORD_MIGRATION,
                         (schema.owner, migration.version, migration.name, time.time()),
                     )
                 log.info("applied migration %s %s %s", schema.owner, migration.version,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from layers.errors import ConfigurationError
 from layers.storage.database import Database, DatabaseDamaged
-from layers.storage.migrations import LEGACY_VERSIONS, Schema
+from layers.storage.migrations import LEGACY_VERSIONS, RECORD_MIGRATION, Schema
 
 log = logging.getLogger(__name__)
 
@@ -136,8 +136,7 @@ class SqliteDatabase(Database):
                     for statement in _split_statements(migration.sql):
                         conn.execute(statement)
                     conn.execute(
-                        "INSERT INTO schema_migrations (owner, version, name, applied_at)"
-                        " VALUES (?, ?, ?, ?)",
+                        RECORD_MIGRATION,
                         (schema.owner, migration.version, migration.name, time.time()),
                     )
                 log.info("applied migration %s %s %s", schema.owner, migration.version,
@@ -161,8 +160,7 @@ def _adopt_legacy_record(conn: sqlite3.Connection) -> None:
     for version, applied_at in legacy:
         for owner, owned_version, name in LEGACY_VERSIONS.get(int(version), ()):
             conn.execute(
-                "INSERT INTO schema_migrations (owner, version, name, applied_at)"
-                " VALUES (?, ?, ?, ?)",
+                RECORD_MIGRATION,
                 (owner, owned_version, name, applied_at),
             )
     conn.execute("DROP TABLE schema_migrations_legacy")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
@@ -88,11 +89,18 @@ def test_requests_are_acked_while_the_turns_loop_is_blocked(harness: Harness) ->
     """Acks (uvicorn's loop) and turns (the runner's) run on different loops: even a turn
     that wrongly blocks its loop delays no ack."""
 
+    blocking, released = threading.Event(), threading.Event()
+
     async def blocking_turn() -> None:
-        time.sleep(2.0)  # a forgotten to_thread: the turns' loop stands still
+        blocking.set()
+        released.wait(10)  # a forgotten to_thread: the turns' loop stands still
 
     harness.bridge.runner.submit(blocking_turn())
-    status, body, elapsed = harness.command("/recall", "anything")
+    assert blocking.wait(5)
+    try:
+        status, body, elapsed = harness.command("/recall", "anything")
+    finally:
+        released.set()
     assert status == 200 and elapsed < 1.0 and "Searching" in body
 
 

@@ -5,6 +5,7 @@ anthropic SDK against the loopback Messages API."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -175,10 +176,17 @@ def test_envelopes_are_acked_while_the_turns_loop_is_blocked(
     delays no ack (Slack redelivers what is not acked within 3 s)."""
     h = socket_harness
 
+    blocking, released = threading.Event(), threading.Event()
+
     async def blocking_turn() -> None:
-        time.sleep(2.0)  # a forgotten to_thread: the turns' loop stands still
+        blocking.set()
+        released.wait(10)  # a forgotten to_thread: the turns' loop stands still
 
     h.bridge.runner.submit(blocking_turn())
-    envelope_id = h.command("/recall", "anything")
-    ack = h.socket.wait_for_ack(envelope_id, timeout_s=3)
+    assert blocking.wait(5)
+    try:
+        envelope_id = h.command("/recall", "anything")
+        ack = h.socket.wait_for_ack(envelope_id, timeout_s=3)
+    finally:
+        released.set()
     assert ack.elapsed < ACK_BUDGET_S
