@@ -37,6 +37,7 @@ from layers.procedural.persona import SHIPPED_PERSONA, SHIPPED_SKILLS, PersonaLo
 from layers.procedural.skill_matcher import SkillMatcher
 from layers.procedural.skills import SkillLibrary
 from layers.storage.database import Database
+from layers.storage.leases import Leases, process_name
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
 from reflection.followups import Followups
@@ -79,6 +80,8 @@ class Thoth:
     session_end: SessionEnd
     # The periodic jobs of `thoth chat` and `thoth serve`.
     housekeeping: Housekeeping
+    # Jobs one process at a time runs, among all sharing the database; names this process.
+    leases: Leases
     # The identity layer (L2): None when HONCHO_DISABLED.
     identity: IdentityBackend | None = None
     identity_ingest: IngestQueue | None = None
@@ -149,6 +152,7 @@ def build(
         settings, find_skills=lambda text: [(s.slug, s.description) for s in matcher.match(text)]
     )
     ledger = CostLedger(db)
+    leases = Leases(db, owner=process_name())
     if not isinstance(chosen_model, OfflineResponder):
         # Every call a turn or a reflection makes is capped and charged here, once.
         chosen_model = MeteredModel(
@@ -207,7 +211,9 @@ def build(
                 None if settings.reflection_disabled else settings.reflection_idle_min * 60
             ),
             retention_days=settings.episode_retention_days,
+            leases=leases,
         ),
+        leases=leases,
         brain_problem=brain_problem,
     )
 

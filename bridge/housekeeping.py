@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from bridge.session_end import SessionEnd
 from layers.episodic.memory import EpisodicMemory
 from layers.procedural.drafts import SkillDrafts
+from layers.storage.leases import Leases
 
 if TYPE_CHECKING:
     # Only a type here: every command builds the app, few run a scheduler.
@@ -25,6 +26,10 @@ log = logging.getLogger(__name__)
 OnTurnLoop = Callable[[Coroutine[Any, Any, list[str]]], list[str]]
 
 DRAFT_SWEEP_HOURS = 1
+IDLE_SWEEP = "idle-sweep"
+# Longer than a sweep takes; a replica that dies sweeping holds it this long at most
+# (a reflection is claimed on its own as well: two sweeps never run one twice).
+SWEEP_LEASE_S = 600.0
 RETENTION_SWEEP_HOURS = 24
 
 
@@ -39,6 +44,8 @@ class Housekeeping:
     reflection_idle_s: float | None
     # 0: episodes are kept forever.
     retention_days: int
+    # With replicas on one database, one of them sweeps at a time.
+    leases: Leases
 
     def schedule(self, scheduler: BaseScheduler, on_turn_loop: OnTurnLoop) -> None:
         """Expire week-old skill drafts hourly, apply episode retention daily, and every
@@ -67,7 +74,10 @@ class Housekeeping:
 
     def reflect_idle_sessions(self, on_turn_loop: OnTurnLoop) -> list[str]:
         """Sessions idle past REFLECTION_IDLE_MIN end; due reflections run (one process each)."""
-        if self.reflection_idle_s is None:
+        if self.reflection_idle_s is None or not self.leases.take(IDLE_SWEEP, SWEEP_LEASE_S):
             return []
-        ending = self.session_end.end_idle(idle_s=self.reflection_idle_s, now=time.time())
-        return on_turn_loop(ending)
+        try:
+            ending = self.session_end.end_idle(idle_s=self.reflection_idle_s, now=time.time())
+            return on_turn_loop(ending)
+        finally:
+            self.leases.give_back(IDLE_SWEEP)

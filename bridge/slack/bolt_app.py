@@ -10,6 +10,7 @@ which ``tests/unit/test_blocking_calls.py`` checks.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -30,15 +31,22 @@ from bridge.slack.conversation import Conversation, ConversationParts
 from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming, from_event, mentions
 from bridge.slack.feedback import FEEDBACK_ACTION
+from bridge.slack.inbox import InboxEntry, SlackInbox
+from bridge.slack.lanes import Lanes
 from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.reactions import ReactionParts, Reactions
 from bridge.slack.replies import SlackReplies
 from bridge.slack.runner import TurnRunner
 from bridge.slack.seen import SeenDeliveries
 from bridge.slack.thread_contexts import ThreadContexts
+from layers.redaction import redact
 from layers.working.sessions import SessionStore
 
 log = logging.getLogger(__name__)
+
+# How long a delivery stays leased to the process that took it without being renewed
+# (renewed three times as often): how soon another replica takes over a dead one's.
+INBOX_LEASE_S = 30.0
 
 
 @dataclass
@@ -51,6 +59,8 @@ class SlackBridge:
     assistant: AssistantThreads
     # Deliveries already taken (Slack retries; a mention is also a message event).
     seen: SeenDeliveries
+    # Deliveries taken and not yet done, shared by every replica, run in lane order.
+    lanes: Lanes
     bot_user: str | None
     team: str | None = None
 
@@ -102,12 +112,13 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
         ),
         client, directory, replies, cards, bot_user=bot_user,
     )
+    inbox = SlackInbox(thoth.db, owner=thoth.leases.owner, lease_s=INBOX_LEASE_S)
     bridge = SlackBridge(
         app, runner, conversation, reactions, cards, assistant, SeenDeliveries(thoth.db),
-        bot_user, team=str(identity.get("team_id") or "") or None,
+        Lanes(inbox), bot_user, team=str(identity.get("team_id") or "") or None,
     )
-    _listen_to_messages(bridge, replies, bridge.seen)
-    _listen_to_reactions_and_clicks(bridge)
+    _listen_to_messages(bridge, replies, inbox)
+    _listen_to_reactions_and_clicks(bridge, inbox)
     _listen_to_the_ai_pane_and_commands(bridge, thoth.sessions, client)
     return bridge
 
@@ -121,7 +132,7 @@ def _authorized_as(app: AsyncApp, identity: AsyncSlackResponse) -> None:
             middleware.auth_test_result = identity
 
 
-def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, seen: SeenDeliveries) -> None:
+def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, inbox: SlackInbox) -> None:
     app, runner, bot_user = bridge.app, bridge.runner, bridge.bot_user
 
     async def accept(body: dict[str, Any], event: dict[str, Any], *, addressed: bool) -> None:
@@ -136,10 +147,16 @@ def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, seen: SeenDe
         if not (addressed or await _followed(incoming, event, replies, bot_user)):
             return
         # A retry has the same event id; a mention also arrives as a message event.
-        if await asyncio.to_thread(
-            seen.first_time, f"event:{incoming.event_id}", f"msg:{incoming.channel}:{incoming.ts}"
-        ):
-            await runner.as_turn(bridge.conversation.handle(incoming))
+        entry = await asyncio.to_thread(
+            inbox.take,
+            (f"event:{incoming.event_id}", f"msg:{incoming.channel}:{incoming.ts}"),
+            lane=incoming.session_key,
+            kind=MESSAGE,
+            payload=message_payload(incoming),
+        )
+        if entry is not None:
+            handle = bridge.conversation.handle
+            await bridge.lanes.run(entry, lambda: runner.as_turn(handle(incoming)))
 
     @app.event("app_mention")
     async def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
@@ -151,16 +168,53 @@ def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, seen: SeenDe
         runner.submit(accept(body, event, addressed=addressed), turn=False)
 
 
-def _listen_to_reactions_and_clicks(bridge: SlackBridge) -> None:
+MESSAGE = "message"
+REACTION = "reaction"
+
+
+def message_payload(incoming: Incoming) -> dict[str, Any]:
+    """What the inbox keeps of a message: all of it, its text redacted."""
+    return {**dataclasses.asdict(incoming), "text": redact(incoming.text)}
+
+
+def take_over(bridge: SlackBridge, entry: InboxEntry) -> None:
+    """Run, on this replica, a delivery whose process died before it was done."""
+    if entry.kind == MESSAGE:
+        incoming = Incoming(**entry.payload)
+        work = lambda: bridge.runner.as_turn(bridge.conversation.take_over(incoming))  # noqa: E731
+    elif entry.kind == REACTION:
+        event, added = entry.payload["event"], bool(entry.payload["added"])
+        work = lambda: bridge.reactions.handle(event, added=added)  # noqa: E731
+    else:
+        log.error("the Slack inbox holds a delivery of an unknown kind: %s", entry.kind)
+        return
+    bridge.runner.submit(bridge.lanes.run(entry, work), turn=False)
+
+
+def _listen_to_reactions_and_clicks(bridge: SlackBridge, inbox: SlackInbox) -> None:
     app, runner, reactions = bridge.app, bridge.runner, bridge.reactions
 
+    async def accept(body: dict[str, Any], event: dict[str, Any], *, added: bool) -> None:
+        item = event.get("item") or {}
+        # Reactions on one message apply in the order Slack sent them, across replicas
+        # (an add and its removal a moment later must not swap).
+        entry = await asyncio.to_thread(
+            inbox.take,
+            (f"event:{body.get('event_id') or ''}",) if body.get("event_id") else (),
+            lane=f"reaction:{item.get('channel')}:{item.get('ts')}",
+            kind=REACTION,
+            payload={"event": event, "added": added},
+        )
+        if entry is not None:
+            await bridge.lanes.run(entry, lambda: reactions.handle(event, added=added))
+
     @app.event("reaction_added")
-    async def on_reaction_added(event: dict[str, Any]) -> None:
-        runner.submit(reactions.handle(event, added=True), turn=False)
+    async def on_reaction_added(body: dict[str, Any], event: dict[str, Any]) -> None:
+        runner.submit(accept(body, event, added=True), turn=False)
 
     @app.event("reaction_removed")
-    async def on_reaction_removed(event: dict[str, Any]) -> None:
-        runner.submit(reactions.handle(event, added=False), turn=False)
+    async def on_reaction_removed(body: dict[str, Any], event: dict[str, Any]) -> None:
+        runner.submit(accept(body, event, added=False), turn=False)
 
     @app.action(FEEDBACK_ACTION)
     async def on_feedback(ack: AsyncAck, body: dict[str, Any]) -> None:

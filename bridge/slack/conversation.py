@@ -154,6 +154,17 @@ class Conversation:
                     self._replies.set_episode, incoming.channel, ts, outcome.episode_id
                 )
 
+    async def take_over(self, incoming: Incoming) -> None:
+        """A message a process that died had taken: answered unless that process had
+        begun its reply (a second answer would be a double; a cut one is visible)."""
+        answered = await asyncio.to_thread(
+            self._replies.answered_after, incoming.channel, incoming.thread_root, incoming.ts
+        )
+        if answered:
+            log.warning("a message taken over in %s was answered already", incoming.channel)
+            return
+        await self.handle(incoming)
+
     @property
     def directory(self) -> Directory:
         return self._directory

@@ -68,3 +68,13 @@ class SlackReplies:
                 (channel, thread_ts),
             ).fetchone()
         return row is not None
+
+    def answered_after(self, channel: str, thread_ts: str, ts: str) -> bool:
+        """Whether the agent has posted in this thread since the message at ``ts``."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT ts FROM slack_replies WHERE channel = ? AND thread_ts = ?",
+                (channel, thread_ts),
+            ).fetchall()
+        # Slack's ts are decimal strings ("1700000000.000100"): compared as numbers.
+        return any(float(row[0]) > float(ts) for row in rows)

@@ -37,6 +37,7 @@ class TurnRunner:
         self._max_concurrent = max_concurrent
         self._slots: asyncio.Semaphore | None = None
         self._in_flight: set[concurrent.futures.Future[Any]] = set()
+        self._background: list[concurrent.futures.Future[Any]] = []
         self._lock = threading.Lock()
         self._closing = False
 
@@ -65,6 +66,11 @@ class TurnRunner:
         future.add_done_callback(self._finished)
         return future
 
+    def keep_running(self, work: Coroutine[Any, Any, object]) -> None:
+        """Run ``work`` (a loop that never returns) until shutdown, which does not wait
+        for it: it is cancelled once the turns in flight are done."""
+        self._background.append(asyncio.run_coroutine_threadsafe(work, self._loop))
+
     def wait_for(self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` on the loop as a task that is not a turn, and wait for it (a
         scheduler job). Shutdown waits for it like any task, then cancels it, so a job
@@ -84,9 +90,9 @@ class TurnRunner:
             self._closing = True
             pending = list(self._in_flight)
         _, unfinished = concurrent.futures.wait(pending, timeout=timeout_s)
-        for future in unfinished:
+        for future in [*unfinished, *self._background]:
             future.cancel()
-        if unfinished:
+        if unfinished or self._background:
             # Let the cancelled tasks run their cancellation before the loop stops.
             self.call(asyncio.sleep(0.05), timeout_s=1.0)
         if last is not None:

@@ -114,5 +114,39 @@ SCHEMA = Schema(
             );
             """,
         ),
+        Migration(
+            3,
+            "slack_inbox",
+            """
+            -- Deliveries taken and not yet done, in the order they were taken: the turns of
+            -- one thread (and the reactions on one message) run in this order, whichever
+            -- replica took them. A row is leased by the process that runs it; a lease that
+            -- runs out (a crashed process) lets another take the row. Text is redacted.
+            CREATE TABLE slack_inbox (
+                id INTEGER PRIMARY KEY AUTOINCREMENT,
+                lane TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                received_at REAL NOT NULL,
+                owner TEXT NOT NULL,
+                lease_until REAL NOT NULL
+            );
+            CREATE INDEX slack_inbox_lane ON slack_inbox (lane, id);
+            CREATE INDEX slack_inbox_lease ON slack_inbox (lease_until);
+            """,
+            postgres="""
+            CREATE TABLE slack_inbox (
+                id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+                lane TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                received_at DOUBLE PRECISION NOT NULL,
+                owner TEXT NOT NULL,
+                lease_until DOUBLE PRECISION NOT NULL
+            );
+            CREATE INDEX slack_inbox_lane ON slack_inbox (lane, id);
+            CREATE INDEX slack_inbox_lease ON slack_inbox (lease_until);
+            """,
+        ),
     ),
 )

@@ -7,7 +7,9 @@ entries older than a day are swept (Slack stops retrying within minutes).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
+from layers.storage.connection import Connection
 from layers.storage.database import Database
 
 TTL_S = 86_400.0
@@ -20,18 +22,8 @@ class SeenDeliveries:
     def first_time(self, *keys: str, now: float | None = None) -> bool:
         """Record ``keys``; True only if none of them was seen before."""
         moment = time.time() if now is None else now
-        wanted = [key for key in keys if key]
         with self._db.write() as conn:
-            placeholders = ",".join("?" * len(wanted))
-            seen = conn.execute(
-                f"SELECT COUNT(*) FROM slack_seen WHERE key IN ({placeholders})", wanted
-            ).fetchone()[0]
-            conn.executemany(
-                "INSERT INTO slack_seen (key, seen_at) VALUES (?, ?)"
-                " ON CONFLICT (key) DO NOTHING",
-                [(key, moment) for key in wanted],
-            )
-        return int(seen) == 0
+            return record_first_time(conn, keys, moment)
 
     def sweep(self, *, now: float | None = None) -> int:
         moment = time.time() if now is None else now
@@ -39,3 +31,19 @@ class SeenDeliveries:
             return conn.execute(
                 "DELETE FROM slack_seen WHERE seen_at < ?", (moment - TTL_S,)
             ).rowcount
+
+
+def record_first_time(conn: Connection, keys: Sequence[str], now: float) -> bool:
+    """Within a write transaction: record ``keys``; True only if none was seen before."""
+    wanted = [key for key in keys if key]
+    if not wanted:
+        return True
+    placeholders = ",".join("?" * len(wanted))
+    seen = conn.execute(
+        f"SELECT COUNT(*) FROM slack_seen WHERE key IN ({placeholders})", wanted
+    ).fetchone()[0]
+    conn.executemany(
+        "INSERT INTO slack_seen (key, seen_at) VALUES (?, ?) ON CONFLICT (key) DO NOTHING",
+        [(key, now) for key in wanted],
+    )
+    return int(seen) == 0
