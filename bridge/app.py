@@ -146,7 +146,15 @@ def build(
     skills = SkillLibrary((brain.skills_dir, SHIPPED_SKILLS))
     matcher = SkillMatcher(skills, chosen_embedder)
     identity = None if settings.honcho_disabled else build_identity(settings, db, chosen_embedder)
-    ingest = IngestQueue(identity, outbox=IngestOutbox(db)) if identity is not None else None
+    ingest = (
+        IngestQueue(
+            identity,
+            outbox=IngestOutbox(db),
+            send_here=settings.background_work == "inline",
+        )
+        if identity is not None
+        else None
+    )
     user_models = UserModels(identity) if identity is not None else None
     chosen_model = model or build_model(
         settings, find_skills=lambda text: [(s.slug, s.description) for s in matcher.match(text)]
@@ -181,7 +189,11 @@ def build(
         sessions,
         None if settings.reflection_disabled else reflections,
         drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
-        reflect=lambda session_id, summary: run_reflection(settings, session_id, summary=summary),
+        reflect=(
+            None
+            if settings.background_work == "workers"
+            else lambda session_id, summary: run_reflection(settings, session_id, summary=summary)
+        ),
     )
     return Thoth(
         settings=settings,

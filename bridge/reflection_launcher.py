@@ -24,8 +24,11 @@ def child_environment(settings: Settings) -> dict[str, str]:
     return {**os.environ, SETTINGS_JSON_VARIABLE: settings.to_json()}
 
 
-def run_reflection(settings: Settings, session_id: str, *, summary: bool) -> tuple[int, str]:
-    """Reflect on a session in a child process; returns its exit code and what it printed."""
+def run_reflection(
+    settings: Settings, session_id: str, *, summary: bool, claimed: bool = False
+) -> tuple[int, str]:
+    """Reflect on a session in a child process; returns its exit code and what it printed.
+    ``claimed``: the caller (a worker) has claimed the run already."""
     # Isolated (-I): `python -m` would put the working directory first on the import
     # path, and a `secrets.py` or `json.py` where someone ran `thoth serve` would
     # replace the standard library's in the child. -I leaves out the working directory,
@@ -35,6 +38,8 @@ def run_reflection(settings: Settings, session_id: str, *, summary: bool) -> tup
     command = [sys.executable, "-I", "-m", "bridge", "reflect", session_id]
     if summary:
         command.append("--summary")
+    if claimed:
+        command.append("--claimed")
     try:
         done = subprocess.run(
             command,

@@ -2,8 +2,9 @@
 
 In order: mark it ended (a message arriving from now on opens a new session), let its
 last writes land (reflection reads its episodes), queue its reflection, and launch it —
-a process of its own, under a timeout (``reflection_launcher.py``). With reflection
-off, the session only ends.
+a process of its own, under a timeout (``reflection_launcher.py``). With
+BACKGROUND_WORK=workers the reflection is only queued: a `thoth worker` claims it.
+With reflection off, the session only ends.
 """
 
 from __future__ import annotations
@@ -37,9 +38,10 @@ class SessionEnd:
         reflections: ReflectionState | None,
         *,
         drain: Drain,
-        reflect: Reflect,
+        reflect: Reflect | None,
     ) -> None:
-        """``reflections`` is None when reflection is off."""
+        """``reflections`` is None when reflection is off; ``reflect`` None when
+        `thoth worker` processes run the reflections queued here."""
         self._sessions = sessions
         self._reflections = reflections
         self._drain = drain
@@ -55,7 +57,10 @@ class SessionEnd:
         await self._drain()
         if self._reflections is None:
             return Ended(session.id, reflected=False)
-        await asyncio.to_thread(self._reflections.queue, session.id)
+        await asyncio.to_thread(self._reflections.queue, session.id, summary=True)
+        if self._reflect is None:
+            # A worker reflects, and posts the summary in the thread.
+            return Ended(session.id, reflected=True)
         _, printed = await asyncio.to_thread(self._reflect, session.id, True)
         return Ended(session.id, reflected=True, printed=printed.strip())
 
@@ -70,7 +75,7 @@ class SessionEnd:
         for session in idle:
             if self._reflections is not None:
                 await asyncio.to_thread(self._reflections.queue, session.id)
-        if self._reflections is None:
+        if self._reflections is None or self._reflect is None:
             return []
         due = await asyncio.to_thread(self._reflections.due)
         for session_id in due:

@@ -41,6 +41,10 @@ class Settings(BaseSettings):
     # Unset: the SQLite file under THOTH_HOME. postgresql://…: every store on that
     # PostgreSQL (a secret: it may hold the password).
     database_url: SecretStr | None = None
+    # Who runs reflections, follow-ups and identity ingest: "inline", the process that
+    # queued them (one `thoth serve`, or `thoth chat`); "workers", `thoth worker`
+    # processes claiming them from the database's queues (README, "Deployment").
+    background_work: Literal["inline", "workers"] = "inline"
 
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None

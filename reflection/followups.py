@@ -21,6 +21,13 @@ class Followup:
     text: str
 
 
+# Pending, due, in Slack (not the terminal), and held by no process.
+_DUE = (
+    "state = 'pending' AND due_at <= ? AND team != ?"
+    " AND (claimed_until IS NULL OR claimed_until < ?)"
+)
+
+
 class Followups:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -37,14 +44,35 @@ class Followups:
             )
 
     def due(self, now: float) -> list[Followup]:
-        """Pending follow-ups whose time has come, in Slack threads (a terminal has none)."""
+        """Pending follow-ups whose time has come, in Slack threads (a terminal has none),
+        that no process holds."""
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT session_id, channel, thread_ts, text FROM followups"
-                " WHERE state = 'pending' AND due_at <= ? AND team != ?",
-                (now, LOCAL_TEAM),
+                f"SELECT session_id, channel, thread_ts, text FROM followups WHERE {_DUE}",
+                (now, LOCAL_TEAM, now),
             ).fetchall()
         return [Followup(*row) for row in rows]
+
+    def claim_due(self, now: float, *, hold_s: float, limit: int = 20) -> list[Followup]:
+        """Take up to ``limit`` due follow-ups to post, held for ``hold_s``: another
+        process (a replica, a worker) passes over them, and a process that dies
+        posting them lets them go when the hold runs out."""
+        with self._db.claim() as conn:
+            rows = conn.execute(
+                "UPDATE followups SET claimed_until = ? WHERE session_id IN ("
+                f" SELECT session_id FROM followups WHERE {_DUE} ORDER BY due_at LIMIT ?"
+                f"{self._db.skip_locked}) RETURNING session_id, channel, thread_ts, text",
+                (now + hold_s, now, LOCAL_TEAM, now, limit),
+            ).fetchall()
+        return [Followup(*row) for row in rows]
+
+    def retry_at(self, session_id: str, moment: float) -> None:
+        """Posting failed: hold the follow-up until ``moment``, then it is due again."""
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE followups SET claimed_until = ? WHERE session_id = ?",
+                (moment, session_id),
+            )
 
     def open_for(
         self, *, team: str, user: str, dm_channel: str, shared_channel: str | None, limit: int

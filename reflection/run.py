@@ -41,12 +41,18 @@ def reflect_session(
     reflector: Reflector,
     writers: Writers,
     existing_skills: list[str],
+    claimed: bool = False,
 ) -> RunResult:
+    """Reflect on the session if it is due; ``claimed``: a worker has claimed the run
+    for this process already (``ReflectionState.claim_next``)."""
     session = sessions.get(session_id)
     if session is None:
         raise ThothError(f"no session {session_id!r}")
-    state.queue(session_id)
-    row = state.claim(session_id)
+    if claimed:
+        row = state.claimed(session_id)
+    else:
+        state.queue(session_id)
+        row = state.claim(session_id)
     if row is None:
         current = state.get(session_id)
         return RunResult(current.state if current else "unknown", None, None, "not due")

@@ -82,5 +82,19 @@ SCHEMA = Schema(
             CREATE INDEX followups_due ON followups (state, due_at);
             """,
         ),
+        Migration(
+            2,
+            "reflection_queues",
+            """
+            -- Whether the run posts a closing summary (a `/done`), for whichever worker runs it.
+            ALTER TABLE reflections ADD COLUMN summary INTEGER NOT NULL DEFAULT 0;
+            -- A follow-up being posted, or waiting to retry, is held until then.
+            ALTER TABLE followups ADD COLUMN claimed_until REAL;
+            """,
+            postgres="""
+            ALTER TABLE reflections ADD COLUMN summary INTEGER NOT NULL DEFAULT 0;
+            ALTER TABLE followups ADD COLUMN claimed_until DOUBLE PRECISION;
+            """,
+        ),
     ),
 )

@@ -25,6 +25,21 @@ Clock = Callable[[], float]
 
 # 2 ** attempts, capped at 2 ** 8, in SQL both engines read (SQLite has no LEAST).
 _BACKOFF_FACTOR = "(1 << CASE WHEN attempts < 8 THEN attempts ELSE 8 END)"
+# Due a run: attempts left, and pending, failed long enough ago, or running so long
+# that its process must have died. Parameters: max attempts, now, retry base, now -
+# run timeout.
+_DUE = (
+    "attempts < ? AND (state = 'pending'"
+    f" OR (state = 'failed' AND finished_at < ? - ? * {_BACKOFF_FACTOR} / 2)"
+    " OR (state = 'running' AND started_at < ?))"
+)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    session_id: str
+    # Whether the run posts a closing summary (the session ended with `/done`).
+    summary: bool
 
 
 @dataclass(frozen=True)
@@ -42,15 +57,36 @@ class ReflectionState:
         self._run_timeout_s = run_timeout_s
         self._clock = clock
 
-    def queue(self, session_id: str) -> bool:
-        """Mark the session for reflection; False if it already was (it is reflected once)."""
+    def queue(self, session_id: str, *, summary: bool = False) -> bool:
+        """Mark the session for reflection; False if it already was (it is reflected once).
+        ``summary``: the run posts a closing summary (a `/done`), whoever runs it."""
         with self._db.write() as conn:
             cursor = conn.execute(
-                "INSERT INTO reflections (session_id, state, queued_at)"
-                " VALUES (?, 'pending', ?) ON CONFLICT (session_id) DO NOTHING",
-                (session_id, self._clock()),
+                "INSERT INTO reflections (session_id, state, queued_at, summary)"
+                " VALUES (?, 'pending', ?, ?) ON CONFLICT (session_id) DO NOTHING",
+                (session_id, self._clock(), int(summary)),
             )
         return cursor.rowcount == 1
+
+    def claim_next(self) -> Claimed | None:
+        """Start the run of the reflection due longest (for a worker); None when none is.
+        Workers claiming at once each get another one (SKIP LOCKED on PostgreSQL)."""
+        now = self._clock()
+        with self._db.claim() as conn:
+            row = conn.execute(
+                "UPDATE reflections SET state = 'running', attempts = attempts + 1,"
+                " started_at = ?, error = NULL WHERE session_id = ("
+                f" SELECT session_id FROM reflections WHERE {_DUE} ORDER BY queued_at LIMIT 1"
+                f"{self._db.skip_locked}) RETURNING session_id, summary",
+                (now, MAX_ATTEMPTS, now, RETRY_BASE_S, now - self._run_timeout_s),
+            ).fetchone()
+        return None if row is None else Claimed(str(row[0]), bool(row[1]))
+
+    def claimed(self, session_id: str) -> ReflectionRow | None:
+        """The run a worker claimed for this process to do (``claim_next``); None if
+        the session's reflection is not running."""
+        row = self.get(session_id)
+        return row if row is not None and row.state == "running" else None
 
     def claim(self, session_id: str) -> ReflectionRow | None:
         """Start a run if the session is due one (pending, failed, or a dead run)."""
@@ -58,10 +94,7 @@ class ReflectionState:
         with self._db.write() as conn:
             cursor = conn.execute(
                 "UPDATE reflections SET state = 'running', attempts = attempts + 1,"
-                " started_at = ?, error = NULL WHERE session_id = ? AND attempts < ? AND ("
-                " state = 'pending'"
-                f" OR (state = 'failed' AND finished_at < ? - ? * {_BACKOFF_FACTOR} / 2)"
-                " OR (state = 'running' AND started_at < ?))",
+                f" started_at = ?, error = NULL WHERE session_id = ? AND {_DUE}",
                 (now, session_id, MAX_ATTEMPTS, now, RETRY_BASE_S, now - self._run_timeout_s),
             )
         return self.get(session_id) if cursor.rowcount == 1 else None
@@ -71,10 +104,7 @@ class ReflectionState:
         now = self._clock()
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT session_id FROM reflections WHERE attempts < ? AND ("
-                " state = 'pending'"
-                f" OR (state = 'failed' AND finished_at < ? - ? * {_BACKOFF_FACTOR} / 2)"
-                " OR (state = 'running' AND started_at < ?)) ORDER BY queued_at",
+                f"SELECT session_id FROM reflections WHERE {_DUE} ORDER BY queued_at",
                 (MAX_ATTEMPTS, now, RETRY_BASE_S, now - self._run_timeout_s),
             ).fetchall()
         return [str(row[0]) for row in rows]

@@ -21,6 +21,8 @@ def register(commands: Any) -> None:
     parser = commands.add_parser("reflect", help="reflect on one session (runs once)")
     parser.add_argument("session_id")
     parser.add_argument("--summary", action="store_true", help="post the closing summary")
+    # Internal: `thoth worker` claimed the run before starting this process.
+    parser.add_argument("--claimed", action="store_true", help=argparse.SUPPRESS)
     parser.set_defaults(handler=run_reflect)
 
 
@@ -51,6 +53,7 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
                 founders=list(app.settings.founder_user_ids),
             ),
             existing_skills=sorted(app.skills.skills()),
+            claimed=args.claimed,
         )
     finally:
         loop.run_until_complete(app.pipeline.model.aclose())

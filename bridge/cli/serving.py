@@ -33,8 +33,6 @@ log = logging.getLogger(__name__)
 
 SHUTDOWN_TIMEOUT_S = 30.0
 IDENTITY_WARM_UP_S = 10.0
-POST_FOLLOWUPS = "post-followups"
-FOLLOWUPS_LEASE_S = 300.0
 
 
 def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
@@ -61,17 +59,13 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     scheduler.add_job(bridge.seen.sweep, "interval", hours=1, id="slack-seen-sweep")
 
     def post_followups() -> None:
-        # One replica posts them; the others skip this minute's run.
-        if not app.leases.take(POST_FOLLOWUPS, FOLLOWUPS_LEASE_S):
-            return
-        try:
-            runner.wait_for(post_due_followups(app.followups, client))
-        finally:
-            app.leases.give_back(POST_FOLLOWUPS)
+        runner.wait_for(post_due_followups(app.followups, client))
 
-    scheduler.add_job(
-        post_followups, "interval", minutes=1, id="followups", coalesce=True, max_instances=1
-    )
+    if settings.background_work == "inline":
+        scheduler.add_job(
+            post_followups, "interval", minutes=1, id="followups", coalesce=True,
+            max_instances=1,
+        )
     scheduler.start()
     runner.keep_running(bridge.lanes.keep(lambda entry: take_over(bridge, entry)))
     close: Callable[[], object] | None = None

@@ -16,6 +16,10 @@ from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
 
+# Longer than posting a follow-up takes; one whose poster died is due again after it.
+POST_HOLD_S = 300.0
+RETRY_AFTER_S = 60.0
+
 # A command aimed at the follow-up itself, not any sentence that mentions one.
 CANCEL = re.compile(
     r"^(please\s+)?(cancel|stop|drop|skip)\s+(the\s+|your\s+|that\s+)?"
@@ -27,18 +31,22 @@ CANCEL = re.compile(
 async def post_due_followups(
     followups: Followups, client: AsyncWebClient, *, now: float | None = None
 ) -> int:
-    """Post every pending follow-up whose time has come; returns how many were posted."""
+    """Post every pending follow-up whose time has come; returns how many were posted.
+
+    Each is claimed first, so a replica or worker posting at the same moment passes
+    over it; one that fails waits a minute before it is due again.
+    """
     moment = time.time() if now is None else now
     posted = 0
-    for due in await asyncio.to_thread(followups.due, moment):
+    for due in await asyncio.to_thread(followups.claim_due, moment, hold_s=POST_HOLD_S):
         try:
             for piece in escaped_pieces(due.text):
                 await client.chat_postMessage(
                     channel=due.channel, thread_ts=due.thread_ts, markdown_text=piece
                 )
         except SLACK_FAILURES as error:
-            # Left pending: the next minute's run tries again.
             log.warning("follow-up for session %s failed: %s", due.session_id, error)
+            await asyncio.to_thread(followups.retry_at, due.session_id, moment + RETRY_AFTER_S)
             continue
         await asyncio.to_thread(followups.mark_sent, due.session_id, moment)
         posted += 1

@@ -7,7 +7,7 @@ once. When the queue is full the oldest waiting turn leaves memory (and is
 counted): a slow backend must not grow memory without bound. At shutdown
 ``drain()`` gives the queue a time limit and reports what it could not send.
 
-With an outbox (``outbox.py``) every turn is also written to SQLite until the
+With an outbox (``outbox.py``) every turn is also written to the database until the
 backend has it: a restart, a crash or a turn pushed out of a full queue is sent on
 the next start (``resume``), and one given up after its tries waits there too; only a
 refusal (4xx) removes it unsent. A retried turn is marked ``retry`` so the backend can
@@ -29,6 +29,9 @@ from layers.identity.protocol import IdentityBackend, TurnMessages
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], Awaitable[None]]
+# Longer than a turn's tries take (about five minutes): meanwhile no other process
+# (a replica, a worker) claims the outbox row this process is sending.
+HELD_WHILE_SENDING_S = 900.0
 # A queued turn and its outbox row (None without an outbox).
 Entry = tuple[int | None, TurnMessages]
 
@@ -51,9 +54,12 @@ class IngestQueue:
         max_delay_s: float = 60.0,
         sleep: Sleep = asyncio.sleep,
         outbox: IngestOutbox | None = None,
+        send_here: bool = True,
     ) -> None:
+        """``send_here`` False: turns only go to the outbox, for `thoth worker` to send."""
         self._backend = backend
         self._outbox = outbox
+        self._send_here = send_here
         self._resumed = False
         self._capacity = capacity
         self._attempts = attempts
@@ -63,12 +69,16 @@ class IngestQueue:
         self._queue: asyncio.Queue[Entry] | None = None
         self._worker: asyncio.Task[None] | None = None
         self._in_flight = 0
+        self._in_flight_id: int | None = None
         self.stats = IngestStats()
 
     def submit(self, turn: TurnMessages) -> None:
         """Queue a turn for the backend; returns at once (call from the event loop)."""
+        if not self._send_here and self._outbox is not None:
+            self._outbox.add(turn)
+            return
         queue = self._started()
-        entry_id = self._outbox.add(turn) if self._outbox is not None else None
+        entry_id = self._outbox.add(turn, hold_s=HELD_WHILE_SENDING_S) if self._outbox else None
         self._put(queue, (entry_id, turn))
 
     async def resume(self) -> int:
@@ -78,9 +88,10 @@ class IngestQueue:
 
     def _put(self, queue: asyncio.Queue[Entry], entry: Entry) -> None:
         if queue.full():
-            queue.get_nowait()
+            dropped, _ = queue.get_nowait()
             queue.task_done()
             self.stats.dropped += 1
+            self._let_go(dropped)
             kept = " (kept in the outbox for the next start)" if self._outbox else ""
             log.warning("identity ingest queue full; the oldest turn left memory%s", kept)
         queue.put_nowait(entry)
@@ -93,6 +104,9 @@ class IngestQueue:
             await asyncio.wait_for(self._queue.join(), timeout_s)
         left = self._queue.qsize() + self._in_flight
         self._worker.cancel()
+        for entry_id, _ in _take_all(self._queue):
+            self._let_go(entry_id)
+        self._let_go(self._in_flight_id)
         # A later submit (a process that goes on after draining) starts a fresh queue.
         self._queue, self._worker = None, None
         # The caller says it (chat in its one closing line, serve in its log): every one
@@ -111,7 +125,8 @@ class IngestQueue:
             if not self._resumed and self._outbox is not None:
                 self._resumed = True
                 # Another process may have sent some of them: each is checked first.
-                left = [(i, replace(turn, retry=True)) for i, turn in self._outbox.pending()]
+                free = self._outbox.claim(hold_s=HELD_WHILE_SENDING_S)
+                left = [(i, replace(turn, retry=True)) for i, turn in free]
                 waiting = [*left, *waiting]
             self._queue = asyncio.Queue(self._capacity)
             for entry in waiting:
@@ -124,13 +139,23 @@ class IngestQueue:
     async def _work(self, queue: asyncio.Queue[Entry]) -> None:
         while True:
             entry_id, turn = await queue.get()
-            self._in_flight = 1
+            self._in_flight, self._in_flight_id = 1, entry_id
             try:
-                if await self._send(turn) and entry_id is not None and self._outbox:
-                    await asyncio.to_thread(self._outbox.remove, entry_id)
+                settled = await self._send(turn)
+                if entry_id is not None and self._outbox:
+                    if settled:
+                        await asyncio.to_thread(self._outbox.remove, entry_id)
+                    else:
+                        await asyncio.to_thread(self._let_go, entry_id)
             finally:
-                self._in_flight = 0
+                self._in_flight, self._in_flight_id = 0, None
                 queue.task_done()
+
+    def _let_go(self, entry_id: int | None) -> None:
+        """This process will not send the turn: free its outbox row for the next claim
+        (a worker's, or this process's next start)."""
+        if entry_id is not None and self._outbox is not None:
+            self._outbox.release(entry_id)
 
     async def _send(self, turn: TurnMessages) -> bool:
         """True when the turn is settled: sent, or refused for good."""

@@ -1,27 +1,40 @@
-"""Turns waiting for the identity backend, in SQLite: a restart or a crash loses none.
+"""Turns waiting for the identity backend, in the database: a restart or a crash loses none.
 
 Written (redacted, like everything Thoth stores) when a turn is handed to the ingest
-queue, deleted once the backend has it or has refused it for good.
+queue, deleted once the backend has it or has refused it for good. A row is held by
+the process sending it (``claimed_until``), so replicas and workers sharing the
+database never send one turn twice at once; a row whose sender died, or whose retry
+time has come, is free again once its hold runs out.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 from layers.identity.protocol import Person, TurnMessages
 from layers.redaction import redact
 from layers.storage.database import Database
 
+Clock = Callable[[], float]
+_COLUMNS = 'id, team, "user", user_name, session_id, user_text, reply_text, said_at, attempts'
+
 
 class IngestOutbox:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, clock: Clock = time.time) -> None:
         self._db = db
+        self._clock = clock
 
-    def add(self, turn: TurnMessages) -> int:
+    def add(self, turn: TurnMessages, *, hold_s: float | None = None) -> int:
+        """Keep ``turn`` until it is sent; ``hold_s``: this process sends it (held that
+        long), None: any worker may claim it at once."""
+        now = self._clock()
         with self._db.write() as conn:
             cursor = conn.execute(
                 'INSERT INTO identity_outbox (team, "user", user_name, session_id, user_text,'
-                " reply_text, said_at, queued_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+                " reply_text, said_at, queued_at, claimed_until)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     turn.person.team,
                     turn.person.user,
@@ -30,23 +43,46 @@ class IngestOutbox:
                     redact(turn.user_text),
                     redact(turn.reply_text),
                     turn.at,
-                    time.time(),
+                    now,
+                    None if hold_s is None else now + hold_s,
                 ),
             )
             return int(cursor.fetchone()[0])
 
-    def pending(self) -> list[tuple[int, TurnMessages]]:
-        """Every waiting turn, oldest first."""
-        with self._db.read() as conn:
+    def claim(self, *, hold_s: float, limit: int = 1000) -> list[tuple[int, TurnMessages]]:
+        """Take up to ``limit`` free turns, oldest first, held for ``hold_s``. A turn that
+        was tried before comes marked ``retry`` (the backend may hold it already)."""
+        now = self._clock()
+        with self._db.claim() as conn:
             rows = conn.execute(
-                'SELECT id, team, "user", user_name, session_id, user_text, reply_text, said_at'
-                " FROM identity_outbox ORDER BY id"
+                "UPDATE identity_outbox SET claimed_until = ? WHERE id IN (SELECT id FROM"
+                " identity_outbox WHERE claimed_until IS NULL OR claimed_until < ?"
+                f" ORDER BY id LIMIT ?{self._db.skip_locked}) RETURNING {_COLUMNS}",
+                (now + hold_s, now, limit),
             ).fetchall()
-        return [
-            (int(row[0]), TurnMessages(Person(row[1], row[2], row[3]), row[4], row[5], row[6],
-                                       float(row[7])))
-            for row in rows
-        ]
+        return sorted((_entry(row) for row in rows), key=lambda entry: entry[0])
+
+    def retry_at(self, entry_id: int, moment: float) -> None:
+        """Sending failed: count it, and hold the turn until ``moment``."""
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE identity_outbox SET attempts = attempts + 1, claimed_until = ?"
+                " WHERE id = ?",
+                (moment, entry_id),
+            )
+
+    def release(self, entry_id: int) -> None:
+        """The holder will not send it: free at once for the next claim."""
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE identity_outbox SET claimed_until = NULL WHERE id = ?", (entry_id,)
+            )
+
+    def pending(self) -> list[tuple[int, TurnMessages]]:
+        """Every waiting turn, oldest first, held or not."""
+        with self._db.read() as conn:
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM identity_outbox ORDER BY id").fetchall()
+        return [_entry(row) for row in rows]
 
     def remove(self, entry_id: int) -> None:
         with self._db.write() as conn:
@@ -55,3 +91,10 @@ class IngestOutbox:
     def count(self) -> int:
         with self._db.read() as conn:
             return int(conn.execute("SELECT COUNT(*) FROM identity_outbox").fetchone()[0])
+
+
+def _entry(row: Any) -> tuple[int, TurnMessages]:
+    person = Person(row[1], row[2], row[3])
+    # A turn tried before may be held by the backend already (the try timed out).
+    turn = TurnMessages(person, row[4], row[5], row[6], float(row[7]), retry=int(row[8]) > 0)
+    return int(row[0]), turn

@@ -84,5 +84,19 @@ SCHEMA = Schema(
             );
             """,
         ),
+        Migration(
+            3,
+            "identity_outbox_claims",
+            """
+            -- A turn being sent, or waiting to be retried, is held until then (NULL: free
+            -- for any process to claim); attempts count the sends that failed.
+            ALTER TABLE identity_outbox ADD COLUMN claimed_until REAL;
+            ALTER TABLE identity_outbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+            """,
+            postgres="""
+            ALTER TABLE identity_outbox ADD COLUMN claimed_until DOUBLE PRECISION;
+            ALTER TABLE identity_outbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+            """,
+        ),
     ),
 )

@@ -40,6 +40,9 @@ class Database(ABC):
     dialect: Dialect
     # What a write raises when a unique key is taken (the driver's own error).
     duplicate_key_errors: tuple[type[Exception], ...]
+    # Appended to a queue's SELECT inside ``claim()``: rows another process is claiming
+    # are passed over, not waited for (empty where one writer at a time makes it moot).
+    skip_locked: str
 
     @staticmethod
     def open(path: Path, *, schemas: Sequence[Schema]) -> Database:
@@ -63,6 +66,12 @@ class Database(ABC):
     @abstractmethod
     def write(self) -> AbstractContextManager[Connection]:
         """A write transaction: committed on success, rolled back on any error."""
+
+    def claim(self) -> AbstractContextManager[Connection]:
+        """A write transaction for a queue's claim, which locks only the rows it takes
+        (``SELECT … {skip_locked}``): workers claiming at once do not wait for each
+        other or for the one writer. Where rows cannot be locked alone, ``write()``."""
+        return self.write()
 
     @abstractmethod
     def read(self) -> AbstractContextManager[Connection]:

@@ -98,6 +98,7 @@ def _starts_name(char: str) -> bool:
 class PostgresDatabase(Database):
     dialect = "postgresql"
     duplicate_key_errors = (psycopg.errors.UniqueViolation,)
+    skip_locked = " FOR UPDATE SKIP LOCKED"
 
     def __init__(self, pool: ConnectionPool[psycopg.Connection[Any]], url: str) -> None:
         self._pool = pool
@@ -137,6 +138,12 @@ class PostgresDatabase(Database):
     def write(self) -> Iterator[PostgresConnection]:
         with self._pool.connection() as connection, connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+            yield PostgresConnection(connection)
+
+    @contextmanager
+    def claim(self) -> Iterator[PostgresConnection]:
+        # No writer lock: the claim's own row locks keep two workers off one row.
+        with self._pool.connection() as connection, connection.transaction():
             yield PostgresConnection(connection)
 
     @contextmanager

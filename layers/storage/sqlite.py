@@ -29,6 +29,7 @@ class SqliteDatabase(Database):
 
     dialect = "sqlite"
     duplicate_key_errors = (sqlite3.IntegrityError,)
+    skip_locked = ""
 
     def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
         self.connection = connection

@@ -4,13 +4,20 @@ stands in for time passing."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from bridge.schemas import ALL_SCHEMAS
 from bridge.slack.inbox import SlackInbox
+from layers.identity.outbox import IngestOutbox
+from layers.identity.protocol import Person, TurnMessages
 from layers.storage.database import Database
 from layers.storage.leases import Leases
 from layers.storage.migrations import Schema
+from layers.working.sessions import Place, SessionStore
+from reflection.followups import Followups
+from reflection.state import Claimed, ReflectionState
 
 OpenDatabase = Callable[[Sequence[Schema]], Database]
 SCHEMAS = [schema for schema in ALL_SCHEMAS if schema.owner in ("storage", "slack")]
@@ -99,3 +106,93 @@ def test_a_lease_is_held_by_one_replica_until_given_back_or_run_out(
     assert one.take("idle-sweep", 60)
     two.give_back("idle-sweep")  # a late give-back does not free someone else's
     assert two.holder("idle-sweep") == "one"
+
+
+QUEUE_SCHEMAS = [schema for schema in ALL_SCHEMAS if schema.owner != "episodic"]
+
+
+def test_workers_claiming_at_once_each_get_another_reflection(
+    open_database: OpenDatabase,
+) -> None:
+    """Eight workers (threads, each with its own connection) claim from one queue of
+    twenty at the same moment: every session is claimed exactly once."""
+    first = ReflectionState(open_database(QUEUE_SCHEMAS), run_timeout_s=600)
+    for number in range(20):
+        assert first.queue(f"s{number:02d}", summary=number == 0)
+    workers = [ReflectionState(open_database(QUEUE_SCHEMAS), run_timeout_s=600)
+               for _ in range(8)]
+    start = threading.Barrier(len(workers))
+
+    def claim_all(state: ReflectionState) -> list[Claimed]:
+        start.wait()
+        claimed = []
+        while (one := state.claim_next()) is not None:
+            claimed.append(one)
+        return claimed
+
+    with ThreadPoolExecutor(len(workers)) as pool:
+        results = list(pool.map(claim_all, workers))
+    sessions = [claimed.session_id for result in results for claimed in result]
+    assert sorted(sessions) == [f"s{number:02d}" for number in range(20)]
+    summaries = {c.session_id for result in results for c in result if c.summary}
+    assert summaries == {"s00"}  # a `/done`'s summary goes with its claim
+    assert first.counts() == {"running": 20}
+    assert first.claimed("s05") is not None
+
+
+def test_a_dead_workers_reflection_is_claimed_again_after_its_timeout(
+    open_database: OpenDatabase,
+) -> None:
+    clock = Clock()
+    state = ReflectionState(open_database(QUEUE_SCHEMAS), run_timeout_s=300, clock=clock)
+    state.queue("s1")
+    assert state.claim_next() == Claimed("s1", summary=False)
+    clock.now += 299
+    assert state.claim_next() is None  # running, its worker may be alive
+    clock.now += 2
+    again = state.claim_next()
+    assert again == Claimed("s1", summary=False)
+    row = state.get("s1")
+    assert row is not None and row.attempts == 2
+
+
+def test_a_follow_up_is_claimed_by_one_poster_and_due_again_if_posting_fails(
+    open_database: OpenDatabase,
+) -> None:
+    db = open_database(QUEUE_SCHEMAS)
+    session = SessionStore(db).open("slack:T1:C1:7.0", Place("T1", "C1", "public", "7.0"),
+                                    now=100.0)
+    Followups(db).schedule(session, "Did the deploy go out?", due_at=200.0, now=100.0)
+    one, two = Followups(db), Followups(open_database(QUEUE_SCHEMAS))
+    (claimed,) = one.claim_due(200.0, hold_s=300)
+    assert claimed.text == "Did the deploy go out?"
+    assert two.claim_due(201.0, hold_s=300) == [] and two.due(201.0) == []
+    one.retry_at(session.id, 260.0)  # Slack refused: due again in a minute
+    assert two.claim_due(259.0, hold_s=300) == []
+    assert [f.session_id for f in two.claim_due(261.0, hold_s=300)] == [session.id]
+    two.mark_sent(session.id, 262.0)
+    assert one.claim_due(10_000.0, hold_s=300) == []
+
+
+def test_an_outbox_turn_is_sent_by_one_process_and_freed_when_its_sender_lets_go(
+    open_database: OpenDatabase,
+) -> None:
+    clock = Clock()
+    dana = Person("T1", "U1", "dana")
+    here = IngestOutbox(open_database(QUEUE_SCHEMAS), clock=clock)
+    worker = IngestOutbox(open_database(QUEUE_SCHEMAS), clock=clock)
+    held = here.add(TurnMessages(dana, "s1", "I prefer short answers", "Noted.", 1.0),
+                    hold_s=600)
+    free = here.add(TurnMessages(dana, "s1", "I work on payments", "Noted.", 2.0))
+    (claimed,) = worker.claim(hold_s=60)  # the held one is this process's to send
+    assert claimed[0] == free and not claimed[1].retry
+    assert worker.claim(hold_s=60) == []
+    worker.retry_at(free, clock.now + 30)  # the backend was down
+    here.release(held)  # the process gave up on it (or shut down)
+    assert [entry for entry, _ in worker.claim(hold_s=60)] == [held]
+    clock.now += 31
+    ((again, turn),) = worker.claim(hold_s=60)
+    assert again == free and turn.retry  # tried before: the backend checks it is new
+    worker.remove(held)
+    worker.remove(free)
+    assert here.count() == 0
