@@ -22,7 +22,18 @@ from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
 from bridge.app import Thoth, build
-from bridge.cli import chat, doctor, episodes, init, people, recall, reflect, serve, skills
+from bridge.cli import (
+    chat,
+    doctor,
+    episodes,
+    init,
+    people,
+    recall,
+    reflect,
+    serve,
+    skills,
+    worker,
+)
 from bridge.cli.preflight import check_ready_for_turns
 from bridge.cli.redacted_output import RedactedOutput
 from bridge.settings import Settings, load_settings
@@ -57,6 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     people.register(commands)
     serve.register(commands)
     reflect.register(commands)
+    worker.register(commands)
     return parser
 
 

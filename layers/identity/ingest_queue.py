@@ -167,7 +167,7 @@ class IngestQueue:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                if _refused(error) or attempt == self._attempts:
+                if refused(error) or attempt == self._attempts:
                     self.stats.failed += 1
                     log.error(
                         "identity ingest for session %s failed after %d attempts: %s",
@@ -175,7 +175,7 @@ class IngestQueue:
                         attempt,
                         error,
                     )
-                    return _refused(error)
+                    return refused(error)
                 delay = backoff_delay(attempt, base_s=self._base_delay_s, max_s=self._max_delay_s)
                 # A retry is routine (-v shows it); a turn given up is an error, above.
                 log.info("identity ingest failed (%s); retry in %.1fs", error, delay)
@@ -183,7 +183,7 @@ class IngestQueue:
         return False
 
 
-def _refused(error: Exception) -> bool:
+def refused(error: Exception) -> bool:
     """A 4xx other than 408/429: the backend will refuse this turn however often it is sent."""
     status = getattr(error, "status_code", None) or getattr(error, "status", None)
     return isinstance(status, int) and 400 <= status < 500 and status not in (408, 429)

@@ -71,6 +71,14 @@ class IngestOutbox:
                 (moment, entry_id),
             )
 
+    def attempts(self, entry_id: int) -> int:
+        """How many sends of this turn failed."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT attempts FROM identity_outbox WHERE id = ?", (entry_id,)
+            ).fetchone()
+        return 0 if row is None else int(row[0])
+
     def release(self, entry_id: int) -> None:
         """The holder will not send it: free at once for the next claim."""
         with self._db.write() as conn:

@@ -1,0 +1,65 @@
+"""`thoth worker`: reflections, follow-ups and identity ingest from the database's queues.
+
+Runs with `thoth serve` replicas set to BACKGROUND_WORK=workers, on one DATABASE_URL
+(README, "Deployment"). SIGTERM or Ctrl-C: no new claims, what was begun finishes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from typing import TYPE_CHECKING, Any, TextIO
+
+from bridge.app import Thoth
+from bridge.reflection_launcher import run_reflection
+from layers.identity.outbox import IngestOutbox
+
+if TYPE_CHECKING:
+    from bridge.worker.worker import Worker
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "worker", help="run reflections, follow-ups and identity ingest from the queues"
+    )
+    parser.set_defaults(handler=run_worker)
+
+
+def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    # Slack's SDK is loaded by the commands that use it, not by every `thoth` start.
+    from bridge.worker.worker import Queues, Worker
+
+    settings = app.settings
+    slack = None
+    if settings.slack_bot_token is not None:
+        from bridge.slack.web import build_async_web_client
+
+        slack = build_async_web_client(settings)
+
+    def launch(session_id: str, summary: bool) -> int:
+        code, _ = run_reflection(settings, session_id, summary=summary, claimed=True)
+        return code
+
+    worker = Worker(
+        Queues(
+            reflections=None if settings.reflection_disabled else app.reflections,
+            launch=launch,
+            outbox=IngestOutbox(app.db) if app.identity is not None else None,
+            identity=app.identity,
+            followups=app.followups,
+            slack=slack,
+        )
+    )
+    jobs = ", ".join(worker.jobs()) or "nothing (every queue is turned off)"
+    print(f"Thoth worker on {app.db.where}: {jobs}", file=out, flush=True)
+    asyncio.run(_until_stopped(worker))
+    return 0
+
+
+async def _until_stopped(worker: Worker) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
+    await worker.run(stop)

@@ -1,0 +1,1 @@
+"""`thoth worker`: the background work, claimed from the database's queues."""

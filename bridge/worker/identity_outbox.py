@@ -1,0 +1,45 @@
+"""Sending the identity outbox's turns from a worker: claimed, sent, removed; a turn
+the backend could not take is held and retried with backoff, a refused one dropped."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from layers.backoff import backoff_delay
+from layers.identity.ingest_queue import refused
+from layers.identity.outbox import IngestOutbox
+from layers.identity.protocol import IdentityBackend
+
+log = logging.getLogger(__name__)
+
+# Longer than sending one batch takes; a batch whose worker died is free after it.
+BATCH_HOLD_S = 120.0
+BATCH = 50
+RETRY_BASE_S = 5.0
+RETRY_MAX_S = 600.0
+
+
+async def send_outbox(outbox: IngestOutbox, backend: IdentityBackend) -> int:
+    """Send one batch of the turns no process holds; returns how many were settled."""
+    claimed = await asyncio.to_thread(outbox.claim, hold_s=BATCH_HOLD_S, limit=BATCH)
+    settled = 0
+    for entry_id, turn in claimed:
+        try:
+            await backend.ingest(turn)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            if not refused(error):
+                attempt = await asyncio.to_thread(outbox.attempts, entry_id) + 1
+                delay = backoff_delay(attempt, base_s=RETRY_BASE_S, max_s=RETRY_MAX_S)
+                log.info("identity ingest failed (%s); retry in %.0fs", error, delay)
+                await asyncio.to_thread(outbox.retry_at, entry_id, time.time() + delay)
+                continue
+            log.error("the identity backend refused a turn of session %s: %s",
+                      turn.session_id, error)
+        await asyncio.to_thread(outbox.remove, entry_id)
+        settled += 1
+    return settled
+

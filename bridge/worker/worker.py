@@ -1,0 +1,93 @@
+"""The background work, one job per queue, each claimed from the database.
+
+Each job takes what is due and no other process holds; when it found nothing it
+waits ``poll_s`` before asking again, when it did it asks again at once. Any number
+of workers (and a `thoth serve` with BACKGROUND_WORK=inline, for its own work) share
+the queues: claims never hand one item to two of them (``FOR UPDATE SKIP LOCKED`` on
+PostgreSQL), and an item whose worker died is free again once its hold runs out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bridge.slack.followups import post_due_followups
+from bridge.worker.identity_outbox import send_outbox
+from layers.identity.outbox import IngestOutbox
+from layers.identity.protocol import IdentityBackend
+from reflection.followups import Followups
+from reflection.state import ReflectionState
+
+log = logging.getLogger(__name__)
+
+POLL_S = 1.0
+# Runs one claimed reflection (session id, whether it posts a summary); its exit code.
+Launch = Callable[[str, bool], int]
+# A job's one round: how many items it did (0: wait before the next round).
+Job = Callable[[], Awaitable[int]]
+
+
+@dataclass(frozen=True)
+class Queues:
+    """What a worker works on; a queue left None is not worked on (reflection off, no
+    identity backend, no Slack token)."""
+
+    reflections: ReflectionState | None
+    launch: Launch
+    outbox: IngestOutbox | None
+    identity: IdentityBackend | None
+    followups: Followups
+    slack: AsyncWebClient | None
+
+
+class Worker:
+    def __init__(self, queues: Queues, *, poll_s: float = POLL_S) -> None:
+        self._queues = queues
+        self._poll_s = poll_s
+
+    def jobs(self) -> dict[str, Job]:
+        queues = self._queues
+        jobs: dict[str, Job] = {}
+        if queues.reflections is not None:
+            jobs["reflections"] = self.reflect_once
+        if queues.outbox is not None and queues.identity is not None:
+            outbox, identity = queues.outbox, queues.identity
+            jobs["identity ingest"] = lambda: send_outbox(outbox, identity)
+        if queues.slack is not None:
+            followups, slack = queues.followups, queues.slack
+            jobs["follow-ups"] = lambda: post_due_followups(followups, slack)
+        return jobs
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Work until ``stop`` is set; what a job has begun is finished first."""
+        await asyncio.gather(
+            *(self._every_round(name, job, stop) for name, job in self.jobs().items())
+        )
+
+    async def reflect_once(self) -> int:
+        """Claim the reflection due longest and run it (a process of its own)."""
+        assert self._queues.reflections is not None
+        claimed = await asyncio.to_thread(self._queues.reflections.claim_next)
+        if claimed is None:
+            return 0
+        log.info("reflecting on session %s", claimed.session_id)
+        await asyncio.to_thread(self._queues.launch, claimed.session_id, claimed.summary)
+        return 1
+
+    async def _every_round(self, name: str, job: Job, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                done = await job()
+            except Exception:
+                # The database or a service is away: the next round tries again.
+                log.exception("the %s job failed", name)
+                done = 0
+            if not done:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self._poll_s)
