@@ -45,6 +45,9 @@ class Settings(BaseSettings):
     # queued them (one `thoth serve`, or `thoth chat`); "workers", `thoth worker`
     # processes claiming them from the database's queues (README, "Deployment").
     background_work: Literal["inline", "workers"] = "inline"
+    # Seconds a replica's hold on a Slack delivery lasts unrenewed: how soon another
+    # replica answers what a crashed one had acknowledged (renewed three times as often).
+    inbox_lease_s: Annotated[float, Field(ge=1)] = 30
 
     anthropic_api_key: SecretStr | None = None
     anthropic_base_url: str | None = None

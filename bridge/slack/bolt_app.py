@@ -44,9 +44,6 @@ from layers.working.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
-# How long a delivery stays leased to the process that took it without being renewed
-# (renewed three times as often): how soon another replica takes over a dead one's.
-INBOX_LEASE_S = 30.0
 
 
 @dataclass
@@ -100,7 +97,9 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
         session_end=thoth.session_end,
         followups=thoth.followups,
     )
-    conversation = Conversation(parts, client, directory, replies, assistant)
+    conversation = Conversation(
+        parts, client, directory, replies, assistant, bot_user=bot_user
+    )
     reactions = Reactions(
         ReactionParts(
             episodic=thoth.episodic,
@@ -112,7 +111,7 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
         ),
         client, directory, replies, cards, bot_user=bot_user,
     )
-    inbox = SlackInbox(thoth.db, owner=thoth.leases.owner, lease_s=INBOX_LEASE_S)
+    inbox = SlackInbox(thoth.db, owner=thoth.leases.owner, lease_s=settings.inbox_lease_s)
     bridge = SlackBridge(
         app, runner, conversation, reactions, cards, assistant, SeenDeliveries(thoth.db),
         Lanes(inbox), bot_user, team=str(identity.get("team_id") or "") or None,

@@ -62,8 +62,11 @@ class Conversation:
         directory: Directory,
         replies: SlackReplies,
         assistant: AssistantThreads,
+        *,
+        bot_user: str | None,
     ) -> None:
         self._parts = parts
+        self._bot_user = bot_user
         self._client = client
         self._directory = directory
         self._replies = replies
@@ -155,15 +158,53 @@ class Conversation:
                 )
 
     async def take_over(self, incoming: Incoming) -> None:
-        """A message a process that died had taken: answered unless that process had
-        begun its reply (a second answer would be a double; a cut one is visible)."""
-        answered = await asyncio.to_thread(
-            self._replies.answered_after, incoming.channel, incoming.thread_root, incoming.ts
-        )
-        if answered:
-            log.warning("a message taken over in %s was answered already", incoming.channel)
-            return
+        """A message a process that died had taken (its text redacted): answered unless
+        that process had recorded its turn already.
+
+        Its lane kept every later message of the thread waiting, so a recorded turn is
+        the session's latest, and a reply the dead process had begun is the agent's last
+        in the thread: cut off mid-stream, it is deleted before the whole answer is
+        given. (Decided: the same words said twice in a row, the second taken over,
+        count as answered.)
+        """
+        session = await asyncio.to_thread(self._parts.sessions.find_open, incoming.session_key)
+        if session is not None:
+            last = await asyncio.to_thread(self._parts.transcript.last_user_text, session.id)
+            if last == incoming.text:
+                log.info("a message taken over in %s was answered already", incoming.channel)
+                return
+        for ts in await self._begun_replies(incoming):
+            try:
+                await self._client.chat_delete(channel=incoming.channel, ts=ts)
+            except SLACK_FAILURES as error:
+                log.warning("a cut-off reply in %s could not be deleted: %s",
+                            incoming.channel, error)
         await self.handle(incoming)
+
+    async def _begun_replies(self, incoming: Incoming) -> list[str]:
+        """The agent's messages in the thread since ``incoming``: those recorded, and
+        those Slack has (a process can die between Slack making a message and the
+        record of it)."""
+        recorded = await asyncio.to_thread(
+            self._replies.posted_after, incoming.channel, incoming.thread_root, incoming.ts
+        )
+        found = set(recorded)
+        if self._bot_user is not None:
+            try:
+                response = await self._client.conversations_replies(
+                    channel=incoming.channel, ts=incoming.thread_root, oldest=incoming.ts,
+                    limit=200,
+                )
+            except SLACK_FAILURES as error:
+                log.info("the thread in %s could not be read (%s)", incoming.channel, error)
+            else:
+                found.update(
+                    str(message["ts"])
+                    for message in response.get("messages") or []
+                    if message.get("user") == self._bot_user
+                    and float(message["ts"]) > float(incoming.ts)
+                )
+        return sorted(found)
 
     @property
     def directory(self) -> Directory:

@@ -69,12 +69,12 @@ class SlackReplies:
             ).fetchone()
         return row is not None
 
-    def answered_after(self, channel: str, thread_ts: str, ts: str) -> bool:
-        """Whether the agent has posted in this thread since the message at ``ts``."""
+    def posted_after(self, channel: str, thread_ts: str, ts: str) -> list[str]:
+        """The agent's messages in this thread since the message at ``ts``."""
         with self._db.read() as conn:
             rows = conn.execute(
                 "SELECT ts FROM slack_replies WHERE channel = ? AND thread_ts = ?",
                 (channel, thread_ts),
             ).fetchall()
         # Slack's ts are decimal strings ("1700000000.000100"): compared as numbers.
-        return any(float(row[0]) > float(ts) for row in rows)
+        return [str(row[0]) for row in rows if float(row[0]) > float(ts)]

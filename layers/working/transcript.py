@@ -64,6 +64,16 @@ class TranscriptStore:
             for text, reply, ok, user, name, at in rows
         ]
 
+    def last_user_text(self, session_id: str) -> str | None:
+        """What the person said in the session's latest turn (stored redacted)."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT user_text FROM transcript_turns WHERE session_id = ?"
+                " ORDER BY seq DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
     def count(self, session_id: str) -> int:
         with self._db.read() as conn:
             (count,) = conn.execute(

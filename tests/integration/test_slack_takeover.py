@@ -7,6 +7,8 @@ from bridge.slack.bolt_app import MESSAGE, message_payload, take_over
 from bridge.slack.events import Incoming
 from bridge.slack.inbox import SlackInbox
 from bridge.slack.lanes import Lanes
+from bridge.slack.replies import ReplyRecord
+from bridge.slack.web import build_web_client
 from tests.integration.slack_harness import CHANNEL, Harness, streamed_text
 from tests.servers import anthropic_api as api
 from tests.waiting import wait_until
@@ -50,14 +52,15 @@ def quick_inbox_is_empty(harness: Harness) -> bool:
     return SlackInbox(harness.thoth.db, owner="reader", lease_s=1).waiting() == 0
 
 
-def test_a_message_a_dead_replica_had_begun_to_answer_is_not_answered_twice(
+def test_a_message_a_dead_replica_had_answered_is_not_answered_twice(
     harness: Harness,
 ) -> None:
     thread = "1700009100.000100"
     harness.model.push(api.text("the only answer"))
     assert harness.mention("hello", thread) == 200
     wait_until(lambda: streamed_text(harness, thread))
-    # As if the replica that answered died before marking the message done.
+    # As if the replica that answered (and recorded the turn) died before marking the
+    # message done.
     _left_by_a_dead_replica(harness, "hello", thread, thread)
     bridge = harness.bridge
     quick = SlackInbox(harness.thoth.db, owner=harness.thoth.leases.owner, lease_s=0.3)
@@ -65,3 +68,23 @@ def test_a_message_a_dead_replica_had_begun_to_answer_is_not_answered_twice(
     wait_until(lambda: quick.waiting() == 0, 30)
     assert len(harness.model.requests) == 1
     assert len(harness.replies_in(thread)) == 1
+
+
+def test_a_reply_a_dead_replica_had_begun_is_replaced_by_the_whole_answer(
+    harness: Harness,
+) -> None:
+    thread = "1700009200.000100"
+    _left_by_a_dead_replica(harness, "what is our deploy day?", thread, thread)
+    # The dead replica had begun its reply (recorded, as a reply is as soon as it exists).
+    cut = build_web_client(harness.thoth.settings).chat_postMessage(
+        channel=CHANNEL, thread_ts=thread, text="Deploys are on")
+    harness.bridge.conversation.replies.record(
+        ReplyRecord(CHANNEL, str(cut["ts"]), "T1", thread, "dead-session", None, "U1"))
+    harness.model.push(api.text("Deploys are on Fridays."))
+    bridge = harness.bridge
+    quick = SlackInbox(harness.thoth.db, owner=harness.thoth.leases.owner, lease_s=0.3)
+    bridge.runner.keep_running(Lanes(quick).keep(lambda entry: take_over(bridge, entry)))
+    wait_until(lambda: quick.waiting() == 0)
+    (only,) = harness.replies_in(thread)  # the cut one is gone
+    assert only["ts"] != cut["ts"]
+    assert streamed_text(harness, thread) == "Deploys are on Fridays."

@@ -1,0 +1,213 @@
+"""Three `thoth serve` replicas and two `thoth worker`s, real processes on one real
+PostgreSQL, behind a "load balancer" (this test) that sends each Slack delivery to one
+replica and its retry to another; then a replica and a worker are killed with SIGKILL
+mid-burst. Slack is the loopback Web API; the model is the offline one (instant)."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from slack_sdk.signature import SignatureVerifier
+
+from tests.postgres import PostgresForTests
+from tests.servers.slack_api import FakeSlack
+from tests.waiting import wait_until
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+CHANNELS = ("C1", "C2", "C3")
+THREADS = 9
+MESSAGES_PER_THREAD = 3
+LEASE_S = 3
+
+
+class Process:
+    """A `thoth` command running on its own, its output read as it comes."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "bridge", *args], cwd=cwd, env=env, text=True,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.errors: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        threading.Thread(target=self._read_errors, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:
+            self.lines.put(line)
+
+    def _read_errors(self) -> None:
+        assert self.popen.stderr is not None
+        self.errors.extend(self.popen.stderr)
+
+    def first_line(self, timeout_s: float = 120) -> str:
+        try:
+            return self.lines.get(timeout=timeout_s)
+        except queue.Empty:
+            raise AssertionError(f"no output; stderr: {''.join(self.errors)[-2000:]}") from None
+
+
+@contextmanager
+def cluster(tmp_path: Path, url: str, slack: FakeSlack) -> Iterator[tuple[list[Process],
+                                                                         list[Process]]]:
+    def env(name: str) -> dict[str, str]:
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "THOTH_"))}
+        return {**base, "THOTH_HOME": str(tmp_path / name), "DATABASE_URL": url,
+                "BACKGROUND_WORK": "workers", "INBOX_LEASE_S": str(LEASE_S),
+                "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
+                "SLACK_API_URL": slack.url, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+    # Migrations first, once: then every process finds the schema made.
+    made = subprocess.run([sys.executable, "-m", "bridge", "init"], cwd=tmp_path,
+                          env=env("init"), capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    replicas = [Process(["serve", "--host", "127.0.0.1", "--port", "0"], env(f"replica{n}"),
+                        tmp_path) for n in range(3)]
+    workers = [Process(["-v", "worker"], env(f"worker{n}"), tmp_path) for n in range(2)]
+    try:
+        yield replicas, workers
+    finally:
+        for process in [*replicas, *workers]:
+            if process.popen.poll() is None:
+                process.popen.send_signal(signal.SIGTERM)
+        for process in [*replicas, *workers]:
+            try:
+                process.popen.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.popen.kill()
+
+
+def deliver(url: str, body: dict[str, Any], *, retry: int = 0) -> int:
+    """One signed Events API request; 0 when the replica cannot be reached."""
+    data = json.dumps(body)
+    moment = str(int(time.time()))
+    headers = {"content-type": "application/json", "x-slack-request-timestamp": moment,
+               "x-slack-signature": SignatureVerifier(SECRET).generate_signature(
+                   timestamp=moment, body=data)}
+    if retry:
+        headers |= {"x-slack-retry-num": str(retry), "x-slack-retry-reason": "http_timeout"}
+    request = urllib.request.Request(url, data=data.encode(), method="POST", headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status
+    except urllib.error.HTTPError as error:
+        return error.code
+    except OSError:
+        return 0
+
+
+def mention(event_id: str, channel: str, text: str, ts: str, thread_ts: str) -> dict[str, Any]:
+    event = {"type": "app_mention", "user": "U1", "text": f"<@UBOT> {text}", "ts": ts,
+             "team": "T1", "channel": channel, "event_ts": ts}
+    if thread_ts != ts:
+        event["thread_ts"] = thread_ts
+    return {"token": "t", "team_id": "T1", "api_app_id": "A1", "event": event,
+            "type": "event_callback", "event_id": event_id, "event_time": int(time.time())}
+
+
+class LoadBalancer:
+    """Sends each delivery to one replica and Slack's retry of it to the next; a replica
+    that cannot be reached is skipped, as Slack's retry would land elsewhere."""
+
+    def __init__(self, addresses: list[str]) -> None:
+        self.addresses = addresses
+        self.alive = [True] * len(addresses)
+
+    def send(self, body: dict[str, Any], first: int) -> None:
+        acked = False
+        for attempt in range(len(self.addresses)):
+            target = (first + attempt) % len(self.addresses)
+            if not self.alive[target]:
+                continue
+            status = deliver(self.addresses[target], body, retry=attempt)
+            assert status in (0, 200), status
+            acked = acked or status == 200
+            if acked and attempt >= 1:
+                return
+        assert acked
+
+
+def turns(url: str, root: str) -> list[str]:
+    """What was said in the thread at ``root``, in the order the turns were recorded."""
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT t.user_text FROM transcript_turns t JOIN sessions s ON s.id = t.session_id"
+            " WHERE s.key LIKE %s ORDER BY t.seq",
+            (f"%:{root}",),
+        ).fetchall()
+    return [row[0] for row in rows]
+
+
+def count(url: str, sql: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(sql).fetchone()
+    return int(row[0]) if row else 0
+
+
+def test_three_replicas_and_two_workers_answer_once_in_order_through_sigkill(
+    tmp_path: Path, postgres: PostgresForTests
+) -> None:
+    url = postgres.fresh_database()
+    with FakeSlack() as slack:
+        slack.add_user("U1", "dana")
+        for channel in CHANNELS:
+            slack.add_channel(channel, f"team-{channel.lower()}")
+        with cluster(tmp_path, url, slack) as (replicas, workers):
+            balancer = LoadBalancer([r.first_line().strip().split()[-1] for r in replicas])
+            assert all(a.startswith("http://127.0.0.1:") for a in balancer.addresses)
+            for worker in workers:
+                assert "Thoth worker on postgresql://" in worker.first_line()
+            threads = [(CHANNELS[n % 3], f"1700100{n:03d}.000100") for n in range(THREADS)]
+            sent: dict[str, list[str]] = {root: [] for _, root in threads}
+            for round_number in range(MESSAGES_PER_THREAD):
+                if round_number == 1:
+                    # Mid-burst: a replica and a worker die without a word.
+                    replicas[0].popen.send_signal(signal.SIGKILL)
+                    workers[0].popen.send_signal(signal.SIGKILL)
+                    replicas[0].popen.wait(10)
+                    balancer.alive[0] = False
+                for number, (channel, root) in enumerate(threads):
+                    ts = root if round_number == 0 else f"{root[:-3]}{round_number + 1:03d}"
+                    text = f"note {number}-{round_number}"
+                    sent[root].append(text)
+                    balancer.send(mention(f"Ev{number}x{round_number}", channel, text, ts, root),
+                                  first=number + round_number)
+            try:
+                wait_until(lambda: all(len(turns(url, root)) >= MESSAGES_PER_THREAD
+                                       for _, root in threads), 90)
+            except AssertionError:
+                logs = "\n".join("".join(r.errors)[-3000:] for r in replicas)
+                raise AssertionError(f"turns: { {r: turns(url, r) for _, r in threads} }\n"
+                                     f"replicas said:\n{logs}") from None
+            for channel, root in threads:
+                # Each message once, in the order it was sent, whichever replica took it,
+                # and one reply each (a reply the killed replica had begun was replaced).
+                assert turns(url, root) == sent[root]
+                replies = [m for m in slack.messages(channel, root) if m.get("user") == "UBOT"]
+                assert len(replies) == MESSAGES_PER_THREAD, [m.get("text") for m in replies]
+
+            # Every thread ended: each reflection runs once, on the worker left.
+            for number, (channel, root) in enumerate(threads):
+                balancer.send(mention(f"EvDone{number}", channel, "done", f"{root[:-3]}900",
+                                      root), first=number)
+            done = "SELECT count(*) FROM reflections WHERE state = 'done'"
+            wait_until(lambda: count(url, done) == THREADS, 120)
+            assert count(url, "SELECT max(attempts) FROM reflections") == 1
+            assert count(url, "SELECT count(*) FROM slack_inbox") == 0
+            assert count(url, "SELECT count(*) FROM sessions") == THREADS
