@@ -9,6 +9,7 @@ from enum import StrEnum
 
 from bridge.app import Thoth
 from bridge.model.pricing import CATALOGUE
+from bridge.schemas import ALL_SCHEMAS
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 
 MODEL_CHECK_TIMEOUT_S = 10.0
@@ -56,13 +57,29 @@ def _database(app: Thoth) -> list[Check]:
     # Sound: Database.open ran SQLite's integrity check, and refuses a damaged file
     # (doctor then ends in that one line, like every command).
     applied = app.db.applied()
-    return [
+    known = {(schema.owner, m.version) for schema in ALL_SCHEMAS for m in schema.migrations}
+    missing = known - applied
+    checks = [
         Check(
             "database",
-            Status.OK,
-            f"{app.db.where}: {len(applied)} migrations, {app.episodic.store.count()} episodes",
+            Status.FAIL if missing else Status.OK,
+            f"{app.db.where} ({app.db.engine()}): {len(applied & known)} of {len(known)}"
+            f" migrations, {app.episodic.store.count()} episodes",
+            f"not applied: {sorted(missing)}" if missing else "",
         )
     ]
+    with app.db.read() as conn:
+        waiting = {
+            table: int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+            for table in ("slack_inbox", "identity_outbox")
+        }
+    checks.append(Check(
+        "queues",
+        Status.INFO,
+        f"BACKGROUND_WORK={app.settings.background_work}: {waiting['slack_inbox']} Slack"
+        f" deliveries in progress, {waiting['identity_outbox']} turns waiting for identity",
+    ))
+    return checks
 
 
 def _embedding_installed(app: Thoth) -> list[Check]:

@@ -78,6 +78,10 @@ class Database(ABC):
         """A connection for reads."""
 
     @abstractmethod
+    def engine(self) -> str:
+        """The engine, its version and what it has (for `thoth doctor`)."""
+
+    @abstractmethod
     def applied(self) -> set[tuple[str, int]]:
         """The migrations recorded, as (owner, version)."""
 

@@ -151,6 +151,19 @@ class PostgresDatabase(Database):
         with self._pool.connection() as connection:
             yield PostgresConnection(connection)
 
+    def engine(self) -> str:
+        with self.read() as conn:
+            (version,) = conn.execute("SHOW server_version").fetchone() or ("?",)
+            vector = conn.execute(
+                "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+            ).fetchone()
+        stats = self._pool.get_stats()
+        pgvector = f"pgvector {vector[0]} available" if vector else "no pgvector"
+        return (
+            f"PostgreSQL {version}, {pgvector}, pool {stats.get('pool_size', 0)} open of"
+            f" {POOL_MAX}"
+        )
+
     def applied(self) -> set[tuple[str, int]]:
         with self.read() as conn:
             rows = conn.execute("SELECT owner, version FROM schema_migrations").fetchall()

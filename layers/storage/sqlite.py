@@ -110,6 +110,9 @@ class SqliteDatabase(Database):
         with self._lock:
             yield self.connection
 
+    def engine(self) -> str:
+        return f"SQLite {sqlite3.sqlite_version}, WAL"
+
     def applied(self) -> set[tuple[str, int]]:
         """The migrations recorded, as (owner, version)."""
         with self.read() as conn:

@@ -19,6 +19,7 @@ import pytest
 
 from bridge import messages
 from bridge.cli.main import main
+from bridge.schemas import ALL_SCHEMAS
 from bridge.settings import Settings
 from layers.episodic.embedder import MiniLMEmbedder
 from tests.postgres import PostgresForTests
@@ -281,6 +282,10 @@ def test_with_database_url_every_command_keeps_its_memory_in_postgresql(
     assert (episodes, turns) == (1, 1)
     doctor = thoth("doctor")
     assert "postgresql://" in doctor.stdout and "1 episodes" in doctor.stdout, doctor.stdout
+    # The engine as it is: its version, pgvector, the pool, every migration applied.
+    assert "(PostgreSQL 18." in doctor.stdout and "pgvector 0.8" in doctor.stdout
+    known = sum(len(schema.migrations) for schema in ALL_SCHEMAS)
+    assert "pool " in doctor.stdout and f"{known} of {known} migrations" in doctor.stdout
 
     bad = subprocess.run(
         [sys.executable, "-m", "bridge", "recall", "x"], cwd=home.parent,
