@@ -47,3 +47,10 @@ def running_postgres(directory: Path) -> Iterator[PostgresForTests]:
         yield server
     finally:
         server.stop()
+
+
+def count(url: str, sql: str) -> int:
+    """The one number ``sql`` selects in the database at ``url`` (0 for no row)."""
+    with psycopg.connect(url) as conn:
+        row = conn.execute(sql).fetchone()
+    return int(row[0]) if row else 0

@@ -23,7 +23,7 @@ from typing import Any
 import psycopg
 from slack_sdk.signature import SignatureVerifier
 
-from tests.postgres import PostgresForTests
+from tests.postgres import PostgresForTests, count
 from tests.servers.slack_api import FakeSlack
 from tests.waiting import wait_until
 
@@ -152,12 +152,6 @@ def turns(url: str, root: str) -> list[str]:
             (f"%:{root}",),
         ).fetchall()
     return [row[0] for row in rows]
-
-
-def count(url: str, sql: str) -> int:
-    with psycopg.connect(url) as conn:
-        row = conn.execute(sql).fetchone()
-    return int(row[0]) if row else 0
 
 
 def test_three_replicas_and_two_workers_answer_once_in_order_through_sigkill(

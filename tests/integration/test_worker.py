@@ -9,9 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import psycopg
-
-from tests.postgres import PostgresForTests
+from tests.postgres import PostgresForTests, count
 from tests.waiting import wait_until
 
 
@@ -20,12 +18,6 @@ def _env(home: Path, url: str) -> dict[str, str]:
     env.update(THOTH_HOME=str(home), DATABASE_URL=url, BACKGROUND_WORK="workers",
                HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     return env
-
-
-def _count(url: str, sql: str) -> int:
-    with psycopg.connect(url) as conn:
-        row = conn.execute(sql).fetchone()
-    return int(row[0]) if row else 0
 
 
 def test_two_workers_share_the_queues_and_each_item_is_done_once(
@@ -40,9 +32,9 @@ def test_two_workers_share_the_queues_and_each_item_is_done_once(
         )
         assert chat.returncode == 0, chat.stderr
     # Queued, not run: no worker has claimed anything yet.
-    assert _count(url, "SELECT count(*) FROM reflections WHERE state = 'pending'") == 4
-    assert _count(url, "SELECT count(*) FROM identity_outbox") == 4
-    assert _count(url, "SELECT count(*) FROM identity_observations") == 0
+    assert count(url, "SELECT count(*) FROM reflections WHERE state = 'pending'") == 4
+    assert count(url, "SELECT count(*) FROM identity_outbox") == 4
+    assert count(url, "SELECT count(*) FROM identity_observations") == 0
 
     workers = [
         subprocess.Popen(
@@ -53,10 +45,10 @@ def test_two_workers_share_the_queues_and_each_item_is_done_once(
     ]
     try:
         wait_until(
-            lambda: _count(url, "SELECT count(*) FROM reflections WHERE state = 'done'") == 4,
+            lambda: count(url, "SELECT count(*) FROM reflections WHERE state = 'done'") == 4,
             120,
         )
-        wait_until(lambda: _count(url, "SELECT count(*) FROM identity_outbox") == 0, 60)
+        wait_until(lambda: count(url, "SELECT count(*) FROM identity_outbox") == 0, 60)
     finally:
         for worker in workers:
             worker.send_signal(signal.SIGTERM)
@@ -64,7 +56,7 @@ def test_two_workers_share_the_queues_and_each_item_is_done_once(
     assert [worker.returncode for worker in workers] == [0, 0], outputs
     assert all("Thoth worker on postgresql://" in out for out, _ in outputs)
     # Each reflection ran once, whichever worker claimed it.
-    assert _count(url, "SELECT max(attempts) FROM reflections") == 1
+    assert count(url, "SELECT max(attempts) FROM reflections") == 1
     runs = sum(err.count("reflecting on session") for _, err in outputs)
     assert runs == 4, outputs
-    assert _count(url, "SELECT count(*) FROM identity_observations") >= 4
+    assert count(url, "SELECT count(*) FROM identity_observations") >= 4
