@@ -45,7 +45,6 @@ from layers.working.sessions import SessionStore
 log = logging.getLogger(__name__)
 
 
-
 @dataclass
 class SlackBridge:
     app: AsyncApp
@@ -199,7 +198,7 @@ def _listen_to_reactions_and_clicks(bridge: SlackBridge, inbox: SlackInbox) -> N
         # (an add and its removal a moment later must not swap).
         entry = await asyncio.to_thread(
             inbox.take,
-            (f"event:{body.get('event_id') or ''}",) if body.get("event_id") else (),
+            (f"event:{body['event_id']}",) if body.get("event_id") else (),
             lane=f"reaction:{item.get('channel')}:{item.get('ts')}",
             kind=REACTION,
             payload={"event": event, "added": added},
