@@ -27,6 +27,7 @@ from bridge.cli import (
     doctor,
     episodes,
     init,
+    migrate,
     people,
     recall,
     reflect,
@@ -69,6 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.register(commands)
     reflect.register(commands)
     worker.register(commands)
+    migrate.register(commands)
     return parser
 
 
