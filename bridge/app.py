@@ -31,6 +31,7 @@ from layers.identity.protocol import IdentityBackend
 from layers.identity.scope import ReadableSessions
 from layers.identity.user_models import UserModels
 from layers.procedural.brain import Brain, BrainError
+from layers.procedural.brain_peers import BrainFollower, BrainPeers
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.memory_notes import MemoryNotes
 from layers.procedural.persona import SHIPPED_PERSONA, SHIPPED_SKILLS, PersonaLoader
@@ -88,6 +89,12 @@ class Thoth:
     user_models: UserModels | None = None
     # Why the brain could not be created or used, if it could not (`thoth doctor` says it).
     brain_problem: str | None = None
+    # The processes sharing BRAIN_REMOTE (None without one).
+    brain_peers: BrainPeers | None = None
+
+    def brain_follower(self) -> BrainFollower | None:
+        """What pulls the brain when another process pushed (serve and worker run it)."""
+        return None if self.brain_peers is None else BrainFollower(self.brain, self.brain_peers)
 
     def close(self) -> None:
         self.db.close()
@@ -139,7 +146,8 @@ def build(
     episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days))
     sessions = SessionStore(db)
     transcript = TranscriptStore(db)
-    brain = Brain(settings.brain_path, remote=settings.brain_remote)
+    brain_peers = BrainPeers(db, settings.brain_remote) if settings.brain_remote else None
+    brain = Brain(settings.brain_path, remote=settings.brain_remote, peers=brain_peers)
     brain_problem = ensure_brain(brain)
     # The brain's files when it exists; the shipped ones keep the agent whole if it does not.
     persona = PersonaLoader((brain.persona_dir, SHIPPED_PERSONA))
@@ -227,6 +235,7 @@ def build(
         ),
         leases=leases,
         brain_problem=brain_problem,
+        brain_peers=brain_peers,
     )
 
 

@@ -28,6 +28,7 @@ from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
 from bridge.slack.web import build_async_web_client
 from layers.errors import BackendUnavailable, ConfigurationError
+from layers.procedural.brain_peers import FOLLOW_EVERY_S
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,10 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     scheduler = BackgroundScheduler(timezone=UTC)
     app.housekeeping.schedule(scheduler, runner.wait_for)
     scheduler.add_job(bridge.seen.sweep, "interval", hours=1, id="slack-seen-sweep")
+    follower = app.brain_follower()
+    if follower is not None:
+        scheduler.add_job(follower.step, "interval", seconds=FOLLOW_EVERY_S, id="brain-follow",
+                          coalesce=True, max_instances=1)
 
     def post_followups() -> None:
         runner.wait_for(post_due_followups(app.followups, client))

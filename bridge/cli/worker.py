@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bridge.app import Thoth
 from bridge.reflection_launcher import run_reflection
 from layers.identity.outbox import IngestOutbox
+from layers.procedural.brain_peers import FOLLOW_EVERY_S, BrainFollower
 
 if TYPE_CHECKING:
     from bridge.worker.worker import Worker
@@ -53,13 +55,24 @@ def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     )
     jobs = ", ".join(worker.jobs()) or "nothing (every queue is turned off)"
     print(f"Thoth worker on {app.db.where}: {jobs}", file=out, flush=True)
-    asyncio.run(_until_stopped(worker))
+    asyncio.run(_until_stopped(worker, app.brain_follower()))
     return 0
 
 
-async def _until_stopped(worker: Worker) -> None:
+async def _until_stopped(worker: Worker, follower: BrainFollower | None) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(signum, stop.set)
+    # Reflections read the persona and skills from this worker's clone of the brain.
+    following = None if follower is None else asyncio.create_task(_follow(follower, stop))
     await worker.run(stop)
+    if following is not None:
+        await following
+
+
+async def _follow(follower: BrainFollower, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        await asyncio.to_thread(follower.step)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), FOLLOW_EVERY_S)

@@ -4,7 +4,8 @@ Created from the shipped ``persona/`` and ``skills/`` with an initial commit. Ea
 change the agent makes is one commit of exactly the paths it wrote (``git commit
 -- PATHS``), so whatever a person edited by hand elsewhere in the tree is left as
 it is — never reset, never swept into the agent's commit. Writers are serialised
-by a lock file, which also covers other processes (reflection runs in its own).
+by a lock file, which also covers other processes (reflection runs in its own), and,
+when several machines share ``BRAIN_REMOTE``, by the database (``brain_peers.py``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from layers.redaction import redact
 
 if TYPE_CHECKING:
     import git
+
+    from layers.procedural.brain_peers import BrainPeers
 
 log = logging.getLogger(__name__)
 
@@ -62,11 +65,16 @@ class Author:
 class Brain:
     """The git-tracked brain at ``path``; ``commit()`` is the only way the agent writes."""
 
-    def __init__(self, path: Path, *, remote: str | None = None) -> None:
+    def __init__(
+        self, path: Path, *, remote: str | None = None, peers: BrainPeers | None = None
+    ) -> None:
         self.path = path
         self._remote = remote
+        # Other processes pushing to the same remote (None: this machine's alone).
+        self._peers = peers if remote else None
         self._thread_lock = threading.RLock()
         self._depth = 0
+        self._peers_held = False
 
     @property
     def persona_dir(self) -> Path:
@@ -94,6 +102,16 @@ class Brain:
                 f"{self.path} exists but is not a git repository: move it away, or run"
                 f" `git init` in it, and start Thoth again"
             )
+        with self._thread_lock, self._among_peers():
+            # A remote that has a brain is where this one comes from (another replica's,
+            # or this machine's before its home was lost): never a second history.
+            if self._remote and self._remote_has_main():
+                self._clone()
+                return True
+            self._create_from(shipped_persona, shipped_skills)
+        return True
+
+    def _create_from(self, shipped_persona: Path, shipped_skills: Path) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         for source, target in (
             (shipped_persona, self.persona_dir),
@@ -101,16 +119,91 @@ class Brain:
         ):
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("README.md"))
         repo = _gitpython().Repo.init(self.path, initial_branch="main")
-        with repo.config_writer() as config:
-            # Only this repository: commits name the approver, the committer is always Thoth.
-            config.set_value("user", "name", AGENT_NAME)
-            config.set_value("user", "email", AGENT_EMAIL)
+        _set_identity(repo)
         self.commit(
             ["persona", "skills"],
             "Create the brain from the shipped persona and skills\n\nWhy: first run.",
         )
         log.info("created the brain at %s", self.path)
-        return True
+
+    def _remote_has_main(self) -> bool:
+        try:
+            found = _gitpython().cmd.Git().ls_remote(
+                self._remote, "refs/heads/main", kill_after_timeout=PUSH_TIMEOUT_S
+            )
+        except _gitpython().GitCommandError as error:
+            failure = _git_failure(self.path, error)
+            problem = f"the brain remote {self._remote} cannot be read ({failure})"
+            if self._peers is not None:
+                # Others share it: a brain begun here would be a history of its own.
+                raise BrainError(f"{problem}: check BRAIN_REMOTE") from error
+            log.warning("%s; starting the brain here, pushed when it can be", problem)
+            return False
+        return bool(str(found).strip())
+
+    def _clone(self) -> None:
+        """Start from the brain the other processes share, not a new history."""
+        repo = _gitpython().Repo.clone_from(self._remote, self.path, branch="main")
+        _set_identity(repo)
+        log.info("cloned the brain at %s from %s", self.path, self._remote)
+
+    def catch_up(self) -> bool:
+        """Pull what the others pushed, if this clone is only behind (the follower's
+        step); True when the files changed. A clone with commits of its own waits for
+        its next write, which catches up under the writers' lock."""
+        if not self._remote:
+            return False
+        with self._thread_lock:
+            if self._depth:
+                return False  # a write is under way here; it catches up itself
+            with open(self.path / ".git" / LOCK_FILE, "a+") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+                try:
+                    return self._catch_up(self._repo(), may_rebase=False)
+                finally:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def has(self, sha: str) -> bool:
+        """Whether this clone's HEAD includes the commit ``sha``."""
+        gitpython = _gitpython()
+        repo = self._repo()
+        try:
+            return bool(repo.is_ancestor(repo.commit(sha), repo.head.commit))
+        except (ValueError, gitpython.BadName, gitpython.GitCommandError):
+            return False  # not fetched yet
+
+    def _catch_up(self, repo: git.Repo, *, may_rebase: bool) -> bool:
+        """Bring this clone up to the remote's main: fast-forward when behind; with
+        commits of its own as well (a push that failed), replay them on top."""
+        gitpython = _gitpython()
+        try:
+            repo.git.fetch(self._remote, "refs/heads/main", kill_after_timeout=PUSH_TIMEOUT_S)
+        except gitpython.GitCommandError as error:
+            if "couldn't find remote ref" not in str(error.stderr):
+                log.warning("fetching the brain from %s failed (%s); going on with this clone",
+                            self._remote, _git_failure(self.path, error))
+            return False
+        theirs = repo.commit("FETCH_HEAD")
+        ours = repo.head.commit
+        if theirs == ours or repo.is_ancestor(theirs, ours):
+            return False
+        try:
+            if repo.is_ancestor(ours, theirs):
+                repo.git.merge("--ff-only", "--quiet", theirs.hexsha)
+                return True
+            if not may_rebase:
+                return False
+            _merge_notes_as_union(repo)
+            # Hand edits are stashed around the replay and put back.
+            repo.git.rebase("--autostash", "--quiet", theirs.hexsha)
+            return True
+        except gitpython.GitCommandError as error:
+            if (Path(repo.git_dir) / "rebase-merge").exists():
+                repo.git.rebase("--abort")
+            log.warning("the brain could not take %s's changes (%s): it stays on its own"
+                        " commits until that is fixed", self._remote,
+                        _git_failure(self.path, error))
+            return False
 
     def check(self) -> None:
         """Raise ``BrainError`` (saying how to fix it) unless the repo can take a commit."""
@@ -225,7 +318,9 @@ class Brain:
             except gitpython.GitCommandError as error:
                 raise BrainError(_git_failure(self.path, error)) from error
             sha = str(repo.head.commit.hexsha)
-        self._push(repo)
+            # Still under the writers' lock, so no other process pushes in between.
+            if self._push(repo) and self._peers is not None:
+                self._peers.announce(sha)
         return sha
 
     def has_hand_edits(self, path: str) -> bool:
@@ -291,15 +386,32 @@ class Brain:
                 finally:
                     self._depth -= 1
                 return
-            with open(self.path / ".git" / LOCK_FILE, "a+") as handle:
+            # The database's lock first, then the file's, in every process: no two
+            # ever wait for each other's second lock.
+            with self._among_peers(), open(self.path / ".git" / LOCK_FILE, "a+") as handle:
                 fcntl.flock(handle, fcntl.LOCK_EX)
                 self._depth = 1
                 try:
                     self._clear_stale_git_locks()
+                    if self._remote:
+                        self._catch_up(self._repo(), may_rebase=True)
                     yield
                 finally:
                     self._depth = 0
                     fcntl.flock(handle, fcntl.LOCK_UN)
+
+    @contextmanager
+    def _among_peers(self) -> Iterator[None]:
+        """The one-writer lock shared with other processes on the remote, held once."""
+        if self._peers is None or self._peers_held:
+            yield
+            return
+        with self._peers.one_writer():
+            self._peers_held = True
+            try:
+                yield
+            finally:
+                self._peers_held = False
 
     def _clear_stale_git_locks(self) -> None:
         """Remove git's own lock files left by a git command that was killed.
@@ -326,15 +438,39 @@ class Brain:
                 lock.relative_to(self.path),
             )
 
-    def _push(self, repo: git.Repo) -> None:
+    def _push(self, repo: git.Repo) -> bool:
         if not self._remote:
-            return
+            return False
         try:
             repo.git.push(self._remote, "HEAD:refs/heads/main", kill_after_timeout=PUSH_TIMEOUT_S)
         except _gitpython().GitCommandError as error:
-            # The commit is safe locally; the next successful push carries it too.
+            # The commit is safe locally; the next write catches up and pushes it too.
             log.warning("pushing the brain to %s failed (%s); the next commit pushes again",
                         self._remote, _git_failure(self.path, error))
+            return False
+        return True
+
+
+# Notes are lines appended at the end of MEMORY.md: two replicas' notes replayed on
+# each other keep both (git's union merge), where a line merge would see a conflict.
+UNION_MERGED = ("persona/MEMORY.md",)  # memory_notes.MEMORY_FILE
+
+
+def _merge_notes_as_union(repo: git.Repo) -> None:
+    attributes = Path(repo.git_dir) / "info" / "attributes"
+    wanted = [f"{path} merge=union" for path in UNION_MERGED]
+    present = attributes.read_text().splitlines() if attributes.is_file() else []
+    missing = [line for line in wanted if line not in present]
+    if missing:
+        attributes.parent.mkdir(exist_ok=True)
+        attributes.write_text("".join(f"{line}\n" for line in [*present, *missing]))
+
+
+def _set_identity(repo: git.Repo) -> None:
+    with repo.config_writer() as config:
+        # Only this repository: commits name the approver, the committer is always Thoth.
+        config.set_value("user", "name", AGENT_NAME)
+        config.set_value("user", "email", AGENT_EMAIL)
 
 
 def _git_running_in(path: Path) -> bool:

@@ -1,4 +1,5 @@
-"""The procedural layer's tables (L4): skill drafts awaiting a decision."""
+"""The procedural layer's tables (L4): skill drafts awaiting a decision, and the brain
+commit each remote last received (how processes sharing it hear of a change)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,26 @@ SCHEMA = Schema(
                 commit_sha TEXT
             );
             CREATE INDEX skill_drafts_state ON skill_drafts (state, proposed_at);
+            """,
+        ),
+        Migration(
+            2,
+            "brain_heads",
+            """
+            -- The commit a process last pushed to a brain remote, so the others sharing it
+            -- pull it within seconds (brain_peers.py).
+            CREATE TABLE brain_heads (
+                remote TEXT PRIMARY KEY,
+                sha TEXT NOT NULL,
+                pushed_at REAL NOT NULL
+            );
+            """,
+            postgres="""
+            CREATE TABLE brain_heads (
+                remote TEXT PRIMARY KEY,
+                sha TEXT NOT NULL,
+                pushed_at DOUBLE PRECISION NOT NULL
+            );
             """,
         ),
     ),

@@ -78,6 +78,12 @@ class Database(ABC):
         """A connection for reads."""
 
     @abstractmethod
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        """Held by one process at a time among all sharing this database, until the block
+        ends or the process dies; for work outside the database that must not interleave
+        (the brain's git writes). Waits for the holder."""
+
+    @abstractmethod
     def engine(self) -> str:
         """The engine, its version and what it has (for `thoth doctor`)."""
 

@@ -151,6 +151,17 @@ class PostgresDatabase(Database):
         with self._pool.connection() as connection:
             yield PostgresConnection(connection)
 
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        # A session lock on a connection kept for the block: PostgreSQL lets it go
+        # when the connection drops, so a killed holder never blocks the others.
+        with self._pool.connection() as connection:
+            connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (name,))
+            try:
+                yield
+            finally:
+                connection.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
+
     def engine(self) -> str:
         with self.read() as conn:
             (version,) = conn.execute("SHOW server_version").fetchone() or ("?",)

@@ -7,6 +7,7 @@ so a process killed between two turns loses nothing that was acknowledged.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import sqlite3
 import threading
@@ -37,6 +38,8 @@ class SqliteDatabase(Database):
         # SQLite allows one writer per file; the lock keeps our own threads from
         # interleaving statements of two transactions on the shared connection.
         self._lock = threading.RLock()
+        # flock is per open file: two threads of this process would both get it.
+        self._exclusive_in_process = threading.Lock()
 
     @property
     def where(self) -> str:
@@ -109,6 +112,17 @@ class SqliteDatabase(Database):
         """The connection for reads, held so no writer's transaction interleaves."""
         with self._lock:
             yield self.connection
+
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        # Processes sharing a SQLite file share its machine: a file lock beside it.
+        lock_path = self.path.with_name(f"{self.path.name}.{name}.lock")
+        with self._exclusive_in_process, open(lock_path, "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def engine(self) -> str:
         return f"SQLite {sqlite3.sqlite_version}, WAL"
