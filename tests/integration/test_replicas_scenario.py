@@ -20,9 +20,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import git
 import psycopg
 from slack_sdk.signature import SignatureVerifier
 
+from bridge.schemas import ALL_SCHEMAS
+from bridge.slack.cards import CardStore
+from layers.procedural.brain import Brain
+from layers.procedural.drafts import SkillDrafts
+from layers.procedural.skills import SkillLibrary
+from layers.storage.database import Database
 from tests.postgres import PostgresForTests, count
 from tests.servers.slack_api import FakeSlack
 from tests.waiting import wait_until
@@ -32,6 +39,10 @@ CHANNELS = ("C1", "C2", "C3")
 THREADS = 9
 MESSAGES_PER_THREAD = 3
 LEASE_S = 3
+BODY = (
+    "# Rollback\n\n1. Page the on-call and say in #deploys that a rollback has begun.\n"
+    "2. Run make rollback and watch the error rate and the dashboards until they settle.\n"
+)
 
 
 class Process:
@@ -64,11 +75,12 @@ class Process:
 
 
 @contextmanager
-def cluster(tmp_path: Path, url: str, slack: FakeSlack) -> Iterator[tuple[list[Process],
-                                                                         list[Process]]]:
+def cluster(
+    tmp_path: Path, url: str, slack: FakeSlack, **settings: str
+) -> Iterator[tuple[list[Process], list[Process]]]:
     def env(name: str) -> dict[str, str]:
         base = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "THOTH_"))}
-        return {**base, "THOTH_HOME": str(tmp_path / name), "DATABASE_URL": url,
+        return {**base, **settings, "THOTH_HOME": str(tmp_path / name), "DATABASE_URL": url,
                 "BACKGROUND_WORK": "workers", "INBOX_LEASE_S": str(LEASE_S),
                 "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
                 "SLACK_API_URL": slack.url, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
@@ -205,3 +217,59 @@ def test_three_replicas_and_two_workers_answer_once_in_order_through_sigkill(
             assert count(url, "SELECT max(attempts) FROM reflections") == 1
             assert count(url, "SELECT count(*) FROM slack_inbox") == 0
             assert count(url, "SELECT count(*) FROM sessions") == THREADS
+
+
+def reaction(event_id: str, user: str, name: str, channel: str, ts: str) -> dict[str, Any]:
+    event = {"type": "reaction_added", "user": user, "reaction": name, "item_user": "UBOT",
+             "item": {"type": "message", "channel": channel, "ts": ts}, "event_ts": ts}
+    return {"token": "t", "team_id": "T1", "api_app_id": "A1", "event": event,
+            "type": "event_callback", "event_id": event_id, "event_time": int(time.time())}
+
+
+def test_a_skill_approved_on_one_replica_is_one_commit_and_every_process_uses_it(
+    tmp_path: Path, postgres: PostgresForTests
+) -> None:
+    url, remote = postgres.fresh_database(), tmp_path / "brain.git"
+    git.Repo.init(remote, bare=True, initial_branch="main")
+    with FakeSlack() as slack:
+        for user, name in (("U1", "dana"), ("U2", "lee")):
+            slack.add_user(user, name)
+        slack.add_channel("C1", "general")
+        with cluster(tmp_path, url, slack, BRAIN_REMOTE=str(remote),
+                     FOUNDER_USER_IDS="U1,U2") as (replicas, workers):
+            addresses = [r.first_line().strip().split()[-1] for r in replicas]
+            for worker in workers:
+                worker.first_line()
+            homes = [tmp_path / f"replica{n}" for n in range(3)]
+            homes += [tmp_path / f"worker{n}" for n in range(2)]
+            # One history: `thoth init` made the brain, every process cloned it.
+            assert len(list(git.Repo(remote).iter_commits("main"))) == 1
+            roots = {git.Repo(home / "brain").head.commit.hexsha for home in homes}
+            assert roots == {git.Repo(remote).commit("main").hexsha}
+
+            db = Database.connect(url, schemas=ALL_SCHEMAS)
+            library = SkillLibrary((tmp_path / "unused",))
+            draft = SkillDrafts(db, Brain(tmp_path / "unused"), library).propose(
+                "rollback", "How we roll back a deploy", BODY
+            )
+            card = slack.add_message("C1", "a skill draft: rollback", user="UBOT")
+            CardStore(db).record(draft.id, channel="C1", ts=card, thread_ts=None)
+            db.close()
+            # Two founders approve at once, on two replicas.
+            approvals = [
+                threading.Thread(target=deliver, args=(
+                    addresses[n], reaction(f"EvApprove{n}", user, "white_check_mark", "C1", card)
+                ))
+                for n, user in enumerate(("U1", "U2"))
+            ]
+            for approval in approvals:
+                approval.start()
+            for approval in approvals:
+                approval.join(timeout=30)
+            state = "SELECT count(*) FROM skill_drafts WHERE state = 'accepted'"
+            wait_until(lambda: count(url, state) == 1, 60)
+            wait_until(lambda: len(list(git.Repo(remote).iter_commits("main"))) == 2, 60)
+            # Every replica and worker has it within seconds (its follower, every 2 s).
+            wait_until(lambda: all((home / "brain" / "skills" / "rollback" / "SKILL.md").is_file()
+                                   for home in homes), 20)
+            assert len(list(git.Repo(remote).iter_commits("main"))) == 2  # committed once
