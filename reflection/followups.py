@@ -43,16 +43,6 @@ class Followups:
                 (session.id, place.team, place.channel, place.thread_ts, text, due_at, now),
             )
 
-    def due(self, now: float) -> list[Followup]:
-        """Pending follow-ups whose time has come, in Slack threads (a terminal has none),
-        that no process holds."""
-        with self._db.read() as conn:
-            rows = conn.execute(
-                f"SELECT session_id, channel, thread_ts, text FROM followups WHERE {_DUE}",
-                (now, LOCAL_TEAM, now),
-            ).fetchall()
-        return [Followup(*row) for row in rows]
-
     def claim_due(self, now: float, *, hold_s: float, limit: int = 20) -> list[Followup]:
         """Take up to ``limit`` due follow-ups to post, held for ``hold_s``: another
         process (a replica, a worker) passes over them, and a process that dies

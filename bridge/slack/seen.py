@@ -19,12 +19,6 @@ class SeenDeliveries:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def first_time(self, *keys: str, now: float | None = None) -> bool:
-        """Record ``keys``; True only if none of them was seen before."""
-        moment = time.time() if now is None else now
-        with self._db.write() as conn:
-            return record_first_time(conn, keys, moment)
-
     def sweep(self, *, now: float | None = None) -> int:
         moment = time.time() if now is None else now
         with self._db.write() as conn:

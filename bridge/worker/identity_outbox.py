@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from layers.backoff import backoff_delay
 from layers.identity.ingest_queue import refused
@@ -32,14 +31,16 @@ async def send_outbox(outbox: IngestOutbox, backend: IdentityBackend) -> int:
             raise
         except Exception as error:
             if not refused(error):
-                attempt = await asyncio.to_thread(outbox.attempts, entry_id) + 1
-                delay = backoff_delay(attempt, base_s=RETRY_BASE_S, max_s=RETRY_MAX_S)
+                delay = await asyncio.to_thread(outbox.retry_later, entry_id, _delay)
                 log.info("identity ingest failed (%s); retry in %.0fs", error, delay)
-                await asyncio.to_thread(outbox.retry_at, entry_id, time.time() + delay)
                 continue
             log.error("the identity backend refused a turn of session %s: %s",
                       turn.session_id, error)
         await asyncio.to_thread(outbox.remove, entry_id)
         settled += 1
     return settled
+
+
+def _delay(failures: int) -> float:
+    return backoff_delay(failures, base_s=RETRY_BASE_S, max_s=RETRY_MAX_S)
 

@@ -62,22 +62,23 @@ class IngestOutbox:
             ).fetchall()
         return sorted((_entry(row) for row in rows), key=lambda entry: entry[0])
 
-    def retry_at(self, entry_id: int, moment: float) -> None:
-        """Sending failed: count it, and hold the turn until ``moment``."""
+    def retry_later(self, entry_id: int, delay_for: Callable[[int], float]) -> float:
+        """Sending failed: count it, and hold the turn for ``delay_for(failures so far)``
+        seconds, which is returned (0 when the turn is gone)."""
         with self._db.write() as conn:
-            conn.execute(
-                "UPDATE identity_outbox SET attempts = attempts + 1, claimed_until = ?"
-                " WHERE id = ?",
-                (moment, entry_id),
-            )
-
-    def attempts(self, entry_id: int) -> int:
-        """How many sends of this turn failed."""
-        with self._db.read() as conn:
             row = conn.execute(
-                "SELECT attempts FROM identity_outbox WHERE id = ?", (entry_id,)
+                "UPDATE identity_outbox SET attempts = attempts + 1 WHERE id = ?"
+                " RETURNING attempts",
+                (entry_id,),
             ).fetchone()
-        return 0 if row is None else int(row[0])
+            if row is None:
+                return 0.0
+            delay = delay_for(int(row[0]))
+            conn.execute(
+                "UPDATE identity_outbox SET claimed_until = ? WHERE id = ?",
+                (self._clock() + delay, entry_id),
+            )
+        return delay
 
     def release(self, entry_id: int) -> None:
         """The holder will not send it: free at once for the next claim."""
@@ -85,12 +86,6 @@ class IngestOutbox:
             conn.execute(
                 "UPDATE identity_outbox SET claimed_until = NULL WHERE id = ?", (entry_id,)
             )
-
-    def pending(self) -> list[tuple[int, TurnMessages]]:
-        """Every waiting turn, oldest first, held or not."""
-        with self._db.read() as conn:
-            rows = conn.execute(f"SELECT {_COLUMNS} FROM identity_outbox ORDER BY id").fetchall()
-        return [_entry(row) for row in rows]
 
     def remove(self, entry_id: int) -> None:
         with self._db.write() as conn:

@@ -9,7 +9,7 @@ from bridge.schemas import ALL_SCHEMAS
 from bridge.slack.cards import CardStore
 from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.replies import ReplyRecord, SlackReplies
-from bridge.slack.seen import TTL_S, SeenDeliveries
+from bridge.slack.seen import TTL_S, SeenDeliveries, record_first_time
 from bridge.slack.thread_contexts import ThreadContexts
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
@@ -26,13 +26,19 @@ SCHEMAS = [schema for schema in ALL_SCHEMAS if schema.owner != "episodic"]
 
 
 def test_a_delivery_is_taken_once_and_swept_after_a_day(open_database: OpenDatabase) -> None:
-    seen = SeenDeliveries(open_database(SCHEMAS))
-    assert seen.first_time("event:Ev1", "msg:C1:1.1", now=1000.0)
-    assert not seen.first_time("event:Ev1", now=1001.0)  # Slack's retry
-    assert not seen.first_time("event:Ev2", "msg:C1:1.1", now=1002.0)  # the message event
-    assert seen.first_time("event:Ev3", "", now=1003.0)  # an empty key is no key
+    db = open_database(SCHEMAS)
+    seen = SeenDeliveries(db)
+
+    def first_time(*keys: str, now: float) -> bool:
+        with db.write() as conn:
+            return record_first_time(conn, keys, now)
+
+    assert first_time("event:Ev1", "msg:C1:1.1", now=1000.0)
+    assert not first_time("event:Ev1", now=1001.0)  # Slack's retry
+    assert not first_time("event:Ev2", "msg:C1:1.1", now=1002.0)  # the message event
+    assert first_time("event:Ev3", "", now=1003.0)  # an empty key is no key
     assert seen.sweep(now=1000.5 + TTL_S) == 2  # Ev1 and the message (Ev2's row is newer)
-    assert seen.first_time("msg:C1:1.1", now=1004.0 + TTL_S)
+    assert first_time("msg:C1:1.1", now=1004.0 + TTL_S)
 
 
 def test_replies_cards_and_contexts_are_replaced_not_doubled(open_database: OpenDatabase) -> None:
@@ -83,8 +89,8 @@ def test_follow_ups_are_planned_once_posted_once_and_cancelled_by_thread(
     TranscriptStore(db).append(session.id, TranscriptTurn("check on the deploy", "ok", user="U1"))
     followups.schedule(session, "Did the deploy go out?", due_at=200.0, now=100.0)
     followups.schedule(session, "Another text", due_at=150.0, now=101.0)  # changes nothing
-    assert followups.due(199.0) == []
-    (due,) = followups.due(200.0)
+    assert followups.claim_due(199.0, hold_s=60) == []
+    (due,) = followups.claim_due(200.0, hold_s=60)
     assert (due.session_id, due.text) == (session.id, "Did the deploy go out?")
     (mine,) = followups.open_for(team="T1", user="U1", dm_channel="D1", shared_channel=None,
                                  limit=2)
@@ -92,7 +98,8 @@ def test_follow_ups_are_planned_once_posted_once_and_cancelled_by_thread(
     assert followups.open_for(team="T1", user="U2", dm_channel="D2", shared_channel=None,
                               limit=2) == []  # U2 never spoke there
     followups.mark_sent(session.id, 201.0)
-    assert followups.due(300.0) == [] and followups.cancel(channel="C1", thread_ts="7.0") == 0
+    assert followups.claim_due(300.0, hold_s=60) == []
+    assert followups.cancel(channel="C1", thread_ts="7.0") == 0
 
 
 def test_a_reflection_is_queued_once_claimed_once_and_retried_with_backoff(
@@ -129,7 +136,7 @@ def test_the_identity_outbox_numbers_and_keeps_turns_in_order(
     first = outbox.add(TurnMessages(dana, "s1", "I prefer short answers", "Noted.", 1.0))
     second = outbox.add(TurnMessages(dana, "s1", "I work on payments", "Noted.", 2.0))
     assert second > first
-    assert [turn.user_text for _, turn in outbox.pending()] == [
+    assert [turn.user_text for _, turn in outbox.claim(hold_s=0)] == [
         "I prefer short answers", "I work on payments"]
     outbox.remove(first)
-    assert outbox.count() == 1 and outbox.pending()[0][1].person == dana
+    assert outbox.count() == 1 and outbox.claim(hold_s=0)[0][1].person == dana
