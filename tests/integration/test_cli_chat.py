@@ -283,7 +283,7 @@ def test_with_database_url_every_command_keeps_its_memory_in_postgresql(
     doctor = thoth("doctor")
     assert "postgresql://" in doctor.stdout and "1 episodes" in doctor.stdout, doctor.stdout
     # The engine as it is: its version, pgvector, the pool, every migration applied.
-    assert "(PostgreSQL 18." in doctor.stdout and "pgvector 0.8" in doctor.stdout
+    assert "(PostgreSQL 16." in doctor.stdout and "pgvector 0.6" in doctor.stdout
     known = sum(len(schema.migrations) for schema in ALL_SCHEMAS)
     assert "pool " in doctor.stdout and f"{known} of {known} migrations" in doctor.stdout
 

@@ -13,10 +13,13 @@ import pytest
 from layers.episodic.embedder import MiniLMEmbedder
 from layers.episodic.episode import Episode, Feedback, Viewer
 from layers.episodic.memory import EpisodicMemory
+from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.errors import BadInput
 from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
+from tests.fakes import HashingEmbedder
+from tests.postgres import PostgresForTests
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC).timestamp()
 DAY = 86_400.0
@@ -294,3 +297,27 @@ def test_blas_runs_on_one_thread_and_bulk_is_spread_over_the_cores() -> None:
     alone = np.vstack([embedder.embed([text]) for text in texts])
     assert np.abs(bulk - alone).max() < 1e-5
     assert np.allclose(np.linalg.norm(bulk, axis=1), 1.0, atol=1e-5)
+
+
+def test_on_postgresql_a_viewer_who_may_see_few_of_the_nearest_still_gets_them(
+    postgres: PostgresForTests, hashing_embedder: HashingEmbedder
+) -> None:
+    db = Database.connect(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
+    memory = EpisodicMemory(db, hashing_embedder)
+    # Another workspace's 400 episodes sit nearer the question than this one's three:
+    # HNSW's first 200 candidates hold none this viewer may see.
+    memory.remember([_episode(f"theirs-{n}", f"the rollback runbook for payments {n}",
+                              team="T2", channel="C9") for n in range(400)])
+    memory.remember([_episode(f"ours-{n}", f"rollback notes, part {n}", team="T1",
+                              channel="C1") for n in range(3)])
+    search = PostgresEpisodeSearch(db)
+    vector = hashing_embedder.embed(["the rollback runbook for payments"])[0]
+    found = search.semantic_search(vector, Viewer(team="T1", channel="C1"), 10)
+    ours = {memory.store.rowid_of(f"ours-{n}") for n in range(3)}
+    assert {rowid for rowid, _ in found} == ours
+    scores = [score for _, score in found]
+    assert scores == sorted(scores, reverse=True) and all(-1 <= s <= 1 for s in scores)
+    # The other workspace's viewer gets its own nearest first, by cosine similarity.
+    theirs = search.semantic_search(vector, Viewer(team="T2", channel="C9"), 5)
+    assert len(theirs) == 5 and theirs[0][1] > max(scores)
+    db.close()
