@@ -24,7 +24,7 @@ from psycopg_pool import ConnectionPool
 from layers.errors import ConfigurationError
 from layers.storage.connection import Parameters
 from layers.storage.database import Database
-from layers.storage.migrations import RECORD_MIGRATION, Schema
+from layers.storage.migrations import RECORD_MIGRATION, Migration, Schema
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,10 @@ class PostgresDatabase(Database):
                     ).fetchone()
                     if recorded:
                         continue
-                    conn.execute(migration.postgres)
+                    try:
+                        conn.execute(migration.postgres)
+                    except psycopg.Error as error:
+                        raise MigrationFailed(self.where, schema, migration, error) from error
                     conn.execute(
                         RECORD_MIGRATION,
                         (schema.owner, migration.version, migration.name, time.time()),
@@ -223,6 +226,26 @@ class PostgresDatabase(Database):
 
     def close(self) -> None:
         self._pool.close()
+
+
+class MigrationFailed(ConfigurationError):
+    """PostgreSQL refused a migration (it was rolled back); the message says the fix."""
+
+    def __init__(
+        self, where: str, schema: Schema, migration: Migration, error: psycopg.Error
+    ) -> None:
+        found = str(error).strip().splitlines()[0] if str(error).strip() else repr(error)
+        if "extension" in found and "vector" in found:
+            fix = (
+                "pgvector must be installed on the server and enabled in this database: run"
+                " `CREATE EXTENSION vector;` in it as a superuser, then start Thoth again"
+            )
+        else:
+            fix = "fix what PostgreSQL says and start Thoth again; nothing of it was applied"
+        super().__init__(
+            f"{schema.owner} migration {migration.version} ({migration.name}) failed on"
+            f" {where}: {found}: {fix}"
+        )
 
 
 def redacted_url(url: str) -> str:

@@ -10,12 +10,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from bridge.schemas import ALL_SCHEMAS
 from layers.errors import ConfigurationError
 from layers.storage.database import Database
 from layers.storage.migrations import LEGACY_VERSIONS, Migration, Schema
+from tests.postgres import PostgresForTests
 
 
 def test_migrations_run_once_and_are_recorded_by_their_owner(tmp_path: Path) -> None:
@@ -148,3 +150,23 @@ def test_a_database_from_a_newer_thoth_is_refused_not_rewritten(tmp_path: Path) 
         (1,), (99,)
     ]
     check.close()
+
+
+def test_a_postgresql_without_pgvector_is_one_line_that_says_the_fix(
+    postgres: PostgresForTests,
+) -> None:
+    # A database the administrator made, and a role that may not install extensions
+    # (pgvector is not a trusted extension): the managed-PostgreSQL case.
+    with psycopg.connect(postgres.admin_url, autocommit=True) as conn:
+        conn.execute("CREATE ROLE thoth_app LOGIN")
+        conn.execute("CREATE DATABASE thoth_app_db OWNER thoth_app")
+    url = postgres.url("thoth_app_db").replace("://postgres:@", "://thoth_app:@")
+    assert "thoth_app:@" in url
+    with pytest.raises(ConfigurationError) as refused:
+        Database.connect(url, schemas=ALL_SCHEMAS)
+    message = str(refused.value)
+    assert "episodic migration 2 (pgvector_hnsw)" in message
+    assert "CREATE EXTENSION vector;" in message and "\n" not in message
+    with psycopg.connect(postgres.url("thoth_app_db"), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION vector")
+    Database.connect(url, schemas=ALL_SCHEMAS).close()  # then it goes on where it stopped
