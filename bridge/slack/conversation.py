@@ -11,6 +11,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
@@ -177,14 +178,15 @@ class Conversation:
             try:
                 await self._client.chat_delete(channel=incoming.channel, ts=ts)
             except SLACK_FAILURES as error:
-                log.warning("a cut-off reply in %s could not be deleted: %s",
-                            incoming.channel, error)
+                log.warning("a cut-off reply in %s could not be deleted (%s)",
+                            incoming.channel, _failure(error))
         await self.handle(incoming)
 
     async def _begun_replies(self, incoming: Incoming) -> list[str]:
         """The agent's messages in the thread since ``incoming``: those recorded, and
         those Slack has (a process can die between Slack making a message and the
-        record of it)."""
+        record of it). If Slack will not show the thread (a token without the history
+        scope, say), those recorded are all there is: the turn goes on with them."""
         recorded = await asyncio.to_thread(
             self._replies.posted_after, incoming.channel, incoming.thread_root, incoming.ts
         )
@@ -196,7 +198,11 @@ class Conversation:
                     limit=200,
                 )
             except SLACK_FAILURES as error:
-                log.info("the thread in %s could not be read (%s)", incoming.channel, error)
+                log.warning(
+                    "the thread %s in %s could not be read to find a cut-off reply (%s); "
+                    "deleting the %d on record only",
+                    incoming.thread_root, incoming.channel, _failure(error), len(recorded),
+                )
             else:
                 found.update(
                     str(message["ts"])
@@ -286,3 +292,13 @@ class Conversation:
             await self._client.chat_postMessage(
                 channel=channel, thread_ts=thread_ts, markdown_text=piece
             )
+
+
+def _failure(error: Exception) -> str:
+    """A failed Slack call on one line: Slack's error code (with the scope it said was
+    needed), or the network's complaint."""
+    if isinstance(error, SlackApiError):
+        code = str(error.response.get("error"))
+        needed = error.response.get("needed")
+        return f"{code}: needs {needed}" if needed else code
+    return " ".join(f"{type(error).__name__}: {error}".split())

@@ -165,7 +165,110 @@ def test_replies_paginate_with_a_cursor(server: FakeSlack) -> None:
              for page in client.conversations_replies(channel=CHANNEL, ts=parent, limit=2)]
 
     assert pages == [["parent", "reply 0"], ["reply 1", "reply 2"], ["reply 3"]]
-    assert [c.args.get("cursor") for c in server.calls("conversations.replies")] == [None, "2", "4"]
+    first, second, third = (c.args.get("cursor") for c in server.calls("conversations.replies"))
+    # Opaque cursors, each the next_cursor the page before gave; the last page has none.
+    assert first is None and second and third and second != third
+    assert not str(second).isdigit()
+    last = client.conversations_replies(channel=CHANNEL, ts=parent, limit=2, cursor=third)
+    assert last["has_more"] is False and last["response_metadata"]["next_cursor"] == ""
+    error = slack_error(lambda: client.conversations_replies(channel=CHANNEL, ts=parent,
+                                                             cursor="2"))
+    assert error["error"] == "invalid_cursor"
+
+
+THREAD = "1700000000.000100"
+REPLIES = ("1700000000.000200", "1700000000.000300", "1700000000.000400", "1700000000.000500")
+
+
+def _seed_thread(server: FakeSlack) -> None:
+    server.add_message(CHANNEL, "parent", ts=THREAD)
+    for number, ts in enumerate(REPLIES):
+        server.add_message(CHANNEL, f"reply {number}", thread_ts=THREAD, ts=ts)
+
+
+def test_replies_keep_to_oldest_and_latest_and_their_ends_only_with_inclusive(
+    server: FakeSlack,
+) -> None:
+    client = make_client(server)
+    _seed_thread(server)
+
+    def listed(**bounds: Any) -> list[str]:
+        answer = client.conversations_replies(channel=CHANNEL, ts=THREAD, **bounds)
+        return [m["ts"] for m in answer["messages"]]
+
+    # The parent leads the first page whatever the bounds; the replies keep to them.
+    assert listed(oldest=REPLIES[1]) == [THREAD, *REPLIES[2:]]
+    assert listed(oldest=REPLIES[1], inclusive=True) == [THREAD, *REPLIES[1:]]
+    assert listed(oldest=REPLIES[0], latest=REPLIES[3]) == [THREAD, *REPLIES[1:3]]
+    assert listed(oldest=REPLIES[0], latest=REPLIES[3], inclusive=True) == [THREAD, *REPLIES]
+    assert listed(latest=REPLIES[1]) == [THREAD, REPLIES[0]]
+    assert listed(oldest=REPLIES[3]) == [THREAD]
+    assert listed(inclusive=True) == [THREAD, *REPLIES]  # ignored without a bound
+    # ts may name any message of the thread: the whole thread is answered.
+    named_by_a_reply = client.conversations_replies(channel=CHANNEL, ts=REPLIES[2])
+    assert [m["ts"] for m in named_by_a_reply["messages"]] == [THREAD, *REPLIES]
+    for bound, error in (("oldest", "invalid_ts_oldest"), ("latest", "invalid_ts_latest")):
+        refused = slack_error(lambda bound=bound: client.conversations_replies(
+            channel=CHANNEL, ts=THREAD, **{bound: "soon"}))
+        assert refused["error"] == error
+
+
+def test_replies_page_inside_the_bounds(server: FakeSlack) -> None:
+    client = make_client(server)
+    _seed_thread(server)
+
+    pages = [[m["ts"] for m in page["messages"]] for page in
+             client.conversations_replies(channel=CHANNEL, ts=THREAD, oldest=REPLIES[0], limit=2)]
+
+    assert pages == [[THREAD, REPLIES[1]], [REPLIES[2], REPLIES[3]]]
+    first = client.conversations_replies(channel=CHANNEL, ts=THREAD, oldest=REPLIES[0], limit=1)
+    assert [m["ts"] for m in first["messages"]] == [THREAD]  # the parent counts toward limit
+    assert first["has_more"] is True and first["response_metadata"]["next_cursor"]
+
+
+def test_reading_a_thread_needs_the_history_scope_of_its_conversation_type() -> None:
+    with FakeSlack(scopes="chat:write,im:history") as server:
+        server.add_user("U1", "dana")
+        for channel, kind in (("C1", "channel"), ("G1", "private"), ("M1", "mpim"),
+                              ("D1", "im")):
+            server.add_channel(channel, kind, kind)
+            server.add_message(channel, "question", ts=THREAD)
+        client = make_client(server)
+
+        for channel, needed in (("C1", "channels:history"), ("G1", "groups:history"),
+                                ("M1", "mpim:history")):
+            refused = slack_error(lambda channel=channel: client.conversations_replies(
+                channel=channel, ts=THREAD))
+            assert refused["error"] == "missing_scope"
+            assert (refused["needed"], refused["provided"]) == (needed, "chat:write,im:history")
+        assert client.conversations_replies(channel="D1", ts=THREAD)["messages"][0]["ts"] == (
+            THREAD)
+        refused = slack_error(lambda: client.conversations_history(channel="C1"))
+        assert refused["error"] == "missing_scope"
+
+        # The scope granted (reinstalled with it), the thread reads; taken away, it does not.
+        server.scopes = "chat:write,channels:history,im:history"
+        answer = client.conversations_replies(channel="C1", ts=THREAD)
+        assert answer["ok"] and "channels:history" in answer.headers["x-oauth-scopes"]
+        server.scopes = "chat:write"
+        refused = slack_error(lambda: client.conversations_replies(channel="D1", ts=THREAD))
+        assert (refused["error"], refused["needed"]) == ("missing_scope", "im:history")
+
+
+def test_reading_a_thread_needs_the_bot_in_the_conversation(server: FakeSlack) -> None:
+    client = make_client(server)
+    server.add_channel("C200", "announcements", is_member=False)
+    server.add_channel("G300", "secret", kind="private", is_member=False)
+    for channel in ("C200", "G300"):
+        server.add_message(channel, "question", ts=THREAD)
+
+    def error_of(channel: str) -> str:
+        return str(slack_error(lambda: client.conversations_replies(channel=channel,
+                                                                    ts=THREAD))["error"])
+
+    assert error_of("C200") == "not_in_channel"
+    assert error_of("G300") == "channel_not_found"  # the bot cannot tell it exists
+    assert error_of("C999") == "channel_not_found"
 
 
 def test_each_post_gets_a_fresh_increasing_ts(server: FakeSlack) -> None:

@@ -3,6 +3,10 @@ thread's order (the inbox, ``bridge/slack/inbox.py``), over the real bridge."""
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from bridge.slack.bolt_app import MESSAGE, message_payload, take_over
 from bridge.slack.events import Incoming
 from bridge.slack.inbox import SlackInbox
@@ -88,3 +92,35 @@ def test_a_reply_a_dead_replica_had_begun_is_replaced_by_the_whole_answer(
     (only,) = harness.replies_in(thread)  # the cut one is gone
     assert only["ts"] != cut["ts"]
     assert streamed_text(harness, thread) == "Deploys are on Fridays."
+
+
+def test_a_takeover_without_the_history_scope_still_replaces_the_reply_on_record(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    thread = "1700009300.000100"
+    harness.slack.add_message(CHANNEL, "what is our deploy day?", user="U1", ts=thread)
+    _left_by_a_dead_replica(harness, "what is our deploy day?", thread, thread)
+    cut = build_web_client(harness.thoth.settings).chat_postMessage(
+        channel=CHANNEL, thread_ts=thread, text="Deploys are on")
+    harness.bridge.conversation.replies.record(
+        ReplyRecord(CHANNEL, str(cut["ts"]), "T1", thread, "dead-session", None, "U1"))
+    # Installed without channels:history: Slack will not show the thread to the bot.
+    harness.slack.scopes = "chat:write,reactions:write,users:read,im:history"
+    harness.model.push(api.text("Deploys are on Fridays."))
+    bridge = harness.bridge
+    quick = SlackInbox(harness.thoth.db, owner=harness.thoth.leases.owner, lease_s=0.3)
+    with caplog.at_level(logging.INFO, logger="bridge.slack.conversation"):
+        bridge.runner.keep_running(Lanes(quick).keep(lambda entry: take_over(bridge, entry)))
+        wait_until(lambda: quick.waiting() == 0)
+
+    assert harness.slack.calls("conversations.replies")  # it asked, and was refused
+    (only,) = harness.replies_in(thread)  # the reply on record is gone all the same
+    assert only["ts"] != cut["ts"]
+    assert streamed_text(harness, thread) == "Deploys are on Fridays."
+    assert len(harness.model.requests) == 1  # answered once
+    said = [r for r in caplog.records if r.name == "bridge.slack.conversation"
+            and "could not be read" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING
+    line = said[0].getMessage()
+    assert "missing_scope: needs channels:history" in line and thread in line
+    assert "\n" not in line and said[0].exc_info is None

@@ -19,14 +19,20 @@ post where (``channel_not_found`` for channels the test never added or private o
 bot is not in, ``not_in_channel`` for public ones; a user id as the channel opens a DM),
 recipients required when streaming outside a DM, a stream ended by the person's Stop
 (``stop_stream_by_user``) or by the app, and the rate-limit tiers, answered with 429 and
-``Retry-After``. Leniency left, on purpose: replies may name a parent the fake never saw,
-and reactions and permalinks work on any ``ts`` of a known channel (an app reacts to
-messages that reached it as events). ``add_message`` seeds such messages when a test
-wants them listed by ``conversations.replies``.
+``Retry-After``. Reading a conversation (``conversations.replies``/``.history``) needs the
+history scope of its type in ``scopes`` (else ``missing_scope`` with ``needed`` and
+``provided``) and the bot in it; ``conversations.replies`` honours ``oldest``/``latest``/
+``inclusive`` and pages with ``limit`` and an opaque cursor. Leniency left, on purpose:
+replies may name a parent the fake never saw, and reactions and permalinks work on any
+``ts`` of a known channel (an app reacts to messages that reached it as events).
+``add_message`` seeds such messages when a test wants them listed by
+``conversations.replies``; a thread whose parent was never seeded is listed without it.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import email.parser
 import email.policy
@@ -36,12 +42,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from tests.servers.loopback import LoopbackHandler, LoopbackServer
 from tests.servers.slack_rules import (
+    HISTORY_SCOPES,
     MAX_LOADING_MESSAGES,
     MAX_MARKDOWN_CHARS,
     MAX_SUGGESTED_PROMPTS,
@@ -52,6 +60,7 @@ from tests.servers.slack_rules import (
     check_blocks,
     check_chunks,
     check_message_content,
+    check_scope,
 )
 
 # Fields Slack takes as JSON; in a form they arrive as JSON text.
@@ -175,6 +184,8 @@ class FakeSlack(LoopbackServer):
 
     ``bot_token``/``app_token``, when given, pin the exact tokens (others: ``invalid_auth``);
     otherwise any ``xoxb-`` token (``xapp-`` for ``apps.connections.open``) is accepted.
+    ``scopes`` are the bot token's, comma-separated (sent as ``x-oauth-scopes``, checked by
+    the methods that need one); a test may assign it to take a scope away mid-run.
     """
 
     def __init__(
@@ -189,7 +200,10 @@ class FakeSlack(LoopbackServer):
         app_id: str = "A1",
         bot_token: str | None = None,
         app_token: str | None = None,
-        scopes: str = "chat:write,reactions:write,users:read,channels:history,im:history",
+        scopes: str = (
+            "chat:write,reactions:write,users:read,"
+            "channels:history,groups:history,im:history,mpim:history"
+        ),
         rate_limits: bool = True,
     ) -> None:
         self.bot_user_id = bot_user_id
@@ -480,6 +494,23 @@ class FakeSlack(LoopbackServer):
             raise SlackError("is_archived")
         return channel
 
+    def _readable(self, call: RecordedCall) -> str:
+        """The conversation whose messages the call reads, if the token may read them.
+
+        Never added, or a private conversation the bot is not in: ``channel_not_found``.
+        Then the history scope of its type (``missing_scope``), then membership: a public
+        channel the bot is not in is ``not_in_channel`` (conversations.history: "Only user
+        tokens can access public channels they are not in").
+        """
+        channel = str(_text(call, "channel", "channel_not_found"))
+        info = self._channels.get(channel)
+        if info is None or (not info.get("is_member", True) and not info.get("is_channel")):
+            raise SlackError("channel_not_found")
+        check_scope(HISTORY_SCOPES[_kind(info)], self.scopes)
+        if not info.get("is_member", True):
+            raise SlackError("not_in_channel")
+        return channel
+
     def _is_dm(self, channel: str) -> bool:
         return channel.startswith(("U", "W")) or bool(self._channels.get(channel, {}).get("is_im"))
 
@@ -570,7 +601,7 @@ class FakeSlack(LoopbackServer):
             with self._lock:
                 payload = copy.deepcopy(_METHODS[call.method](self, call))
         except SlackError as error:
-            return 200, {"ok": False, "error": error.code}, {}
+            return 200, {"ok": False, "error": error.code, **error.detail}, {}
         except Exception as error:  # a bug in the fake: say so rather than drop the line
             return 500, {"ok": False, "error": f"FakeSlack failed: {error!r}"}, {}
         return 200, {"ok": True, **payload}, {}
@@ -813,23 +844,114 @@ class FakeSlack(LoopbackServer):
 
     @api("conversations.replies")
     def _conversations_replies(self, call: RecordedCall) -> dict[str, Any]:
-        channel = _text(call, "channel", "channel_not_found")
+        """A thread, oldest first: its parent, then the replies inside ``oldest``/``latest``
+        (the bounds themselves only with ``inclusive``), at most ``limit`` messages a page.
+
+        ``ts`` may name the parent or any message of the thread (an unthreaded message is
+        a thread of one). Slack's reference does not say whether the bounds keep the parent
+        out ("a message plus all the messages in reply to it"; "the earliest messages in
+        the time range are returned first"); here the first page always begins with it,
+        the harder answer for a consumer, which must filter it out itself. Later pages,
+        reached by ``cursor``, hold replies only.
+        """
+        channel = self._readable(call)
         ts = _text(call, "ts", "thread_not_found")
-        assert channel is not None
-        thread = [m for m in self._messages.get(channel, [])
-                  if m["ts"] == ts or m.get("thread_ts") == ts]
-        if not thread:
+        oldest = _timestamp(call, "oldest", "invalid_ts_oldest")
+        latest = _timestamp(call, "latest", "invalid_ts_latest")
+        inclusive = _flag(call, "inclusive")
+        limit = _limit(call, default=1000, most=1000)
+        resume = _decode_cursor(_text(call, "cursor"))
+        named = self._find(channel, ts)
+        root = str(named.get("thread_ts") or ts) if named is not None else str(ts)
+        parent = self._find(channel, root)
+        replies = [m for m in self._messages.get(channel, [])
+                   if m.get("thread_ts") == root and m["ts"] != root]
+        if parent is None and not replies:
             raise SlackError("thread_not_found")
-        return _page([self._visible(channel, m) for m in thread], call, default_limit=1000)
+        window = [m for m in replies if _within(Decimal(m["ts"]), oldest, latest, inclusive)]
+        if resume is None:
+            listed = ([parent] if parent is not None else []) + window
+        else:
+            listed = [m for m in window if Decimal(m["ts"]) >= resume]
+        page, rest = listed[:limit], listed[limit:]
+        return {"messages": [self._visible(channel, m) for m in page], "has_more": bool(rest),
+                "response_metadata": {"next_cursor": _encode_cursor(rest[0]["ts"]) if rest
+                                      else ""}}
 
     @api("conversations.history")
     def _conversations_history(self, call: RecordedCall) -> dict[str, Any]:
-        channel = _text(call, "channel", "channel_not_found")
-        assert channel is not None
+        channel = self._readable(call)
         top = [m for m in self._messages.get(channel, [])
                if m.get("thread_ts") in (None, m["ts"])]
         newest_first = [self._visible(channel, m) for m in reversed(top)]
         return _page(newest_first, call, default_limit=100)
+
+
+def _kind(info: dict[str, Any]) -> str:
+    """A stored channel's kind, as ``add_channel`` takes it."""
+    if info.get("is_im"):
+        return "im"
+    if info.get("is_mpim"):
+        return "mpim"
+    return "private" if info.get("is_private") or info.get("is_group") else "channel"
+
+
+def _timestamp(call: RecordedCall, name: str, invalid: str) -> Decimal | None:
+    """``oldest``/``latest``: a Unix timestamp ("1234567890.123456"), or absent."""
+    text = _text(call, name)
+    if text is None:
+        return None
+    try:
+        value = Decimal(text)
+    except InvalidOperation as error:
+        raise SlackError(invalid) from error
+    if not value.is_finite() or value < 0:
+        raise SlackError(invalid)
+    return value
+
+
+def _flag(call: RecordedCall, name: str) -> bool:
+    """A boolean argument: the SDK sends ``1``/``0`` in forms, ``true`` in JSON."""
+    return (_text(call, name) or "").strip().lower() in ("1", "true")
+
+
+def _limit(call: RecordedCall, *, default: int, most: int) -> int:
+    text = _text(call, "limit")
+    try:
+        asked = int(text) if text is not None else 0
+    except ValueError as error:
+        raise SlackError("invalid_arguments") from error
+    return min(asked, most) if asked > 0 else default
+
+
+def _within(ts: Decimal, oldest: Decimal | None, latest: Decimal | None,
+            inclusive: bool) -> bool:
+    """Inside the time range; its ends count only with ``inclusive``."""
+    if oldest is not None and (ts < oldest or (ts == oldest and not inclusive)):
+        return False
+    return latest is None or ts < latest or (ts == latest and inclusive)
+
+
+_CURSOR_PREFIX = "next_ts:"
+
+
+def _encode_cursor(ts: str) -> str:
+    """Opaque, as Slack's are (theirs read ``next_ts:<ts without its dot>`` in base64)."""
+    digits = f"{Decimal(ts):.6f}".replace(".", "")
+    return base64.b64encode(f"{_CURSOR_PREFIX}{digits}".encode()).decode()
+
+
+def _decode_cursor(cursor: str | None) -> Decimal | None:
+    if cursor is None:
+        return None
+    try:
+        text = base64.b64decode(cursor, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError) as error:
+        raise SlackError("invalid_cursor") from error
+    digits = text.removeprefix(_CURSOR_PREFIX)
+    if not text.startswith(_CURSOR_PREFIX) or not digits.isdigit() or len(digits) <= 6:
+        raise SlackError("invalid_cursor")
+    return Decimal(f"{digits[:-6]}.{digits[-6:]}")
 
 
 def _page(items: list[dict[str, Any]], call: RecordedCall, default_limit: int) -> dict[str, Any]:

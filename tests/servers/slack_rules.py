@@ -33,11 +33,32 @@ TASK_STATUSES = frozenset({"pending", "in_progress", "complete", "error"})
 
 
 class SlackError(Exception):
-    """An ``{"ok": false, "error": code}`` answer (HTTP 200, as Slack answers them)."""
+    """An ``{"ok": false, "error": code}`` answer (HTTP 200, as Slack answers them);
+    ``detail`` adds fields beside the code (``needed``/``provided`` of ``missing_scope``)."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, **detail: str) -> None:
         super().__init__(code)
         self.code = code
+        self.detail = detail
+
+
+# conversations.history / conversations.replies: the scope needed "depends on the type of
+# channel-like object you're working with" (bot and user tokens alike): channels:history,
+# groups:history, im:history or mpim:history. A token without it is refused with
+# missing_scope, naming the scope ``needed`` and the token's scopes ``provided`` (the
+# error fields of Slack's response schema for these methods).
+HISTORY_SCOPES = {
+    "channel": "channels:history",
+    "private": "groups:history",
+    "im": "im:history",
+    "mpim": "mpim:history",
+}
+
+
+def check_scope(needed: str, granted: str) -> None:
+    """``granted``: the token's scopes, comma-separated (as ``x-oauth-scopes`` lists them)."""
+    if needed not in {scope.strip() for scope in granted.split(",")}:
+        raise SlackError("missing_scope", needed=needed, provided=granted)
 
 
 def check_message_content(
