@@ -321,3 +321,17 @@ def test_on_postgresql_a_viewer_who_may_see_few_of_the_nearest_still_gets_them(
     theirs = search.semantic_search(vector, Viewer(team="T2", channel="C9"), 5)
     assert len(theirs) == 5 and theirs[0][1] > max(scores)
     db.close()
+
+
+def test_on_postgresql_the_searched_vector_is_exactly_the_stored_float16(
+    postgres: PostgresForTests,
+) -> None:
+    db = Database.connect(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
+    # Normal, negative, subnormal (below 2^-14), zero, negative zero and the extremes.
+    values = [0.5, -0.25, 1e-6, -3e-7, 0.0, -0.0, 65504.0, 6.1035e-05, 0.0999]
+    half = np.resize(np.array(values, dtype=np.float16), 384)
+    with db.read() as conn:
+        (text,) = conn.execute("SELECT thoth_half_to_vector(?)::text", (half.tobytes(),)).fetchone()
+    decoded = np.array(text.strip("[]").split(","), dtype=np.float32)
+    assert np.array_equal(decoded, half.astype(np.float32))
+    db.close()
