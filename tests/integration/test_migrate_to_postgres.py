@@ -22,7 +22,7 @@ from layers.storage.copy_database import CannotCopy, check_copy, copy_database, 
 from layers.storage.database import Database
 from layers.storage.leases import Leases
 from tests.fakes import HashingEmbedder
-from tests.postgres import PostgresForTests
+from tests.postgres import PostgresForTests, count
 
 
 def _home_with_rows(path: Path, embedder: HashingEmbedder) -> Database:
@@ -73,6 +73,9 @@ def test_a_home_is_copied_whole_and_thoth_carries_on_there(
     there, here = _counts(url, tmp_path / "thoth.db")
     assert here == there and here["episodes"] == 2 and here["episode_vectors"] >= 2
     assert sum(copied) == sum(check.source_rows for check in checks)
+    # The HNSW index, dropped for the copy, is there again (built once over every row).
+    index = "SELECT count(*) FROM pg_indexes WHERE indexname = 'episode_vectors_embedding'"
+    assert count(url, index) == 1
 
     # The copy is Thoth's memory: found by words (the generated column) and by meaning.
     memory = EpisodicMemory(target, hashing_embedder)
