@@ -7,6 +7,8 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg
@@ -18,7 +20,13 @@ from layers.episodic.episode import Episode, Viewer
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
-from layers.storage.copy_database import CannotCopy, check_copy, copy_database, plan_copy
+from layers.storage.copy_database import (
+    CannotCopy,
+    CopiedTable,
+    check_copy,
+    copy_database,
+    plan_copy,
+)
 from layers.storage.database import Database
 from layers.storage.leases import Leases
 from tests.fakes import HashingEmbedder
@@ -53,13 +61,33 @@ def _counts(url: str, home: Path) -> tuple[dict[str, int], dict[str, int]]:
     return there, here
 
 
-def test_a_home_is_copied_whole_and_thoth_carries_on_there(
+@dataclass
+class Move:
+    """A home with rows, an empty PostgreSQL at ``url``, and what is to be copied."""
+
+    home: Database
+    home_path: Path
+    target: Database
+    url: str
+    tables: list[CopiedTable]
+
+
+@pytest.fixture
+def move(
     tmp_path: Path, postgres: PostgresForTests, hashing_embedder: HashingEmbedder
-) -> None:
+) -> Iterator[Move]:
     home = _home_with_rows(tmp_path / "thoth.db", hashing_embedder)
     url = postgres.fresh_database()
     target = Database.connect(url, schemas=ALL_SCHEMAS)
-    tables = plan_copy(home, target)
+    yield Move(home, tmp_path / "thoth.db", target, url, plan_copy(home, target))
+    target.close()
+    home.close()
+
+
+def test_a_home_is_copied_whole_and_thoth_carries_on_there(
+    move: Move, hashing_embedder: HashingEmbedder
+) -> None:
+    home, target, url, tables = move.home, move.target, move.url, move.tables
     names = [table.name for table in tables]
     # Derived and own tables stay behind; parents come before the rows that name them.
     assert "episodes_fts" not in names and "schema_migrations" not in names
@@ -70,7 +98,7 @@ def test_a_home_is_copied_whole_and_thoth_carries_on_there(
 
     checks = check_copy(home, target, tables)
     assert all(check.matches for check in checks), [c for c in checks if not c.matches]
-    there, here = _counts(url, tmp_path / "thoth.db")
+    there, here = _counts(url, move.home_path)
     assert here == there and here["episodes"] == 2 and here["episode_vectors"] >= 2
     assert sum(copied) == sum(check.source_rows for check in checks)
     # The HNSW index, dropped for the copy, is there again (built once over every row).
@@ -91,33 +119,18 @@ def test_a_home_is_copied_whole_and_thoth_carries_on_there(
     assert later is not None
     # Slack's retry of a delivery the home had seen is still known after the move.
     assert inbox.take(("event:Ev1",), lane="T1:C1:1.1", kind="message", payload={}) is None
-    target.close()
-    home.close()
 
 
-def test_a_row_that_differs_is_named_by_its_table(
-    tmp_path: Path, postgres: PostgresForTests, hashing_embedder: HashingEmbedder
-) -> None:
-    home = _home_with_rows(tmp_path / "thoth.db", hashing_embedder)
-    url = postgres.fresh_database()
-    target = Database.connect(url, schemas=ALL_SCHEMAS)
-    tables = plan_copy(home, target)
-    copy_database(home, target, tables, replace=False)
-    with psycopg.connect(url, autocommit=True) as conn:
+def test_a_row_that_differs_is_named_by_its_table(move: Move) -> None:
+    copy_database(move.home, move.target, move.tables, replace=False)
+    with psycopg.connect(move.url, autocommit=True) as conn:
         conn.execute("UPDATE episodes SET created_at = created_at + 0.001 WHERE id = 'e2'")
-    differ = [check.name for check in check_copy(home, target, tables) if not check.matches]
-    assert differ == ["episodes"]
-    target.close()
-    home.close()
+    checks = check_copy(move.home, move.target, move.tables)
+    assert [check.name for check in checks if not check.matches] == ["episodes"]
 
 
-def test_a_target_holding_thoth_rows_is_refused_unless_replaced(
-    tmp_path: Path, postgres: PostgresForTests, hashing_embedder: HashingEmbedder
-) -> None:
-    home = _home_with_rows(tmp_path / "thoth.db", hashing_embedder)
-    url = postgres.fresh_database()
-    target = Database.connect(url, schemas=ALL_SCHEMAS)
-    tables = plan_copy(home, target)
+def test_a_target_holding_thoth_rows_is_refused_unless_replaced(move: Move) -> None:
+    home, target, url, tables = move.home, move.target, move.url, move.tables
     copy_database(home, target, tables, replace=False)
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("CREATE TABLE someone_elses (x int)")
@@ -127,15 +140,13 @@ def test_a_target_holding_thoth_rows_is_refused_unless_replaced(
     refused = r"already holds Thoth data \(episodes \(2 rows\).*--replace"
     with pytest.raises(CannotCopy, match=refused):
         copy_database(home, target, tables, replace=False)
-    assert _counts(url, tmp_path / "thoth.db")[1]["leases"] == 0  # nothing was written
+    assert _counts(url, move.home_path)[1]["leases"] == 0  # nothing was written
 
     copy_database(home, target, tables, replace=True)
-    there, here = _counts(url, tmp_path / "thoth.db")
+    there, here = _counts(url, move.home_path)
     assert here == there  # replaced, not doubled
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT x FROM someone_elses").fetchall() == [(1,)]
-    target.close()
-    home.close()
 
 
 def test_only_a_sqlite_home_is_copied_and_only_into_postgresql(
