@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from layers.episodic.episode import Viewer
 from layers.episodic.visibility import sql_predicate
+from layers.storage.connection import Connection
 from layers.storage.database import Database
 
 # The episode total only weighs words (IDF): minutes of staleness change nothing.
@@ -109,7 +110,8 @@ class PostgresEpisodeSearch:
             "WITH nearest AS MATERIALIZED (SELECT episode_rowid,"
             " embedding <=> :query::vector AS distance FROM episode_vectors"
             " ORDER BY embedding <=> :query::vector LIMIT :candidates)"
-            " SELECT e.rowid, max(1 - n.distance) AS similarity, count(*) OVER () AS found"
+            " SELECT e.rowid, max(1 - n.distance) AS similarity, count(*) OVER () AS visible,"
+            " (SELECT count(*) FROM nearest) AS candidates"
             " FROM nearest n JOIN episodes e ON e.rowid = n.episode_rowid"
             f" WHERE {predicate} GROUP BY e.rowid ORDER BY similarity DESC, e.rowid LIMIT :limit"
         )
@@ -120,14 +122,20 @@ class PostgresEpisodeSearch:
                 conn.execute("SELECT set_config('hnsw.ef_search', ?, false)", (str(candidates),))
                 arguments["candidates"] = candidates
                 rows = conn.execute(sql, arguments).fetchall()
-                visible = int(rows[0][2]) if rows else 0
-                if visible >= limit or candidates >= MAX_CANDIDATES:
+                # How many chunks the index gave (with nothing visible, counted apart:
+                # at most ``candidates`` rows read).
+                given = int(rows[0][3]) if rows else _chunks_up_to(conn, candidates)
+                enough = bool(rows) and int(rows[0][2]) >= limit
+                if enough or given < candidates or candidates >= MAX_CANDIDATES:
                     break
-                (stored,) = conn.execute("SELECT count(*) FROM episode_vectors").fetchone()
-                if int(stored) <= candidates:
-                    break  # every chunk was a candidate: there is no more to see
                 candidates = min(candidates * 2, MAX_CANDIDATES)
         return [(int(row[0]), float(row[1])) for row in rows]
+
+
+def _chunks_up_to(conn: Connection, most: int) -> int:
+    return int(conn.execute(
+        "SELECT count(*) FROM (SELECT 1 FROM episode_vectors LIMIT ?) AS some", (most,)
+    ).fetchone()[0])
 
 
 def _vector_literal(vector: npt.NDArray[np.float32]) -> str:
