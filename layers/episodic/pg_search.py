@@ -134,7 +134,7 @@ class PostgresEpisodeSearch:
 
 def _chunks_up_to(conn: Connection, most: int) -> int:
     return int(conn.execute(
-        "SELECT count(*) FROM (SELECT 1 FROM episode_vectors LIMIT ?) AS some", (most,)
+        "SELECT count(*) FROM (SELECT 1 FROM episode_vectors LIMIT ?) AS first_chunks", (most,)
     ).fetchone()[0])
 
 

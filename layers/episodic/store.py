@@ -258,28 +258,44 @@ class EpisodeStore:
         return counts
 
     def thread_neighbours(self, rowids: Sequence[int], viewer: Viewer) -> dict[int, list[int]]:
-        """For each episode, the visible episodes just before and after it in its thread."""
+        """For each episode, the visible episodes just before and after it in its thread.
+
+        One lookup per episode, written for the place it is in (``thread_ts = ?`` or
+        ``IS NULL``, and ``created_at`` bounded) so that each walks the thread index from
+        that episode and reads one row: ``IS NOT DISTINCT FROM`` and a bare row-value
+        bound let PostgreSQL scan the whole channel instead (seconds at a million).
+        """
         if not rowids:
             return {}
         predicate, params = sql_predicate(viewer, alias="n")
         wanted = {f"r{index}": rowid for index, rowid in enumerate(rowids)}
-        same_thread = (
-            "n.team = e.team AND n.channel = e.channel"
-            " AND n.thread_ts IS NOT DISTINCT FROM e.thread_ts"
-            f" AND {predicate}"
-        )
-        sql = (
-            "SELECT e.rowid,"
-            f" (SELECT n.rowid FROM episodes n WHERE {same_thread}"
-            "   AND (n.created_at, n.rowid) < (e.created_at, e.rowid)"
-            "   ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1),"
-            f" (SELECT n.rowid FROM episodes n WHERE {same_thread}"
-            "   AND (n.created_at, n.rowid) > (e.created_at, e.rowid)"
-            "   ORDER BY n.created_at, n.rowid LIMIT 1)"
-            f" FROM episodes e WHERE e.rowid IN ({', '.join(':' + key for key in wanted)})"
-        )
         with self._db.read() as conn:
-            rows = conn.execute(sql, {**params, **wanted}).fetchall()
+            places = conn.execute(
+                "SELECT rowid, team, channel, thread_ts, created_at FROM episodes"
+                f" WHERE rowid IN ({', '.join(':' + key for key in wanted)})",
+                wanted,
+            ).fetchall()
+            if not places:
+                return {}
+            arguments: dict[str, object] = dict(params)
+            lookups = []
+            for index, (rowid, team, channel, thread_ts, created_at) in enumerate(places):
+                arguments.update({f"r{index}": rowid, f"team{index}": team,
+                                  f"channel{index}": channel, f"thread{index}": thread_ts,
+                                  f"at{index}": created_at})
+                thread = f"= :thread{index}" if thread_ts is not None else "IS NULL"
+                same = (f"n.team = :team{index} AND n.channel = :channel{index}"
+                        f" AND n.thread_ts {thread} AND {predicate}")
+                lookups.append(
+                    f"SELECT :r{index},"
+                    f" (SELECT n.rowid FROM episodes n WHERE {same} AND n.created_at <= :at{index}"
+                    f"   AND (n.created_at, n.rowid) < (:at{index}, :r{index})"
+                    "   ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1),"
+                    f" (SELECT n.rowid FROM episodes n WHERE {same} AND n.created_at >= :at{index}"
+                    f"   AND (n.created_at, n.rowid) > (:at{index}, :r{index})"
+                    "   ORDER BY n.created_at, n.rowid LIMIT 1)"
+                )
+            rows = conn.execute(" UNION ALL ".join(lookups), arguments).fetchall()
         return {int(row[0]): [int(r) for r in row[1:] if r is not None] for row in rows}
 
     def recent_asked_by(self, user: str, viewer: Viewer, limit: int) -> list[Episode]:
