@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from layers.episodic.episode import Viewer
+from layers.episodic.lexical import MATCH_BUDGET
 from layers.episodic.visibility import sql_predicate
 from layers.storage.connection import Connection
 from layers.storage.database import Database
@@ -55,13 +56,17 @@ class PostgresEpisodeSearch:
         return self._total[0]
 
     def document_counts(self, words: Sequence[str]) -> dict[str, int]:
-        """How many episodes each word (stemmed as the index stems it) occurs in."""
+        """How many episodes each word (stemmed as the index stems it) occurs in, counted
+        up to one past ``MATCH_BUDGET``: a word that common is never searched
+        (``affordable_terms``), and counting all of its matches cost seconds at a million
+        episodes."""
         counts: dict[str, int] = {}
         with self._db.read() as conn:
             for word in words:
                 row = conn.execute(
-                    "SELECT count(*) FROM episodes WHERE search @@ plainto_tsquery('english', ?)",
-                    (word,),
+                    "SELECT count(*) FROM (SELECT 1 FROM episodes"
+                    " WHERE search @@ plainto_tsquery('english', ?) LIMIT ?) AS matching",
+                    (word, MATCH_BUDGET + 1),
                 ).fetchone()
                 counts[word] = int(row[0])
         return counts
