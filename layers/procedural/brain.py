@@ -451,9 +451,11 @@ class Brain:
         return True
 
 
-# Notes are lines appended at the end of MEMORY.md: two replicas' notes replayed on
-# each other keep both (git's union merge), where a line merge would see a conflict.
-UNION_MERGED = ("persona/MEMORY.md",)  # memory_notes.MEMORY_FILE
+# The team's notes (memory_notes.py), lines appended at its end: two replicas' notes
+# replayed on each other keep both (git's union merge), where a line merge would see a
+# conflict.
+MEMORY_FILE = "persona/MEMORY.md"
+UNION_MERGED = (MEMORY_FILE,)
 
 
 def _merge_notes_as_union(repo: git.Repo) -> None:

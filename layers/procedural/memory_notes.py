@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from layers.errors import BadInput
-from layers.procedural.brain import Author, Brain
+from layers.procedural.brain import MEMORY_FILE, Author, Brain
 from layers.redaction import redact
 
 MAX_NOTE_LINES = 60
 MAX_NOTE_CHARS = 180
-MEMORY_FILE = "persona/MEMORY.md"
 ARCHIVE_DIR = "persona/archive"
 NOTE_PREFIX = "- "
 # Only the agent's own dated notes count toward the budget and move to the archive;
