@@ -3,9 +3,9 @@
 Everything persisted passes ``redact()`` first. Recall searches every episode
 the viewer may see, lexically and by meaning (MiniLM cosine), and fuses the two
 (see ``ranking.py``). The two searches are the engine's: on SQLite, FTS5 BM25 and
-the in-memory vector index (``vector_index.py``); on PostgreSQL, full-text inside
-the database (``pg_search.py``) and the same in-memory index. Fusion and ranking
-are one code.
+the in-memory vector index (``vector_index.py``); on PostgreSQL, both inside the
+database, full-text and pgvector's HNSW (``pg_search.py``). Fusion and ranking are
+one code.
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ candidates there, so only their order matters.
 - Words: ``episodes.search`` is a stored ``tsvector`` (English stemming, as FTS5's
   porter tokenizer stems), GIN-indexed. A word's weight is its inverse document
   frequency times ``ts_rank`` saturated (``rank / (rank + 1)``, normalised by
-  length): BM25's two ideas, which plain ``ts_rank`` lacks (it has no IDF).
+  length): BM25's two ideas, which plain ``ts_rank`` lacks (it has no IDF). How many
+  episodes hold each word is kept in a table by triggers (``episode_words``), so
+  weighing a query's words is one indexed read however common they are.
 
 - Meaning: ``episode_vectors.embedding`` (pgvector, made from the stored float16
   bytes) under an HNSW index, cosine distance; an episode scores its best chunk's
@@ -30,7 +32,6 @@ import numpy as np
 import numpy.typing as npt
 
 from layers.episodic.episode import Viewer
-from layers.episodic.lexical import MATCH_BUDGET
 from layers.episodic.visibility import sql_predicate
 from layers.storage.connection import Connection
 from layers.storage.database import Database
@@ -56,20 +57,22 @@ class PostgresEpisodeSearch:
         return self._total[0]
 
     def document_counts(self, words: Sequence[str]) -> dict[str, int]:
-        """How many episodes each word (stemmed as the index stems it) occurs in, counted
-        up to one past ``MATCH_BUDGET``: a word that common is never searched
-        (``affordable_terms``), and counting all of its matches cost seconds at a million
-        episodes."""
-        counts: dict[str, int] = {}
+        """How many episodes each word (stemmed as the index stems it) occurs in, read
+        from ``episode_words`` (kept by triggers: episodic migration 4) in one query.
+
+        A word the parser makes several lexemes of ("x1-beta") gets the count of its
+        rarest: at most as many episodes hold them all, as ``plainto_tsquery`` asks."""
+        if not words:
+            return {}
         with self._db.read() as conn:
-            for word in words:
-                row = conn.execute(
-                    "SELECT count(*) FROM (SELECT 1 FROM episodes"
-                    " WHERE search @@ plainto_tsquery('english', ?) LIMIT ?) AS matching",
-                    (word, MATCH_BUDGET + 1),
-                ).fetchone()
-                counts[word] = int(row[0])
-        return counts
+            rows = conn.execute(
+                "SELECT word, (SELECT coalesce(min(coalesce(counted.episodes, 0)), 0)"
+                "   FROM unnest(tsvector_to_array(to_tsvector('english', word))) AS stems (lexeme)"
+                "   LEFT JOIN episode_words AS counted ON counted.lexeme = stems.lexeme)"
+                " FROM unnest(?::text[]) AS word",
+                (list(words),),
+            ).fetchall()
+        return {str(word): int(count) for word, count in rows}
 
     def lexical_search(
         self, document_counts: dict[str, int], viewer: Viewer, limit: int

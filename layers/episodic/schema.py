@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from layers.storage.migrations import Migration, Schema
 
+# Recall walks a thread from a hit to the turns on either side, one index seek each
+# way (store.thread_neighbours). No thread (NULL) is keyed as '' so that one equality
+# serves both, and rowid breaks ties in the same order the walk sorts by.
+THREAD_WALK = """
+    DROP INDEX episodes_thread;
+    CREATE INDEX episodes_thread_walk
+        ON episodes (team, channel, coalesce(thread_ts, ''), created_at, rowid);
+"""
+
 # Named, ordered, forward-only: never edit one that has shipped, add the next.
 SCHEMA = Schema(
     "episodic",
@@ -139,6 +148,98 @@ SCHEMA = Schema(
                 GENERATED ALWAYS AS (thoth_half_to_vector(vector)) STORED;
             CREATE INDEX episode_vectors_embedding ON episode_vectors
                 USING hnsw (embedding vector_cosine_ops);
+            """,
+        ),
+        Migration(
+            3,
+            "thread_walk_index",
+            THREAD_WALK,
+            postgres=THREAD_WALK,
+        ),
+        Migration(
+            4,
+            "word_counts",
+            """
+            -- FTS5 counts a word's episodes quickly enough (store.py caches them too).
+            """,
+            postgres="""
+            -- How many episodes hold each stemmed word, kept by triggers: recall weighs
+            -- and picks its words by these counts (lexical.py), and counting a word
+            -- through the GIN index reads its whole posting list, tens of ms for a
+            -- common word at a million episodes (seconds when cold).
+            CREATE TABLE episode_words (
+                lexeme TEXT PRIMARY KEY,
+                episodes BIGINT NOT NULL
+            );
+            INSERT INTO episode_words (lexeme, episodes)
+                SELECT lexeme, count(*) FROM episodes, unnest(tsvector_to_array(search)) AS lexeme
+                GROUP BY lexeme;
+
+            -- Statement triggers over transition tables: a COPY or a batch of inserts
+            -- updates each word once. Lexemes in order, so two writers (the one-writer
+            -- lock aside) could never deadlock on them.
+            CREATE FUNCTION thoth_count_words_added() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                INSERT INTO episode_words (lexeme, episodes)
+                    SELECT lexeme, count(*) FROM added,
+                        unnest(tsvector_to_array(added.search)) AS lexeme
+                    GROUP BY lexeme ORDER BY lexeme
+                ON CONFLICT (lexeme) DO UPDATE
+                    SET episodes = episode_words.episodes + excluded.episodes;
+                RETURN NULL;
+            END $$;
+            CREATE FUNCTION thoth_count_words_removed() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                UPDATE episode_words SET episodes = episode_words.episodes - gone.episodes
+                FROM (SELECT lexeme, count(*) AS episodes FROM removed,
+                          unnest(tsvector_to_array(removed.search)) AS lexeme
+                      GROUP BY lexeme ORDER BY lexeme) AS gone
+                WHERE episode_words.lexeme = gone.lexeme;
+                RETURN NULL;
+            END $$;
+            -- An edit of the text (feedback and the like leave search as it was).
+            CREATE FUNCTION thoth_count_words_changed() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                WITH changed AS (
+                    SELECT before.search AS old_search, after.search AS new_search
+                    FROM removed AS before JOIN added AS after USING (rowid)
+                    WHERE before.search IS DISTINCT FROM after.search
+                ), deltas AS (
+                    SELECT lexeme, sum(delta) AS delta FROM (
+                        SELECT unnest(tsvector_to_array(new_search)) AS lexeme, 1 AS delta
+                        FROM changed
+                        UNION ALL
+                        SELECT unnest(tsvector_to_array(old_search)), -1 FROM changed
+                    ) AS each_word GROUP BY lexeme HAVING sum(delta) <> 0 ORDER BY lexeme
+                )
+                INSERT INTO episode_words (lexeme, episodes)
+                    SELECT lexeme, delta FROM deltas
+                ON CONFLICT (lexeme) DO UPDATE
+                    SET episodes = episode_words.episodes + excluded.episodes;
+                RETURN NULL;
+            END $$;
+            CREATE FUNCTION thoth_count_words_emptied() RETURNS trigger
+            LANGUAGE plpgsql AS $$
+            BEGIN
+                DELETE FROM episode_words;
+                RETURN NULL;
+            END $$;
+            CREATE TRIGGER episode_words_insert AFTER INSERT ON episodes
+                REFERENCING NEW TABLE AS added
+                FOR EACH STATEMENT EXECUTE FUNCTION thoth_count_words_added();
+            CREATE TRIGGER episode_words_delete AFTER DELETE ON episodes
+                REFERENCING OLD TABLE AS removed
+                FOR EACH STATEMENT EXECUTE FUNCTION thoth_count_words_removed();
+            CREATE TRIGGER episode_words_update AFTER UPDATE ON episodes
+                REFERENCING OLD TABLE AS removed NEW TABLE AS added
+                FOR EACH STATEMENT EXECUTE FUNCTION thoth_count_words_changed();
+            -- `thoth migrate --replace` empties episodes with TRUNCATE, which fires no
+            -- DELETE trigger.
+            CREATE TRIGGER episode_words_truncate AFTER TRUNCATE ON episodes
+                FOR EACH STATEMENT EXECUTE FUNCTION thoth_count_words_emptied();
             """,
         ),
     ),

@@ -260,42 +260,31 @@ class EpisodeStore:
     def thread_neighbours(self, rowids: Sequence[int], viewer: Viewer) -> dict[int, list[int]]:
         """For each episode, the visible episodes just before and after it in its thread.
 
-        One lookup per episode, written for the place it is in (``thread_ts = ?`` or
-        ``IS NULL``, and ``created_at`` bounded) so that each walks the thread index from
-        that episode and reads one row: ``IS NOT DISTINCT FROM`` and a bare row-value
-        bound let PostgreSQL scan the whole channel instead (seconds at a million).
+        One statement: for each episode, two subqueries that each seek the thread index
+        (``episodes_thread_walk``: no thread is ``''``, ties broken by rowid) from that
+        episode and read one row. The same plan serves every hit, so it is planned once.
         """
         if not rowids:
             return {}
         predicate, params = sql_predicate(viewer, alias="n")
         wanted = {f"r{index}": rowid for index, rowid in enumerate(rowids)}
+        same = (
+            "n.team = p.team AND n.channel = p.channel"
+            " AND coalesce(n.thread_ts, '') = coalesce(p.thread_ts, '')"
+            f" AND {predicate}"
+        )
         with self._db.read() as conn:
-            places = conn.execute(
-                "SELECT rowid, team, channel, thread_ts, created_at FROM episodes"
-                f" WHERE rowid IN ({', '.join(':' + key for key in wanted)})",
-                wanted,
+            rows = conn.execute(
+                "SELECT p.rowid,"
+                f" (SELECT n.rowid FROM episodes n WHERE {same}"
+                "   AND (n.created_at, n.rowid) < (p.created_at, p.rowid)"
+                "   ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1),"
+                f" (SELECT n.rowid FROM episodes n WHERE {same}"
+                "   AND (n.created_at, n.rowid) > (p.created_at, p.rowid)"
+                "   ORDER BY n.created_at, n.rowid LIMIT 1)"
+                f" FROM episodes p WHERE p.rowid IN ({', '.join(':' + key for key in wanted)})",
+                {**params, **wanted},
             ).fetchall()
-            if not places:
-                return {}
-            arguments: dict[str, object] = dict(params)
-            lookups = []
-            for index, (rowid, team, channel, thread_ts, created_at) in enumerate(places):
-                arguments.update({f"r{index}": rowid, f"team{index}": team,
-                                  f"channel{index}": channel, f"thread{index}": thread_ts,
-                                  f"at{index}": created_at})
-                thread = f"= :thread{index}" if thread_ts is not None else "IS NULL"
-                same = (f"n.team = :team{index} AND n.channel = :channel{index}"
-                        f" AND n.thread_ts {thread} AND {predicate}")
-                lookups.append(
-                    f"SELECT :r{index},"
-                    f" (SELECT n.rowid FROM episodes n WHERE {same} AND n.created_at <= :at{index}"
-                    f"   AND (n.created_at, n.rowid) < (:at{index}, :r{index})"
-                    "   ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1),"
-                    f" (SELECT n.rowid FROM episodes n WHERE {same} AND n.created_at >= :at{index}"
-                    f"   AND (n.created_at, n.rowid) > (:at{index}, :r{index})"
-                    "   ORDER BY n.created_at, n.rowid LIMIT 1)"
-                )
-            rows = conn.execute(" UNION ALL ".join(lookups), arguments).fetchall()
         return {int(row[0]): [int(r) for r in row[1:] if r is not None] for row in rows}
 
     def recent_asked_by(self, user: str, viewer: Viewer, limit: int) -> list[Episode]:

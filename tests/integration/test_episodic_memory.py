@@ -335,3 +335,90 @@ def test_on_postgresql_the_searched_vector_is_exactly_the_stored_float16(
     decoded = np.array(text.strip("[]").split(","), dtype=np.float32)
     assert np.array_equal(decoded, half.astype(np.float32))
     db.close()
+
+
+def test_thread_neighbours_walk_the_thread_in_order_and_stay_in_it(
+    memory: EpisodicMemory,
+) -> None:
+    # Three turns said in the same second outside any thread (a DM), ordered by rowid;
+    # a threaded turn and one of another channel at that second are no neighbours.
+    same_second = {"team": "T1", "channel": "D1", "channel_type": "im", "user": "U1"}
+    memory.remember([_episode(f"dm-{n}", f"turn {n}", age_days=1, **same_second)
+                     for n in range(3)])
+    memory.remember([
+        _episode("threaded", "in a thread", age_days=1, thread_ts="100.1", **same_second),
+        _episode("elsewhere", "another channel", age_days=1, team="T1", channel="C2",
+                 channel_type="public"),
+    ])
+    rowid = {name: memory.store.rowid_of(name) for name in
+             ("dm-0", "dm-1", "dm-2", "threaded", "elsewhere")}
+    owner = Viewer("T1", "D1", "im", "U1")
+    found = memory.store.thread_neighbours(
+        [rowid["dm-0"], rowid["dm-1"], rowid["dm-2"], rowid["threaded"]], owner
+    )
+    assert found == {
+        rowid["dm-0"]: [rowid["dm-1"]],
+        rowid["dm-1"]: [rowid["dm-0"], rowid["dm-2"]],
+        rowid["dm-2"]: [rowid["dm-1"]],
+        rowid["threaded"]: [],
+    }
+    # Another person's view of that DM has no neighbours in it.
+    stranger = Viewer("T1", "D1", "im", "U2")
+    assert memory.store.thread_neighbours([rowid["dm-1"]], stranger) == {rowid["dm-1"]: []}
+
+
+def _counted_and_matching(db: Database, words: Sequence[str]) -> tuple[dict[str, int], ...]:
+    """Each word's count as recall reads it, and as a scan of the episodes finds it."""
+    with db.read() as conn:
+        matching = {
+            word: int(conn.execute(
+                "SELECT count(*) FROM episodes WHERE search @@ plainto_tsquery('english', ?)",
+                (word,),
+            ).fetchone()[0])
+            for word in words
+        }
+    return PostgresEpisodeSearch(db).document_counts(words), matching
+
+
+def test_on_postgresql_word_counts_follow_every_write(
+    postgres: PostgresForTests, hashing_embedder: HashingEmbedder
+) -> None:
+    db = Database.connect(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
+    memory = EpisodicMemory(db, hashing_embedder)
+    words = ["rollback", "rolled", "payments", "canary", "x1", "unheard"]
+    memory.remember([_episode(f"r{n}", f"rollback of payments {n}") for n in range(5)])
+    memory.remember([_episode("c", "the canary rolled back, then x1-beta shipped")])
+    counted, matching = _counted_and_matching(db, words)
+    # "rolled" and "rollback" stem apart; "x1" is one of the lexemes "x1-beta" makes.
+    assert counted == matching == {"rollback": 5, "rolled": 1, "payments": 5, "canary": 1,
+                                   "x1": 1, "unheard": 0}
+    assert memory.forget("r0") and memory.forget_many(["r1", "c"]) == 2
+    memory.set_feedback("r2", Feedback.WORKED)
+    with db.write() as conn:
+        conn.execute("UPDATE episodes SET user_text = 'a canary release' WHERE id = 'r3'")
+    counted, matching = _counted_and_matching(db, words)
+    assert counted == matching == {"rollback": 2, "rolled": 0, "payments": 2, "canary": 1,
+                                   "x1": 0, "unheard": 0}
+    with db.write() as conn:
+        conn.execute("TRUNCATE episodes CASCADE")
+    assert _counted_and_matching(db, words)[0] == dict.fromkeys(words, 0)
+    db.close()
+
+
+def test_on_postgresql_word_counts_start_from_the_episodes_already_stored(
+    postgres: PostgresForTests, hashing_embedder: HashingEmbedder
+) -> None:
+    url = postgres.fresh_database()
+    before = [
+        schema if schema.owner != "episodic" else Schema(schema.owner, schema.migrations[:3])
+        for schema in LAYER_SCHEMAS
+    ]
+    old = Database.connect(url, schemas=before)
+    EpisodicMemory(old, hashing_embedder).remember(
+        [_episode(f"e{n}", f"deploy notes {n % 2}") for n in range(4)]
+    )
+    old.close()
+    db = Database.connect(url, schemas=LAYER_SCHEMAS)
+    counted, matching = _counted_and_matching(db, ["deploy", "notes", "1"])
+    assert counted == matching == {"deploy": 4, "notes": 4, "1": 2}
+    db.close()
