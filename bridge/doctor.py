@@ -10,6 +10,7 @@ from enum import StrEnum
 from bridge.app import Thoth
 from bridge.model.pricing import CATALOGUE
 from bridge.schemas import ALL_SCHEMAS
+from layers.episodic.pg_search import IndexMemory, hnsw_index_memory
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 
 MODEL_CHECK_TIMEOUT_S = 10.0
@@ -79,7 +80,28 @@ def _database(app: Thoth) -> list[Check]:
         f"BACKGROUND_WORK={app.settings.background_work}: {waiting['slack_inbox']} Slack"
         f" deliveries in progress, {waiting['identity_outbox']} turns waiting for identity",
     ))
+    if app.db.dialect == "postgresql":
+        checks.append(recall_memory_check(hnsw_index_memory(app.db)))
     return checks
+
+
+def recall_memory_check(memory: IndexMemory) -> Check:
+    sizes = (f"pgvector's HNSW index {_megabytes(memory.index_bytes)},"
+             f" shared_buffers {_megabytes(memory.shared_buffers_bytes)}")
+    if memory.fits:
+        return Check("recall memory", Status.OK, sizes)
+    wanted = _megabytes(memory.index_bytes * 5 // 4)
+    return Check(
+        "recall memory",
+        Status.WARN,
+        f"{sizes}: each recall reads the index's pages from outside PostgreSQL's memory",
+        f"set shared_buffers to at least {wanted} (ALTER SYSTEM SET shared_buffers ="
+        f" '{wanted.replace(' ', '')}', then restart PostgreSQL; README, Deployment)",
+    )
+
+
+def _megabytes(count: int) -> str:
+    return f"{count // 2**20} MB"
 
 
 def _embedding_installed(app: Thoth) -> list[Check]:

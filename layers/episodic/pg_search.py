@@ -27,6 +27,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
@@ -138,6 +139,32 @@ class PostgresEpisodeSearch:
                     break
                 candidates = min(candidates * 2, MAX_CANDIDATES)
         return [(int(row[0]), float(row[1])) for row in rows]
+
+
+@dataclass(frozen=True)
+class IndexMemory:
+    """The HNSW index's size against the memory PostgreSQL keeps pages in."""
+
+    index_bytes: int
+    shared_buffers_bytes: int
+
+    @property
+    def fits(self) -> bool:
+        return self.index_bytes <= self.shared_buffers_bytes
+
+
+def hnsw_index_memory(db: Database) -> IndexMemory:
+    """A search walks the graph to pages all over the index: one that does not fit in
+    ``shared_buffers`` is read from the OS (or the disk) on every recall, three to
+    five times slower at a million episodes (README, Deployment)."""
+    with db.read() as conn:
+        index_bytes, buffers = conn.execute(
+            "SELECT (SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) FROM pg_index i"
+            "   JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
+            "   WHERE a.amname = 'hnsw' AND c.relnamespace = current_schema()::regnamespace),"
+            " pg_size_bytes(current_setting('shared_buffers'))"
+        ).fetchone()
+    return IndexMemory(int(index_bytes), int(buffers))
 
 
 def _chunks_up_to(conn: Connection, most: int) -> int:
