@@ -167,10 +167,12 @@ class FakeSocketMode:
 
     def send_envelope(
         self, kind: str, payload: dict[str, Any], *, accepts_response_payload: bool,
-        timeout_s: float = 10.0, **extra: Any,
+        timeout_s: float = 10.0, on: int = -1, **extra: Any,
     ) -> str:
-        """Send ``{"type": kind, "envelope_id", "payload", ...}`` on the newest open
-        connection (waiting up to ``timeout_s`` for one); returns the envelope id."""
+        """Send ``{"type": kind, "envelope_id", "payload", ...}`` on open connection ``on``
+        in the order they opened (the newest by default; Slack spreads an app's
+        deliveries over its connections), waiting up to ``timeout_s`` for one; returns
+        the envelope id."""
         envelope_id = f"env-{next(self._ids):04d}-{uuid.uuid4().hex[:8]}"
         envelope = {
             "type": kind,
@@ -180,16 +182,16 @@ class FakeSocketMode:
             **extra,
         }
         with self._lock:
-            if not self._lock.wait_for(lambda: bool(self._open), timeout_s):
-                raise AssertionError("no open Socket Mode connection to send to")
-            connection = self._open[-1]
+            if not self._lock.wait_for(lambda: len(self._open) > max(on, -on - 1), timeout_s):
+                raise AssertionError(f"no open Socket Mode connection {on} to send to")
+            connection = self._open[on]
             self._sent_at[envelope_id] = time.monotonic()
         connection.send(json.dumps(envelope))
         return envelope_id
 
     def send_event(
         self, event: dict[str, Any], *, event_id: str | None = None, retry_attempt: int = 0,
-        retry_reason: str = "",
+        retry_reason: str = "", on: int = -1,
     ) -> str:
         """An Events API delivery of ``event``; returns the envelope id."""
         number = next(self._ids)
@@ -205,7 +207,7 @@ class FakeSocketMode:
             "is_ext_shared_channel": False,
         }
         return self.send_envelope(
-            "events_api", body, accepts_response_payload=False,
+            "events_api", body, accepts_response_payload=False, on=on,
             retry_attempt=retry_attempt, retry_reason=retry_reason,
         )
 
