@@ -242,9 +242,9 @@ def measure_size(engine: str, target: str, queries: int) -> dict[str, float]:
     embedder = MiniLMEmbedder()
     embedder.load()
     _, questions = load_locomo()
-    asked = random.Random(1).sample(questions, min(queries, len(questions)))
+    sampled = random.Random(1).sample(questions, min(queries, len(questions)))
     rng = np.random.default_rng(3)
-    asked = [f"{q} {rare_term(rng)}" if i % 2 else q for i, q in enumerate(asked)]
+    asked = [f"{q} {rare_term(rng)}" if i % 2 else q for i, q in enumerate(sampled)]
     vectors = embedder.embed(asked)
     db = open_database(engine, target)
     memory = EpisodicMemory(db, embedder)
@@ -253,7 +253,8 @@ def measure_size(engine: str, target: str, queries: int) -> dict[str, float]:
     load_seconds = time.perf_counter() - started
     # A database that serves recall all day has the pages recall reads in memory; a
     # server started for this run has none. The other questions, untimed, warm it.
-    others = [question for question in questions if question not in set(asked)]
+    timed = set(sampled)
+    others = [question for question in questions if question not in timed]
     for number, vector in enumerate(embedder.embed(others)):
         viewer = Viewer(TEAM, f"C{number % 50}", "public", f"U{number % 200}")
         memory.search(RecallQuery(others[number], viewer), vector, k=10)
@@ -380,20 +381,27 @@ class PostgresDatabases:
         self._server = PostgresForTests(directory)
         # The README's Deployment: shared_buffers to hold the HNSW index (about 2 GB at
         # a million episodes); the setting takes a restart.
-        with psycopg.connect(self._server.admin_url, autocommit=True) as conn:
-            same = conn.execute(
-                "SELECT pg_size_bytes(current_setting('shared_buffers')) = pg_size_bytes(%s)",
-                (shared_buffers,),
-            ).fetchone()
-            if not (same and same[0]):
+        if not self._has_shared_buffers(shared_buffers):
+            with psycopg.connect(self._server.admin_url, autocommit=True) as conn:
                 conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
-        if not (same and same[0]):
             self._server.stop()
             self._server = PostgresForTests(directory)
+            # pgserver leaves a server running that another process still uses.
+            if not self._has_shared_buffers(shared_buffers):
+                sys.exit(f"PostgreSQL under {directory} did not restart with shared_buffers"
+                         f" {shared_buffers}: stop what else uses it and run again")
         self._record = directory / "databases.json"
         self._urls: dict[str, str] = (
             json.loads(self._record.read_text()) if self._record.exists() else {}
         )
+
+    def _has_shared_buffers(self, wanted: str) -> bool:
+        with psycopg.connect(self._server.admin_url) as conn:
+            row = conn.execute(
+                "SELECT pg_size_bytes(current_setting('shared_buffers')) = pg_size_bytes(%s)",
+                (wanted,),
+            ).fetchone()
+        return bool(row and row[0])
 
     def existing(self, size: int) -> str | None:
         """The URL of the database already built at ``size``, if any."""

@@ -37,6 +37,7 @@ def run_checks(app: Thoth, *, deep: bool = False) -> list[Check]:
     checks: list[Check] = []
     for check in (
         _database,
+        _recall_memory,
         _embedding if deep else _embedding_installed,
         _brain,
         _persona,
@@ -80,9 +81,13 @@ def _database(app: Thoth) -> list[Check]:
         f"BACKGROUND_WORK={app.settings.background_work}: {waiting['slack_inbox']} Slack"
         f" deliveries in progress, {waiting['identity_outbox']} turns waiting for identity",
     ))
-    if app.db.dialect == "postgresql":
-        checks.append(recall_memory_check(hnsw_index_memory(app.db)))
     return checks
+
+
+def _recall_memory(app: Thoth) -> list[Check]:
+    if app.db.dialect != "postgresql":
+        return []  # SQLite's vectors are searched in this process's memory
+    return [recall_memory_check(hnsw_index_memory(app.db))]
 
 
 def recall_memory_check(memory: IndexMemory) -> Check:
@@ -90,11 +95,11 @@ def recall_memory_check(memory: IndexMemory) -> Check:
              f" shared_buffers {_megabytes(memory.shared_buffers_bytes)}")
     if memory.fits:
         return Check("recall memory", Status.OK, sizes)
-    wanted = _megabytes(memory.index_bytes * 5 // 4)
+    wanted = _megabytes(memory.wanted_bytes)
     return Check(
         "recall memory",
         Status.WARN,
-        f"{sizes}: each recall reads the index's pages from outside PostgreSQL's memory",
+        f"{sizes}: recall reads index pages PostgreSQL has no room to keep in memory",
         f"set shared_buffers to at least {wanted} (ALTER SYSTEM SET shared_buffers ="
         f" '{wanted.replace(' ', '')}', then restart PostgreSQL; README, Deployment)",
     )

@@ -85,7 +85,8 @@ class EpisodeLine(BaseModel):
             team=self.team or LOCAL_TEAM,
             channel=self.channel or LOCAL_CHANNEL,
             channel_type=self.channel_type or "public",
-            thread_ts=self.thread_ts,
+            # An empty thread id is no thread (the thread index keys both as '').
+            thread_ts=self.thread_ts or None,
             user=self.user,
             user_name=self.user_name,
             session_id=self.session_id,

@@ -7,10 +7,12 @@ from layers.storage.migrations import Migration, Schema
 # Recall walks a thread from a hit to the turns on either side, one index seek each
 # way (store.thread_neighbours). No thread (NULL) is keyed as '' so that one equality
 # serves both, and rowid breaks ties in the same order the walk sorts by.
+# (Made before the old one is dropped: on PostgreSQL a dropped index locks out reads
+# until the migration commits, a new one only writes.)
 THREAD_WALK = """
-    DROP INDEX episodes_thread;
     CREATE INDEX episodes_thread_walk
         ON episodes (team, channel, coalesce(thread_ts, ''), created_at, rowid);
+    DROP INDEX episodes_thread;
 """
 
 # Named, ordered, forward-only: never edit one that has shipped, add the next.
@@ -175,16 +177,17 @@ SCHEMA = Schema(
                 SELECT lexeme, count(*) FROM episodes, unnest(tsvector_to_array(search)) AS lexeme
                 GROUP BY lexeme;
 
-            -- Statement triggers over transition tables: a COPY or a batch of inserts
-            -- updates each word once. Lexemes in order, so two writers (the one-writer
-            -- lock aside) could never deadlock on them.
+            -- Statement triggers over transition tables: a statement that writes many
+            -- episodes (COPY, `thoth migrate`'s many-row INSERTs) updates each word once.
+            -- Every episode write holds the one-writer lock, so no two update these rows
+            -- at once. A word no episode holds any more is deleted.
             CREATE FUNCTION thoth_count_words_added() RETURNS trigger
             LANGUAGE plpgsql AS $$
             BEGIN
                 INSERT INTO episode_words (lexeme, episodes)
                     SELECT lexeme, count(*) FROM added,
                         unnest(tsvector_to_array(added.search)) AS lexeme
-                    GROUP BY lexeme ORDER BY lexeme
+                    GROUP BY lexeme
                 ON CONFLICT (lexeme) DO UPDATE
                     SET episodes = episode_words.episodes + excluded.episodes;
                 RETURN NULL;
@@ -195,30 +198,28 @@ SCHEMA = Schema(
                 UPDATE episode_words SET episodes = episode_words.episodes - gone.episodes
                 FROM (SELECT lexeme, count(*) AS episodes FROM removed,
                           unnest(tsvector_to_array(removed.search)) AS lexeme
-                      GROUP BY lexeme ORDER BY lexeme) AS gone
+                      GROUP BY lexeme) AS gone
                 WHERE episode_words.lexeme = gone.lexeme;
+                DELETE FROM episode_words WHERE episodes <= 0 AND lexeme IN (
+                    SELECT unnest(tsvector_to_array(search)) FROM removed);
                 RETURN NULL;
             END $$;
-            -- An edit of the text (feedback and the like leave search as it was).
+            -- An edit of the text: each word of the new rows counted, each of the old
+            -- uncounted (feedback and the like leave every word's sum at zero).
             CREATE FUNCTION thoth_count_words_changed() RETURNS trigger
             LANGUAGE plpgsql AS $$
             BEGIN
-                WITH changed AS (
-                    SELECT before.search AS old_search, after.search AS new_search
-                    FROM removed AS before JOIN added AS after USING (rowid)
-                    WHERE before.search IS DISTINCT FROM after.search
-                ), deltas AS (
-                    SELECT lexeme, sum(delta) AS delta FROM (
-                        SELECT unnest(tsvector_to_array(new_search)) AS lexeme, 1 AS delta
-                        FROM changed
-                        UNION ALL
-                        SELECT unnest(tsvector_to_array(old_search)), -1 FROM changed
-                    ) AS each_word GROUP BY lexeme HAVING sum(delta) <> 0 ORDER BY lexeme
-                )
                 INSERT INTO episode_words (lexeme, episodes)
-                    SELECT lexeme, delta FROM deltas
+                    SELECT lexeme, sum(delta) FROM (
+                        SELECT unnest(tsvector_to_array(search)) AS lexeme, 1 AS delta
+                        FROM added
+                        UNION ALL
+                        SELECT unnest(tsvector_to_array(search)), -1 FROM removed
+                    ) AS each_word GROUP BY lexeme HAVING sum(delta) <> 0
                 ON CONFLICT (lexeme) DO UPDATE
                     SET episodes = episode_words.episodes + excluded.episodes;
+                DELETE FROM episode_words WHERE episodes <= 0 AND lexeme IN (
+                    SELECT unnest(tsvector_to_array(search)) FROM removed);
                 RETURN NULL;
             END $$;
             CREATE FUNCTION thoth_count_words_emptied() RETURNS trigger

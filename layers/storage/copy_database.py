@@ -27,7 +27,11 @@ from typing import Any
 from layers.errors import ConfigurationError
 from layers.storage.database import Database
 
+# Rows go in many to a statement: a table's statement triggers (the episodes' word
+# counts) then run once a batch, not once a row, and a copy is one transaction.
 BATCH_ROWS = 2_000
+# PostgreSQL binds at most 65 535 parameters to one statement.
+MAX_PARAMETERS = 65_535
 # The record of migrations each database keeps for itself: made by opening it.
 OWN_RECORD = "schema_migrations"
 _CHECKSUM_MODULUS = 2**256
@@ -123,13 +127,15 @@ def copy_database(
         for name, _ in rebuilt:
             into.execute(f"DROP INDEX {_quoted(name)}")
         for table in tables:
-            insert = _insert_sql(table)
+            size = _rows_per_statement(table)
+            full = _insert_sql(table, size)
             with source.read() as out:
                 selected = out.execute(
                     f"SELECT {', '.join(table.source_columns)} FROM {_quoted(table.name)}"
                 )
-                for batch in _batches(selected, BATCH_ROWS):
-                    into.executemany(insert, batch)
+                for batch in _batches(selected, size):
+                    insert = full if len(batch) == size else _insert_sql(table, len(batch))
+                    into.execute(insert, [value for row in batch for value in row])
                     on_rows(len(batch))
             if table.identity is not None:
                 column = _quoted(table.identity)
@@ -260,12 +266,17 @@ def _parents_first(target: Database, names: list[str]) -> list[str]:
     return ordered
 
 
-def _insert_sql(table: CopiedTable) -> str:
+def _insert_sql(table: CopiedTable, rows: int) -> str:
     columns = ", ".join(map(_quoted, table.target_columns))
-    marks = ", ".join("?" for _ in table.target_columns)
+    row = "(" + ", ".join("?" for _ in table.target_columns) + ")"
     # The source's ids are kept, so rows that refer to them still do.
     overriding = " OVERRIDING SYSTEM VALUE" if table.identity is not None else ""
-    return f"INSERT INTO {_quoted(table.name)} ({columns}){overriding} VALUES ({marks})"
+    values = ", ".join([row] * rows)
+    return f"INSERT INTO {_quoted(table.name)} ({columns}){overriding} VALUES {values}"
+
+
+def _rows_per_statement(table: CopiedTable) -> int:
+    return min(BATCH_ROWS, MAX_PARAMETERS // len(table.target_columns))
 
 
 def _count(conn: Any, table: str) -> int:

@@ -346,28 +346,34 @@ def test_thread_neighbours_walk_the_thread_in_order_and_stay_in_it(
     memory.remember([_episode(f"dm-{n}", f"turn {n}", age_days=1, **same_second)
                      for n in range(3)])
     memory.remember([
-        _episode("threaded", "in a thread", age_days=1, thread_ts="100.1", **same_second),
+        _episode("asked", "in a thread", age_days=1, thread_ts="100.1", **same_second),
+        _episode("answered", "its answer", age_days=0.5, thread_ts="100.1", **same_second),
+        _episode("other-thread", "another thread", age_days=0.7, thread_ts="200.2",
+                 **same_second),
         _episode("elsewhere", "another channel", age_days=1, team="T1", channel="C2",
                  channel_type="public"),
     ])
     rowid = {name: memory.store.rowid_of(name) for name in
-             ("dm-0", "dm-1", "dm-2", "threaded", "elsewhere")}
+             ("dm-0", "dm-1", "dm-2", "asked", "answered", "other-thread", "elsewhere")}
     owner = Viewer("T1", "D1", "im", "U1")
-    found = memory.store.thread_neighbours(
-        [rowid["dm-0"], rowid["dm-1"], rowid["dm-2"], rowid["threaded"]], owner
-    )
+    found = memory.store.thread_neighbours([rowid[name] for name in rowid], owner)
     assert found == {
         rowid["dm-0"]: [rowid["dm-1"]],
         rowid["dm-1"]: [rowid["dm-0"], rowid["dm-2"]],
         rowid["dm-2"]: [rowid["dm-1"]],
-        rowid["threaded"]: [],
+        rowid["asked"]: [rowid["answered"]],
+        rowid["answered"]: [rowid["asked"]],
+        rowid["other-thread"]: [],
+        rowid["elsewhere"]: [],
     }
     # Another person's view of that DM has no neighbours in it.
     stranger = Viewer("T1", "D1", "im", "U2")
     assert memory.store.thread_neighbours([rowid["dm-1"]], stranger) == {rowid["dm-1"]: []}
 
 
-def _counted_and_matching(db: Database, words: Sequence[str]) -> tuple[dict[str, int], ...]:
+def _counted_and_matching(
+    db: Database, words: Sequence[str]
+) -> tuple[dict[str, int], dict[str, int]]:
     """Each word's count as recall reads it, and as a scan of the episodes finds it."""
     with db.read() as conn:
         matching = {

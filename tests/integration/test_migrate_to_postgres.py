@@ -18,6 +18,7 @@ from bridge.schemas import ALL_SCHEMAS
 from bridge.slack.inbox import SlackInbox
 from layers.episodic.episode import Episode, Viewer
 from layers.episodic.memory import EpisodicMemory
+from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
 from layers.storage.copy_database import (
@@ -145,6 +146,9 @@ def test_a_target_holding_thoth_rows_is_refused_unless_replaced(move: Move) -> N
     copy_database(home, target, tables, replace=True)
     there, here = _counts(url, move.home_path)
     assert here == there  # replaced, not doubled
+    # The word counts recall weighs words by were emptied with the rows, then recounted.
+    counted = PostgresEpisodeSearch(target).document_counts(["pelican", "launch", "tuesday"])
+    assert counted == {"pelican": 1, "launch": 1, "tuesday": 1}
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT x FROM someone_elses").fetchall() == [(1,)]
 

@@ -25,15 +25,13 @@ from tests.fakes import HashingEmbedder
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
-from tests.servers.slack_socket import FakeSocketMode
+from tests.servers.slack_socket import PROXY_VARIABLES, FakeSocketMode
 from tests.waiting import wait_until
 
 CHANNEL = "C1"
 APP_TOKEN = "xapp-test"
 # Slack retries an envelope nobody acknowledged within 3 s; ours must come back far sooner.
 ACK_BUDGET_S = 1.0
-# The SDK's client reads these itself (and ignores NO_PROXY): a proxy must not catch loopback.
-_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 
 
 @dataclass
@@ -76,7 +74,7 @@ def socket_harness(
     hashing_embedder: HashingEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[SocketHarness]:
-    for name in _PROXY_VARIABLES:
+    for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     with FakeSocketMode() as socket, FakeSlack() as slack:
         slack.socket_url = socket.url

@@ -22,13 +22,12 @@ from tests.fakes import HashingEmbedder
 from tests.postgres import PostgresForTests
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
-from tests.servers.slack_socket import FakeSocketMode
+from tests.servers.slack_socket import PROXY_VARIABLES, FakeSocketMode
 from tests.waiting import wait_until
 
 CHANNEL = "C1"
 APP_TOKEN = "xapp-test"
 REPLICAS = 2
-_PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 
 
 @dataclass
@@ -60,7 +59,7 @@ def socket_replicas(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> Iterator[SocketReplicas]:
-    for name in _PROXY_VARIABLES:
+    for name in PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     url = postgres.fresh_database()
     with FakeSocketMode() as socket, FakeSlack() as slack:
@@ -113,8 +112,12 @@ def test_each_message_is_answered_once_whichever_connections_its_deliveries_reac
         envelopes.append(socket_replicas.socket.send_event(
             {**mention, "type": "message", "channel_type": "channel"},
             event_id=f"EvG{number}", on=other))
-    for envelope in envelopes:
-        socket_replicas.socket.wait_for_ack(envelope)
+    acks = [socket_replicas.socket.wait_for_ack(envelope) for envelope in envelopes]
+    # Each replica acknowledged what reached its own connection.
+    assert [ack.connection for ack in acks] == [
+        replica for number in range(len(threads))
+        for replica in (number % REPLICAS, (number + 1) % REPLICAS, (number + 1) % REPLICAS)
+    ]
     wait_until(lambda: all(socket_replicas.replies(ts) for ts in threads), timeout_s=60)
     wait_until(lambda: _count(socket_replicas, "slack_inbox") == 0, timeout_s=30)
     assert {ts: len(socket_replicas.replies(ts)) for ts in threads} == dict.fromkeys(threads, 1)

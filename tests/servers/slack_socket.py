@@ -25,6 +25,10 @@ from typing import Any
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.server import Server, ServerConnection, serve
 
+# The SDK's WebSocket client reads these itself (and ignores NO_PROXY): a test unsets
+# them, so that a proxy does not catch loopback.
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+
 
 @dataclass(frozen=True)
 class Ack:
@@ -35,6 +39,7 @@ class Ack:
     raw: str
     sent_at: float | None  # time.monotonic() when the envelope went out (None: unknown id)
     received_at: float  # time.monotonic() when the ack arrived
+    connection: int  # which connection it came on, numbered in the order they were greeted
 
     @property
     def elapsed(self) -> float:
@@ -118,11 +123,12 @@ class FakeSocketMode:
         try:
             connection.send(json.dumps(self._hello()))
             with self._lock:
+                number = len(self.paths)
                 self.paths.append(path)
                 self._open.append(connection)
                 self._lock.notify_all()
             for message in connection:
-                self._receive(message if isinstance(message, str) else message.decode())
+                self._receive(message if isinstance(message, str) else message.decode(), number)
         except ConnectionClosed:
             pass  # the client went away: normal at the end of a test
         finally:
@@ -143,7 +149,7 @@ class FakeSocketMode:
             "connection_info": {"app_id": self.app_id},
         }
 
-    def _receive(self, text: str) -> None:
+    def _receive(self, text: str, connection: int) -> None:
         try:
             message = json.loads(text)
         except json.JSONDecodeError:
@@ -158,6 +164,7 @@ class FakeSocketMode:
                     raw=text,
                     sent_at=self._sent_at.get(envelope_id),
                     received_at=time.monotonic(),
+                    connection=connection,
                 ))
             else:
                 self.other_messages.append(text)

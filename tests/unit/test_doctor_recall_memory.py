@@ -14,6 +14,8 @@ def test_an_index_larger_than_shared_buffers_is_a_warning_naming_the_setting() -
     assert "ALTER SYSTEM SET shared_buffers = '2441MB'" in check.fix
 
 
-def test_an_index_that_fits_is_ok() -> None:
-    check = recall_memory_check(IndexMemory(index_bytes=80 * MB, shared_buffers_bytes=128 * MB))
+def test_an_index_with_a_quarter_to_spare_is_ok_and_one_without_is_not() -> None:
+    check = recall_memory_check(IndexMemory(index_bytes=100 * MB, shared_buffers_bytes=128 * MB))
     assert check.status is Status.OK and not check.fix
+    tight = recall_memory_check(IndexMemory(index_bytes=120 * MB, shared_buffers_bytes=128 * MB))
+    assert tight.status is Status.WARN and "'150MB'" in tight.fix
