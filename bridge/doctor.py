@@ -10,7 +10,7 @@ from enum import StrEnum
 from bridge.app import Thoth
 from bridge.model.pricing import CATALOGUE
 from bridge.schemas import ALL_SCHEMAS
-from layers.episodic.pg_search import IndexMemory, hnsw_index_memory
+from layers.episodic.pg_search import RecallMemory, recall_memory
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 
 MODEL_CHECK_TIMEOUT_S = 10.0
@@ -87,19 +87,20 @@ def _database(app: Thoth) -> list[Check]:
 def _recall_memory(app: Thoth) -> list[Check]:
     if app.db.dialect != "postgresql":
         return []  # SQLite's vectors are searched in this process's memory
-    return [recall_memory_check(hnsw_index_memory(app.db))]
+    return [recall_memory_check(recall_memory(app.db))]
 
 
-def recall_memory_check(memory: IndexMemory) -> Check:
-    sizes = (f"pgvector's HNSW index {_megabytes(memory.index_bytes)},"
-             f" shared_buffers {_megabytes(memory.shared_buffers_bytes)}")
+def recall_memory_check(memory: RecallMemory) -> Check:
+    sizes = (f"recall reads pgvector's HNSW index ({_megabytes(memory.hnsw_bytes)}) and the"
+             f" rows it leads to ({_megabytes(memory.rows_bytes)}); shared_buffers"
+             f" {_megabytes(memory.shared_buffers_bytes)}")
     if memory.fits:
         return Check("recall memory", Status.OK, sizes)
     wanted = _megabytes(memory.wanted_bytes)
     return Check(
         "recall memory",
         Status.WARN,
-        f"{sizes}: recall reads index pages PostgreSQL has no room to keep in memory",
+        f"{sizes}: what does not fit is read from outside PostgreSQL on every recall",
         f"set shared_buffers to at least {wanted} (ALTER SYSTEM SET shared_buffers ="
         f" '{wanted.replace(' ', '')}', then restart PostgreSQL; README, Deployment)",
     )

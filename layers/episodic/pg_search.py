@@ -142,35 +142,36 @@ class PostgresEpisodeSearch:
 
 
 @dataclass(frozen=True)
-class IndexMemory:
-    """The HNSW index's size against the memory PostgreSQL keeps pages in."""
+class RecallMemory:
+    """What recall reads on PostgreSQL against the memory PostgreSQL keeps pages in."""
 
-    index_bytes: int
+    hnsw_bytes: int  # pgvector's index
+    rows_bytes: int  # the tables it leads to: each candidate's chunk, then its episode
     shared_buffers_bytes: int
 
     @property
     def wanted_bytes(self) -> int:
-        """A quarter more than the index: the heap pages recall reads want room too."""
-        return self.index_bytes * 5 // 4
+        return self.hnsw_bytes + self.rows_bytes
 
     @property
     def fits(self) -> bool:
         return self.wanted_bytes <= self.shared_buffers_bytes
 
 
-def hnsw_index_memory(db: Database) -> IndexMemory:
-    """A search walks the graph to pages all over the index: one that does not fit in
-    ``shared_buffers`` is read from the OS (or the disk) on every recall: its vector
-    search took 20–70 ms at a million episodes, against 4–9 ms from memory (README,
-    Deployment)."""
+def recall_memory(db: Database) -> RecallMemory:
+    """A search walks the HNSW graph to pages all over the index, then reads each
+    candidate's chunk and episode rows: what does not fit in ``shared_buffers`` is read
+    from the OS (or the disk) on every recall. At a million episodes its vector search
+    took 20–70 ms so, against 4–9 ms from memory (README, Deployment)."""
     with db.read() as conn:
-        index_bytes, buffers = conn.execute(
+        hnsw, rows, buffers = conn.execute(
             "SELECT (SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) FROM pg_index i"
             "   JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
             "   WHERE a.amname = 'hnsw' AND c.relnamespace = current_schema()::regnamespace),"
+            " pg_table_size('episode_vectors') + pg_table_size('episodes'),"
             " pg_size_bytes(current_setting('shared_buffers'))"
         ).fetchone()
-    return IndexMemory(int(index_bytes), int(buffers))
+    return RecallMemory(int(hnsw), int(rows), int(buffers))
 
 
 def _chunks_up_to(conn: Connection, most: int) -> int:
