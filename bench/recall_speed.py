@@ -56,7 +56,6 @@ import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -69,8 +68,14 @@ from bridge.schemas import ALL_SCHEMAS  # noqa: E402
 from layers.episodic.embedder import MiniLMEmbedder  # noqa: E402
 from layers.episodic.episode import Episode, Viewer  # noqa: E402
 from layers.episodic.memory import EpisodicMemory, RecallQuery  # noqa: E402
-from layers.episodic.store import EPISODE_COLUMNS, VECTOR_DTYPE, StoredChunks  # noqa: E402
+from layers.episodic.store import (  # noqa: E402
+    EPISODE_COLUMNS,
+    VECTOR_DTYPE,
+    StoredChunks,
+    episode_row,
+)
 from layers.storage.database import Database  # noqa: E402
+from layers.storage.pgvector import HNSW_INDEXES  # noqa: E402
 from layers.storage.postgres import WRITE_LOCK  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev5.json"
@@ -84,12 +89,6 @@ PREWARM_SETTLED_READS = 500
 # The store's own INSERTs, as COPY: the same columns, the rowids from the same identity.
 EPISODES_COPY = f"COPY episodes ({EPISODE_COLUMNS}, embedding_model) FROM STDIN"
 VECTORS_COPY = "COPY episode_vectors (episode_rowid, chunk, vector) FROM STDIN (FORMAT BINARY)"
-# The HNSW indexes the migrations made on the vectors, as (name, CREATE INDEX statement).
-HNSW_INDEXES = (
-    "SELECT c.relname, pg_get_indexdef(i.indexrelid) FROM pg_index i"
-    " JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
-    " WHERE i.indrelid = 'episode_vectors'::regclass AND a.amname = 'hnsw'"
-)
 # Room for a million 384-dimension vectors' graph (about 2 GB), so pgvector builds it in
 # memory: past maintenance_work_mem it goes on on disk, many times slower.
 HNSW_BUILD_MEMORY = "4GB"
@@ -208,7 +207,7 @@ def copy_into_postgres(url: str, batches: Iterator[list[StoredChunks]], embeddin
     rowid = 0
     with psycopg.connect(url, autocommit=True) as conn:
         deferred = conn.execute(HNSW_INDEXES).fetchall()
-        for name, _ in deferred:
+        for name, _, _ in deferred:
             conn.execute(f"DROP INDEX {name}")
         for items in batches:
             with conn.transaction():
@@ -230,15 +229,8 @@ def copy_into_postgres(url: str, batches: Iterator[list[StoredChunks]], embeddin
         if row is None or (int(row[0]), int(row[1])) != (size, 0):
             raise SystemExit(f"COPY gave unexpected rowids (episodes, mismatched): {row}")
         conn.execute(f"SET maintenance_work_mem = '{HNSW_BUILD_MEMORY}'")
-        for _, definition in deferred:
+        for _, definition, _ in deferred:
             conn.execute(definition)
-
-
-def episode_row(ep: Episode, embedding_model: str) -> tuple[Any, ...]:
-    """The values ``EpisodeStore._insert_one`` binds, in ``EPISODE_COLUMNS`` order."""
-    return (ep.id, ep.user_text, ep.summary, ep.created_at, ep.team, ep.channel,
-            ep.channel_type, ep.thread_ts, ep.user, ep.user_name, ep.session_id, ep.cost_usd,
-            int(ep.feedback), ep.reply_model, embedding_model)
 
 
 def measure_size(engine: str, target: str, queries: int) -> dict[str, float]:

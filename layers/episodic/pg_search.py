@@ -36,6 +36,7 @@ from layers.episodic.episode import Viewer
 from layers.episodic.visibility import sql_predicate
 from layers.storage.connection import Connection
 from layers.storage.database import Database
+from layers.storage.pgvector import HNSW_INDEXES
 
 # The episode total only weighs words (IDF): minutes of staleness change nothing.
 TOTAL_CACHE_SECONDS = 300.0
@@ -165,9 +166,8 @@ def recall_memory(db: Database) -> RecallMemory:
     took 20–70 ms so, against 4–9 ms from memory (README, Deployment)."""
     with db.read() as conn:
         hnsw, rows, buffers = conn.execute(
-            "SELECT (SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) FROM pg_index i"
-            "   JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam"
-            "   WHERE a.amname = 'hnsw' AND c.relnamespace = current_schema()::regnamespace),"
+            "SELECT (SELECT coalesce(sum(bytes), 0)"
+            f"   FROM ({HNSW_INDEXES}) AS hnsw (name, definition, bytes)),"
             " pg_table_size('episode_vectors') + pg_table_size('episodes'),"
             " pg_size_bytes(current_setting('shared_buffers'))"
         ).fetchone()

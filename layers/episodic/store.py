@@ -65,23 +65,7 @@ class EpisodeStore:
             cursor = conn.execute(
                 f"INSERT INTO episodes ({EPISODE_COLUMNS}, embedding_model)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rowid",
-                (
-                    ep.id,
-                    ep.user_text,
-                    ep.summary,
-                    ep.created_at,
-                    ep.team,
-                    ep.channel,
-                    ep.channel_type,
-                    ep.thread_ts,
-                    ep.user,
-                ep.user_name,
-                    ep.session_id,
-                    ep.cost_usd,
-                    int(ep.feedback),
-                    ep.reply_model,
-                    self._embedding_model,
-                ),
+                episode_row(ep, self._embedding_model),
             )
         except self._db.duplicate_key_errors as error:
             raise BadInput(f"episode id {ep.id!r} already exists") from error
@@ -331,6 +315,13 @@ class EpisodeStore:
                     arguments,
                 ).fetchall()
         return [(int(row[0]), -float(row[1])) for row in rows]
+
+
+def episode_row(ep: Episode, embedding_model: str) -> tuple[Any, ...]:
+    """An episode's values in the order of ``EPISODE_COLUMNS``, then its embedding model."""
+    return (ep.id, ep.user_text, ep.summary, ep.created_at, ep.team, ep.channel,
+            ep.channel_type, ep.thread_ts, ep.user, ep.user_name, ep.session_id, ep.cost_usd,
+            int(ep.feedback), ep.reply_model, embedding_model)
 
 
 def _prefixed(alias: str) -> str:

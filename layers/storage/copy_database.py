@@ -26,6 +26,7 @@ from typing import Any
 
 from layers.errors import ConfigurationError
 from layers.storage.database import Database
+from layers.storage.pgvector import HNSW_INDEXES
 
 # Rows go in many to a statement: a table's statement triggers (the episodes' word
 # counts) then run once a batch, not once a row, and a copy is one transaction.
@@ -120,10 +121,7 @@ def copy_database(
         # An HNSW index built once over every row is many times quicker than one grown
         # row by row; dropped and made again inside this transaction, so no one sees
         # the table without it.
-        rebuilt = into.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
-            " AND indexdef LIKE '% USING hnsw %'"
-        ).fetchall()
+        rebuilt = [(str(row[0]), str(row[1])) for row in into.execute(HNSW_INDEXES)]
         for name, _ in rebuilt:
             into.execute(f"DROP INDEX {_quoted(name)}")
         for table in tables:
