@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
 from bridge.app import build  # noqa: E402
-from bridge.model.pricing import DEFAULT_PRICES, Usage, price_of  # noqa: E402
+from bridge.model.catalogue import DEFAULT_PRICES  # noqa: E402
+from bridge.model.pricing import Usage, price_of  # noqa: E402
 from bridge.pipeline.turn import Turn  # noqa: E402
 from bridge.settings import Settings  # noqa: E402
 from layers.working.sessions import Place  # noqa: E402

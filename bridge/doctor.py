@@ -8,12 +8,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from bridge.app import Thoth
-from bridge.model.pricing import CATALOGUE
+from bridge.model.catalogue import CATALOGUE, ModelInfo
+from bridge.model.pricing import dearest, listed_id
 from bridge.schemas import ALL_SCHEMAS
 from layers.episodic.pg_search import RecallMemory, recall_memory
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 
 MODEL_CHECK_TIMEOUT_S = 10.0
+# Room for a model that thinks to answer "ping" at all; a cut answer still proves the key.
+PROBE_MAX_TOKENS = 256
 IDENTITY_CHECK_TIMEOUT_S = 10.0
 
 
@@ -178,38 +181,69 @@ def _model(app: Thoth) -> list[Check]:
                 "set ANTHROPIC_API_KEY for Claude",
             )
         ]
-    import anthropic  # only with a key: the SDK takes seconds to import
+    from bridge.model.protocol import ModelRefusedRequest, ModelUnavailable, SpendLimitReached
 
-    try:
-        asyncio.run(_probe_model(app))
-    except anthropic.APIError as error:
-        return [
-            Check(
-                "model",
-                Status.FAIL,
-                f"{settings.thoth_model} did not answer: {error}",
-                "check ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL and the network",
-            )
-        ]
-    return [Check("model", Status.OK, f"{settings.thoth_model} answers")]
+    checks: list[Check] = []
+    for setting, model, effort in _configured_models(app):
+        try:
+            asyncio.run(_probe_model(app, model, effort))
+        except SpendLimitReached as error:
+            checks.append(Check("model", Status.FAIL, f"{setting}: {error}",
+                                "raise the organisation's limit in the Anthropic Console"))
+        except ModelRefusedRequest as error:
+            checks.append(Check("model", Status.FAIL, f"{setting}={model}: {error}",
+                                _refusal_fix(error.status, setting)))
+        except ModelUnavailable as error:
+            checks.append(Check("model", Status.FAIL, f"{model} did not answer: {error}",
+                                "check ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL and the network"))
+        else:
+            checks.append(Check("model", Status.OK, f"{model} answers ({setting})"))
+    return checks
+
+
+def _configured_models(app: Thoth) -> list[tuple[str, str, str]]:
+    """(setting, model, effort) of the turn model and, if another, the reflection model."""
+    settings = app.settings
+    models: list[tuple[str, str, str]] = [
+        ("THOTH_MODEL", settings.thoth_model, settings.thoth_effort)
+    ]
+    if settings.thoth_reflection_model != settings.thoth_model:
+        models.append(("THOTH_REFLECTION_MODEL", settings.thoth_reflection_model,
+                       settings.thoth_reflection_effort))
+    return models
+
+
+def _refusal_fix(status: int, setting: str) -> str:
+    if status in (401, 403):
+        return "check ANTHROPIC_API_KEY (a refused, expired or rotated key)"
+    if status == 404:
+        return f"set {setting} to a model your key may use (models.json lists them)"
+    return "Thoth's request does not fit this model: see the API's message above"
 
 
 def _model_catalogue(app: Thoth) -> list[Check]:
-    """Whether each configured model is current and priced (models.json, dated)."""
+    """Each configured model's row of the catalogue (models.json, dated): what Thoth will
+    send it and what it costs; a warning for a model that is not current or not listed."""
     settings = app.settings
     checks: list[Check] = []
-    for setting, model in (("THOTH_MODEL", settings.thoth_model),
-                           ("THOTH_REFLECTION_MODEL", settings.thoth_reflection_model)):
+    for setting, model, effort in _configured_models(app):
         info = CATALOGUE.find(model)
-        priced = model in settings.model_prices or info is not None
-        if not priced:
+        if info is None:
+            known = listed_id(model, settings.model_prices)
+            listed = known is not None
+            price = settings.model_prices[known] if known else dearest(settings.model_prices)
+            charged = "as MODEL_PRICES says" if listed else "as the dearest listed"
             checks.append(Check(
                 "model", Status.WARN,
-                f"{model} has no price (models.json as of {CATALOGUE.as_of}): it is charged"
-                " as the dearest listed, so DAILY_COST_CAP_USD trips early",
+                f"{model} is unknown (models.json as of {CATALOGUE.as_of}): it is asked with no"
+                f" thinking, effort or forced tool, and charged {charged}"
+                f" (${price.input:g}/${price.output:g} per million tokens in/out)"
+                + ("" if listed else ", so DAILY_COST_CAP_USD trips early"),
                 f"add its price to MODEL_PRICES, or set {setting}={CATALOGUE.recommended}",
             ))
-        elif info is not None and info.status != "current":
+            continue
+        checks.append(Check("model", Status.INFO, f"{setting}: {_row(info, effort)}"))
+        if info.status != "current":
             retires = f", retires {info.retires}" if info.retires else ""
             checks.append(Check(
                 "model", Status.WARN,
@@ -220,12 +254,32 @@ def _model_catalogue(app: Thoth) -> list[Check]:
     return checks
 
 
-async def _probe_model(app: Thoth) -> None:
+def _row(info: ModelInfo, effort: str) -> str:
+    caps, price = info.capabilities, info.price
+    sent = caps.effort_for(effort)
+    effort_text = (f"effort {sent} (of {', '.join(caps.effort_levels)})" if sent
+                   else "no effort parameter")
+    bands = "".join(f"; {band.multiplier:g}x every price past {band.over_prompt_tokens:,}"
+                    " prompt tokens" for band in price.bands)
+    return (
+        f"{info.id} ({info.status}): context {caps.context_window:,}, max output"
+        f" {caps.max_output:,}; thinking {caps.thinking_mode}; forced tools"
+        f" {'accepted' if caps.forced_tool_choice else 'refused (reflection asks in words)'};"
+        f" {effort_text}; caches from {caps.min_cache_tokens:,} tokens;"
+        f" ${price.input:g}/${price.output:g} per million in/out, cache read"
+        f" ${price.cache_read:g}, write ${price.cache_write:g}{bands}"
+    )
+
+
+async def _probe_model(app: Thoth, model: str, effort: str) -> None:
+    """One small request shaped as Thoth's are (thinking, effort), so a refusal of that
+    shape shows here with the API's own message, not first in a person's turn."""
     settings = app.settings
     assert settings.anthropic_api_key is not None
     import anthropic
 
-    from bridge.model.anthropic_model import client_options
+    from bridge.model.anthropic_model import AnthropicModel, client_options
+    from bridge.model.protocol import ModelRequest
 
     client = anthropic.AsyncAnthropic(
         **client_options(
@@ -235,14 +289,16 @@ async def _probe_model(app: Thoth) -> None:
             max_retries=0,
         )
     )
+    probe = ModelRequest(model=model, system=(), effort=effort, max_tokens=PROBE_MAX_TOKENS,
+                         messages=({"role": "user", "content": "ping"},), purpose="doctor")
     try:
-        await client.messages.create(
-            model=settings.thoth_model,
-            max_tokens=1,
-            messages=[{"role": "user", "content": "ping"}],
-        )
+        await AnthropicModel(client, model).respond(probe, _ignored)
     finally:
         await client.close()
+
+
+async def _ignored(text: str) -> None:
+    """The probe's answer is not read: that it came is the check."""
 
 
 def _identity(app: Thoth) -> list[Check]:

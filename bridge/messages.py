@@ -70,6 +70,20 @@ CONTEXT_FULL = (
     " a new thread.)"
 )
 MODEL_REFUSED = "(The model declined to answer this.)"
+REPLY_PAUSED = "(The model paused before the reply was complete. Please ask again.)"
+TOOL_ROUNDS_USED = (
+    "(I stopped after {rounds} rounds of looking things up without finishing the answer."
+    " Please ask a narrower question.)"
+)
+MODEL_MISCONFIGURED = (
+    "Sorry, the language model API refused Thoth's request. That is a configuration problem"
+    " on our side, not a busy model, so trying again won't help: an operator can see the"
+    " reason in the log and with `thoth doctor`."
+)
+MODEL_SPEND_LIMIT = (
+    "The team's Anthropic API spend limit is reached, so I can't call the language model"
+    " until it resets. An operator can raise the limit in the Anthropic Console."
+)
 MODEL_ASKS_TO_WAIT = (
     "The language model is busy and asks to wait about {seconds} seconds, longer than a"
     " reply should take. Please ask again then."

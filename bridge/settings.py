@@ -18,7 +18,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from bridge.model.pricing import DEFAULT_PRICES, ModelPrice
+from bridge.model.catalogue import DEFAULT_PRICES, Effort
+from bridge.model.pricing import ModelPrice
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 # Where a child process finds its parent's settings (``Settings.to_json``).
@@ -59,7 +60,16 @@ class Settings(BaseSettings):
     # Tries per model call (429, 5xx, 529 overloaded and timeouts are retried).
     model_max_attempts: Annotated[int, Field(ge=1, le=10)] = 4
     model_timeout_s: Annotated[float, Field(gt=0)] = 60
-    model_max_tokens: Annotated[int, Field(gt=0)] = 2048
+    # How much the model reasons (output_config.effort), per purpose. A turn is read live
+    # in Slack: medium (Opus 5.5's own default) keeps replies quick. Reflection runs once
+    # after the session and what it keeps lasts: high. A model without the level gets the
+    # nearest lower one it has; a model without effort gets none (models.json).
+    thoth_effort: Effort = "medium"
+    thoth_reflection_effort: Effort = "high"
+    # max_tokens caps thinking and text together. Unset, it is sized per model and effort
+    # (bridge/model/output_budget.py) so that thinking plus the longest reply fits.
+    model_max_tokens: Annotated[int | None, Field(gt=0)] = None
+    reflection_max_tokens: Annotated[int | None, Field(gt=0)] = None
     # Dollars per million tokens; MODEL_PRICES (JSON) adds to or overrides the defaults.
     model_prices: dict[str, ModelPrice] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
 

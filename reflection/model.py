@@ -1,4 +1,4 @@
-"""The language model as reflection sees it: one forced tool call, answered.
+"""The language model as reflection sees it: one tool call asked for, answered.
 
 Reflection owns this Protocol; the bridge gives it the same model stack turns use
 (retries, the daily cap and the charge: ``bridge/model/report_model.py``), and tests
@@ -29,8 +29,11 @@ class ToolAnswer:
 
 class ReportModel(Protocol):
     def call_tool(
-        self, *, system: str, prompt: str, tool: Tool, max_tokens: int, session_id: str
+        self, *, system: str, prompt: str, tool: Tool, max_tokens: int, session_id: str,
+        reminder: str | None = None,
     ) -> ToolAnswer:
-        """Ask for one call of ``tool``. Raises ``layers.errors.CostCapReached`` when
-        today's spend is at the cap, ``BackendUnavailable`` when the model failed."""
+        """Ask for one call of ``tool`` (forced where the model accepts it; elsewhere the
+        prompt asks, and ``reminder`` is said again when an answer did not call it).
+        Raises ``layers.errors.CostCapReached`` when today's spend is at the cap,
+        ``BackendUnavailable`` when the model failed."""
         ...

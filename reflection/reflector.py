@@ -1,7 +1,9 @@
-"""Making the report: with a model (forced through a tool schema), or by the rules.
+"""Making the report: with a model (through a tool schema), or by the rules.
 
-The model must answer by calling ``report_reflection``, whose input schema is the
-``Reflection`` model's; its raw output is kept for debugging whatever happens. The
+The model answers by calling ``report_reflection``, whose input schema is the
+``Reflection`` model's: forced where the model accepts a forced tool, asked for in words
+where it refuses one (Opus 5.5, Sonnet 5.5, the Fables), and asked once more when an
+answer did not call it. Its raw output is kept for debugging whatever happens. The
 model comes through reflection's own Protocol (``model.py``), with the daily cap and
 the charge already around it.
 """
@@ -13,7 +15,7 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from layers.errors import BackendUnavailable
+from layers.errors import BackendUnavailable, BadInput
 from layers.redaction import redact, redact_values
 from reflection.model import ReportModel, Tool, ToolAnswer
 from reflection.report import Reflection, parse_report, tool_schema
@@ -23,9 +25,17 @@ from reflection.session_input import SessionInput
 log = logging.getLogger(__name__)
 
 TOOL_NAME = "report_reflection"
-MAX_TOKENS = 2_000
+# Defaults for a model that does not think; the composition root sizes both for the
+# reflection model (thinking shares max_tokens with the report).
+MAX_TOKENS = 4_000
 # A report cut at the length limit is not a report: asked once more, with this much room.
 MAX_TOKENS_RETRY = 8_000
+# Said once more when an answer did not call the tool (models that refuse a forced tool
+# are offered it and asked in words, and may answer in prose).
+REMINDER = (
+    "Answer only by calling the report_reflection tool, once, with the whole report as"
+    " its input. Do not answer in text."
+)
 # The conversation sent for reflection (about 40k tokens): a longer one keeps its start
 # and its end, and says what was left out, so it always fits the context window.
 MAX_PROMPT_TRANSCRIPT_CHARS = 160_000
@@ -58,30 +68,46 @@ class RuleReflector:
 @dataclass
 class ModelReflector:
     model: ReportModel
+    max_tokens: int = MAX_TOKENS
+    retry_max_tokens: int = MAX_TOKENS_RETRY
 
     def reflect(self, session: SessionInput) -> tuple[Reflection, str | None]:
-        answer = self._ask(session, MAX_TOKENS)
+        answer = self._ask_uncut(session, reminder=None)
+        if answer.tool_input is None:
+            try:
+                return parse_report(_raw(answer)), _raw(answer)
+            except BadInput:
+                log.warning("reflection of %s did not call %s; asking once more",
+                            session.session_id, TOOL_NAME)
+            answer = self._ask_uncut(session, reminder=REMINDER)
+        raw = _raw(answer)
+        if answer.tool_input is not None:
+            return parse_report(dict(answer.tool_input)), raw
+        # Neither answer called the tool: a report in its text is taken, or this fails
+        # (BadInput) and the run is retried later, as any failed reflection is.
+        return parse_report(raw), raw
+
+    def _ask_uncut(self, session: SessionInput, *, reminder: str | None) -> ToolAnswer:
+        answer = self._ask(session, self.max_tokens, reminder)
         if answer.stop_reason == "max_tokens":
             log.warning("reflection of %s was cut at %d tokens; asking with more room",
-                        session.session_id, MAX_TOKENS)
-            answer = self._ask(session, MAX_TOKENS_RETRY)
+                        session.session_id, self.max_tokens)
+            answer = self._ask(session, self.retry_max_tokens, reminder)
             if answer.stop_reason == "max_tokens":
                 raise BackendUnavailable(
                     "the reflection report was cut at the length limit twice; it will be"
                     " retried later"
                 )
-        raw = _raw(answer)
-        if answer.tool_input is not None:
-            return parse_report(dict(answer.tool_input)), raw
-        return parse_report(raw), raw
+        return answer
 
-    def _ask(self, session: SessionInput, max_tokens: int) -> ToolAnswer:
+    def _ask(self, session: SessionInput, max_tokens: int, reminder: str | None) -> ToolAnswer:
         return self.model.call_tool(
             system=INSTRUCTIONS,
             prompt=_prompt(session),
             tool=Tool(TOOL_NAME, "Report the reflection on the conversation.", tool_schema()),
             max_tokens=max_tokens,
             session_id=session.session_id,
+            reminder=reminder,
         )
 
 

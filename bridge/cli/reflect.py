@@ -8,6 +8,8 @@ import sys
 from typing import Any, TextIO
 
 from bridge.app import Thoth
+from bridge.model.catalogue import CATALOGUE
+from bridge.model.output_budget import REPORT_TOKENS, max_tokens_for
 from bridge.model.report_model import LanguageReportModel
 from layers.episodic.episode import LOCAL_TEAM
 from layers.errors import BadInput, ConfigurationError
@@ -76,10 +78,16 @@ def build_reflector(app: Thoth, loop: asyncio.AbstractEventLoop) -> Reflector:
     settings = app.settings
     if settings.anthropic_api_key is None:
         return RuleReflector()
+    model = settings.thoth_reflection_model
+    effort = settings.thoth_reflection_effort
+    max_tokens = settings.reflection_max_tokens or max_tokens_for(
+        CATALOGUE.capabilities(model), effort, REPORT_TOKENS
+    )
     return ModelReflector(
-        LanguageReportModel(
-            app.pipeline.model, settings.thoth_reflection_model, loop.run_until_complete
-        )
+        LanguageReportModel(app.pipeline.model, model, loop.run_until_complete, effort=effort),
+        max_tokens=max_tokens,
+        # A cut report is asked once more with twice the room, within what the model takes.
+        retry_max_tokens=min(2 * max_tokens, CATALOGUE.capabilities(model).max_output),
     )
 
 

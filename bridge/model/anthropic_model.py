@@ -12,18 +12,31 @@ from typing import Any
 import anthropic
 from pydantic import SecretStr
 
+from bridge.model.catalogue import CATALOGUE, Capabilities, ModelCatalogue
 from bridge.model.pricing import Usage
 from bridge.model.protocol import (
+    ModelRefusedRequest,
     ModelRequest,
     ModelResult,
     ModelUnavailable,
     OnText,
+    SpendLimitReached,
     ToolCall,
 )
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 # Errors Anthropic sends inside an SSE stream, after the HTTP status was already 200.
 RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
+# A 429 for the organisation's monthly spend cap ("details": {"error_code": …}): no retry
+# gets through before it resets, so it is told, not retried (the Rate limits page).
+SPEND_LIMIT_CODE = "enforced_spend_limit_reached"
+# A limit the organisation set itself in the Console is a 400 saying so.
+SPEND_LIMIT_SET_HERE = "reached your specified"
+# Thinking is never shown nor stored (what the person sees between tool calls is the task
+# steps), so it is asked for without its text: the signature alone carries it across a
+# tool round, and the response is smaller. It is the default on every model that thinks
+# by default today; sent so that a model defaulting to "summarized" changes nothing.
+THINKING = {"type": "adaptive", "display": "omitted"}
 
 
 def client_options(
@@ -39,19 +52,24 @@ def client_options(
 
 
 class AnthropicModel:
-    """One model of the Messages API, through an ``AsyncAnthropic`` client passed in."""
+    """Models of the Messages API, through an ``AsyncAnthropic`` client passed in; each
+    request is shaped by its model's row of the catalogue (thinking, effort, tools)."""
 
-    def __init__(self, client: anthropic.AsyncAnthropic, model: str) -> None:
+    def __init__(
+        self, client: anthropic.AsyncAnthropic, model: str, catalogue: ModelCatalogue = CATALOGUE
+    ) -> None:
         self._client = client
         self._model = model
+        self._catalogue = catalogue
 
     @property
     def name(self) -> str:
         return self._model
 
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
+        params = api_params(request, self._catalogue.capabilities(request.model))
         try:
-            async with self._client.messages.stream(**_api_params(request)) as stream:
+            async with self._client.messages.stream(**params) as stream:
                 async for event in stream:
                     if event.type == "text" and event.text:
                         await on_text(event.text)
@@ -68,7 +86,8 @@ class AnthropicModel:
         await self._client.close()
 
 
-def _api_params(request: ModelRequest) -> dict[str, Any]:
+def api_params(request: ModelRequest, capabilities: Capabilities) -> dict[str, Any]:
+    """The Messages API's parameters for ``request`` on a model with ``capabilities``."""
     system: list[dict[str, Any]] = []
     for section in request.system:
         block: dict[str, Any] = {"type": "text", "text": section.text}
@@ -77,38 +96,44 @@ def _api_params(request: ModelRequest) -> dict[str, Any]:
         system.append(block)
     params: dict[str, Any] = {
         "model": request.model,
-        "max_tokens": request.max_tokens,
+        "max_tokens": min(request.max_tokens, capabilities.max_output),
         "system": system,
         "messages": list(request.messages),
     }
+    if capabilities.thinks:
+        params["thinking"] = dict(THINKING)
+    effort = capabilities.effort_for(request.effort)
+    if effort is not None:
+        params["output_config"] = {"effort": effort}
     if request.tools:
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema}
             for t in request.tools
         ]
     if request.tool_choice is not None:
-        params["tool_choice"] = {"type": "tool", "name": request.tool_choice}
+        # Opus 5.5, Sonnet 5.5 and the Fables refuse a forced tool with 400: there the tool
+        # is offered and the prompt asks for the call (reflection asks again if it is not).
+        params["tool_choice"] = (
+            {"type": "tool", "name": request.tool_choice}
+            if capabilities.forced_tool_choice
+            else {"type": "auto"}
+        )
     return params
 
 
 def _result(message: Any) -> ModelResult:
     texts: list[str] = []
-    content: list[dict[str, Any]] = []
     calls: list[ToolCall] = []
     for block in message.content:
         if block.type == "text":
             texts.append(block.text)
-            content.append({"type": "text", "text": block.text})
         elif block.type == "tool_use":
             tool_input = dict(block.input) if isinstance(block.input, dict) else {}
             calls.append(ToolCall(block.id, block.name, tool_input))
-            content.append(
-                {"type": "tool_use", "id": block.id, "name": block.name, "input": tool_input}
-            )
     usage = message.usage
     return ModelResult(
         text="".join(texts),
-        content=tuple(content),
+        content=tuple(_as_sent_back(block) for block in message.content),
         tool_calls=tuple(calls),
         usage=Usage(
             input_tokens=usage.input_tokens or 0,
@@ -121,10 +146,23 @@ def _result(message: Any) -> ModelResult:
     )
 
 
+def _as_sent_back(block: Any) -> dict[str, Any]:
+    """A response block as its request param: every field the API set, nothing added
+    (a thinking block's empty text and its signature stay exactly as they came)."""
+    sent: dict[str, Any] = block.to_dict(mode="json", exclude_none=True)
+    return sent
+
+
 def _status_error(error: anthropic.APIStatusError) -> ModelUnavailable:
     status = error.status_code
-    error_type = _error_type(error.body)
+    error_type, message, code = _error_fields(error.body)
+    if (status == 429 and code == SPEND_LIMIT_CODE) or (
+        status == 400 and SPEND_LIMIT_SET_HERE in (message or "")
+    ):
+        return SpendLimitReached(message or SPEND_LIMIT_CODE)
     retryable = status in RETRYABLE_STATUS or error_type in RETRYABLE_STREAM_ERRORS
+    if not retryable and 400 <= status < 500:
+        return ModelRefusedRequest(status, message or error_type or "no message")
     return ModelUnavailable(
         f"the model API answered {status} {error_type or ''}".strip(),
         retryable=retryable,
@@ -132,12 +170,18 @@ def _status_error(error: anthropic.APIStatusError) -> ModelUnavailable:
     )
 
 
-def _error_type(body: object) -> str | None:
-    if isinstance(body, dict):
-        inner = body.get("error")
-        if isinstance(inner, dict) and isinstance(inner.get("type"), str):
-            return str(inner["type"])
-    return None
+def _error_fields(body: object) -> tuple[str | None, str | None, str | None]:
+    """The error's type, message and ``details.error_code``, where the body has them."""
+    inner = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(inner, dict):
+        return None, None, None
+    details = inner.get("details")
+    code = details.get("error_code") if isinstance(details, dict) else None
+
+    def text(value: object) -> str | None:
+        return value if isinstance(value, str) else None
+
+    return text(inner.get("type")), text(inner.get("message")), text(code)
 
 
 def _retry_after(error: anthropic.APIStatusError) -> float | None:

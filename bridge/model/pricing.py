@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 
 from pydantic import BaseModel, Field
 
 log = logging.getLogger(__name__)
+
+# A dated snapshot of a listed model (``claude-haiku-4-5-20251001``) is that model; any
+# other longer id is a model of its own (``claude-fable-5-2`` is not ``claude-fable-5``).
+SNAPSHOT_SUFFIX = re.compile(r"-\d{8}$")
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,18 @@ class Usage:
             self.cache_write_tokens + other.cache_write_tokens,
         )
 
+    @property
+    def prompt_tokens(self) -> int:
+        """The whole prompt, cached or not: what a long-context price band is judged by."""
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
+
+class PriceBand(BaseModel):
+    """Every price times ``multiplier`` for a call whose prompt is over ``over_prompt_tokens``."""
+
+    over_prompt_tokens: int = Field(gt=0)
+    multiplier: float = Field(gt=0)
+
 
 class ModelPrice(BaseModel):
     """Dollars per million tokens of each kind."""
@@ -36,9 +51,14 @@ class ModelPrice(BaseModel):
     output: float = Field(ge=0)
     cache_read: float = Field(ge=0)
     cache_write: float = Field(ge=0)
+    bands: list[PriceBand] = Field(default_factory=list)
 
     def cost(self, usage: Usage) -> float:
-        return (
+        """One call's cost. A band applies to the whole call (output included), as
+        Anthropic's long-context prices do, judged by that call's own prompt."""
+        reached = [b for b in self.bands if usage.prompt_tokens > b.over_prompt_tokens]
+        multiplier = max(reached, key=lambda b: b.over_prompt_tokens).multiplier if reached else 1
+        return multiplier * (
             usage.input_tokens * self.input
             + usage.output_tokens * self.output
             + usage.cache_read_tokens * self.cache_read
@@ -46,60 +66,23 @@ class ModelPrice(BaseModel):
         ) / 1_000_000
 
 
-@dataclass(frozen=True)
-class ModelInfo:
-    """One model of the catalogue: its lifecycle status and its list price."""
-
-    id: str
-    status: str  # current | legacy | deprecated | retired
-    price: ModelPrice
-    retires: str | None = None
+def listed_id(model: str, listed: Mapping[str, object]) -> str | None:
+    """The listed id ``model`` is: itself, or the model a dated snapshot id belongs to."""
+    if model in listed:
+        return model
+    base = SNAPSHOT_SUFFIX.sub("", model)
+    return base if base in listed else None
 
 
-@dataclass(frozen=True)
-class ModelCatalogue:
-    """Anthropic's models and prices as of one date (``models.json``, edited by hand)."""
-
-    as_of: str
-    recommended: str
-    models: dict[str, ModelInfo]
-
-    def find(self, model: str) -> ModelInfo | None:
-        """The model by id, or by the longest listed prefix (dated snapshot ids)."""
-        if model in self.models:
-            return self.models[model]
-        prefixes = [name for name in self.models if model.startswith(name)]
-        return self.models[max(prefixes, key=len)] if prefixes else None
-
-
-def load_catalogue() -> ModelCatalogue:
-    data = json.loads(resources.files("bridge.model").joinpath("models.json").read_text())
-    models = {
-        model_id: ModelInfo(
-            model_id,
-            str(entry["status"]),
-            ModelPrice(input=entry["input"], output=entry["output"],
-                       cache_read=entry["cache_read"], cache_write=entry["cache_write"]),
-            entry.get("retires"),
-        )
-        for model_id, entry in data["models"].items()
-    }
-    return ModelCatalogue(str(data["as_of"]), str(data["recommended"]), models)
-
-
-# A model missing from the table is priced as the dearest one, so the daily cap errs on
-# the safe side (and `thoth doctor` says so).
-CATALOGUE = load_catalogue()
-DEFAULT_PRICES: dict[str, ModelPrice] = {m.id: m.price for m in CATALOGUE.models.values()}
+def dearest(table: Mapping[str, ModelPrice]) -> ModelPrice:
+    return max(table.values(), key=lambda price: price.output)
 
 
 def price_of(model: str, table: Mapping[str, ModelPrice]) -> ModelPrice:
-    """The price of ``model``: exact name, then the longest listed prefix (dated ids)."""
-    if model in table:
-        return table[model]
-    prefixes = [name for name in table if model.startswith(name)]
-    if prefixes:
-        return table[max(prefixes, key=len)]
-    dearest = max(table.values(), key=lambda price: price.output)
+    """The price of ``model`` (or its dated snapshot); an unknown model is charged as the
+    dearest listed, so the daily cap errs on the safe side (``thoth doctor`` says so)."""
+    known = listed_id(model, table)
+    if known is not None:
+        return table[known]
     log.warning("no price for model %s; charging it as the dearest listed", model)
-    return dearest
+    return dearest(table)

@@ -39,8 +39,12 @@ class ModelRequest:
     # Anthropic message params: {"role": "user" | "assistant", "content": str | [blocks]}.
     messages: tuple[dict[str, Any], ...]
     tools: tuple[ToolSpec, ...] = ()
+    # Thinking and text together, on a model that thinks (``output_budget.py``).
     max_tokens: int = 2048
-    # The tool the model must call (reflection's report), or None to let it choose.
+    # output_config.effort; sent only to a model that takes it (``Capabilities.effort_for``).
+    effort: str | None = None
+    # The tool the model must call (reflection's report), or None to let it choose. Forced
+    # where the model accepts it; elsewhere offered, and the prompt asks for the call.
     tool_choice: str | None = None
     # Who asks, for the ledger: "turn" or "reflection", and in which session.
     purpose: str = "turn"
@@ -59,8 +63,10 @@ class ToolCall:
 
 @dataclass(frozen=True)
 class ModelResult:
+    # The text blocks only: never thinking, which is neither shown nor stored.
     text: str
-    # The assistant turn as content blocks, to send back when answering tool calls.
+    # The assistant turn's every content block (thinking, redacted thinking, text,
+    # tool_use) in order and as received: a tool round sends them back unmodified.
     content: tuple[dict[str, Any], ...]
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
@@ -77,6 +83,26 @@ class ModelUnavailable(Exception):
         super().__init__(message)
         self.retryable = retryable
         self.retry_after = retry_after
+
+
+class ModelRefusedRequest(ModelUnavailable):
+    """The API refused the request itself (a 4xx other than a rate limit): asking again
+    gets the same answer, so it is a configuration problem, with the API's own words."""
+
+    def __init__(self, status: int, api_message: str) -> None:
+        super().__init__(f"the model API refused the request ({status}): {api_message}",
+                         retryable=False)
+        self.status = status
+        self.api_message = api_message
+
+
+class SpendLimitReached(ModelUnavailable):
+    """The organisation's Anthropic spend limit is reached: no retry helps until it resets."""
+
+    def __init__(self, api_message: str) -> None:
+        super().__init__(f"the Anthropic spend limit is reached: {api_message}",
+                         retryable=False)
+        self.api_message = api_message
 
 
 class ModelAsksToWait(ModelUnavailable):

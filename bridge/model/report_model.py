@@ -25,21 +25,31 @@ RunOnLoop = Callable[[Coroutine[Any, Any, ModelResult]], ModelResult]
 
 
 class LanguageReportModel:
-    def __init__(self, model: LanguageModel, model_id: str, run: RunOnLoop) -> None:
+    def __init__(
+        self, model: LanguageModel, model_id: str, run: RunOnLoop, *, effort: str | None = None
+    ) -> None:
         self._model = model
         self._model_id = model_id
         self._run = run
+        self._effort = effort
 
     def call_tool(
-        self, *, system: str, prompt: str, tool: Tool, max_tokens: int, session_id: str
+        self, *, system: str, prompt: str, tool: Tool, max_tokens: int, session_id: str,
+        reminder: str | None = None,
     ) -> ToolAnswer:
+        messages: tuple[dict[str, Any], ...] = ({"role": "user", "content": prompt},)
+        if reminder is not None:
+            # Said beside the prompt, not as a reply to one: the answer that did not call
+            # the tool is not sent back (it may hold thinking bound to that request).
+            messages = ({"role": "user", "content": f"{prompt}\n\n{reminder}"},)
         request = ModelRequest(
             model=self._model_id,
             system=(SystemSection("instructions", system),),
-            messages=({"role": "user", "content": prompt},),
+            messages=messages,
             tools=(ToolSpec(tool.name, tool.description, tool.input_schema),),
             tool_choice=tool.name,
             max_tokens=max_tokens,
+            effort=self._effort,
             purpose="reflection",
             session_id=session_id,
         )

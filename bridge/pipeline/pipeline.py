@@ -23,8 +23,10 @@ from bridge.model.pricing import Usage
 from bridge.model.protocol import (
     LanguageModel,
     ModelAsksToWait,
+    ModelRefusedRequest,
     ModelRequest,
     ModelUnavailable,
+    SpendLimitReached,
     ToolCall,
 )
 from bridge.pipeline.after_reply import AfterReply
@@ -61,6 +63,9 @@ MEMORY_STEP = "related-episodes"
 # Stop reasons that end a reply short of an answer (the Messages API reference).
 STOP_NOTICES = {
     "max_tokens": messages.REPLY_CUT,
+    # A server tool's loop paused; Thoth offers no server tools, so it is an unfinished
+    # reply, shown as such rather than continued.
+    "pause_turn": messages.REPLY_PAUSED,
     "model_context_window_exceeded": messages.CONTEXT_FULL,
     "refusal": messages.MODEL_REFUSED,
 }
@@ -72,6 +77,7 @@ class PipelineConfig:
     transcript_token_budget: int = 6000
     user_model_timeout_s: float = 1.5
     max_tokens: int = 2048
+    effort: str | None = None
 
 
 @dataclass
@@ -284,6 +290,7 @@ class TurnPipeline:
             model=self._model.name,
             tools=self._tools.specs,
             max_tokens=self._config.max_tokens,
+            effort=self._config.effort,
             session_id=session.id,
         )
         reply = _ReplyStream(sink)
@@ -296,16 +303,18 @@ class TurnPipeline:
                 answer.usage = answer.usage + result.usage
                 answer.cost_usd += result.cost_usd
                 notice = STOP_NOTICES.get(result.stop_reason or "")
+                if notice is None and result.tool_calls and round_number == MAX_TOOL_ROUNDS:
+                    notice = messages.TOOL_ROUNDS_USED.format(rounds=MAX_TOOL_ROUNDS)
                 if notice is not None:
-                    # Cut, refused or out of room: shown as such, never run (a tool call cut
-                    # mid-input), never stored as an answer, never replayed.
-                    log.warning("model stopped with %s in session %s", result.stop_reason,
-                                session.id)
+                    # Cut, refused, out of room or out of tool rounds: shown as such, never
+                    # run (a tool call cut mid-input), never stored as an answer or replayed.
+                    log.warning("model stopped with %s in session %s",
+                                result.stop_reason, session.id)
                     answer.notice = notice
                     await reply.flush()
                     _failed(answer, f"{reply.text}\n\n{notice}".strip())
                     return
-                if not result.tool_calls or round_number == MAX_TOOL_ROUNDS:
+                if not result.tool_calls:
                     break
                 request = await self._with_tool_results(request, result.content, turn, sink)
             await reply.flush()
@@ -317,13 +326,8 @@ class TurnPipeline:
             answer.stopped = True
             _failed(answer, f"{reply.text}\n\n{messages.STOPPED}".strip())
             return
-        except ModelAsksToWait as error:
-            log.warning("model asks to wait %.0fs in session %s", error.seconds, session.id)
-            _failed(answer, messages.MODEL_ASKS_TO_WAIT.format(seconds=round(error.seconds)))
-            return
         except ModelUnavailable as error:
-            log.error("model failed for session %s: %s", session.id, error)
-            _failed(answer, messages.MODEL_FAILED)
+            _failed(answer, _told_for(error, session.id))
             return
         except Exception:
             log.exception("turn failed for session %s", session.id)
@@ -361,8 +365,10 @@ class TurnPipeline:
             if is_error:
                 result["is_error"] = True
             results.append(result)
-        # The API refuses empty text blocks sent back ("text content blocks must be
-        # non-empty"), and a response may carry one beside a tool_use.
+        # Every block goes back as it came, thinking and its signature included (the API
+        # refuses a tool round whose thinking was dropped or changed), but for an empty
+        # text block beside a tool_use, which the API itself refuses ("text content blocks
+        # must be non-empty").
         sent_back = [
             block for block in content
             if block.get("type") != "text" or str(block.get("text", "")).strip()
@@ -424,6 +430,22 @@ def _only_asks(text: str) -> bool:
     """Every sentence of ``text`` is a question."""
     sentences = [part for part in re.split(r"(?<=[.!?])\s+", text.strip()) if part.strip()]
     return bool(sentences) and all(sentence.rstrip().endswith("?") for sentence in sentences)
+
+
+def _told_for(error: ModelUnavailable, session_id: str) -> str:
+    """What the person reads when the model failed, and the line the operator gets."""
+    if isinstance(error, SpendLimitReached):
+        log.error("model spend limit for session %s: %s", session_id, error)
+        return messages.MODEL_SPEND_LIMIT
+    if isinstance(error, ModelRefusedRequest):
+        # Never goes away by itself: the operator has something to fix (doctor says it).
+        log.error("model refused the request for session %s: %s", session_id, error)
+        return messages.MODEL_MISCONFIGURED
+    if isinstance(error, ModelAsksToWait):
+        log.warning("model asks to wait %.0fs in session %s", error.seconds, session_id)
+        return messages.MODEL_ASKS_TO_WAIT.format(seconds=round(error.seconds))
+    log.error("model failed for session %s: %s", session_id, error)
+    return messages.MODEL_FAILED
 
 
 async def _show(sink: ReplySink, step: Step, *, stop: bool = False) -> None:

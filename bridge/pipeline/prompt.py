@@ -39,6 +39,7 @@ def build_request(
     model: str,
     tools: Sequence[ToolSpec] = (),
     max_tokens: int = 2048,
+    effort: str | None = None,
     session_id: str | None = None,
 ) -> ModelRequest:
     system: list[SystemSection] = []
@@ -70,6 +71,7 @@ def build_request(
         messages=tuple(_messages(turn, context.transcript)),
         tools=tuple(tools),
         max_tokens=max_tokens,
+        effort=effort,
         session_id=session_id,
     )
 

@@ -11,6 +11,8 @@ import git
 from bridge.cli.main import main
 from bridge.settings import Settings
 from tests.fakes import HashingEmbedder
+from tests.servers import anthropic_api as api
+from tests.servers.anthropic_api import FakeAnthropic
 
 BODY = (
     "# Standup digest\n\n1. Collect yesterday's updates from the thread.\n"
@@ -121,7 +123,26 @@ def test_doctor_warns_about_a_legacy_or_unpriced_model(settings: Settings) -> No
                                       "thoth_reflection_model": "claude-nova-9"})
     code, out, _ = thoth(old, "doctor")
     assert "claude-sonnet-4-6 is legacy" in out and "THOTH_MODEL=claude-opus-5-5" in out
-    assert "claude-nova-9 has no price" in out
+    assert "claude-nova-9 is unknown" in out and "charged as the dearest listed" in out
+
+
+def test_doctor_shows_each_models_row_and_names_a_refusal_with_its_fix(
+    model_settings: Settings, fake_anthropic: FakeAnthropic
+) -> None:
+    both = model_settings.model_copy(update={"thoth_reflection_model": "claude-haiku-5-5"})
+    code, out, _ = thoth(both, "doctor")
+    assert "ok    model      claude-opus-5-5 answers (THOTH_MODEL)" in out
+    assert "claude-haiku-5-5 answers (THOTH_REFLECTION_MODEL)" in out
+    assert ("THOTH_MODEL: claude-opus-5-5 (current): context 1,000,000, max output 128,000;"
+            " thinking always adaptive; forced tools refused") in out
+    assert "0.1/$0.5 per million in/out" in out and "5x every price past 100,000" in out
+    # The probe is shaped as turns are: thinking and effort as the model takes them.
+    probe = fake_anthropic.requests[0].body
+    assert probe["thinking"]["type"] == "adaptive" and probe["output_config"] == {
+        "effort": "medium"}
+    fake_anthropic.push(api.error(401, error_message="invalid x-api-key"))
+    code, out, _ = thoth(model_settings, "doctor")
+    assert code != 0 and "invalid x-api-key" in out and "check ANTHROPIC_API_KEY" in out
 
 
 def test_doctor_loads_the_embedding_model_only_when_asked(settings: Settings) -> None:

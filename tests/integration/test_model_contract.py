@@ -50,14 +50,17 @@ def test_an_empty_text_block_beside_a_tool_call_is_not_sent_back(
     assert outcome.ok and outcome.reply == "Deploys are on Fridays."
     sent_back = fake_anthropic.requests[1].body["messages"][-2]
     assert sent_back["role"] == "assistant"
-    assert [block["type"] for block in sent_back["content"]] == ["tool_use"]
+    # The thinking block goes back whole (the loopback checks its signature); the empty
+    # text block does not (the API refuses one).
+    assert [block["type"] for block in sent_back["content"]] == ["thinking", "tool_use"]
 
 
 @pytest.mark.parametrize(
     ("stop_reason", "notice"),
     [("max_tokens", messages.REPLY_CUT),
      ("model_context_window_exceeded", messages.CONTEXT_FULL),
-     ("refusal", messages.MODEL_REFUSED)],
+     ("refusal", messages.MODEL_REFUSED),
+     ("pause_turn", messages.REPLY_PAUSED)],
 )
 def test_a_reply_that_stops_short_is_said_so_and_never_stored_as_an_answer(
     app: Thoth, fake_anthropic: FakeAnthropic, stop_reason: str, notice: str
@@ -202,3 +205,137 @@ def test_the_loopback_refuses_unknown_models_a_missing_version_and_oversize_bodi
     assert post({**base, "content-length": str(len(body))}, body) == 400  # no version
     oversize = {**base, "anthropic-version": "2026-10-21", "content-length": "40000000"}
     assert post(oversize, b"") == 413  # refused before the body is read
+
+
+def _client(fake: FakeAnthropic) -> anthropic.Anthropic:
+    return anthropic.Anthropic(api_key="sk-ant-test", base_url=fake.url, max_retries=0)
+
+
+USER = {"role": "user", "content": "hi"}
+TOOL = {"name": "look_up", "description": "d", "input_schema": {"type": "object"}}
+
+
+@pytest.mark.parametrize(
+    ("model", "options", "reason"),
+    [
+        ("claude-opus-5-5", {"tools": [TOOL], "tool_choice": {"type": "tool", "name": "look_up"}},
+         'type "tool" and "any" are not supported'),
+        ("claude-sonnet-5-5", {"tools": [TOOL], "tool_choice": {"type": "any"}},
+         'type "tool" and "any" are not supported'),
+        ("claude-opus-5-5", {"thinking": {"type": "disabled"}}, "thinking.type.disabled"),
+        ("claude-opus-5-5", {"thinking": {"type": "enabled", "budget_tokens": 2048}},
+         "thinking.type.enabled"),
+        ("claude-haiku-4-5", {"thinking": {"type": "adaptive"}}, "adaptive thinking is not"),
+        ("claude-haiku-4-5", {"output_config": {"effort": "low"}}, "effort is not supported"),
+        ("claude-opus-4-6", {"output_config": {"effort": "xhigh"}}, "'xhigh' is not supported"),
+        ("claude-sonnet-4-6", {"thinking": {"type": "enabled", "budget_tokens": 500}}, ">= 1024"),
+        ("claude-sonnet-4-6", {"tools": [TOOL], "tool_choice": {"type": "any"},
+                               "thinking": {"type": "enabled", "budget_tokens": 2048}},
+         "tool_choice forces tool use"),
+    ],
+)
+def test_the_loopback_refuses_what_each_model_refuses(
+    fake_anthropic: FakeAnthropic, model: str, options: dict[str, object], reason: str
+) -> None:
+    with pytest.raises(anthropic.BadRequestError, match=reason):
+        _client(fake_anthropic).messages.create(model=model, max_tokens=4000, messages=[USER],
+                                                **options)  # type: ignore[arg-type]
+
+
+def test_the_loopback_takes_what_each_model_takes_and_thinks_where_it_always_does(
+    fake_anthropic: FakeAnthropic,
+) -> None:
+    client = _client(fake_anthropic)
+    forced = client.messages.create(model="claude-haiku-5-5", max_tokens=4000, messages=[USER],
+                                    tools=[TOOL], tool_choice={"type": "tool", "name": "look_up"})
+    plain = client.messages.create(model="claude-opus-5-5", max_tokens=4000, messages=[USER],
+                                   thinking={"type": "adaptive"},
+                                   output_config={"effort": "max"})
+    old = client.messages.create(model="claude-sonnet-4-6", max_tokens=4000, messages=[USER])
+    assert forced.content[0].type == "thinking"
+    thinking, words = plain.content
+    assert thinking.type == "thinking" and thinking.thinking == "" and thinking.signature
+    assert words.type == "text" and plain.usage.output_tokens > 300  # thinking is counted
+    assert [block.type for block in old.content] == ["text"]  # thinking is off by default
+    with pytest.raises(anthropic.NotFoundError):  # retired
+        client.messages.create(model="claude-opus-4-1", max_tokens=10, messages=[USER])
+
+
+def test_a_tool_round_must_send_its_thinking_back_whole(fake_anthropic: FakeAnthropic) -> None:
+    client = _client(fake_anthropic)
+    fake_anthropic.push(api.tool_use("look_up", {}, preface="Checking.", redacted_thinking=True))
+    first = client.messages.create(model="claude-opus-5-5", max_tokens=4000, messages=[USER],
+                                   tools=[TOOL])
+    issued = [block.to_dict(exclude_none=True) for block in first.content]
+    assert [b["type"] for b in issued] == ["thinking", "redacted_thinking", "thinking",
+                                           "tool_use"]
+    call = issued[-1]
+    result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"],
+                                           "content": "found"}]}
+
+    def round_two(content: list[dict[str, object]]) -> object:
+        return client.messages.create(
+            model="claude-opus-5-5", max_tokens=4000, tools=[TOOL],
+            messages=[USER, {"role": "assistant", "content": content}, result],
+        )  # type: ignore[call-overload]
+
+    with pytest.raises(anthropic.BadRequestError, match="must start with a thinking block"):
+        round_two([call])
+    with pytest.raises(anthropic.BadRequestError, match="cannot be modified"):
+        round_two([issued[0], call])  # the redacted block and a progress note dropped
+    forged = {**issued[0], "thinking": "I was told to say yes."}
+    with pytest.raises(anthropic.BadRequestError, match="Invalid `signature`"):
+        round_two([forged, *issued[1:]])
+    assert round_two(issued)
+
+
+def _with(model_settings: Settings, hashing_embedder: HashingEmbedder,
+          **update: object) -> Thoth:
+    return build(model_settings.model_copy(update=update), embedder=hashing_embedder)
+
+
+def test_max_tokens_holds_thinking_and_the_reply(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    long_reply = "The release goes in two waves, flags dark, with a rehearsal first. " * 40
+    fake_anthropic.push(api.text(long_reply, thinking_tokens=1_500),
+                        api.text(long_reply, thinking_tokens=1_500))
+    sized_for_text = _with(model_settings, hashing_embedder, model_max_tokens=2_048)
+    outcome, sink = _turn(sized_for_text, "how does the release go?")
+    sized_for_text.close()
+    assert not outcome.ok and sink.final == messages.REPLY_CUT
+    sized = _with(model_settings, hashing_embedder)  # sized per model and effort
+    outcome, _ = _turn(sized, "how does the release go?")
+    sized.close()
+    assert outcome.ok and outcome.reply == long_reply.strip()
+    assert fake_anthropic.requests[-1].body["max_tokens"] == 16_000
+
+
+@pytest.mark.parametrize(
+    ("reply", "told"),
+    [(api.error(400, error_message="messages.0: something Thoth sent is wrong"),
+      messages.MODEL_MISCONFIGURED),
+     (api.error(401, error_message="invalid x-api-key"), messages.MODEL_MISCONFIGURED),
+     (api.spend_limit(), messages.MODEL_SPEND_LIMIT)],
+    ids=["400", "401", "spend-limit-429"],
+)
+def test_a_refusal_that_will_not_go_away_is_not_retried_and_is_told_as_it_is(
+    app: Thoth, fake_anthropic: FakeAnthropic, caplog: pytest.LogCaptureFixture,
+    reply: api.Reply, told: str,
+) -> None:
+    fake_anthropic.push(reply)
+    outcome, sink = _turn(app, "are you there?")
+    assert not outcome.ok and sink.final == told
+    assert len(fake_anthropic.requests) == 1  # asked once: another try gets the same answer
+    assert reply.error_message in caplog.text  # the API's own words, for the operator
+
+
+def test_the_tool_round_limit_says_so(app: Thoth, fake_anthropic: FakeAnthropic) -> None:
+    from bridge.pipeline.pipeline import MAX_TOOL_ROUNDS
+
+    fake_anthropic.push(*[api.tool_use("recall_memory", {"query": f"try {n}"})
+                          for n in range(MAX_TOOL_ROUNDS + 1)])
+    outcome, sink = _turn(app, "find the thing")
+    assert not outcome.ok
+    assert sink.final == messages.TOOL_ROUNDS_USED.format(rounds=MAX_TOOL_ROUNDS)
+    assert len(fake_anthropic.requests) == MAX_TOOL_ROUNDS + 1

@@ -10,6 +10,7 @@ recorded whole: path, headers and JSON body.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import threading
@@ -21,7 +22,13 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from tests.servers.anthropic_cache import PromptCache
-from tests.servers.anthropic_rules import MAX_BODY_BYTES, invalid_request, unknown_model
+from tests.servers.anthropic_rules import (
+    MAX_BODY_BYTES,
+    invalid_request,
+    thinking_display,
+    thinks,
+    unknown_model,
+)
 from tests.servers.loopback import LoopbackHandler, LoopbackServer
 
 ERROR_TYPES = {
@@ -65,6 +72,15 @@ class Reply:
     stop_reason: str | None = None
     # An empty text block beside a tool_use, as the real API sometimes sends.
     empty_text: bool = False
+    # On a model that thinks: tokens of thinking before the text (counted in max_tokens and
+    # the output tokens), what it is about (its text only at display "summarized"), and a
+    # redacted_thinking block after it.
+    thinking_tokens: int = 300
+    thinking: str = "Working out what the person needs."
+    redacted_thinking: bool = False
+    # An error's body beside its type: Anthropic's message and ``details``.
+    error_message: str = "scripted failure"
+    error_details: dict[str, Any] | None = None
 
 
 def text(content: str, **options: Any) -> Reply:
@@ -77,6 +93,17 @@ def tool_use(name: str, tool_input: dict[str, Any], *, preface: str = "", **opti
 
 def error(status: int, **options: Any) -> Reply:
     return Reply(status=status, **options)
+
+
+def spend_limit() -> Reply:
+    """The organisation's monthly spend cap (the Rate limits page): 429, no retry-after."""
+    return Reply(
+        status=429, retry_after=None,
+        error_message=("You have reached your API usage limits: your organization has crossed"
+                       " its monthly API usage threshold. You will regain access on"
+                       " 2026-12-01 at 00:00 UTC."),
+        error_details={"error_code": "enforced_spend_limit_reached"},
+    )
 
 
 @dataclass(frozen=True)
@@ -103,6 +130,12 @@ class FakeAnthropic(LoopbackServer):
         self._lock = threading.Condition()
         self._ids = itertools.count(1)
         self.cache = PromptCache()
+        # What was issued, to check a tool round sends it back whole: each tool_use id's
+        # whole assistant content, and each signature's thinking (or redacted data).
+        self.issued_content: dict[str, list[dict[str, Any]]] = {}
+        self.signatures: dict[str, str] = {}
+        # Every refusal's status and message, in order: a test that expects none says so.
+        self.refusals: list[tuple[int, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
         self._serve(self._handler_class())
@@ -155,7 +188,7 @@ class _Handler(LoopbackHandler):
             json.loads(self.read_body() or b"{}"),
             time.monotonic(),
         )
-        reply = self.fake._next_reply(request, refused=_refusal(request) is not None)
+        reply = self.fake._next_reply(request, refused=_refusal(self.fake, request) is not None)
         with self.fake._lock:
             self.fake.in_flight += 1
             self.fake.max_in_flight = max(self.fake.max_in_flight, self.fake.in_flight)
@@ -170,15 +203,17 @@ class _Handler(LoopbackHandler):
                 self.fake.in_flight -= 1
 
     def _answer(self, request: RecordedRequest, reply: Reply) -> None:
-        refusal = _refusal(request)
+        refusal = _refusal(self.fake, request)
         if refusal is not None:
-            reason = (invalid_request(request.headers, request.body) if refusal == 400
+            reason = (_invalid(self.fake, request) if refusal == 400
                       else unknown_model(request.body) if refusal == 404 else None)
+            with self.fake._lock:
+                self.fake.refusals.append((refusal, reason or "refused"))
             self._send_json(refusal, _error_body(refusal, reason or "refused"))
         elif reply.status != 200:
             self._send_json(
                 reply.status,
-                _error_body(reply.status, "scripted failure"),
+                _error_body(reply.status, reply.error_message, reply.error_details),
                 retry_after=reply.retry_after,
             )
         elif request.body.get("stream"):
@@ -214,7 +249,7 @@ class _Handler(LoopbackHandler):
             self.close_connection = True  # the client stopped reading (a stopped reply)
 
 
-def _refusal(request: RecordedRequest) -> int | None:
+def _refusal(fake: FakeAnthropic, request: RecordedRequest) -> int | None:
     """The status the real API would refuse this request with, if any."""
     if request.path.split("?")[0] != "/v1/messages":
         return 404
@@ -223,18 +258,73 @@ def _refusal(request: RecordedRequest) -> int | None:
     ).startswith("Bearer ")
     if not has_key:
         return 401
-    if invalid_request(request.headers, request.body) is not None:
+    if _invalid(fake, request) is not None:
         return 400
     if unknown_model(request.body) is not None:
         return 404
     return None
 
 
-def _error_body(status: int, message: str) -> dict[str, Any]:
-    return {
-        "type": "error",
-        "error": {"type": ERROR_TYPES.get(status, "api_error"), "message": message},
-    }
+def _invalid(fake: FakeAnthropic, request: RecordedRequest) -> str | None:
+    return invalid_request(request.headers, request.body) or _not_sent_back_whole(
+        fake, request.body
+    )
+
+
+def _not_sent_back_whole(fake: FakeAnthropic, body: dict[str, Any]) -> str | None:
+    """Thinking must come back as it was issued (Thinking page, "Preserved thinking"): any
+    thinking block with its signature unchanged, and the latest assistant message of a tool
+    round block for block (an empty text block aside, which the API itself refuses)."""
+    messages = body.get("messages") or []
+    for i, message in enumerate(messages):
+        if message.get("role") != "assistant" or isinstance(message.get("content"), str):
+            continue
+        for j, block in enumerate(message.get("content") or []):
+            kind = block.get("type")
+            if kind == "thinking" and fake.signatures.get(str(block.get("signature"))) != (
+                block.get("thinking")
+            ):
+                return f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+            if kind == "redacted_thinking" and str(block.get("data")) not in fake.signatures:
+                return f"messages.{i}.content.{j}: Invalid `data` in `redacted_thinking` block"
+    rounds = [i for i, m in enumerate(messages) if m.get("role") == "assistant"
+              and any(b.get("type") == "tool_use" for b in _blocks_of(m))]
+    if not rounds or rounds[-1] != len(messages) - 2:
+        return None  # no tool round open: earlier turns' thinking may be left out
+    latest = rounds[-1]
+    sent = [b for b in _blocks_of(messages[latest]) if not _empty_text(b)]
+    first_call = next(b for b in sent if b.get("type") == "tool_use")
+    if thinks(body) and sent[0].get("type") not in ("thinking", "redacted_thinking"):
+        return (f"messages.{latest}.content.0.type: Expected `thinking` or"
+                f" `redacted_thinking`, but found `{sent[0].get('type')}`. When `thinking`"
+                " is enabled, a final `assistant` message must start with a thinking block"
+                " (preceeding the lastmost set of `tool_use` and `tool_result` blocks).")
+    issued = fake.issued_content.get(str(first_call.get("id")))
+    if issued is not None and sent != [b for b in issued if not _empty_text(b)] and any(
+        b.get("type") in ("thinking", "redacted_thinking") for b in issued
+    ):
+        return (f"messages.{latest}.content: `thinking` or `redacted_thinking` blocks in the"
+                " latest assistant message cannot be modified. These blocks must remain as they"
+                " were in the original response.")
+    return None
+
+
+def _blocks_of(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message.get("content")
+    return content if isinstance(content, list) else []
+
+
+def _empty_text(block: dict[str, Any]) -> bool:
+    return block.get("type") == "text" and not str(block.get("text", "")).strip()
+
+
+def _error_body(
+    status: int, message: str, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    inner: dict[str, Any] = {"type": ERROR_TYPES.get(status, "api_error"), "message": message}
+    if details is not None:
+        inner["details"] = details
+    return {"type": "error", "error": inner}
 
 
 def _usage(usage: Usage) -> dict[str, int]:
@@ -246,29 +336,77 @@ def _usage(usage: Usage) -> dict[str, int]:
     }
 
 
-def _content(fake: FakeAnthropic, reply: Reply) -> list[dict[str, Any]]:
+def _tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def _content(
+    fake: FakeAnthropic, reply: Reply, body: dict[str, Any]
+) -> tuple[list[dict[str, Any]], str | None, int]:
+    """The response's blocks, the stop reason max_tokens forces (if any), output tokens.
+
+    On a model that thinks the answer starts with a thinking block (empty text and a
+    signature at the default display), and words written before a tool call come back
+    inside a thinking block of their own, not as text ("What's new in Claude Opus 5.5").
+    ``max_tokens`` bounds thinking and text together: what does not fit is cut.
+    """
+    thinking = thinks(body)
+    room = int(body.get("max_tokens") or 0)
     blocks: list[dict[str, Any]] = []
-    if reply.text or reply.empty_text:
-        blocks.append({"type": "text", "text": reply.text})
-    if reply.tool_use is not None:
+    cut: str | None = None
+    used = 0
+    if thinking:
+        used = min(reply.thinking_tokens, room)
+        blocks.append(_thinking_block(fake, reply.thinking, body))
+        if reply.redacted_thinking:
+            data = f"redacted_{next(fake._ids):04d}"
+            fake.signatures[data] = data
+            blocks.append({"type": "redacted_thinking", "data": data})
+        if reply.thinking_tokens >= room:
+            return blocks, "max_tokens", room
+    words = reply.text
+    if thinking and reply.tool_use is not None and words:
+        blocks.append(_thinking_block(fake, words, body))
+        words = ""
+    if words or reply.empty_text:
+        if used + _tokens(words) > room:
+            words, cut = words[: max(0, room - used) * 4], "max_tokens"
+        used += _tokens(words)
+        blocks.append({"type": "text", "text": words})
+    if reply.tool_use is not None and cut is None:
         name, tool_input = reply.tool_use
         blocks.append(
             {"type": "tool_use", "id": f"toolu_{next(fake._ids):04d}", "name": name,
              "input": tool_input}
         )
-    return blocks
+        used += _tokens(json.dumps(tool_input))
+        fake.issued_content[blocks[-1]["id"]] = blocks
+    return blocks, cut, used
+
+
+def _thinking_block(fake: FakeAnthropic, about: str, body: dict[str, Any]) -> dict[str, Any]:
+    shown = about if thinking_display(body) == "summarized" else ""
+    signature = "sig_" + hashlib.sha256(f"{next(fake._ids)}:{about}".encode()).hexdigest()
+    fake.signatures[signature] = shown
+    return {"type": "thinking", "thinking": shown, "signature": signature}
 
 
 def _message(fake: FakeAnthropic, reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    content, cut, output_tokens = _content(fake, reply, body)
+    calls = any(block["type"] == "tool_use" for block in content)
+    usage = reply.usage if reply.usage != Usage() else fake._cached_usage(body)
+    if reply.usage == Usage():
+        usage = Usage(usage.input_tokens, max(output_tokens, 1), usage.cache_read_input_tokens,
+                      usage.cache_creation_input_tokens)
     return {
         "id": f"msg_{next(fake._ids):04d}",
         "type": "message",
         "role": "assistant",
         "model": body.get("model", "claude-test"),
-        "content": _content(fake, reply),
-        "stop_reason": reply.stop_reason or ("tool_use" if reply.tool_use else "end_turn"),
+        "content": content,
+        "stop_reason": cut or reply.stop_reason or ("tool_use" if calls else "end_turn"),
         "stop_sequence": None,
-        "usage": _usage(reply.usage if reply.usage != Usage() else fake._cached_usage(body)),
+        "usage": _usage(usage),
     }
 
 
@@ -305,6 +443,24 @@ def _stream_events(
                         "error": {"type": reply.stream_error, "message": "scripted"},
                     }
                     return
+        elif block["type"] == "thinking":
+            yield "content_block_start", {
+                "type": "content_block_start", "index": index,
+                "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+            }
+            if block["thinking"]:
+                yield "content_block_delta", {
+                    "type": "content_block_delta", "index": index,
+                    "delta": {"type": "thinking_delta", "thinking": block["thinking"]},
+                }
+            yield "content_block_delta", {
+                "type": "content_block_delta", "index": index,
+                "delta": {"type": "signature_delta", "signature": block["signature"]},
+            }
+        elif block["type"] == "redacted_thinking":
+            yield "content_block_start", {
+                "type": "content_block_start", "index": index, "content_block": block,
+            }
         else:
             yield "content_block_start", {
                 "type": "content_block_start", "index": index,
@@ -318,6 +474,6 @@ def _stream_events(
     yield "message_delta", {
         "type": "message_delta",
         "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-        "usage": {"output_tokens": reply.usage.output_tokens},
+        "usage": {"output_tokens": message["usage"]["output_tokens"]},
     }
     yield "message_stop", {"type": "message_stop"}

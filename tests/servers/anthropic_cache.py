@@ -14,19 +14,15 @@ import json
 import threading
 from typing import Any
 
-# The documented minimum cacheable prompt length, by model family.
-MIN_CACHEABLE_TOKENS = {"claude-opus-4": 4_096, "claude-haiku-4-5": 4_096,
-                        "claude-sonnet-4": 1_024, "claude-haiku-3-5": 2_048}
-DEFAULT_MIN_CACHEABLE_TOKENS = 1_024
+from bridge.model.catalogue import CATALOGUE
+
 # "The system checks for cache hits at each breakpoint and up to 20 blocks before it."
 LOOKBACK = 20
 
 
 def minimum_for(model: str) -> int:
-    prefixes = [name for name in MIN_CACHEABLE_TOKENS if model.startswith(name)]
-    if not prefixes:
-        return DEFAULT_MIN_CACHEABLE_TOKENS
-    return MIN_CACHEABLE_TOKENS[max(prefixes, key=len)]
+    """The model's documented minimum cacheable prompt length (its row of models.json)."""
+    return CATALOGUE.capabilities(model).min_cache_tokens
 
 
 class PromptCache:

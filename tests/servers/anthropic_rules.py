@@ -1,7 +1,10 @@
 """What the Messages API reference says it refuses, for the loopback in ``anthropic_api.py``.
 
 Each check returns the 400 message the real API gives (``invalid_request_error``), or
-None. A fake that took more than the API would prove nothing.
+None. A fake that took more than the API would prove nothing. What differs per model
+(max_tokens, thinking types, effort levels, forced tools) is read from that model's row
+of ``bridge/model/models.json``, the same rows Thoth shapes its requests by, so a row
+that is wrong for the real API is wrong in one place, sourced and dated.
 """
 
 from __future__ import annotations
@@ -9,34 +12,47 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from bridge.model.catalogue import CATALOGUE, Capabilities
+
 MAX_CACHE_BREAKPOINTS = 4
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 # The request size limit of the Messages API (32 MB): larger bodies get 413.
 MAX_BODY_BYTES = 32 * 1024 * 1024
-# Models the API serves (Models overview, late 2026) and their output limits; a retired
-# or unknown id is answered 404 not_found_error.
-MAX_OUTPUT_TOKENS = {
-    "claude-opus-5-5": 128_000, "claude-sonnet-5-5": 128_000, "claude-haiku-5-5": 128_000,
-    "claude-fable-5-1": 128_000, "claude-opus-5": 128_000, "claude-sonnet-5": 128_000,
-    "claude-opus-4-8": 128_000, "claude-opus-4-7": 128_000, "claude-opus-4-6": 128_000,
-    "claude-opus-4-5": 64_000, "claude-sonnet-4-6": 128_000, "claude-sonnet-4-5": 64_000,
-    "claude-haiku-4-5": 64_000,
-}
+THINKING_TYPES = ("adaptive", "enabled", "disabled", "between_tools")
+MIN_THINKING_BUDGET = 1_024
+
+
+def model_row(body: dict[str, Any]) -> Capabilities | None:
+    """The model's row of the catalogue, when the API serves it (retired ids are refused)."""
+    info = CATALOGUE.find(str(body.get("model", "")))
+    return None if info is None or info.status == "retired" else info.capabilities
 
 
 def unknown_model(body: dict[str, Any]) -> str | None:
-    """The 404 message for a model id the API does not serve (dated ids by prefix)."""
-    model = str(body.get("model", ""))
-    if any(model == known or model.startswith(known + "-") for known in MAX_OUTPUT_TOKENS):
-        return None
-    return f"model: {model}"
+    """The 404 message for a model id the API does not serve."""
+    return None if model_row(body) is not None else f"model: {body.get('model', '')}"
+
+
+def thinks(body: dict[str, Any]) -> bool:
+    """Whether the answer to this request starts with thinking: the model thinks unless
+    told not to, or it was asked to on a model where thinking is optional."""
+    row = model_row(body)
+    asked = (body.get("thinking") or {}).get("type")
+    if row is None or asked in ("disabled", "between_tools"):
+        return False
+    return row.thinks or asked in ("adaptive", "enabled")
+
+
+def thinking_display(body: dict[str, Any]) -> str:
+    """"omitted" (the default of every model that thinks by default) or "summarized"."""
+    return str((body.get("thinking") or {}).get("display") or "omitted")
 
 
 def invalid_request(headers: dict[str, str], body: dict[str, Any]) -> str | None:
     """The reason the API would refuse this request with 400, if any."""
     if not headers.get("anthropic-version"):
         return "anthropic-version: header is required"
-    for check in (_max_tokens, _tools, _messages, _cache_breakpoints):
+    for check in (_max_tokens, _thinking, _effort, _tools, _messages, _cache_breakpoints):
         reason = check(body)
         if reason is not None:
             return reason
@@ -44,13 +60,53 @@ def invalid_request(headers: dict[str, str], body: dict[str, Any]) -> str | None
 
 
 def _max_tokens(body: dict[str, Any]) -> str | None:
-    model = str(body.get("model", ""))
-    limit = next((v for k, v in MAX_OUTPUT_TOKENS.items() if model.startswith(k)), None)
+    row = model_row(body)
     wanted = body.get("max_tokens")
     if not isinstance(wanted, int) or wanted < 1:
         return "max_tokens: Field required"
-    if limit is not None and wanted > limit:
-        return f"max_tokens: {wanted} > {limit}, which is the maximum allowed for {body['model']}"
+    if row is not None and wanted > row.max_output:
+        return (f"max_tokens: {wanted} > {row.max_output}, which is the maximum allowed for"
+                f" {body['model']}")
+    return None
+
+
+def _thinking(body: dict[str, Any]) -> str | None:
+    """Each model takes only some thinking types (the Thinking page's troubleshooting table)."""
+    thinking = body.get("thinking")
+    row = model_row(body)
+    if thinking is None or row is None:
+        return None
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind not in THINKING_TYPES:
+        return "thinking: Input tag does not match any of the expected tags: " + ", ".join(
+            f"'{t}'" for t in THINKING_TYPES)
+    if kind == "adaptive" and "adaptive" in row.thinking_refused:
+        return "adaptive thinking is not supported on this model"
+    if kind in row.thinking_refused or kind == "between_tools":
+        return (f'"thinking.type.{kind}" is not supported for this model. Use'
+                ' "thinking.type.adaptive" and "output_config.effort" to control thinking'
+                " behavior.")
+    if kind == "disabled" and "display" in thinking:
+        return "thinking.display: not allowed when thinking is disabled"
+    if kind == "enabled":
+        budget = thinking.get("budget_tokens")
+        if not isinstance(budget, int) or budget < MIN_THINKING_BUDGET:
+            return f"thinking.enabled.budget_tokens: Input should be >= {MIN_THINKING_BUDGET}"
+        if budget >= body["max_tokens"]:
+            return "`max_tokens` must be greater than `thinking.budget_tokens`"
+    return None
+
+
+def _effort(body: dict[str, Any]) -> str | None:
+    effort = (body.get("output_config") or {}).get("effort")
+    row = model_row(body)
+    if effort is None or row is None:
+        return None
+    if not row.effort_levels:
+        return "output_config.effort: effort is not supported by this model"
+    if effort not in row.effort_levels:
+        return (f"output_config.effort: {effort!r} is not supported by {body['model']};"
+                f" use one of {', '.join(row.effort_levels)}")
     return None
 
 
@@ -72,6 +128,12 @@ def _tools(body: dict[str, Any]) -> str | None:
     if not names and choice.get("type") != "none":
         return "tool_choice: tool_choice may only be specified while providing tools"
     forced = choice.get("type") == "tool"
+    row = model_row(body)
+    if choice.get("type") in ("tool", "any"):
+        if row is not None and not row.forced_tool_choice:
+            return 'tool_choice: type "tool" and "any" are not supported for this model.'
+        if (body.get("thinking") or {}).get("type") == "enabled":
+            return "Thinking may not be enabled when tool_choice forces tool use."
     if forced and not isinstance(choice.get("name"), str):
         return "tool_choice.tool.name: Field required"
     if forced and choice.get("name") not in names:
