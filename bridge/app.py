@@ -6,11 +6,10 @@ import logging
 from dataclasses import dataclass
 
 from bridge.housekeeping import Housekeeping
-from bridge.model.catalogue import CATALOGUE
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.metered import MeteredModel
 from bridge.model.offline import OfflineResponder, SkillFinder
-from bridge.model.output_budget import REPLY_TOKENS, max_tokens_for
+from bridge.model.output_budget import REPLY_TOKENS, sized_max_tokens
 from bridge.model.protocol import LanguageModel
 from bridge.model.retrying import RetryingModel
 from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
@@ -187,9 +186,9 @@ def build(
             recall_top_k=settings.recall_top_k,
             transcript_token_budget=settings.transcript_token_budget,
             user_model_timeout_s=settings.user_model_timeout_s,
-            max_tokens=settings.model_max_tokens
-            or max_tokens_for(
-                CATALOGUE.capabilities(settings.thoth_model), settings.thoth_effort, REPLY_TOKENS
+            max_tokens=sized_max_tokens(
+                settings.model_max_tokens, settings.thoth_model, settings.thoth_effort,
+                REPLY_TOKENS,
             ),
             effort=settings.thoth_effort,
         ),

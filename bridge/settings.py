@@ -94,8 +94,10 @@ class Settings(BaseSettings):
     brain_remote: str | None = None
 
     reflection_idle_min: Annotated[float, Field(gt=0)] = 30
-    # A reflection process is killed past this; a run older than it is retried.
-    reflection_timeout_s: Annotated[float, Field(gt=0)] = 300
+    # A reflection process is killed past this; a run older than it is retried. At high
+    # effort a thinking model may write 28 000 tokens, and a cut report is asked again
+    # with twice the room: at 60-80 tokens a second that is minutes, not seconds.
+    reflection_timeout_s: Annotated[float, Field(gt=0)] = 900
     user_model_timeout_s: Annotated[float, Field(gt=0)] = 1.5
     recall_tau_days: Annotated[float, Field(gt=0)] = 14
     recall_top_k: Annotated[int, Field(gt=0, le=50)] = 3

@@ -20,7 +20,7 @@ class Tool:
 
 @dataclass(frozen=True)
 class ToolAnswer:
-    # The forced tool's input, when the model called it.
+    # The tool's input, when the model called it (forced, or asked for in words).
     tool_input: dict[str, Any] | None
     # Any text the model wrote beside it.
     text: str

@@ -33,7 +33,7 @@ MAX_TOKENS_RETRY = 8_000
 # Said once more when an answer did not call the tool (models that refuse a forced tool
 # are offered it and asked in words, and may answer in prose).
 REMINDER = (
-    "Answer only by calling the report_reflection tool, once, with the whole report as"
+    f"Answer only by calling the {TOOL_NAME} tool, once, with the whole report as"
     " its input. Do not answer in text."
 )
 # The conversation sent for reflection (about 40k tokens): a longer one keeps its start
@@ -73,19 +73,21 @@ class ModelReflector:
 
     def reflect(self, session: SessionInput) -> tuple[Reflection, str | None]:
         answer = self._ask_uncut(session, reminder=None)
+        raw = _raw(answer)
         if answer.tool_input is None:
             try:
-                return parse_report(_raw(answer)), _raw(answer)
+                return parse_report(raw), raw
             except BadInput:
                 log.warning("reflection of %s did not call %s; asking once more",
                             session.session_id, TOOL_NAME)
             answer = self._ask_uncut(session, reminder=REMINDER)
-        raw = _raw(answer)
+            # Both answers are kept for debugging, the first one's prose included.
+            raw = "\n".join(part for part in (raw, _raw(answer)) if part)
         if answer.tool_input is not None:
             return parse_report(dict(answer.tool_input)), raw
         # Neither answer called the tool: a report in its text is taken, or this fails
         # (BadInput) and the run is retried later, as any failed reflection is.
-        return parse_report(raw), raw
+        return parse_report(_raw(answer)), raw
 
     def _ask_uncut(self, session: SessionInput, *, reminder: str | None) -> ToolAnswer:
         answer = self._ask(session, self.max_tokens, reminder)

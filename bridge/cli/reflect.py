@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.model.catalogue import CATALOGUE
-from bridge.model.output_budget import REPORT_TOKENS, max_tokens_for
+from bridge.model.output_budget import REPORT_TOKENS, sized_max_tokens
 from bridge.model.report_model import LanguageReportModel
 from layers.episodic.episode import LOCAL_TEAM
 from layers.errors import BadInput, ConfigurationError
@@ -80,9 +80,7 @@ def build_reflector(app: Thoth, loop: asyncio.AbstractEventLoop) -> Reflector:
         return RuleReflector()
     model = settings.thoth_reflection_model
     effort = settings.thoth_reflection_effort
-    max_tokens = settings.reflection_max_tokens or max_tokens_for(
-        CATALOGUE.capabilities(model), effort, REPORT_TOKENS
-    )
+    max_tokens = sized_max_tokens(settings.reflection_max_tokens, model, effort, REPORT_TOKENS)
     return ModelReflector(
         LanguageReportModel(app.pipeline.model, model, loop.run_until_complete, effort=effort),
         max_tokens=max_tokens,

@@ -20,6 +20,7 @@ from bridge.model.protocol import (
     ModelResult,
     ModelUnavailable,
     OnText,
+    PromptTooLong,
     SpendLimitReached,
     ToolCall,
 )
@@ -30,6 +31,8 @@ RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error", "rate_limi
 # A 429 for the organisation's monthly spend cap ("details": {"error_code": …}): no retry
 # gets through before it resets, so it is told, not retried (the Rate limits page).
 SPEND_LIMIT_CODE = "enforced_spend_limit_reached"
+# A conversation past the context window is a 400 too, and the only one a new thread mends.
+PROMPT_TOO_LONG = "prompt is too long"
 # A limit the organisation set itself in the Console is a 400 saying so.
 SPEND_LIMIT_SET_HERE = "reached your specified"
 # Thinking is never shown nor stored (what the person sees between tool calls is the task
@@ -98,7 +101,7 @@ def api_params(request: ModelRequest, capabilities: Capabilities) -> dict[str, A
         "model": request.model,
         "max_tokens": min(request.max_tokens, capabilities.max_output),
         "system": system,
-        "messages": list(request.messages),
+        "messages": _with_context(request),
     }
     if capabilities.thinks:
         params["thinking"] = dict(THINKING)
@@ -119,6 +122,19 @@ def api_params(request: ModelRequest, capabilities: Capabilities) -> dict[str, A
             else {"type": "auto"}
         )
     return params
+
+
+def _with_context(request: ModelRequest) -> list[dict[str, Any]]:
+    """The messages, with the turn's context as text blocks ahead of the person's words."""
+    messages = list(request.messages)
+    if not request.context:
+        return messages
+    turn = messages[request.turn_index]
+    words = turn["content"]
+    blocks = [{"type": "text", "text": section.text} for section in request.context]
+    blocks.extend([{"type": "text", "text": words}] if isinstance(words, str) else words)
+    messages[request.turn_index] = {**turn, "content": blocks}
+    return messages
 
 
 def _result(message: Any) -> ModelResult:
@@ -161,6 +177,8 @@ def _status_error(error: anthropic.APIStatusError) -> ModelUnavailable:
     ):
         return SpendLimitReached(message or SPEND_LIMIT_CODE)
     retryable = status in RETRYABLE_STATUS or error_type in RETRYABLE_STREAM_ERRORS
+    if status == 400 and PROMPT_TOO_LONG in (message or ""):
+        return PromptTooLong(status, message or PROMPT_TOO_LONG)
     if not retryable and 400 <= status < 500:
         return ModelRefusedRequest(status, message or error_type or "no message")
     return ModelUnavailable(

@@ -40,7 +40,8 @@ class Capabilities:
 
     @property
     def thinking_mode(self) -> str:
-        """none / optional / always adaptive, as the issue and doctor name them."""
+        """How doctor names it: always adaptive (thinking cannot be turned off), adaptive (on
+        unless a request turns it off), optional (off unless asked for) or none."""
         if self.thinks:
             return "always adaptive" if "disabled" in self.thinking_refused else "adaptive"
         if "adaptive" in self.thinking_refused and "enabled" in self.thinking_refused:
@@ -50,7 +51,7 @@ class Capabilities:
     def effort_for(self, wanted: str | None) -> str | None:
         """The level to send: ``wanted`` if this model takes it, else the nearest lower level
         it takes (a setting above a model's top is not an error), None without effort."""
-        if wanted is None or not self.effort_levels:
+        if wanted not in EFFORT_LEVELS or not self.effort_levels:
             return None
         if wanted in self.effort_levels:
             return wanted
@@ -88,7 +89,7 @@ class ModelCatalogue:
 
 
 # An unlisted model is asked in the plainest way: no thinking or effort parameters, no
-# forced tool (auto works on every model), and max_tokens no model refuses.
+# forced tool (auto works on every model), and a max_tokens every model listed accepts.
 UNKNOWN_MODEL = Capabilities(
     context_window=200_000, max_output=32_000, thinking="off",
     thinking_refused=frozenset(), forced_tool_choice=False, min_cache_tokens=1024,

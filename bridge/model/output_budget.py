@@ -8,7 +8,7 @@ at the effort sent; it costs nothing unused (only generated tokens are charged).
 
 from __future__ import annotations
 
-from bridge.model.catalogue import Capabilities
+from bridge.model.catalogue import CATALOGUE, Capabilities
 
 # The longest reply a turn writes (about 16 000 characters, far past what a Slack thread
 # is read in), and a reflection report (five notes, a skill body, observations).
@@ -28,3 +28,8 @@ def max_tokens_for(capabilities: Capabilities, effort: str | None, text_tokens: 
         level = capabilities.effort_for(effort) or capabilities.effort_default or "high"
         thinking = THINKING_ALLOWANCE.get(level, THINKING_ALLOWANCE["high"])
     return min(capabilities.max_output, text_tokens + thinking)
+
+
+def sized_max_tokens(chosen: int | None, model: str, effort: str, text_tokens: int) -> int:
+    """The operator's ``max_tokens`` for a purpose if set, else sized for ``model``."""
+    return chosen or max_tokens_for(CATALOGUE.capabilities(model), effort, text_tokens)

@@ -1,8 +1,8 @@
 """What the pipeline asks of a language model, and what it gets back.
 
-A request keeps its system prompt as named sections (persona, skill index,
-context blocks) so wrappers and the offline responder can read them; the
-Anthropic implementation turns them into the API's text blocks.
+A request keeps its prompt as named sections — the system prompt's (persona, skill
+index) and the turn's context blocks — so wrappers and the offline responder can read
+them; the Anthropic implementation turns them into the API's text blocks.
 """
 
 from __future__ import annotations
@@ -49,9 +49,15 @@ class ModelRequest:
     # Who asks, for the ledger: "turn" or "reflection", and in which session.
     purpose: str = "turn"
     session_id: str | None = None
+    # What is about this turn only (the place and speaker, the user model, related
+    # episodes, the dropped-turns note): sent at the head of the turn's own message
+    # (``messages[turn_index]``), after the cached conversation, so that what changes from
+    # one turn to the next never changes a cached prefix.
+    context: tuple[SystemSection, ...] = ()
+    turn_index: int = 0
 
     def section(self, name: str) -> str | None:
-        return next((s.text for s in self.system if s.name == name), None)
+        return next((s.text for s in (*self.system, *self.context) if s.name == name), None)
 
 
 @dataclass(frozen=True)
@@ -94,6 +100,10 @@ class ModelRefusedRequest(ModelUnavailable):
                          retryable=False)
         self.status = status
         self.api_message = api_message
+
+
+class PromptTooLong(ModelRefusedRequest):
+    """The conversation no longer fits the model's context window: a new thread would."""
 
 
 class SpendLimitReached(ModelUnavailable):

@@ -26,6 +26,7 @@ from bridge.model.protocol import (
     ModelRefusedRequest,
     ModelRequest,
     ModelUnavailable,
+    PromptTooLong,
     SpendLimitReached,
     ToolCall,
 )
@@ -308,8 +309,7 @@ class TurnPipeline:
                 if notice is not None:
                     # Cut, refused, out of room or out of tool rounds: shown as such, never
                     # run (a tool call cut mid-input), never stored as an answer or replayed.
-                    log.warning("model stopped with %s in session %s",
-                                result.stop_reason, session.id)
+                    log.warning("model stopped (%s) in session %s", notice, session.id)
                     answer.notice = notice
                     await reply.flush()
                     _failed(answer, f"{reply.text}\n\n{notice}".strip())
@@ -437,6 +437,9 @@ def _told_for(error: ModelUnavailable, session_id: str) -> str:
     if isinstance(error, SpendLimitReached):
         log.error("model spend limit for session %s: %s", session_id, error)
         return messages.MODEL_SPEND_LIMIT
+    if isinstance(error, PromptTooLong):
+        log.warning("the prompt no longer fits the model in session %s: %s", session_id, error)
+        return messages.CONTEXT_FULL
     if isinstance(error, ModelRefusedRequest):
         # Never goes away by itself: the operator has something to fix (doctor says it).
         log.error("model refused the request for session %s: %s", session_id, error)

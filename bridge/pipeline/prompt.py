@@ -1,9 +1,13 @@
 """Assemble the model request in DESIGN.md's fixed order.
 
-System: persona, skill index (both marked for prompt caching: they change
-rarely, so every turn after the first reads them from the cache), then
-`<slack-context>`, `<user-model>`, `<related-episodes>`. Messages: the
-transcript, then the new message.
+System: persona, skill index (marked for prompt caching: they change rarely, so every
+turn after the first reads them from the cache). Messages: the transcript (its end
+marked for caching too), then the new message, headed by this turn's context —
+`<slack-context>`, `<user-model>`, `<related-episodes>` and the dropped-turns note.
+Decided (issue 27): the context blocks keep DESIGN.md's order among themselves but
+travel with the turn's message rather than in the system prompt, because each of them
+may change from one turn to the next, and any change ahead of the conversation would
+make every turn pay to cache the whole conversation again instead of reading it.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ def build_request(
     system: list[SystemSection] = []
     # One breakpoint ends the stable part (tools, persona, skill index): a second on the
     # persona would cache a prefix the skill index's breakpoint already covers. On its own
-    # that part is often under a model's minimum cacheable length (1 024 tokens and more),
+    # that part is often under a model's minimum cacheable length (512 tokens and more),
     # so the conversation so far carries the other breakpoint (``_messages``).
     if context.persona:
         system.append(SystemSection("persona", context.persona))
@@ -56,24 +60,38 @@ def build_request(
             cache=True,
         )
     )
-    system.append(SystemSection("slack-context", _tagged("slack-context", slack_context(turn))))
-    if context.user_model:
-        system.append(SystemSection("user-model", _tagged("user-model", context.user_model)))
-    if context.related:
-        system.append(
-            SystemSection(
-                "related-episodes", _tagged("related-episodes", episodes_text(context.related))
-            )
-        )
+    messages = _messages(turn, context.transcript)
     return ModelRequest(
         model=model,
         system=tuple(system),
-        messages=tuple(_messages(turn, context.transcript)),
+        messages=tuple(messages),
+        context=tuple(_turn_context(turn, context)),
+        turn_index=len(messages) - 1,
         tools=tuple(tools),
         max_tokens=max_tokens,
         effort=effort,
         session_id=session_id,
     )
+
+
+def _turn_context(turn: Turn, context: GatheredContext) -> list[SystemSection]:
+    """The blocks DESIGN.md orders after the skill index, sent with the turn's message:
+    each can change from one turn to the next (the speaker, a user model fetched for this
+    message, episodes found on a first turn, how many turns were dropped), and in the
+    system prompt any change would void the cached conversation behind it."""
+    sections = [SystemSection("slack-context", _tagged("slack-context", slack_context(turn)))]
+    if context.user_model:
+        sections.append(SystemSection("user-model", _tagged("user-model", context.user_model)))
+    if context.related:
+        sections.append(
+            SystemSection(
+                "related-episodes", _tagged("related-episodes", episodes_text(context.related))
+            )
+        )
+    note = context.transcript.note if context.transcript else None
+    if note:
+        sections.append(SystemSection("dropped-turns", note))
+    return sections
 
 
 def slack_context(turn: Turn) -> str:
@@ -117,13 +135,8 @@ def _messages(turn: Turn, transcript: TrimmedTranscript | None) -> list[dict[str
         last["content"] = [
             {"type": "text", "text": last["content"], "cache_control": {"type": "ephemeral"}}
         ]
-    note = transcript.note if transcript else None
-    if note and messages:
-        messages[0]["content"] = f"{note}\n\n{messages[0]['content']}"
     current = turn.text
     if len(speakers) > 1 and (turn.user_name or turn.user):
         current = f"{turn.user_name or turn.user}: {current}"
-    if note and not messages:
-        current = f"{note}\n\n{current}"
     messages.append({"role": "user", "content": current})
     return messages

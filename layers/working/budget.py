@@ -33,8 +33,17 @@ class TrimmedTranscript:
         )
 
 
+# When the kept turns outgrow the budget, the oldest are dropped until they fill only this
+# share of it. Dropping one turn at a time would change the start of the conversation on
+# every later turn, and with it every cached prefix (a cache write of the whole transcript
+# each turn, never a read); dropping half at once changes it about once per half-budget of
+# new turns, and every turn in between reads the conversation so far from the cache.
+REFILL_FROM = 0.5
+
+
 def trim_to_budget(turns: Sequence[TranscriptTurn], budget_tokens: int) -> TrimmedTranscript:
-    """The newest successful turns that fit ``budget_tokens``, oldest first.
+    """The newest successful turns that fit ``budget_tokens``, oldest first, dropped in
+    blocks (``REFILL_FROM``).
 
     Failed turns are never replayed (their "reply" is an error message, not the
     agent's words). One huge turn (a pasted log) is cut to a quarter of the budget,
@@ -42,16 +51,28 @@ def trim_to_budget(turns: Sequence[TranscriptTurn], budget_tokens: int) -> Trimm
     """
     # An empty reply cannot be replayed (the API refuses an empty assistant message).
     replayable = [_clipped(t, budget_tokens // 4) for t in turns if t.ok and t.reply_text.strip()]
-    kept: list[TranscriptTurn] = []
-    used = 0
-    for turn in reversed(replayable):
-        cost = estimate_tokens(turn.user_text) + estimate_tokens(turn.reply_text)
-        if used + cost > budget_tokens:
-            break
-        kept.append(turn)
+    start = _kept_from(
+        [estimate_tokens(t.user_text) + estimate_tokens(t.reply_text) for t in replayable],
+        budget_tokens,
+    )
+    return TrimmedTranscript(replayable[start:], start)
+
+
+def _kept_from(costs: Sequence[int], budget_tokens: int) -> int:
+    """Where the kept turns start. Worked out from the session's first turn every time, so
+    each turn of a session finds the start the turn before it found, with nothing stored:
+    it moves only when a new turn pushes the kept ones past the budget."""
+    start = used = 0
+    for newest, cost in enumerate(costs):
         used += cost
-    kept.reverse()
-    return TrimmedTranscript(kept, len(replayable) - len(kept))
+        if used > budget_tokens:
+            # The newest turn stays whatever its size: clipped, it fits the budget alone.
+            while used > budget_tokens * REFILL_FROM and start < newest:
+                used -= costs[start]
+                start += 1
+            if used > budget_tokens:
+                used, start = 0, newest + 1
+    return start
 
 
 def _clipped(turn: TranscriptTurn, max_tokens: int) -> TranscriptTurn:

@@ -77,9 +77,9 @@ def test_a_second_run_sees_the_first_runs_episodes(
     assert second.returncode == 0, second.stderr
 
     opening, follow_up = fake_anthropic.requests[2:]
-    related = [t for t in opening.system_texts() if t.startswith("<related-episodes>")]
+    related = [t for t in opening.context_texts() if t.startswith("<related-episodes>")]
     assert related and "billing service behind a canary" in related[0]
-    assert not any(t.startswith("<related-episodes>") for t in follow_up.system_texts())
+    assert not any(t.startswith("<related-episodes>") for t in follow_up.context_texts())
     assert len(_session_ids(home)) == 2
 
 
@@ -108,7 +108,7 @@ def test_resume_a_session_and_refuse_bad_lines_without_losing_the_rest(
     errors = resumed.stderr.strip().splitlines()
     assert any("50000 characters" in line for line in errors)
     assert any("unknown command /bogus" in line for line in errors)
-    last = fake_anthropic.requests[-1].body["messages"]
+    last = fake_anthropic.requests[-1].conversation()
     assert last[0]["content"] == "Remember the launch is on the 3rd."
     assert last[-1]["content"] == "When is the launch?"
 

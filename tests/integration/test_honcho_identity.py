@@ -99,7 +99,8 @@ def test_a_turn_meets_its_deadline_when_honcho_hangs(
     assert outcome.ok
     # The deadline plus a generous margin for a shared machine; a hang would be forever.
     assert elapsed < DEADLINE_S + 3.0
-    assert not any(t.startswith("<user-model>") for t in fake_anthropic.requests[-1].system_texts())
+    texts = fake_anthropic.requests[-1].context_texts()
+    assert not any(t.startswith("<user-model>") for t in texts)
 
 
 async def _ingested_turn(app: Thoth, text: str) -> TurnOutcome:

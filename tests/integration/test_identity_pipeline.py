@@ -39,8 +39,8 @@ def test_a_stated_preference_reaches_the_next_sessions_user_model(
     finally:
         app.close()
     first, second = fake_anthropic.requests
-    assert not any(t.startswith("<user-model>") for t in first.system_texts())
-    (model,) = [t for t in second.system_texts() if t.startswith("<user-model>")]
+    assert not any(t.startswith("<user-model>") for t in first.context_texts())
+    (model,) = [t for t in second.context_texts() if t.startswith("<user-model>")]
     assert "Dana prefers short answers" in model and "Dana their timezone is CET" in model
 
 

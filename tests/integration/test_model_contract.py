@@ -222,6 +222,12 @@ TOOL = {"name": "look_up", "description": "d", "input_schema": {"type": "object"
          'type "tool" and "any" are not supported'),
         ("claude-sonnet-5-5", {"tools": [TOOL], "tool_choice": {"type": "any"}},
          'type "tool" and "any" are not supported'),
+        ("claude-haiku-5-5", {"tools": [TOOL], "tool_choice": {"type": "tool", "name": "look_up"}},
+         "not supported|tool_choice forces tool use"),
+        ("claude-opus-4-8", {"tools": [TOOL], "tool_choice": {"type": "any"},
+                             "thinking": {"type": "adaptive"}}, "tool_choice forces tool use"),
+        ("claude-opus-5-5", {"thinking": {"type": "adaptive", "display": "hidden"}},
+         "thinking.display"),
         ("claude-opus-5-5", {"thinking": {"type": "disabled"}}, "thinking.type.disabled"),
         ("claude-opus-5-5", {"thinking": {"type": "enabled", "budget_tokens": 2048}},
          "thinking.type.enabled"),
@@ -246,13 +252,13 @@ def test_the_loopback_takes_what_each_model_takes_and_thinks_where_it_always_doe
     fake_anthropic: FakeAnthropic,
 ) -> None:
     client = _client(fake_anthropic)
-    forced = client.messages.create(model="claude-haiku-5-5", max_tokens=4000, messages=[USER],
+    forced = client.messages.create(model="claude-opus-4-8", max_tokens=4000, messages=[USER],
                                     tools=[TOOL], tool_choice={"type": "tool", "name": "look_up"})
     plain = client.messages.create(model="claude-opus-5-5", max_tokens=4000, messages=[USER],
                                    thinking={"type": "adaptive"},
                                    output_config={"effort": "max"})
     old = client.messages.create(model="claude-sonnet-4-6", max_tokens=4000, messages=[USER])
-    assert forced.content[0].type == "thinking"
+    assert [block.type for block in forced.content] == ["text"]  # no thinking unless asked
     thinking, words = plain.content
     assert thinking.type == "thinking" and thinking.thinking == "" and thinking.signature
     assert words.type == "text" and plain.usage.output_tokens > 300  # thinking is counted
@@ -316,8 +322,10 @@ def test_max_tokens_holds_thinking_and_the_reply(
     [(api.error(400, error_message="messages.0: something Thoth sent is wrong"),
       messages.MODEL_MISCONFIGURED),
      (api.error(401, error_message="invalid x-api-key"), messages.MODEL_MISCONFIGURED),
-     (api.spend_limit(), messages.MODEL_SPEND_LIMIT)],
-    ids=["400", "401", "spend-limit-429"],
+     (api.spend_limit(), messages.MODEL_SPEND_LIMIT),
+     (api.error(400, error_message="prompt is too long: 1000213 tokens > 1000000 maximum"),
+      messages.CONTEXT_FULL)],
+    ids=["400", "401", "spend-limit-429", "prompt-too-long"],
 )
 def test_a_refusal_that_will_not_go_away_is_not_retried_and_is_told_as_it_is(
     app: Thoth, fake_anthropic: FakeAnthropic, caplog: pytest.LogCaptureFixture,
@@ -339,3 +347,59 @@ def test_the_tool_round_limit_says_so(app: Thoth, fake_anthropic: FakeAnthropic)
     assert not outcome.ok
     assert sink.final == messages.TOOL_ROUNDS_USED.format(rounds=MAX_TOOL_ROUNDS)
     assert len(fake_anthropic.requests) == MAX_TOOL_ROUNDS + 1
+
+
+def test_past_the_transcript_budget_the_conversation_is_still_read_from_the_cache(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    answer = "The release checklist has a step for that, and an owner for the step. " * 6
+    app = _with(model_settings, hashing_embedder, transcript_token_budget=1_500)
+    fake_anthropic.push(*[api.text(answer) for _ in range(30)])
+
+    async def run() -> None:
+        for number in range(30):
+            text = f"question {number}: who owns this step of the release?"
+            await app.pipeline.handle(Turn("s1", text, PLACE, user="U1"), RecordingSink())
+        await app.drain()
+
+    asyncio.run(run())
+    with app.db.read() as conn:
+        reads = [int(row[0]) for row in conn.execute(
+            "SELECT cache_read_tokens FROM model_usage ORDER BY rowid")]
+    app.close()
+    starts = [r.conversation()[0]["content"] for r in fake_anthropic.requests]
+    moves = sum(1 for before, after in zip(starts, starts[1:], strict=False) if after != before)
+    assert starts[-1] != starts[0]  # old turns did go
+    assert moves <= 5  # in blocks: one turn at a time would move it about 20 times
+    # Between moves each turn reads the conversation so far, not only the system prompt.
+    system_only = min(r for r in reads[1:] if r)
+    assert sum(1 for r in reads[10:] if r > system_only) >= 15
+
+
+def test_a_long_prompt_on_haiku_5_5_is_charged_in_its_second_band_and_counts_to_the_cap(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    from bridge.model.catalogue import DEFAULT_PRICES
+    from bridge.model.pricing import Usage
+
+    app = _with(model_settings, hashing_embedder, thoth_model="claude-haiku-5-5",
+                daily_cost_cap_usd=0.04)
+    long_prompt = api.Usage(input_tokens=90_000, output_tokens=1_000,
+                            cache_read_input_tokens=20_000)
+    fake_anthropic.push(api.text("Read it all.", usage=long_prompt), api.text("never sent"))
+    capped = RecordingSink()
+
+    async def run() -> tuple[TurnOutcome, TurnOutcome]:
+        first = await app.pipeline.handle(
+            Turn("s1", "summarise the attached log", PLACE, user="U1"), RecordingSink())
+        second = await app.pipeline.handle(Turn("s1", "and the next?", PLACE, user="U1"), capped)
+        await app.drain()
+        return first, second
+
+    first, second = asyncio.run(run())
+    app.close()
+    base = DEFAULT_PRICES["claude-haiku-5-5"].model_copy(update={"bands": []})
+    charged = 5 * base.cost(Usage(90_000, 1_000, 20_000, 0))
+    assert first.cost_usd == pytest.approx(charged)  # $0.0485, not $0.0097: over the cap
+    assert not second.ok and capped.final == messages.COST_CAP_REACHED.format(cap=0.04)
+    assert len(fake_anthropic.requests) == 1

@@ -68,7 +68,7 @@ def test_the_pane_context_widens_recall_to_the_channel_being_looked_at(
     harness.model.push(api.text("Here is what I found."))
     _dm(harness, "what came out of the incident review?", "1700002100.000200", thread)
     (request,) = harness.model.wait_for_requests(1)
-    related = next(t for t in request.system_texts() if t.startswith("<related-episodes>"))
+    related = next(t for t in request.context_texts() if t.startswith("<related-episodes>"))
     assert "billing outage" in related  # C7: the channel the person is looking at
     assert "hiring plan" not in related  # C8: private, and not in view
     (title,) = wait_until(lambda: harness.slack.titles())

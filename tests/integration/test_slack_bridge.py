@@ -23,8 +23,8 @@ def test_a_mention_is_answered_in_its_thread(harness: Harness) -> None:
     text = wait_until(lambda: streamed_text(harness, "1700000000.000100"))
     assert text == "Deploys are on Fridays."
     (request,) = harness.model.requests
-    assert request.body["messages"][-1]["content"] == "when do we deploy?"
-    context = next(t for t in request.system_texts() if t.startswith("<slack-context>"))
+    assert request.conversation()[-1]["content"] == "when do we deploy?"
+    context = next(t for t in request.context_texts() if t.startswith("<slack-context>"))
     assert "#general" in context and "dana" in context
 
 

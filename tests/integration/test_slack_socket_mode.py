@@ -131,7 +131,7 @@ def test_a_mention_is_acked_at_once_and_answered_in_its_thread(
     assert ack.payload is None  # events take a bare {"envelope_id": ...}
     assert wait_until(lambda: h.finished_reply(ts)) == "Deploys are on Fridays."
     (request,) = h.model.requests
-    assert request.body["messages"][-1]["content"] == "when do we deploy?"
+    assert request.conversation()[-1]["content"] == "when do we deploy?"
     assert len(h.socket.acks) == 1
 
 

@@ -44,7 +44,7 @@ def test_a_message_a_dead_replica_took_is_answered_before_the_next_in_its_thread
     quick = Lanes(SlackInbox(harness.thoth.db, owner=harness.thoth.leases.owner, lease_s=0.3))
     bridge.runner.keep_running(quick.keep(lambda entry: take_over(bridge, entry)))
     wait_until(lambda: len(harness.model.requests) == 2, 30)
-    first, second = (r.body["messages"][-1]["content"] for r in harness.model.requests)
+    first, second = (r.conversation()[-1]["content"] for r in harness.model.requests)
     # Taken over from its stored text: redacted, so the token never reached the inbox.
     assert first.startswith("keep [REDACTED:") and GITHUB_TOKEN not in first
     assert second == "and then?"

@@ -71,7 +71,7 @@ def test_request_carries_the_prompt_in_order_with_cache_marks(
     assert request.body["stream"] is True
     assert request.body["model"] == "claude-opus-5-5"  # the reference's recommendation
     system = request.body["system"]
-    texts = request.system_texts()
+    texts = request.context_texts()
     # persona, skill index, slack context — in that order.
     assert "You are Thoth" in texts[0]
     order = [texts[0].index(f'name="{name}"') for name in ("IDENTITY.md", "SOUL.md", "TOOLS.md")]
@@ -82,8 +82,12 @@ def test_request_carries_the_prompt_in_order_with_cache_marks(
     # One breakpoint ends the stable part (the persona's own would be redundant).
     assert "cache_control" not in system[0]
     assert system[1]["cache_control"] == {"type": "ephemeral"}
-    assert "cache_control" not in system[2]
-    assert request.body["messages"] == [{"role": "user", "content": "When do we deploy?"}]
+    # The turn's context heads its message, after the cached part, the words last.
+    assert len(system) == 2
+    (message,) = request.body["messages"]
+    assert message["role"] == "user" and message["content"][-1] == {
+        "type": "text", "text": "When do we deploy?"}
+    assert message["content"][0]["text"] == texts[2]
     assert [tool["name"] for tool in request.body["tools"]] == [
         "recall_memory",
         "use_skill",
@@ -107,15 +111,15 @@ def test_related_episodes_on_the_first_turn_of_a_new_session_only(
         ],
     )
     first, later = fake_anthropic.requests[2:]
-    related = [t for t in first.system_texts() if t.startswith("<related-episodes>")]
+    related = [t for t in first.context_texts() if t.startswith("<related-episodes>")]
     assert len(related) == 1
     assert "staging database migrates every Tuesday" in related[0]
     assert "Dana" in related[0] and "20" in related[0]  # speaker and a dated line
-    assert first.system_texts().index(related[0]) == len(first.system_texts()) - 1
-    assert not any(t.startswith("<related-episodes>") for t in later.system_texts())
+    assert first.context_texts().index(related[0]) == len(first.context_texts()) - 1
+    assert not any(t.startswith("<related-episodes>") for t in later.context_texts())
     # The later turn carries the session's transcript instead.
     assert [m["role"] for m in later.body["messages"]] == ["user", "assistant", "user"]
-    assert later.body["messages"][0]["content"] == "When does the staging database migrate?"
+    assert later.conversation()[0]["content"] == "When does the staging database migrate?"
 
 
 def test_text_streams_to_the_sink_line_by_line(app: Thoth, fake_anthropic: FakeAnthropic) -> None:
@@ -158,7 +162,7 @@ def test_after_the_last_retry_the_user_gets_one_honest_message_and_nothing_is_st
     # The message is kept in the transcript, but the failed turn is not replayed.
     kept = app.transcript.turns(outcome.session_id)[0]
     assert kept.user_text == "Are you there?" and not kept.ok
-    assert fake_anthropic.requests[-1].body["messages"] == [
+    assert fake_anthropic.requests[-1].conversation() == [
         {"role": "user", "content": "Hello again"}
     ]
 
@@ -288,12 +292,12 @@ def test_a_failing_or_slow_context_source_is_left_out(
     for answer in (broken, slow):
         app.pipeline._user_models = Source(answer)  # type: ignore[assignment]
         assert ask(app, "Hi").ok
-        texts = fake_anthropic.requests[-1].system_texts()
+        texts = fake_anthropic.requests[-1].context_texts()
         assert not any(t.startswith("<user-model>") for t in texts)
 
     app.pipeline._user_models = Source(knows)  # type: ignore[assignment]
     ask(app, "Hi", key="fresh")
-    texts = fake_anthropic.requests[-1].system_texts()
+    texts = fake_anthropic.requests[-1].context_texts()
     user_model = next(i for i, t in enumerate(texts) if t.startswith("<user-model>"))
     slack = next(i for i, t in enumerate(texts) if t.startswith("<slack-context>"))
     assert user_model == slack + 1
@@ -395,7 +399,7 @@ def test_tool_calls_without_words_are_a_failed_turn_that_breaks_nothing(
     assert not empty.ok
     assert empty.reply == messages.TOOL_ROUNDS_USED.format(rounds=MAX_TOOL_ROUNDS)
     assert after.ok
-    assert fake_anthropic.requests[-1].body["messages"] == [{"role": "user", "content": "hello?"}]
+    assert fake_anthropic.requests[-1].conversation() == [{"role": "user", "content": "hello?"}]
 
 
 def test_failing_persona_and_transcript_sources_are_left_out(
@@ -418,9 +422,8 @@ def test_failing_persona_and_transcript_sources_are_left_out(
     texts = fake_anthropic.requests[-1].system_texts()
     assert texts[0].startswith("<skill-index>")  # the persona block is left out
     assert not any("You are Thoth" in text for text in texts)
-    assert fake_anthropic.requests[-1].body["messages"] == [
-        {"role": "user", "content": "still there?"}
-    ]
+    (message,) = fake_anthropic.requests[-1].body["messages"]
+    assert message["content"][-1] == {"type": "text", "text": "still there?"}
 
 
 def test_an_interrupted_turn_keeps_its_cost_and_its_message(

@@ -120,6 +120,30 @@ class RecordedRequest:
             return [system]
         return [block["text"] for block in system]
 
+    def conversation(self) -> list[dict[str, Any]]:
+        """The messages without the turn's context blocks: a message that was only words
+        reads as its plain string again."""
+        plain: list[dict[str, Any]] = []
+        for message in self.body.get("messages") or []:
+            content = message.get("content")
+            if message.get("role") == "user" and isinstance(content, list) and all(
+                b.get("type") == "text" for b in content
+            ):
+                content = content[-1]["text"]
+            plain.append({**message, "content": content})
+        return plain
+
+    def context_texts(self) -> list[str]:
+        """The system prompt's texts, then the context blocks that head a person's message
+        (every text block before the words of a message that has several)."""
+        texts = self.system_texts()
+        for message in self.body.get("messages") or []:
+            content = message.get("content")
+            if message.get("role") == "user" and isinstance(content, list):
+                words = [b for b in content if b.get("type") == "text"]
+                texts.extend(block["text"] for block in words[:-1])
+        return texts
+
 
 class FakeAnthropic(LoopbackServer):
     """The server; use as a context manager. ``url`` goes to ANTHROPIC_BASE_URL."""
@@ -159,7 +183,9 @@ class FakeAnthropic(LoopbackServer):
             if self._script:
                 return self._script.popleft()
         last = request.body.get("messages", [{}])[-1].get("content")
-        said = last if isinstance(last, str) else "(tool results)"
+        words = [b.get("text", "") for b in last or [] if b.get("type") == "text"] if isinstance(
+            last, list) else [last]
+        said = words[-1] if words else "(tool results)"
         return Reply(text=f"You said: {said[:60]}")
 
     def _cached_usage(self, body: dict[str, Any]) -> Usage:

@@ -86,6 +86,8 @@ def _thinking(body: dict[str, Any]) -> str | None:
         return (f'"thinking.type.{kind}" is not supported for this model. Use'
                 ' "thinking.type.adaptive" and "output_config.effort" to control thinking'
                 " behavior.")
+    if thinking.get("display") not in (None, "summarized", "omitted"):
+        return "thinking.display: Input should be 'summarized' or 'omitted'"
     if kind == "disabled" and "display" in thinking:
         return "thinking.display: not allowed when thinking is disabled"
     if kind == "enabled":
@@ -132,7 +134,7 @@ def _tools(body: dict[str, Any]) -> str | None:
     if choice.get("type") in ("tool", "any"):
         if row is not None and not row.forced_tool_choice:
             return 'tool_choice: type "tool" and "any" are not supported for this model.'
-        if (body.get("thinking") or {}).get("type") == "enabled":
+        if thinks(body):
             return "Thinking may not be enabled when tool_choice forces tool use."
     if forced and not isinstance(choice.get("name"), str):
         return "tool_choice.tool.name: Field required"

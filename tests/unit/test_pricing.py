@@ -75,3 +75,12 @@ def test_effort_falls_to_the_nearest_level_a_model_has_and_max_tokens_fits_think
                           REPLY_TOKENS) == 16_000
     assert max_tokens_for(opus_4_6, "medium", REPLY_TOKENS) == REPLY_TOKENS  # no thinking
     assert max_tokens_for(CATALOGUE.capabilities("claude-opus-4-5"), "max", 200_000) == 64_000
+
+
+def test_no_model_that_thinks_by_default_is_sent_a_forced_tool() -> None:
+    from bridge.model.catalogue import CATALOGUE
+
+    # Forcing a tool is incompatible with thinking: a model that thinks unless told not to
+    # is asked for the tool in words.
+    for info in CATALOGUE.models.values():
+        assert not (info.capabilities.thinks and info.capabilities.forced_tool_choice), info.id

@@ -17,7 +17,7 @@ from layers.working.transcript import TranscriptTurn
 PLACE = Place("T1", "C1", "private", "1712.5", "eng")
 
 
-def test_several_speakers_are_named_and_the_dropped_note_comes_first() -> None:
+def test_several_speakers_are_named_and_the_turns_context_rides_with_its_message() -> None:
     transcript = TrimmedTranscript(
         [TranscriptTurn("Deploy now?", "Not yet.", user="U2", user_name="Ari")], dropped=2
     )
@@ -27,15 +27,19 @@ def test_several_speakers_are_named_and_the_dropped_note_comes_first() -> None:
         model="m",
     )
     first, reply, current = request.messages
-    assert first["content"].startswith("[2 earlier turns")
-    assert first["content"].endswith("Ari: Deploy now?")
+    assert first == {"role": "user", "content": "Ari: Deploy now?"}
     # The last replayed reply carries the conversation's cache breakpoint.
     assert reply == {"role": "assistant", "content": [
         {"type": "text", "text": "Not yet.", "cache_control": {"type": "ephemeral"}}]}
     assert current == {"role": "user", "content": "Dana: Why not?"}
-    assert [s.name for s in request.system] == ["persona", "skill-index", "slack-context"]
-    assert "#eng (private channel)" in request.system[2].text
-    assert "thread: 1712.5" in request.system[2].text
+    # Only what stays put is in the system prompt; what may change each turn heads the
+    # turn's own message, after the cached conversation.
+    assert [s.name for s in request.system] == ["persona", "skill-index"]
+    assert [s.name for s in request.context] == ["slack-context", "dropped-turns"]
+    assert request.turn_index == 2
+    assert "#eng (private channel)" in request.context[0].text
+    assert "thread: 1712.5" in request.context[0].text
+    assert request.context[1].text.startswith("[2 earlier turns")
 
 
 def test_offline_responder_asks_memory_then_answers_from_it() -> None:

@@ -11,13 +11,26 @@ def _turn(text: str, ok: bool = True) -> TranscriptTurn:
     return TranscriptTurn(user_text=text, reply_text="reply " + text, ok=ok)
 
 
-def test_the_newest_turns_that_fit_are_kept_in_order() -> None:
+def test_the_newest_turns_that_fit_are_kept_in_order_and_dropped_in_blocks() -> None:
     turns = [_turn(f"turn {i} " + "word " * 50) for i in range(10)]
     per_turn = estimate_tokens(turns[0].user_text) + estimate_tokens(turns[0].reply_text)
-    trimmed = trim_to_budget(turns, per_turn * 3 + 1)
-    assert [t.user_text.split()[1] for t in trimmed.turns] == ["7", "8", "9"]
-    assert trimmed.dropped == 7
-    assert trimmed.note is not None and "7 earlier turns" in trimmed.note
+    budget = per_turn * 4 + 1
+    kept = [trim_to_budget(turns[: n + 1], budget) for n in range(10)]
+    # Four fit; the fifth drops the oldest down to half the budget (two turns), and the
+    # start then stays put until the kept turns pass the budget again.
+    assert [k.dropped for k in kept] == [0, 0, 0, 0, 3, 3, 3, 6, 6, 6]
+    last = kept[-1]
+    assert [t.user_text.split()[1] for t in last.turns] == ["6", "7", "8", "9"]
+    assert last.note is not None and "6 earlier turns" in last.note
+    assert all(len(k.turns) * per_turn <= budget for k in kept)
+
+
+def test_the_start_of_a_long_conversation_moves_rarely() -> None:
+    turns = [_turn(f"turn {i} " + "word " * (20 + 13 * i % 40)) for i in range(200)]
+    starts = [trim_to_budget(turns[: n + 1], 6000).dropped for n in range(200)]
+    moves = sum(1 for before, after in zip(starts, starts[1:], strict=False) if after != before)
+    assert starts == sorted(starts) and starts[-1] > 150  # the old ones do go
+    assert moves <= 200 // 10  # one turn at a time would move it about 170 times
 
 
 def test_failed_turns_are_not_replayed_and_a_full_fit_has_no_note() -> None:
@@ -59,3 +72,9 @@ def test_one_huge_turn_is_cut_and_earlier_turns_still_fit() -> None:
 def test_an_empty_reply_is_never_replayed() -> None:
     empty = TranscriptTurn(user_text="q", reply_text="", ok=True)
     assert trim_to_budget([empty, _turn("b")], 1000).turns == [_turn("b")]
+
+
+def test_the_newest_turn_is_kept_when_older_ones_are_dropped_in_a_block() -> None:
+    long_turns = [_turn(f"log {i} " + "x" * 7_000) for i in range(2)]
+    trimmed = trim_to_budget(long_turns, 6_000)
+    assert [t.user_text.split()[1] for t in trimmed.turns] == ["1"] and trimmed.dropped == 1
