@@ -40,6 +40,7 @@ def run_checks(app: Thoth, *, deep: bool = False) -> list[Check]:
     checks: list[Check] = []
     for check in (
         _database,
+        _home_permissions,
         _recall_memory,
         _embedding if deep else _embedding_installed,
         _brain,
@@ -85,6 +86,19 @@ def _database(app: Thoth) -> list[Check]:
         f" deliveries in progress, {waiting['identity_outbox']} turns waiting for identity",
     ))
     return checks
+
+
+def _home_permissions(app: Thoth) -> list[Check]:
+    """THOTH_HOME holds DMs and private channels' words: nobody else on the machine may
+    read it (Thoth creates it 0700, its database 0600; an older home may be wider)."""
+    home = app.settings.thoth_home
+    wide = [path for path in (home, app.settings.db_path, app.settings.brain_path)
+            if path.exists() and path.stat().st_mode & 0o077]
+    if not wide:
+        return [Check("files", Status.OK, f"{home} is readable by its owner only")]
+    names = ", ".join(str(path) for path in wide)
+    return [Check("files", Status.WARN, f"{names} can be read by other users of this machine",
+                  f"chmod -R go-rwx {home}")]
 
 
 def _recall_memory(app: Thoth) -> list[Check]:

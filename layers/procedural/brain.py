@@ -42,6 +42,14 @@ class BrainError(ConfigurationError):
     """The brain repository is missing, broken or mid-operation; the message says the fix."""
 
 
+# Every git call Thoth makes runs with hooks off: a hook in the brain (post-commit,
+# pre-push, post-merge, put there by anyone who can write the folder) would otherwise run
+# as Thoth on each approval, push and pull. Passed as environment configuration, so it
+# holds for brains made before this and for whatever their .git/config says.
+NO_HOOKS = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath",
+            "GIT_CONFIG_VALUE_0": os.devnull}
+
+
 def _gitpython() -> Any:
     # Imported on first use: GitPython refuses to import without a git executable,
     # and a machine without git must still run `thoth chat` on the shipped persona.
@@ -112,13 +120,15 @@ class Brain:
         return True
 
     def _create_from(self, shipped_persona: Path, shipped_skills: Path) -> None:
-        self.path.mkdir(parents=True, exist_ok=True)
+        # Only Thoth's user reads the brain: notes and skills come from private places.
+        self.path.mkdir(mode=0o700, parents=True, exist_ok=True)
         for source, target in (
             (shipped_persona, self.persona_dir),
             (shipped_skills, self.skills_dir),
         ):
             shutil.copytree(source, target, ignore=shutil.ignore_patterns("README.md"))
         repo = _gitpython().Repo.init(self.path, initial_branch="main")
+        repo.git.update_environment(**NO_HOOKS)
         _set_identity(repo)
         self.commit(
             ["persona", "skills"],
@@ -128,7 +138,9 @@ class Brain:
 
     def _remote_has_main(self) -> bool:
         try:
-            found = _gitpython().cmd.Git().ls_remote(
+            git_command = _gitpython().cmd.Git()
+            git_command.update_environment(**NO_HOOKS)
+            found = git_command.ls_remote(
                 self._remote, "refs/heads/main", kill_after_timeout=PUSH_TIMEOUT_S
             )
         except _gitpython().GitCommandError as error:
@@ -143,7 +155,9 @@ class Brain:
 
     def _clone(self) -> None:
         """Start from the brain the other processes share, not a new history."""
-        repo = _gitpython().Repo.clone_from(self._remote, self.path, branch="main")
+        repo = _gitpython().Repo.clone_from(self._remote, self.path, branch="main", env=NO_HOOKS)
+        repo.git.update_environment(**NO_HOOKS)
+        self.path.chmod(0o700)
         _set_identity(repo)
         log.info("cloned the brain at %s from %s", self.path, self._remote)
 
@@ -362,6 +376,7 @@ class Brain:
         gitpython = _gitpython()
         try:
             repo: git.Repo = gitpython.Repo(self.path)
+            repo.git.update_environment(**NO_HOOKS)
             return repo
         except gitpython.NoSuchPathError as error:
             raise BrainError(

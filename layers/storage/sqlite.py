@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -56,7 +57,11 @@ class SqliteDatabase(Database):
         and finds out halfway.
         """
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            # THOTH_HOME and the database are the owner's alone (DMs and private channels
+            # are in them); SQLite gives its -wal and -shm files the database's mode.
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if not path.exists():
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
             connection = sqlite3.connect(
                 path,
                 timeout=BUSY_TIMEOUT_MS / 1000,

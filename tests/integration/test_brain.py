@@ -398,3 +398,35 @@ def test_the_check_reads_the_brains_own_repository_never_one_above_it(tmp_path: 
         brain.check()
     with pytest.raises(BrainError, match="there is no brain"):
         Brain(tmp_path / "nowhere").check()
+
+
+def test_git_hooks_in_the_brain_never_run_on_thoths_commits_and_pushes(tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    git.Repo.init(remote, bare=True, initial_branch="main")
+    brain = _brain(tmp_path, remote=str(remote))
+    ran = tmp_path / "hook-ran"
+    for hooks in (brain.path / ".git" / "hooks", remote / "hooks"):
+        for name in ("pre-commit", "post-commit", "pre-push", "post-merge", "post-rewrite"):
+            hook = hooks / name
+            hook.write_text(f"#!/bin/sh\necho {name} >> {ran}\n")
+            hook.chmod(0o755)
+    # Even a brain whose own config names a hooks folder.
+    hooks_elsewhere = tmp_path / "hooks"
+    hooks_elsewhere.mkdir()
+    (hooks_elsewhere / "post-commit").write_text(f"#!/bin/sh\necho elsewhere >> {ran}\n")
+    (hooks_elsewhere / "post-commit").chmod(0o755)
+    with git.Repo(brain.path).config_writer() as config:
+        config.set_value("core", "hooksPath", str(hooks_elsewhere))
+    (brain.persona_dir / "MEMORY.md").write_text("- a note\n")
+    assert brain.commit(["persona/MEMORY.md"], "Keep a note\n\nWhy: a test.")
+    assert not ran.exists()
+
+
+def test_the_home_the_database_and_the_brain_are_the_owners_alone(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    db = Database.open(home / "thoth.db", schemas=LAYER_SCHEMAS)
+    db.close()
+    brain = _brain(home)
+    assert (home.stat().st_mode & 0o777) == 0o700
+    assert ((home / "thoth.db").stat().st_mode & 0o777) == 0o600
+    assert (brain.path.stat().st_mode & 0o777) == 0o700

@@ -153,3 +153,12 @@ def test_doctor_loads_the_embedding_model_only_when_asked(settings: Settings) ->
     code, out, _ = thoth(settings, "doctor", "--deep", "--json")
     (deep,) = [c for c in json.loads(out) if c["name"] == "embedding"]
     assert deep["status"] == "ok" and "dims" in deep["detail"]
+
+
+def test_doctor_warns_when_the_home_is_readable_by_others(settings: Settings) -> None:
+    assert thoth(settings, "init")[0] == 0
+    code, out, _ = thoth(settings, "doctor")
+    assert "readable by its owner only" in out
+    settings.thoth_home.chmod(0o755)
+    code, out, _ = thoth(settings, "doctor")
+    assert "can be read by other users" in out and f"chmod -R go-rwx {settings.thoth_home}" in out
