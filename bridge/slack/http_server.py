@@ -119,12 +119,17 @@ class SlackHttpServer:
             return PlainTextResponse("the body took too long", status_code=408)
         except ClientDisconnect:
             return Response(status_code=400)  # nobody is left to read it
-        if not self._signed(request, body):
-            return PlainTextResponse("invalid request signature", status_code=401)
         try:
             text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            # Slack sends UTF-8 only, and its signature is over that text.
+            log.warning("refused a Slack request: the body is not UTF-8")
+            return PlainTextResponse("malformed body: not UTF-8", status_code=400)
+        if not self._signed(request, text):
+            return PlainTextResponse("invalid request signature", status_code=401)
+        try:
             parsed = parse_slack_body(text, request.headers.get("content-type"))
-        except (UnicodeDecodeError, MalformedBody) as error:
+        except MalformedBody as error:
             log.warning("refused a signed Slack request: %s", error)
             return PlainTextResponse(f"malformed body: {error}", status_code=400)
         bolt_request = to_async_bolt_request(request, body)
@@ -137,10 +142,15 @@ class SlackHttpServer:
         response = await self._bolt.async_dispatch(bolt_request)
         return to_starlette_response(response)
 
-    def _signed(self, request: Request, body: bytes) -> bool:
+    def _signed(self, request: Request, body: str) -> bool:
+        timestamp = request.headers.get("x-slack-request-timestamp", "")
+        if not timestamp.isdigit():
+            # The SDK's check would raise on it (a 500 with a traceback): not Slack's.
+            log.warning("refused a Slack request: no numeric X-Slack-Request-Timestamp")
+            return False
         return self._verifier.is_valid(
             body=body,
-            timestamp=request.headers.get("x-slack-request-timestamp", ""),
+            timestamp=timestamp,
             signature=request.headers.get("x-slack-signature", ""),
         )
 

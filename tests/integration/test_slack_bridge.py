@@ -9,10 +9,19 @@ import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from bridge.slack.notifier import SlackNotifier
 from bridge.slack.web import build_async_web_client, build_web_client
 from layers.episodic.episode import Feedback
-from tests.integration.slack_harness import CHANNEL, FOUNDER, Harness, shown, streamed_text
+from tests.integration.slack_harness import (
+    CHANNEL,
+    FOUNDER,
+    SECRET,
+    Harness,
+    shown,
+    streamed_text,
+)
 from tests.servers import anthropic_api as api
 from tests.waiting import wait_until
 
@@ -32,6 +41,38 @@ def test_bad_and_stale_signatures_are_refused(harness: Harness) -> None:
     body = json.dumps({"type": "event_callback", "event": {"type": "app_mention"}})
     assert harness.post(body, signature="v0=deadbeef")[0] == 401
     assert harness.post(body, timestamp=int(time.time()) - 3600)[0] == 401
+    assert harness.model.requests == []
+
+
+def test_a_missing_or_odd_timestamp_is_401_and_a_body_not_in_utf8_is_400(
+    harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    import hashlib
+    import hmac
+    import http.client
+
+    url = urllib.parse.urlsplit(harness.url)
+
+    def post(body: bytes, headers: dict[str, str]) -> int:
+        connection = http.client.HTTPConnection(url.hostname or "", url.port, timeout=10)
+        connection.request("POST", url.path, body=body,
+                           headers={"content-type": "application/json", **headers})
+        status = connection.getresponse().status
+        connection.close()
+        return status
+
+    body = json.dumps({"type": "event_callback", "event": {"type": "app_mention"}}).encode()
+    assert post(body, {"x-slack-signature": "v0=abc"}) == 401
+    assert post(body, {"x-slack-signature": "v0=abc",
+                       "x-slack-request-timestamp": "soon"}) == 401
+    moment = str(int(time.time()))
+    latin = b'{"text": "caf\xe9"}'
+    signed = "v0=" + hmac.new(SECRET.encode(), b"v0:" + moment.encode() + b":" + latin,
+                              hashlib.sha256).hexdigest()
+    assert post(latin, {"x-slack-signature": signed,
+                        "x-slack-request-timestamp": moment}) == 400
+    assert "Traceback" not in caplog.text
+    assert "no numeric X-Slack-Request-Timestamp" in caplog.text and "not UTF-8" in caplog.text
     assert harness.model.requests == []
 
 
