@@ -37,6 +37,7 @@ SESSION_ENDED_SLACK = (
 )
 FOLLOWUP_CANCELLED = "Okay, I won't check back on this thread."
 NO_OPEN_SESSION = "There is no open session in this thread to end."
+NOT_YOUR_SESSION = "Only someone who took part in this conversation can end it."
 CHAT_BANNER = (
     "Thoth — session {session_id}. /recall QUERY searches memory, /done ends the"
     " session, /quit leaves. Ctrl-D also leaves."

@@ -47,7 +47,9 @@ async def done_command(
     if session is None:
         await answer_privately(client, command, escape(messages.NOTHING_TO_END))
         return
-    await conversation.end_session(session.key, channel, session.place.thread_ts or "")
+    await conversation.end_session(
+        session.key, channel, session.place.thread_ts or "", str(command.get("user_id"))
+    )
 
 
 async def answer_privately(

@@ -76,7 +76,9 @@ class Conversation:
     async def handle(self, incoming: Incoming) -> None:
         place, name = await self._place_and_name(incoming)
         if _DONE.match(incoming.text):
-            await self.end_session(incoming.session_key, incoming.channel, incoming.thread_root)
+            await self.end_session(
+                incoming.session_key, incoming.channel, incoming.thread_root, incoming.user
+            )
             return
         if CANCEL.search(incoming.text):
             cancelled = await asyncio.to_thread(
@@ -263,7 +265,16 @@ class Conversation:
             return None
         return str(response.get("permalink") or "") or None
 
-    async def end_session(self, key: str, channel: str, thread_ts: str) -> None:
+    async def end_session(self, key: str, channel: str, thread_ts: str, user: str) -> None:
+        """End the open session under ``key`` for ``user``, who must have taken part in it:
+        ending a session starts its reflection, which is not a bystander's to start."""
+        session = await asyncio.to_thread(self._parts.sessions.find_open, key)
+        if session is not None and not await asyncio.to_thread(
+            self._parts.transcript.took_part, session.id, user
+        ):
+            log.info("%s may not end session %s: they took no part in it", user, session.id)
+            await self._post(channel, thread_ts, messages.NOT_YOUR_SESSION)
+            return
         ended = await self._parts.session_end.end_open(key)
         if ended is None:
             await self._post(channel, thread_ts, messages.NO_OPEN_SESSION)

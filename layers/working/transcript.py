@@ -74,6 +74,17 @@ class TranscriptStore:
             ).fetchone()
         return None if row is None else str(row[0])
 
+    def took_part(self, session_id: str, user: str) -> bool:
+        """Whether ``user`` said anything in the session (a session nobody spoke in is
+        nobody's: anyone may end it)."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                'SELECT COUNT(*), SUM(CASE WHEN "user" = ? THEN 1 ELSE 0 END)'
+                " FROM transcript_turns WHERE session_id = ?",
+                (user, session_id),
+            ).fetchone()
+        return int(row[0]) == 0 or int(row[1] or 0) > 0
+
     def count(self, session_id: str) -> int:
         with self._db.read() as conn:
             (count,) = conn.execute(

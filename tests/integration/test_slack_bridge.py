@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from bridge import messages
 from bridge.slack.notifier import SlackNotifier
 from bridge.slack.web import build_async_web_client, build_web_client
 from layers.episodic.episode import Feedback
@@ -278,6 +279,16 @@ def test_done_and_recall_work_as_text_in_a_thread(harness: Harness) -> None:
             {"outcome": "success", "memory_notes": ["Staging migrations run on Tuesdays"]},
         )
     )
+    # A bystander cannot end it (and so start its reflection), by text or by command.
+    harness.event({"type": "app_mention", "user": "U2", "text": "<@UBOT> done",
+                   "ts": "1700000600.000250", "thread_ts": root, "team": "T1",
+                   "channel": CHANNEL})
+    wait_until(lambda: any(messages.NOT_YOUR_SESSION in m.get("text", "")
+                           for m in harness.replies_in(root)))
+    assert harness.command("/done", "", user="U2")[0] == 200
+    wait_until(lambda: sum(messages.NOT_YOUR_SESSION in m.get("text", "")
+                           for m in harness.replies_in(root)) == 2)
+    assert harness.thoth.sessions.find_open(key) is not None
     harness.mention("done", "1700000600.000300", thread_ts=root)
     wait_until(lambda: harness.thoth.sessions.find_open(key) is None)
     def summaries() -> list[str]:
