@@ -150,6 +150,8 @@ SECRETS: tuple[Seeded, ...] = (
     ),
     _seed("twilio api key", "Twilio key {} for SMS", "SK" + _hex(32)),
     _seed("twilio auth token", "TWILIO_AUTH_TOKEN={}", _hex(32)),
+    _seed("twilio auth token after auth", "call the Twilio API with auth {} please", _hex(32)),
+    _seed("twilio auth token named", "Twilio authToken: '{}'", _hex(32)),
     _seed(
         "sendgrid key",
         "mail through {}",
@@ -176,6 +178,11 @@ SECRETS: tuple[Seeded, ...] = (
         "discord bot token",
         "bot runs with {}",
         "MTA5ODc2" + "NTQzMjEwOTg3NjU0Mw" + ".G" + _alnum(5) + "." + _alnum(27),
+    ),
+    _seed(
+        "discord bot token, newer id and hmac",
+        "the bot token is {} for prod",
+        "MTE4NjU0MzIxMDk4NzY1NDMyMQ" + ".G" + _alnum(5) + "." + _alnum(38),
     ),
     _seed(
         "discord webhook",

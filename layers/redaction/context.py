@@ -61,7 +61,9 @@ _PASSWORD_OPTION = re.compile(
 )
 _CURL_USER = re.compile(
     r"(?:curl|wget)\b[^\n]*?(?:[ \t]-u[ \t]*|--user[= \t]|--http-user[= \t])"
-    r"[\"']?[^\s:\"']+:" + NOT_A_MARKER + r"(?P<secret>[^\s\"']+)"
+    # The user may be a marker already (a Twilio SID), whose own colon is not the pair's.
+    r"[\"']?(?:\[REDACTED:[a-z0-9\-]+\]|" + NOT_A_MARKER + r"[^\s:\"']+):" + NOT_A_MARKER
+    + r"(?P<secret>[^\s\"']+)"
 )
 # The key is matched without a left boundary so DB_PASSWORD, SLACK_BOT_TOKEN and
 # client_secret all hit, but nothing may follow it except quotes or markdown emphasis

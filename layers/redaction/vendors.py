@@ -97,6 +97,24 @@ _AWS_SECRET_ASSIGNED = re.compile(
     + r"(?P<secret>[A-Za-z0-9/+=]{20,})",
     re.IGNORECASE,
 )
+# Discord bot tokens: base64 of the bot's id (24 characters for older ids, 26 and more for
+# today's 19-digit ones), a 6-character timestamp and an HMAC of 27 characters or, on newer
+# tokens, 38. The catalogue's pattern knows only the 24/27 shape and leaves a newer one's
+# edges behind.
+_DISCORD_BOT_TOKEN = re.compile(
+    _ALONE
+    + r"[MNO][A-Za-z0-9_\-]{23,31}\.[A-Za-z0-9_\-]{6}\.[A-Za-z0-9_\-]{27,40}(?![A-Za-z0-9_\-])"
+)
+# A Twilio auth token is 32 hex characters with no prefix of its own: known by the words
+# before it ("auth", "auth token", "authToken") or by following an account SID and a colon
+# (the -u of curl, a basic-auth pair).
+_TWILIO_AUTH_TOKEN = re.compile(
+    r"(?:\bauth(?:[ _\-]?token)?(?:[ \t]+is)?[\"']?[ \t]*[:=]?[ \t]*[\"']?"
+    r"|\bAC[0-9a-f]{32}:)"
+    + NOT_A_MARKER
+    + r"(?P<secret>[0-9a-f]{32})(?![0-9A-Za-z])",
+    re.IGNORECASE,
+)
 _DATADOG_KEY = re.compile(
     r"(?:dd|datadog)[_-]?(?:api|app(?:lication)?)[_-]?key[\"']?[ \t]*[:=][ \t]*[\"']?"
     + NOT_A_MARKER
@@ -115,6 +133,8 @@ def vendor_rules() -> tuple[Rule, ...]:
         Rule("azure-key", _AZURE_VALUE, ("accountkey", "sharedaccess", "sig="), group="secret"),
         Rule("aws-secret-key", _AWS_SECRET_ASSIGNED, ("aws",), group="secret"),
         Rule("datadog-key", _DATADOG_KEY, ("dd", "datadog"), group="secret"),
+        Rule("discord-bot-token", _DISCORD_BOT_TOKEN, (".",)),
+        Rule("twilio-auth-token", _TWILIO_AUTH_TOKEN, ("auth", "ac"), group="secret"),
     )
     prefixed = tuple(
         Rule(kind, re.compile(_ALONE + pattern), triggers) for kind, triggers, pattern in _PREFIXED

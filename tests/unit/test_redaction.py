@@ -245,3 +245,13 @@ NEGATIVES = [
 @pytest.mark.parametrize("text", NEGATIVES)
 def test_text_without_secrets_is_unchanged(text: str) -> None:
     assert redact(text) == text
+
+
+def test_a_twilio_pair_in_curl_loses_both_halves_and_keeps_its_shape() -> None:
+    sid, token = "AC" + "0123456789abcdef" * 2, "fedcba9876543210" * 2
+    said = redact(f"curl -u {sid}:{token} https://api.twilio.com")
+    assert said == ("curl -u [REDACTED:twilio-api-key]:[REDACTED:twilio-auth-token]"
+                    " https://api.twilio.com")
+    # A commit hash is not a token because "auth" stands before it.
+    assert redact("the auth fix is 8f14e45fceea167a5a36dedd4bea2543aa11bb22") == (
+        "the auth fix is 8f14e45fceea167a5a36dedd4bea2543aa11bb22")
