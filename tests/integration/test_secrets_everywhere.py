@@ -118,7 +118,10 @@ def _seed_everything(
             "should_skill": True,
             "skill_slug": f"handle-credentials-{number}",
             "skill_description": f"Where the credentials live: {texts[0]}",
-            "skill_body": "\n\n".join(texts),
+            # A skill body is at least 120 characters, however short the batch's secrets.
+            "skill_body": "# Handling credentials\n\nEach of these belongs in the vault, never"
+                          " in a chat message or a ticket; rotate any that was pasted:\n\n"
+                          + "\n\n".join(texts),
         }))
         code, output = _run(settings, minilm, "reflect", session_id)
         assert code == 0, output
