@@ -31,6 +31,8 @@ from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
 from layers.identity.scope import ReadableSessions
 from layers.identity.user_models import UserModels
+from layers.notes.governance import NoteGovernance
+from layers.notes.store import NoteStore
 from layers.procedural.brain import Brain, BrainError
 from layers.procedural.brain_peers import BrainFollower, BrainPeers
 from layers.procedural.drafts import SkillDrafts
@@ -71,6 +73,7 @@ class Thoth:
     skills: SkillLibrary
     drafts: SkillDrafts
     memory_notes: MemoryNotes
+    notes: NoteGovernance
     pipeline: TurnPipeline
     # Every model call's cost, for the daily cap and the closing summary.
     ledger: CostLedger
@@ -175,6 +178,11 @@ def build(
         chosen_model = MeteredModel(
             chosen_model, ledger, settings.model_prices, daily_cap_usd=settings.daily_cost_cap_usd
         )
+    memory_record = MemoryNotes(brain)
+    notes = NoteGovernance(
+        NoteStore(db), memory_record, founders=settings.founder_user_ids,
+        auto=settings.memory_notes == "auto",
+    )
     pipeline = TurnPipeline(
         sessions=sessions,
         transcript=transcript,
@@ -195,6 +203,7 @@ def build(
         user_models=user_models,
         identity=identity,
         identity_ingest=ingest,
+        notes=notes.store,
     )
     drafts = SkillDrafts(db, brain, skills)
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
@@ -219,7 +228,8 @@ def build(
         brain=brain,
         skills=skills,
         drafts=drafts,
-        memory_notes=MemoryNotes(brain),
+        memory_notes=memory_record,
+        notes=notes,
         pipeline=pipeline,
         identity=identity,
         identity_ingest=ingest,

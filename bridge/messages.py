@@ -47,6 +47,7 @@ CHAT_RESUME_HINT = "Resume this session later with: thoth chat --session {sessio
 # Slack: reactions, feedback buttons and skill cards (said only to the person concerned).
 FORGOTTEN = "Forgotten: that exchange is deleted from my memory (text and vector)."
 NOT_A_FOUNDER = "Only founders (FOUNDER_USER_IDS) can approve or reject skills."
+NOT_A_FOUNDER_NOTES = "Only founders (FOUNDER_USER_IDS) can keep or reject memory notes."
 ASKER_ONLY = "Only the person who asked can save (🧠) or forget (🗑️) this exchange."
 FEEDBACK_THANKS = "Thanks, noted. It shapes which answers I lean on next time."
 FEEDBACK_TAKEN_BACK = "Okay, your feedback on that reply is taken back."

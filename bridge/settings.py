@@ -90,6 +90,10 @@ class Settings(BaseSettings):
     reflection_disabled: bool = False
 
     founder_user_ids: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Who keeps a memory note proposed from a conversation: "approval", a founder (a card
+    # in the thread, or `thoth notes approve`); "auto", kept at once when it rests on
+    # founders' own words only (every other note still waits for a founder).
+    memory_notes: Literal["approval", "auto"] = "approval"
     daily_cost_cap_usd: Annotated[float, Field(ge=0)] = 5.0
     brain_remote: str | None = None
 

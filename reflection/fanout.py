@@ -3,7 +3,7 @@
 A writer that fails is logged and the others go on; the run is then "failed" and
 a retry applies only the writers that had not finished (``reflection_writes``).
 Idempotent where a crash could land between a write and its record: memory notes
-(an identical line is not added twice), the skill draft (one per session and
+(the same words proposed twice in one place are one note), the skill draft (one per session and
 slug), user-model updates (duplicates are merged by the identity layer) and the
 follow-up (one per session). A founder's DM is recorded per founder, so at worst
 one founder gets one message twice.
@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from layers.episodic.store import EpisodeStore
 from layers.identity.protocol import IdentityBackend, Person
+from layers.notes.governance import NoteGovernance
 from layers.procedural.drafts import SkillDrafts
-from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 from layers.working.sessions import Session
 from reflection.followups import Followups
 from reflection.notify import Notifier
@@ -38,6 +38,7 @@ class FanoutResult:
     applied: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     notes_saved: int = 0
+    notes_pending: int = 0
     draft_id: str | None = None
 
 
@@ -45,7 +46,7 @@ class FanoutResult:
 class Writers:
     followups: Followups
     episodes: EpisodeStore
-    notes: MemoryNotes
+    notes: NoteGovernance
     drafts: SkillDrafts
     identity: IdentityBackend | None
     notifier: Notifier
@@ -54,12 +55,14 @@ class Writers:
 
 
 def fan_out(
-    session: Session, report: Reflection, state: ReflectionState, writers: Writers
+    session: Session, report: Reflection, state: ReflectionState, writers: Writers,
+    speakers: Sequence[str] = (),
 ) -> FanoutResult:
+    """``speakers``: who spoke in the session (a note drawn from it rests on their words)."""
     result = FanoutResult()
     done = state.written(session.id)
     steps: list[tuple[str, Callable[[], str | None]]] = [
-        ("memory", lambda: _memory(session, report, writers, result)),
+        ("memory", lambda: _memory(session, report, writers, result, speakers)),
         ("skill", lambda: _skill(session, report, writers, result)),
         ("identity", lambda: _identity(session, report, writers)),
         ("followup", lambda: _followup(session, report, writers)),
@@ -84,17 +87,25 @@ def fan_out(
 
 
 def _memory(
-    session: Session, report: Reflection, writers: Writers, result: FanoutResult
+    session: Session, report: Reflection, writers: Writers, result: FanoutResult,
+    speakers: Sequence[str],
 ) -> str | None:
-    notes = [note for note in report.memory_notes if note.strip()][:MAX_MEMORY_NOTES]
-    if not notes:
+    """Each note proposed in the session's place; a card for each that waits."""
+    texts = [note for note in report.memory_notes if note.strip()][:MAX_MEMORY_NOTES]
+    if not texts:
         return None
-    place = session.place
-    where = f"#{place.channel_name}" if place.channel_name else place.channel
-    why = f"reflection on session {session.id[:8]}"
-    writers.notes.append([MemoryNote(note, "Thoth", where, why) for note in notes])
-    result.notes_saved = len(notes)
-    return str(len(notes))
+    for text in texts:
+        note = writers.notes.propose(
+            text, session.place, user=None, author_name=None,
+            source=f"reflection on session {session.id[:8]}", session_id=session.id,
+            speakers=speakers,
+        )
+        if note.status == "kept":
+            result.notes_saved += 1
+        elif note.status == "proposed":
+            result.notes_pending += 1
+            writers.notifier.note_card(note, session.place)
+    return str(len(texts))
 
 
 def _skill(

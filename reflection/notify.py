@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, TextIO
 
+from layers.notes.store import Note
 from layers.procedural.drafts import Draft
 from layers.working.sessions import Place
 
@@ -11,6 +12,10 @@ from layers.working.sessions import Place
 class Notifier(Protocol):
     def skill_card(self, draft: Draft, place: Place) -> None:
         """Show a pending skill draft where it can be approved."""
+        ...
+
+    def note_card(self, note: Note, place: Place) -> None:
+        """Show a proposed memory note where a founder can keep or reject it."""
         ...
 
     def dm_founder(self, founder: str, text: str) -> None:
@@ -32,6 +37,13 @@ class PrintNotifier:
         print(
             f"Skill draft {draft.id}: {draft.slug} {draft.version} — {draft.description}\n"
             f"  approve: thoth skills approve {draft.id}   reject: thoth skills reject {draft.id}",
+            file=self._out,
+        )
+
+    def note_card(self, note: Note, place: Place) -> None:
+        print(
+            f"Memory note {note.id} (waits for a founder): {note.text}\n"
+            f"  keep: thoth notes approve {note.id}   reject: thoth notes reject {note.id}",
             file=self._out,
         )
 

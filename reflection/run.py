@@ -71,7 +71,8 @@ def reflect_session(
                 return RunResult("failed", None, None, str(refused))
             report = _for_speakers(_redacted(made), session_input)
             state.save_report(session_id, report, redact(raw) if raw else None)
-        result = fan_out(session, report, state, writers)
+        speakers = sorted({t.user for t in transcript.turns(session_id) if t.user})
+        result = fan_out(session, report, state, writers, speakers)
     except Exception as crash:
         log.exception("reflection on session %s failed", session_id)
         state.finish(session_id, error=f"{type(crash).__name__}: {crash}")
@@ -90,9 +91,11 @@ def summary_text(result: RunResult, cost_usd: float) -> str:
     parts = [f"Session ended — outcome: {result.report.outcome}, cost ${cost_usd:.4f}."]
     if result.fanout.notes_saved:
         parts.append(f"Saved {result.fanout.notes_saved} note(s) to memory.")
+    if result.fanout.notes_pending:
+        parts.append(f"{result.fanout.notes_pending} memory note(s) await a founder's approval.")
     if result.fanout.draft_id:
         parts.append(f"Skill draft {result.report.skill_slug} awaits approval.")
-    if not result.fanout.notes_saved and not result.fanout.draft_id:
+    if not (result.fanout.notes_saved or result.fanout.notes_pending or result.fanout.draft_id):
         parts.append("Nothing new to keep.")
     return " ".join(parts)
 
@@ -106,7 +109,8 @@ def _input(
         transcript.turns(session.id),
         feedback=[int(value) for value in writers.episodes.session_feedback(session.id)],
         existing_skills=skills,
-        recent_notes=writers.notes.recent(20),
+        # Only notes that may be read where the session was: they go into its prompt.
+        recent_notes=[note.text for note in writers.notes.visible_from(session.place)],
     )
 
 

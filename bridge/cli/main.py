@@ -28,6 +28,7 @@ from bridge.cli import (
     episodes,
     init,
     migrate,
+    notes,
     people,
     recall,
     reflect,
@@ -65,6 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     recall.register(commands)
     chat.register(commands)
     skills.register(commands)
+    notes.register(commands)
     doctor.register(commands)
     people.register(commands)
     serve.register(commands)

@@ -48,7 +48,7 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             writers=Writers(
                 followups=app.followups,
                 episodes=app.episodic.store,
-                notes=app.memory_notes,
+                notes=app.notes,
                 drafts=app.drafts,
                 identity=app.identity,
                 notifier=notifier,

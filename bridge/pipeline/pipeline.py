@@ -44,6 +44,7 @@ from layers.errors import CostCapReached
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import IdentityBackend, TurnMessages
 from layers.identity.user_models import UserModels
+from layers.notes.store import Note, NoteStore
 from layers.procedural.persona import PersonaLoader
 from layers.procedural.skills import SkillLibrary
 from layers.redaction.stream import RedactingStream
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 PERSONA_DEADLINE_S = 1.0
 TRANSCRIPT_DEADLINE_S = 1.0
 RELATED_EPISODES_DEADLINE_S = 2.0
+NOTES_DEADLINE_S = 1.0
 # A model that keeps asking for tools is cut off and its text so far is the reply.
 MAX_TOOL_ROUNDS = 4
 MEMORY_STEP = "related-episodes"
@@ -134,6 +136,7 @@ class TurnPipeline:
         identity: IdentityBackend | None = None,
         identity_ingest: IngestQueue | None = None,
         after_reply: AfterReply | None = None,
+        notes: NoteStore | None = None,
     ) -> None:
         """``model`` comes with its cost cap and charge around it (``MeteredModel``)."""
         self._sessions = sessions
@@ -144,6 +147,7 @@ class TurnPipeline:
         self._model = model
         self._config = config
         self._user_models = user_models
+        self._notes = notes
         self._tools = ToolBox(
             episodic,
             skills,
@@ -211,7 +215,7 @@ class TurnPipeline:
     async def _gather(
         self, turn: Turn, session: Session, sink: ReplySink, *, first_turn: bool
     ) -> GatheredContext:
-        procedural, transcript, user_model, related = await asyncio.gather(
+        procedural, transcript, user_model, related, notes = await asyncio.gather(
             within_deadline(
                 "persona and skills",
                 PERSONA_DEADLINE_S,
@@ -226,6 +230,7 @@ class TurnPipeline:
             ),
             self._user_model(turn),
             self._related_episodes(turn, sink, first_turn=first_turn),
+            self._memory_notes(turn),
         )
         persona, skill_index = procedural or (None, None)
         return GatheredContext(
@@ -234,6 +239,7 @@ class TurnPipeline:
             user_model=user_model,
             related=related,
             transcript=transcript,
+            notes=notes,
         )
 
     def _procedural(self) -> tuple[str, str | None]:
@@ -244,6 +250,15 @@ class TurnPipeline:
     def _transcript_of(self, session: Session) -> TrimmedTranscript:
         turns = self._transcript.turns(session.id)
         return trim_to_budget(turns, self._config.transcript_token_budget)
+
+    async def _memory_notes(self, turn: Turn) -> Sequence[Note] | None:
+        """The kept notes the speaker may read here (never a pending one)."""
+        if self._notes is None:
+            return None
+        return await within_deadline(
+            "memory-notes", NOTES_DEADLINE_S,
+            asyncio.to_thread(self._notes.kept_for, turn.viewer), self._misses,
+        )
 
     async def _user_model(self, turn: Turn) -> str | None:
         person = turn.person

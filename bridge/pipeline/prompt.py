@@ -14,12 +14,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from bridge.model.protocol import ModelRequest, SystemSection, ToolSpec
 from bridge.pipeline.episodes_block import episodes_text
+from bridge.pipeline.quoting import quoted
 from bridge.pipeline.turn import Turn
 from layers.episodic.episode import Hit
+from layers.notes.store import Note
 from layers.working.budget import TrimmedTranscript
 
 NO_SKILLS = "No skills are installed yet."
@@ -34,6 +37,8 @@ class GatheredContext:
     user_model: str | None = None
     related: Sequence[Hit] | None = None
     transcript: TrimmedTranscript | None = None
+    # The kept memory notes that may be read here (layers/notes/).
+    notes: Sequence[Note] | None = None
 
 
 def build_request(
@@ -80,18 +85,31 @@ def _turn_context(turn: Turn, context: GatheredContext) -> list[SystemSection]:
     message, episodes found on a first turn, how many turns were dropped), and in the
     system prompt any change would void the cached conversation behind it."""
     sections = [SystemSection("slack-context", _tagged("slack-context", slack_context(turn)))]
+    if context.notes:
+        sections.append(SystemSection("memory-notes", _tagged(
+            "memory-notes", quoted(notes_text(context.notes)))))
     if context.user_model:
-        sections.append(SystemSection("user-model", _tagged("user-model", context.user_model)))
+        sections.append(SystemSection("user-model", _tagged(
+            "user-model", quoted(context.user_model))))
     if context.related:
-        sections.append(
-            SystemSection(
-                "related-episodes", _tagged("related-episodes", episodes_text(context.related))
-            )
-        )
+        sections.append(SystemSection("related-episodes", _tagged(
+            "related-episodes", quoted(episodes_text(context.related)))))
     note = context.transcript.note if context.transcript else None
     if note:
         sections.append(SystemSection("dropped-turns", note))
     return sections
+
+
+def notes_text(notes: Sequence[Note]) -> str:
+    """One line a note: when, who asked for it (or which conversation), where, the note."""
+    lines = []
+    for note in notes:
+        day = datetime.fromtimestamp(note.created_at, UTC).date().isoformat()
+        where = {"im": "a DM", "mpim": "a group DM"}.get(
+            note.place.channel_type, f"#{note.place.channel}")
+        who = note.author_name or note.user or note.source
+        lines.append(f"- {day}, {who} in {where}: {note.text}")
+    return "\n".join(lines)
 
 
 def slack_context(turn: Turn) -> str:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from bridge.model.protocol import ToolCall, ToolSpec
 from bridge.pipeline.episodes_block import episodes_text
+from bridge.pipeline.quoting import quoted
 from bridge.pipeline.turn import Turn
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.protocol import IdentityBackend, Person
@@ -115,7 +116,7 @@ class ToolBox:
             except Exception:
                 log.exception("recall_memory failed")
                 return "Memory search is unavailable right now.", True
-            return (episodes_text(hits) or "No matching episodes."), False
+            return (quoted(episodes_text(hits)) or "No matching episodes."), False
         if call.name == USE_SKILL.name and self._skills is not None:
             return await asyncio.to_thread(self._skill_body, call.input.get("name"))
         if call.name in (ABOUT_SPEAKER.name, FORGET_SPEAKER.name) and self._identity is not None:
@@ -131,7 +132,7 @@ class ToolBox:
         if call.name == ABOUT_SPEAKER.name:
             # Only what may be read here: a DM's facts never come up in a channel.
             facts = await self._identity.facts(person, turn.viewer)
-            lines = [f"- [{fact.id}] {fact.text}" for fact in facts]
+            lines = [f"- [{fact.id}] {quoted(fact.text)}" for fact in facts]
             return "\n".join(lines) or "Nothing is stored about them.", False
         fact_id = call.input.get("fact_id")
         if isinstance(fact_id, str):

@@ -33,6 +33,7 @@ from bridge.slack.events import Incoming, from_event, mentions
 from bridge.slack.feedback import FEEDBACK_ACTION
 from bridge.slack.inbox import InboxEntry, SlackInbox
 from bridge.slack.lanes import Lanes
+from bridge.slack.note_cards import NoteCardStore
 from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.reactions import ReactionParts, Reactions
 from bridge.slack.replies import SlackReplies
@@ -102,13 +103,14 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
     reactions = Reactions(
         ReactionParts(
             episodic=thoth.episodic,
-            memory_notes=thoth.memory_notes,
+            transcript=thoth.transcript,
+            notes=thoth.notes,
             drafts=thoth.drafts,
             identity=thoth.identity,
             effects=ReactionEffects(thoth.db),
             founders=frozenset(settings.founder_user_ids),
         ),
-        client, directory, replies, cards, bot_user=bot_user,
+        client, directory, replies, cards, NoteCardStore(thoth.db), bot_user=bot_user,
     )
     inbox = SlackInbox(thoth.db, owner=thoth.leases.owner, lease_s=settings.inbox_lease_s)
     bridge = SlackBridge(

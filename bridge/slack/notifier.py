@@ -10,6 +10,8 @@ from slack_sdk import WebClient
 from bridge.slack.cards import CARD_REACTIONS, CardStore, card_message
 from bridge.slack.escaping import escaped_pieces
 from bridge.slack.founders import dm_founders
+from bridge.slack.note_cards import NOTE_CARD_REACTIONS, NoteCardStore, note_card_message
+from layers.notes.store import Note
 from layers.procedural.drafts import Draft
 from layers.storage.database import Database
 from layers.working.sessions import Place
@@ -19,6 +21,7 @@ class SlackNotifier:
     def __init__(self, client: WebClient, db: Database) -> None:
         self._client = client
         self._cards = CardStore(db)
+        self._note_cards = NoteCardStore(db)
 
     def skill_card(self, draft: Draft, place: Place) -> None:
         self.post_card(draft, channel=place.channel, thread_ts=place.thread_ts)
@@ -33,6 +36,16 @@ class SlackNotifier:
         for name in CARD_REACTIONS:
             self._client.reactions_add(channel=channel, timestamp=ts, name=name)
         return ts
+
+    def note_card(self, note: Note, place: Place) -> None:
+        """Post the note's card in the session's thread, ✅ / ❌ pre-added."""
+        response = self._client.chat_postMessage(
+            channel=place.channel, thread_ts=place.thread_ts, **note_card_message(note)
+        )
+        ts = str(response["ts"])
+        self._note_cards.record(note.id, channel=place.channel, ts=ts)
+        for name in NOTE_CARD_REACTIONS:
+            self._client.reactions_add(channel=place.channel, timestamp=ts, name=name)
 
     def dm_founder(self, founder: str, text: str) -> None:
         if not dm_founders(self._client, [founder], text):

@@ -23,6 +23,7 @@ from bridge.slack.cards import CardStore, show_outcome
 from bridge.slack.directory import Directory
 from bridge.slack.escaping import escape
 from bridge.slack.feedback import HELPFUL, NOT_HELPFUL
+from bridge.slack.note_cards import NOTE_CARD_REACTIONS, NoteCardStore, note_card_message
 from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from bridge.slack.web import SLACK_FAILURES
@@ -30,8 +31,11 @@ from layers.episodic.episode import Feedback
 from layers.episodic.memory import EpisodicMemory
 from layers.errors import ThothError
 from layers.identity.protocol import IdentityBackend, Person
+from layers.notes.governance import NoteGovernance
+from layers.notes.store import Note
 from layers.procedural.drafts import SkillDrafts
-from layers.procedural.memory_notes import MemoryNote, MemoryNotes
+from layers.working.sessions import Place
+from layers.working.transcript import TranscriptStore
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +51,8 @@ class ReactionParts:
     """What reactions act on (built once, in ``bolt_app.build_bridge``)."""
 
     episodic: EpisodicMemory
-    memory_notes: MemoryNotes
+    transcript: TranscriptStore
+    notes: NoteGovernance
     drafts: SkillDrafts
     identity: IdentityBackend | None
     effects: ReactionEffects
@@ -63,6 +68,7 @@ class Reactions:
         directory: Directory,
         replies: SlackReplies,
         cards: CardStore,
+        note_cards: NoteCardStore,
         *,
         bot_user: str | None,
     ) -> None:
@@ -71,6 +77,7 @@ class Reactions:
         self._directory = directory
         self._replies = replies
         self._cards = cards
+        self._note_cards = note_cards
         self._bot_user = bot_user
         self._per_message = KeyedLocks()
 
@@ -88,6 +95,12 @@ class Reactions:
         if not user or user == self._bot_user or item.get("type") != "message":
             return
         if (await self._directory.user(user)).is_bot:
+            return
+        note_id = await asyncio.to_thread(self._note_cards.find, channel, ts)
+        if note_id is not None:
+            if added and name in (WORKED, DID_NOT_WORK):
+                await self._decide_note(note_id, keep=name == WORKED, user=user,
+                                        channel=channel, ts=ts, thread_ts=item.get("thread_ts"))
             return
         card = await asyncio.to_thread(self._cards.find, channel, ts)
         if card is not None:
@@ -128,6 +141,34 @@ class Reactions:
             await self._tell(user, channel, thread_ts, f"Sorry: {error}")
             return
         await show_outcome(self._client, draft, channel=channel, ts=ts)
+
+    async def _decide_note(
+        self, note_id: str, *, keep: bool, user: str, channel: str, ts: str,
+        thread_ts: str | None,
+    ) -> None:
+        """Keep or reject a memory note from its card: a founder's ✅ or ❌."""
+        if user not in self._parts.founders:
+            await self._tell(user, channel, thread_ts, messages.NOT_A_FOUNDER_NOTES)
+            return
+        try:
+            note = await asyncio.to_thread(self._parts.notes.decide, note_id, keep=keep, by=user)
+        except ThothError as error:
+            await self._tell(user, channel, thread_ts, f"Sorry: {error}")
+            return
+        await self._client.chat_update(channel=channel, ts=ts, **note_card_message(note))
+
+    async def _post_note_card(self, note: Note, channel: str, thread_ts: str | None) -> None:
+        try:
+            response = await self._client.chat_postMessage(
+                channel=channel, thread_ts=thread_ts, **note_card_message(note)
+            )
+            ts = str(response["ts"])
+            await asyncio.to_thread(self._note_cards.record, note.id, channel=channel, ts=ts)
+            for name in NOTE_CARD_REACTIONS:
+                await self._client.reactions_add(channel=channel, timestamp=ts, name=name)
+        except SLACK_FAILURES as error:
+            # The note waits all the same: `thoth notes list` shows it to the operator.
+            log.warning("could not post the card of note %s: %s", note.id, error)
 
     async def feedback_clicked(self, *, channel: str, ts: str, user: str, value: str) -> None:
         """A feedback button under a reply: the same as that person's ✅ / ❌, undone by a
@@ -172,7 +213,7 @@ class Reactions:
         elif name == BRAIN:
             await self._brain(reply, episode_id, user, added)
         elif name == WASTEBASKET and added and await asyncio.to_thread(
-            self._parts.episodic.forget, episode_id
+            self._forget_everywhere, episode_id, user
         ):
             await self._client.chat_postMessage(
                 channel=reply.channel, thread_ts=reply.thread_ts,
@@ -212,20 +253,39 @@ class Reactions:
         if episode is None:
             return
         channel = await self._directory.channel(reply.channel)
-        where = f"#{channel.name}" if channel.name else "a DM"
+        # The note belongs where the exchange was said, and reaches prompts only there.
+        place = Place(episode.team, episode.channel, episode.channel_type, episode.thread_ts,
+                      channel.name)
         said = episode.user_text + (f" → {episode.summary}" if episode.summary else "")
-        note = MemoryNote(said, who, where, "🧠 reaction")
-        await asyncio.to_thread(self._keep_note, reply, user, note)
+        note = await asyncio.to_thread(
+            self._parts.notes.propose, said, place, user=user, author_name=who,
+            source="🧠 reaction", session_id=reply.session_id, speakers=[user],
+        )
+        await asyncio.to_thread(self._keep_effect, reply, BRAIN, user, note.id)
+        if note.status == "proposed":
+            await self._post_note_card(note, reply.channel, reply.thread_ts)
 
-    def _keep_note(self, reply: ReplyRecord, user: str, note: MemoryNote) -> None:
-        line, _ = self._parts.memory_notes.append_one(note)
-        self._keep_effect(reply, BRAIN, user, line)
+    def _forget_everywhere(self, episode_id: str, user: str) -> bool:
+        """The exchange, wherever Thoth kept it: the episode (text and vector), its turn in
+        the transcript (so it is neither replayed nor reflected on), and the notes still
+        waiting that reflection drew from its session."""
+        episode = self._parts.episodic.store.get(episode_id)
+        if episode is None or not self._parts.episodic.forget(episode_id):
+            return False
+        if episode.session_id:
+            self._parts.transcript.forget_turn(
+                episode.session_id, episode.created_at, episode.user_text
+            )
+            self._parts.notes.store.reject_pending_of(
+                episode.session_id, by=f"{user} (🗑️ forgot the exchange)"
+            )
+        return True
 
     def _unkeep_note(self, reply: ReplyRecord, user: str, who: str) -> None:
-        line = self._pop_effect(reply, BRAIN, user)
+        note_id = self._pop_effect(reply, BRAIN, user)
         # The same note may stand for another 🧠 (the same question answered twice).
-        if line and not self._line_still_kept(line):
-            self._parts.memory_notes.remove(line, who=who, why="🧠 reaction removed")
+        if note_id and not self._line_still_kept(note_id):
+            self._parts.notes.withdraw(note_id, by=who, why="🧠 reaction removed")
 
     async def _bust(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
         identity = self._parts.identity

@@ -148,5 +148,26 @@ SCHEMA = Schema(
             CREATE INDEX slack_inbox_lease ON slack_inbox (lease_until);
             """,
         ),
+        Migration(
+            4,
+            "slack_note_cards",
+            """
+            -- Which message is which memory note's approval card (founders react ✅ / ❌).
+            CREATE TABLE slack_note_cards (
+                channel TEXT NOT NULL,
+                ts TEXT NOT NULL,
+                note_id TEXT NOT NULL,
+                PRIMARY KEY (channel, ts)
+            );
+            """,
+            postgres="""
+            CREATE TABLE slack_note_cards (
+                channel TEXT NOT NULL,
+                ts TEXT NOT NULL,
+                note_id TEXT NOT NULL,
+                PRIMARY KEY (channel, ts)
+            );
+            """,
+        ),
     ),
 )

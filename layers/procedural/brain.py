@@ -44,10 +44,12 @@ class BrainError(ConfigurationError):
 
 # Every git call Thoth makes runs with hooks off: a hook in the brain (post-commit,
 # pre-push, post-merge, put there by anyone who can write the folder) would otherwise run
-# as Thoth on each approval, push and pull. Passed as environment configuration, so it
-# holds for brains made before this and for whatever their .git/config says.
-NO_HOOKS = {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "core.hooksPath",
-            "GIT_CONFIG_VALUE_0": os.devnull}
+# as Thoth on each approval, push and pull; so would a core.fsmonitor command. Passed as
+# environment configuration, so it holds for brains made before this and for whatever
+# their .git/config says.
+NO_HOOKS = {"GIT_CONFIG_COUNT": "2",
+            "GIT_CONFIG_KEY_0": "core.hooksPath", "GIT_CONFIG_VALUE_0": os.devnull,
+            "GIT_CONFIG_KEY_1": "core.fsmonitor", "GIT_CONFIG_VALUE_1": "false"}
 
 
 def _gitpython() -> Any:

@@ -1,9 +1,12 @@
-"""MEMORY.md: notes the team asked the agent to keep, each a commit in the brain.
+"""MEMORY.md: the readable, committed record of the kept memory notes.
 
-Used by the 🧠 reaction and by reflection. A note is one redacted, dated line
-with its provenance (who, where, why). Past ``MAX_NOTE_LINES`` notes the oldest
-move to ``persona/archive/MEMORY-<date>.md``, which no prompt reads, so the
-file every prompt carries stays small.
+A note is kept in the database (``layers/notes/``: its place, author, status) once a
+founder approves it; keeping it also appends one redacted, dated line here with its
+provenance (who, where, why, who approved), a commit in the brain. Prompts never read
+these lines (a note reaches a prompt only where its source could be read, from the
+database); lines a person wrote by hand in MEMORY.md are the operators' own and stay
+in the persona. Past ``MAX_NOTE_LINES`` notes the oldest move to
+``persona/archive/MEMORY-<date>.md``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -24,7 +28,8 @@ ARCHIVE_DIR = "persona/archive"
 NOTE_PREFIX = "- "
 # Only the agent's own dated notes count toward the budget and move to the archive;
 # bullets a person wrote by hand stay put.
-_NOTE = re.compile(r"^- \d{4}-\d{2}-\d{2} · ")
+AGENT_NOTE = re.compile(r"^- \d{4}-\d{2}-\d{2} · ")
+_NOTE = AGENT_NOTE
 
 Clock = Callable[[], float]
 
@@ -35,6 +40,8 @@ class MemoryNote:
     who: str  # the person who asked for it, or approved it
     where: str  # "#general", "a DM", "terminal"
     why: str  # "🧠 reaction", "reflection on session …"
+    # The founder who kept it (the commit's Approved-by); None: the person who asked.
+    approved_by: str | None = None
 
 
 class MemoryNotes:
@@ -44,6 +51,11 @@ class MemoryNotes:
         self._brain = brain
         self._max_lines = max_lines
         self._clock = clock
+
+    def writing(self) -> AbstractContextManager[None]:
+        """The brain's write lock (every process's): a decision on a note and its line
+        here are one step, whichever process or thread makes it."""
+        return self._brain.writing()
 
     def append(self, notes: Sequence[MemoryNote]) -> str | None:
         """Add the notes (one commit); returns the commit sha, None if nothing changed."""
@@ -70,12 +82,13 @@ class MemoryNotes:
             changes[MEMORY_FILE] = "\n".join(kept) + "\n"
             first = notes[0]
             who, where, why = (redact(part) for part in (first.who, first.where, first.why))
+            approver = redact(first.approved_by or first.who)
             summary = redact(first.text).strip().splitlines()[0][:60]
             return self._brain.apply(
                 changes,
                 f"Remember: {summary}\n\nWhy: {why}, asked by {who} in {where}.\n"
-                f"Approved-by: {who}",
-                author=Author(who),
+                f"Approved-by: {approver}",
+                author=Author(approver),
             )
 
     def append_one(self, note: MemoryNote) -> tuple[str, str | None]:

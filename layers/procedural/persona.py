@@ -12,6 +12,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from layers.procedural.memory_notes import AGENT_NOTE
+
 log = logging.getLogger(__name__)
 
 PERSONA_FILES: tuple[str, ...] = (
@@ -87,6 +89,12 @@ def _stat(path: Path) -> tuple[int, int] | None:
 
 def _read(path: Path) -> PersonaFile:
     text = path.read_text(encoding="utf-8", errors="replace")
+    if path.name == "MEMORY.md":
+        # Its dated lines record kept notes, each said in one place: they reach a prompt
+        # from the database, only where they may be read (layers/notes/). What a person
+        # wrote here by hand is the operators' own and stays.
+        text = "".join(line for line in text.splitlines(keepends=True)
+                       if not AGENT_NOTE.match(line))
     if len(text) <= MAX_FILE_CHARS:
         return PersonaFile(path.name, text)
     log.warning(

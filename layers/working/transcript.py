@@ -74,6 +74,17 @@ class TranscriptStore:
             ).fetchone()
         return None if row is None else str(row[0])
 
+    def forget_turn(self, session_id: str, created_at: float, user_text: str) -> int:
+        """Delete the turn an episode was made from (🗑️): never replayed, never reflected
+        on again. Returns how many rows went (0 when it was gone already)."""
+        with self._db.write() as conn:
+            deleted = conn.execute(
+                "DELETE FROM transcript_turns WHERE session_id = ? AND created_at = ?"
+                " AND user_text = ?",
+                (session_id, created_at, redact(user_text)),
+            ).rowcount
+        return int(deleted or 0)
+
     def took_part(self, session_id: str, user: str) -> bool:
         """Whether ``user`` said anything in the session (a session nobody spoke in is
         nobody's: anyone may end it)."""

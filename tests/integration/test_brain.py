@@ -8,7 +8,6 @@ import multiprocessing
 import os
 import signal
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -289,13 +288,23 @@ def test_a_failed_commit_puts_the_files_back_and_leaves_the_draft_pending(
     brain = _brain(tmp_path)
     drafts = _drafts(tmp_path, brain)
     draft = drafts.propose("deploy-checklist", "Deploy safely", BODY)
-    hook = brain.path / ".git" / "hooks" / "prepare-commit-msg"  # runs under --no-verify
-    hook.write_text("#!/bin/sh\necho 'refused by a hook' >&2\nexit 1\n")
+    # A person's git holds the index (Thoth's own runs no hooks, so none can fail it).
+    hook = brain.path / ".git" / "hooks" / "prepare-commit-msg"
+    hook.write_text("#!/bin/sh\nexec sleep 120\n")
     hook.chmod(0o755)
-    with pytest.raises(BrainError, match="git failed in the brain"):
-        drafts.approve(draft.id, by="dana")
-    assert not (brain.skills_dir / "deploy-checklist").exists()
-    assert drafts.get(draft.id).state is DraftState.PENDING
+    (brain.persona_dir / "SOUL.md").write_text("Edited by hand.\n")
+    running = subprocess.Popen(["git", "commit", "-qm", "by hand", "--", "persona/SOUL.md"],
+                               cwd=brain.path, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        wait_until((brain.path / ".git" / "index.lock").exists, 30)
+        with pytest.raises(BrainError, match="index.lock"):
+            drafts.approve(draft.id, by="dana")
+        assert not (brain.skills_dir / "deploy-checklist").exists()
+        assert drafts.get(draft.id).state is DraftState.PENDING
+    finally:
+        os.killpg(running.pid, signal.SIGKILL)
+        running.wait()
     hook.unlink()
     assert drafts.approve(draft.id, by="dana").state is DraftState.ACCEPTED
 
@@ -317,43 +326,37 @@ def test_approval_never_overwrites_unreviewed_work(tmp_path: Path) -> None:
     assert "A hand-written step." in skill_md.read_text()
 
 
-_KILLED_WRITER = """
-import sys
-from pathlib import Path
-from layers.procedural.brain import Brain
-from layers.procedural.memory_notes import MemoryNote, MemoryNotes
-MemoryNotes(Brain(Path(sys.argv[1])), clock=lambda: 1_800_000_000.0).append(
-    [MemoryNote("The demo moved to Thursday", "Dana", "#eng", "reflection")]
-)
-"""
-
-
 def test_a_commit_killed_midway_is_recovered_and_committed_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     brain = _brain(tmp_path)
-    # prepare-commit-msg runs even under --no-verify, while git holds .git/index.lock:
-    # the first commit waits there long enough to be killed, as a host restart would.
+    note = MemoryNote("The demo moved to Thursday", "Dana", "#eng", "reflection")
+    # The state a commit killed by a host restart leaves: the note written into MEMORY.md,
+    # git killed while it held .git/index.lock. Thoth's own git runs no hooks, so a
+    # person's commit of the same change is the one held (in prepare-commit-msg) and killed.
+    scratch = _brain(tmp_path / "scratch")
+    MemoryNotes(scratch, clock=lambda: 1_800_000_000.0).append([note])
+    (brain.persona_dir / "MEMORY.md").write_text((scratch.persona_dir / "MEMORY.md").read_text())
     started = tmp_path / "git-is-committing"
     hook = brain.path / ".git" / "hooks" / "prepare-commit-msg"
-    hook.write_text(f'#!/bin/sh\n[ -e "{started}" ] && exit 0\ntouch "{started}"\nexec sleep 120\n')
+    hook.write_text(f'#!/bin/sh\ntouch "{started}"\nexec sleep 120\n')
     hook.chmod(0o755)
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_WRITER, str(brain.path)],
-                             start_new_session=True, cwd=ROOT)
+    child = subprocess.Popen(["git", "commit", "-qm", "x", "--", "persona/MEMORY.md"],
+                             cwd=brain.path, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_until(started.exists, 60)
     finally:
-        os.killpg(child.pid, signal.SIGKILL)  # the writer, its git and the hook at once
+        os.killpg(child.pid, signal.SIGKILL)  # git and the hook at once
         child.wait()
+    hook.unlink()
     memory = brain.persona_dir / "MEMORY.md"
     assert (brain.path / ".git" / "index.lock").exists()
     assert "The demo moved to Thursday" in memory.read_text()  # written, not committed
     assert git.Repo(brain.path).is_dirty()
 
     with caplog.at_level(logging.WARNING, logger="layers.procedural.brain"):
-        retried = MemoryNotes(brain, clock=lambda: 1_800_000_000.0).append(
-            [MemoryNote("The demo moved to Thursday", "Dana", "#eng", "reflection")]
-        )
+        retried = MemoryNotes(brain, clock=lambda: 1_800_000_000.0).append([note])
     assert retried is not None
     assert "removed .git/index.lock" in caplog.text
     assert memory.read_text().count("The demo moved to Thursday") == 1

@@ -126,6 +126,14 @@ def _seed_everything(
         code, output = _run(settings, minilm, "reflect", session_id)
         assert code == 0, output
         shown.append(output)
+        # Every note the report proposed is kept, so MEMORY.md carries them (as markers).
+        code, listing = _run(settings, minilm, "notes", "list", "--json")
+        assert code == 0, listing
+        shown.append(listing)
+        for note in json.loads(listing.splitlines()[-1]):
+            code, output = _run(settings, minilm, "notes", "approve", note["id"])
+            assert code == 0, output
+            shown.append(output)
     episodes = tmp_path / "episodes.jsonl"
     episodes.write_text("".join(
         json.dumps({"id": f"imported-{index}", "user_text": seeded.text,

@@ -182,11 +182,27 @@ def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harnes
                            for e in harness.slack.ephemerals(CHANNEL)))
     assert store.get(episode_id) is not None
 
+    # 🧠 proposes a note where it was said; a founder's ✅ on its card keeps it.
     memory = harness.thoth.brain.persona_dir / "MEMORY.md"
     harness.reaction("brain", reply_ts)
+    wait_until(lambda: harness.thoth.notes.store.listed("proposed"))
+    assert "how should we deploy the api?" not in memory.read_text()
+
+    def card() -> str | None:
+        return next((m["ts"] for m in harness.replies_in(ts)
+                     if "Memory note proposed" in m.get("text", "")), None)
+
+    card_ts = wait_until(card)
+    assert set(harness.slack.reactions_on(CHANNEL, card_ts)) >= {"white_check_mark", "x"}
+    harness.reaction("white_check_mark", card_ts, user="U2")  # not a founder: refused
+    wait_until(lambda: any("keep or reject memory notes" in e["text"]
+                           for e in harness.slack.ephemerals(CHANNEL)))
+    harness.reaction("white_check_mark", card_ts, user=FOUNDER)
     wait_until(lambda: "how should we deploy the api?" in memory.read_text())
     harness.reaction("brain", reply_ts, added=False)
     wait_until(lambda: "how should we deploy the api?" not in memory.read_text())
+    (withdrawn,) = wait_until(lambda: harness.thoth.notes.store.listed("rejected"))
+    assert withdrawn.place.channel == CHANNEL and withdrawn.user == "U1"
 
     identity = harness.thoth.identity
     assert identity is not None
@@ -201,9 +217,13 @@ def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harnes
     harness.reaction("bust_in_silhouette", reply_ts, added=False)
     wait_until(lambda: not any("deploy the api" in fact for fact in facts()))
 
+    session = harness.thoth.sessions.find_open(f"slack:T1:{CHANNEL}:{ts}")
+    assert session is not None and harness.thoth.transcript.count(session.id) == 1
     harness.reaction("wastebasket", reply_ts)
     wait_until(lambda: store.get(episode_id) is None)
     wait_until(lambda: any("Forgotten" in m.get("text", "") for m in harness.replies_in(ts)))
+    # Gone from the transcript too: never replayed, never reflected on.
+    assert harness.thoth.transcript.count(session.id) == 0
 
 
 def test_skill_cards_need_a_founder(harness: Harness) -> None:
@@ -295,7 +315,13 @@ def test_done_and_recall_work_as_text_in_a_thread(harness: Harness) -> None:
         return [m["text"] for m in harness.replies_in(root) if "Session ended" in m.get("text", "")]
 
     summary = wait_until(summaries, 90)
-    assert "outcome: success" in summary[0] and "Saved 1 note(s)" in summary[0]
+    assert "outcome: success" in summary[0]
+    assert "1 memory note(s) await a founder's approval" in summary[0]
+    # The note's card waits in the thread for a founder; the note is in no prompt yet.
+    (note,) = harness.thoth.notes.store.listed("proposed")
+    assert note.text == "Staging migrations run on Tuesdays" and note.place.channel == CHANNEL
+    assert any("Staging migrations run on Tuesdays" in m.get("text", "")
+               for m in harness.replies_in(root) if "Memory note proposed" in m.get("text", ""))
     reflection_call = harness.model.requests[-1].body
     assert reflection_call["tool_choice"] == {"type": "auto"}  # Opus 5.5 refuses a forced tool
     assert "staging migrations happen on Tuesdays" in reflection_call["messages"][0]["content"]

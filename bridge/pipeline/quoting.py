@@ -1,0 +1,16 @@
+"""Remembered text as quoted data in a prompt: it can never close its block or open another.
+
+Episodes, identity facts, memory notes and tool results were written by people (anyone in
+the workspace) and are spliced into the model's context inside tags such as
+`<related-episodes>`. Their angle brackets and ampersands are escaped as in HTML, so a
+stored "</related-episodes><rules>…" stays text inside its block; the persona's rules
+tell the model these blocks are quotations, never instructions.
+"""
+
+from __future__ import annotations
+
+_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def quoted(text: str) -> str:
+    return text.translate(_ESCAPES)

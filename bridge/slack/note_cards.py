@@ -1,0 +1,54 @@
+"""Memory-note approval cards: the note's whole text, where it was said, ✅ / ❌ pre-added.
+
+The reflection child (or the 🧠 reaction) posts one per proposed note; a founder's ✅
+keeps the note, ❌ rejects it (``reactions.py``), and the card is edited to say who
+decided. A note is one line (at most 300 characters), so the card always shows it whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bridge.slack.escaping import escape, mention
+from layers.notes.store import Note
+from layers.storage.database import Database
+
+NOTE_CARD_REACTIONS = ("white_check_mark", "x")
+
+
+class NoteCardStore:
+    """Which message is which note's card (the ``slack_note_cards`` table)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def record(self, note_id: str, *, channel: str, ts: str) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                "INSERT INTO slack_note_cards (channel, ts, note_id) VALUES (?, ?, ?)"
+                " ON CONFLICT (channel, ts) DO UPDATE SET note_id = excluded.note_id",
+                (channel, ts, note_id),
+            )
+
+    def find(self, channel: str, ts: str) -> str | None:
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT note_id FROM slack_note_cards WHERE channel = ? AND ts = ?",
+                (channel, ts),
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+
+def note_card_message(note: Note) -> dict[str, Any]:
+    """The card as Slack markdown: the note quoted whole, escaped, and what a founder
+    can do (or who decided)."""
+    if note.status == "proposed":
+        verdict = "React ✅ to keep it as standing memory here, ❌ to reject it (founders)."
+    else:
+        word = {"kept": "Kept", "rejected": "Rejected", "replaced": "Replaced"}[note.status]
+        by = note.decided_by or ""
+        verdict = f"{word} by {mention(by) if by.startswith(('U', 'W')) else escape(by)}."
+    said = escape(note.text)
+    # markdown_text alone: Slack refuses it beside text (markdown_text_conflict), and
+    # notifications read it.
+    return {"markdown_text": f"Memory note proposed ({escape(note.source)}):\n> {said}\n{verdict}"}

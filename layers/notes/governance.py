@@ -1,0 +1,100 @@
+"""Who decides what becomes standing context: a proposed note waits for a founder.
+
+A note proposed from a conversation (a 🧠, reflection, "remember …") is kept only once a
+founder approves it (a card in the thread, or `thoth notes approve`), unless the
+operator set ``MEMORY_NOTES=auto``: then a note resting on founders' own words only is
+kept at once, and every other still waits. Keeping it writes its line in MEMORY.md (the
+brain's committed record, with who approved); withdrawing a kept note takes the line out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from layers.episodic.episode import Viewer
+from layers.errors import BadInput
+from layers.notes.store import Note, NoteStore
+from layers.procedural.memory_notes import MemoryNote, MemoryNotes
+from layers.working.sessions import Place
+
+# What "auto" records as the decider of a note kept without a card.
+AUTO_DECIDER = "MEMORY_NOTES=auto"
+
+
+class NoteGovernance:
+    def __init__(
+        self, store: NoteStore, record: MemoryNotes, *, founders: Sequence[str], auto: bool
+    ) -> None:
+        self._store = store
+        self._record = record
+        self._founders = frozenset(founders)
+        self._auto = auto
+
+    @property
+    def store(self) -> NoteStore:
+        return self._store
+
+    def propose(
+        self, text: str, place: Place, *, user: str | None, author_name: str | None,
+        source: str, session_id: str | None, speakers: Sequence[str],
+    ) -> Note:
+        """A proposed note; kept at once only under ``auto`` when every one of
+        ``speakers`` (whose words it rests on) is a founder."""
+        if not text.strip():
+            raise BadInput("a memory note needs some text")
+        note = self._store.propose(text, place, user=user, author_name=author_name,
+                                   source=source, session_id=session_id)
+        if note.status == "proposed" and self._auto and speakers and all(
+            speaker in self._founders for speaker in speakers
+        ):
+            return self.decide(note.id, keep=True, by=AUTO_DECIDER)
+        return note
+
+    def visible_from(self, place: Place, user: str | None = None) -> list[Note]:
+        """The kept notes that may be read at ``place`` (by ``user`` in a DM)."""
+        return self._store.kept_for(
+            Viewer(place.team, place.channel, place.channel_type, user)
+        )
+
+    def is_founder(self, user: str) -> bool:
+        return user in self._founders
+
+    def decide(self, note_id: str, *, keep: bool, by: str) -> Note:
+        """Keep or reject a proposed note; a note already decided stays as it was."""
+        with self._record.writing():
+            return self._decide(note_id, keep=keep, by=by)
+
+    def _decide(self, note_id: str, *, keep: bool, by: str) -> Note:
+        note = self._store.get(note_id)
+        if note is None:
+            raise BadInput(f"no memory note {note_id!r}: `thoth notes list` shows them")
+        if note.status != "proposed":
+            return note
+        if not keep:
+            return self._decided(self._store.decide(note.id, "rejected", by=by))
+        line, _ = self._record.append_one(MemoryNote(
+            note.text, note.author_name or note.user or "Thoth", _where(note.place),
+            note.source, approved_by=by,
+        ))
+        return self._decided(self._store.decide(note.id, "kept", by=by, record_line=line))
+
+    def withdraw(self, note_id: str, *, by: str, why: str) -> Note | None:
+        """The person who asked takes it back (a 🧠 removed): a proposed note is rejected,
+        a kept one too, and its line leaves MEMORY.md."""
+        with self._record.writing():
+            note = self._store.get(note_id)
+            if note is None or note.status not in ("proposed", "kept"):
+                return note
+            if note.status == "kept" and note.record_line:
+                self._record.remove(note.record_line, who=by, why=why)
+            return self._store.decide(note.id, "rejected", by=by)
+
+    def _decided(self, note: Note | None) -> Note:
+        assert note is not None  # decided a moment ago, never deleted
+        return note
+
+
+def _where(place: Place) -> str:
+    if place.channel_type == "im":
+        return "a DM"
+    return f"#{place.channel_name}" if place.channel_name else place.channel
