@@ -16,6 +16,7 @@ from layers.redaction import redact
 from layers.working.sessions import Session, SessionStore
 from layers.working.transcript import TranscriptStore
 from reflection.fanout import FanoutResult, Writers, fan_out
+from reflection.own_words import rests_on
 from reflection.reflector import Reflector
 from reflection.report import Reflection
 from reflection.session_input import SessionInput
@@ -116,14 +117,21 @@ def _input(
 
 def _for_speakers(report: Reflection, session: SessionInput) -> Reflection:
     """User-model updates keyed by the speakers' ids; any other key is dropped (the model
-    may name a person; a peer nobody can see or forget must not be created)."""
+    may name a person; a peer nobody can see or forget must not be created), and so is a
+    fact that does not rest on that person's own words in the session."""
     updates: dict[str, list[str]] = {}
     for key, items in report.user_model_updates.items():
         person = session.person_id(key)
         if person is None:
             log.warning("reflection named %r, who did not speak in the session; dropped", key)
             continue
-        updates.setdefault(person, []).extend(items)
+        said = [turn.user_text for turn in session.turns if turn.user == person]
+        own = [item for item in items if rests_on(item, said)]
+        if len(own) < len(items):
+            # Someone else's words about them are not who they are.
+            log.warning("reflection: %d fact(s) about %s not in their own words; dropped",
+                        len(items) - len(own), person)
+        updates.setdefault(person, []).extend(own)
     return report.model_copy(update={"user_model_updates": updates})
 
 

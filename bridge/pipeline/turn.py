@@ -26,6 +26,8 @@ class Turn:
     # In a DM, the channel the person is looking at beside it (Slack's AI-app pane):
     # recall may show that channel's memories to them, as they can read it.
     looking_at: str | None = None
+    # The speaker sees only this channel's own memory (``Viewer.confined``).
+    confined: bool = False
 
     @property
     def person(self) -> Person | None:
@@ -39,15 +41,18 @@ class Turn:
         A DM viewer sees the speaker's own DMs, so its channel field is free to name the
         channel they are looking at (the visibility rule matches private channels by it).
         """
-        return viewer_at(self.place, self.user, self.looking_at)
+        return viewer_at(self.place, self.user, self.looking_at, confined=self.confined)
 
 
-def viewer_at(place: Place, user: str | None, looking_at: str | None = None) -> Viewer:
-    """The viewer of someone at ``place``; in a DM, the channel they look at beside it."""
+def viewer_at(
+    place: Place, user: str | None, looking_at: str | None = None, *, confined: bool = False
+) -> Viewer:
+    """The viewer of someone at ``place``; in a DM, the channel they look at beside it
+    (never for a confined reader, who sees only where they are)."""
     channel = place.channel
-    if place.channel_type == "im" and looking_at:
+    if place.channel_type == "im" and looking_at and not confined:
         channel = looking_at
-    return Viewer(place.team, channel, place.channel_type, user)
+    return Viewer(place.team, channel, place.channel_type, user, confined=confined)
 
 
 def check_message(text: str) -> None:

@@ -25,7 +25,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
-from bridge.slack.directory import Directory
+from bridge.slack.directory import Directory, confined_reader
 from bridge.slack.thread_contexts import ThreadContexts
 from bridge.slack.web import SLACK_FAILURES
 from layers.episodic.episode import Viewer
@@ -63,7 +63,10 @@ class AssistantThreads:
             return
         await asyncio.to_thread(self.contexts.keep, event)
         looking_at = await self.viewing(team, channel, thread_ts, user)
-        prompts = await asyncio.to_thread(self._suggestions, team, channel, user, looking_at)
+        confined = await self._confined(team, channel, user)
+        prompts = await asyncio.to_thread(
+            self._suggestions, team, channel, user, looking_at, confined
+        )
         await self._offer(prompts, channel_id=channel, thread_ts=thread_ts)
 
     async def opened(self, event: dict[str, Any], team: str) -> None:
@@ -75,7 +78,10 @@ class AssistantThreads:
         channel, user = str(event.get("channel") or ""), str(event.get("user") or "")
         if event.get("tab") != "messages" or not (channel and user):
             return
-        prompts = await asyncio.to_thread(self._suggestions, team, channel, user, None)
+        confined = await self._confined(team, channel, user)
+        prompts = await asyncio.to_thread(
+            self._suggestions, team, channel, user, None, confined
+        )
         await self._offer(prompts, channel_id=channel)
 
     async def _offer(self, prompts: list[dict[str, str]], **where: str) -> None:
@@ -93,10 +99,17 @@ class AssistantThreads:
             return None
         if not context.channel or not await self._directory.is_member(context.channel, user):
             return None
+        looked_at = await self._directory.channel(context.channel)
+        if confined_reader(looked_at, await self._directory.user(user), team):
+            return None  # a guest, another organisation's person, or a shared channel
         return context.channel
 
+    async def _confined(self, team: str, channel: str, user: str) -> bool:
+        here = await self._directory.channel(channel, "im")
+        return confined_reader(here, await self._directory.user(user), team)
+
     def _suggestions(
-        self, team: str, channel: str, user: str, looking_at: str | None
+        self, team: str, channel: str, user: str, looking_at: str | None, confined: bool
     ) -> list[dict[str, str]]:
         """Open follow-ups first, then recent topics of this person, then starters (reads
         the database: run in a thread)."""
@@ -107,7 +120,7 @@ class AssistantThreads:
             topic = _clip(followup.text, PROMPT_TITLE_CHARS - 11)
             prompts.append({"title": f"Follow up: {topic}", "message": followup.text})
         if self._episodes is not None:
-            viewer = Viewer(team, looking_at or channel, "im", user)
+            viewer = Viewer(team, looking_at or channel, "im", user, confined=confined)
             for episode in self._episodes.recent_asked_by(user, viewer, MAX_PROMPTS):
                 topic = _clip(episode.user_text, PROMPT_TITLE_CHARS - 10)
                 prompts.append(

@@ -12,6 +12,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bridge import messages
 from bridge.slack.conversation import Conversation
+from bridge.slack.directory import confined_reader
 from bridge.slack.escaping import escape, preview, split_message
 from bridge.slack.web import SLACK_FAILURES
 from layers.working.sessions import Place, SessionStore
@@ -29,9 +30,14 @@ async def recall_command(
     if not query:
         markdown = escape(messages.RECALL_USAGE)
     else:
+        team = str(command.get("team_id"))
         info = await conversation.directory.channel(channel, _command_channel_type(command))
-        place = Place(str(command.get("team_id")), channel, info.channel_type, None, info.name)
-        markdown = await conversation.recall_markdown(query, place, user, with_links=True)
+        asker = await conversation.directory.user(user)
+        place = Place(team, channel, info.channel_type, None, info.name)
+        markdown = await conversation.recall_markdown(
+            query, place, user, with_links=True,
+            confined=confined_reader(info, asker, team, command.get("user_team") or None),
+        )
     await answer_privately(client, command, markdown)
 
 

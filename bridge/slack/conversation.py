@@ -20,7 +20,7 @@ from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message, viewer_at
 from bridge.session_end import SessionEnd
 from bridge.slack.assistant import AssistantThreads
-from bridge.slack.directory import Directory
+from bridge.slack.directory import Directory, confined_reader
 from bridge.slack.escaping import escape, split_message
 from bridge.slack.events import Incoming
 from bridge.slack.followups import CANCEL
@@ -74,7 +74,7 @@ class Conversation:
         self._assistant = assistant
 
     async def handle(self, incoming: Incoming) -> None:
-        place, name = await self._place_and_name(incoming)
+        place, name, confined = await self._place_and_name(incoming)
         if _DONE.match(incoming.text):
             await self.end_session(
                 incoming.session_key, incoming.channel, incoming.thread_root, incoming.user
@@ -98,7 +98,8 @@ class Conversation:
         recall = _RECALL.match(incoming.text)
         if recall:
             found = await self.recall_markdown(
-                recall.group("query"), place, incoming.user, looking_at=looking_at
+                recall.group("query"), place, incoming.user, looking_at=looking_at,
+                confined=confined,
             )
             await self._post_markdown(incoming.channel, incoming.thread_root, found)
             return
@@ -115,6 +116,7 @@ class Conversation:
             user_name=name,
             event_id=incoming.event_id,
             looking_at=looking_at,
+            confined=confined,
         )
         session = await asyncio.to_thread(
             self._parts.sessions.open, incoming.session_key, place
@@ -230,10 +232,11 @@ class Conversation:
         *,
         with_links: bool = False,
         looking_at: str | None = None,
+        confined: bool = False,
     ) -> str:
         """The top episodes this person may see from here, dated (and linked, for /recall),
         as Slack Markdown: what memory holds is escaped, the links Thoth adds are live."""
-        viewer = viewer_at(place, user, looking_at)
+        viewer = viewer_at(place, user, looking_at, confined=confined)
         try:
             hits = await asyncio.to_thread(
                 self._parts.episodic.recall,
@@ -283,7 +286,9 @@ class Conversation:
         # Otherwise the reflection process has posted the summary (and any approval
         # card) in the thread.
 
-    async def _place_and_name(self, incoming: Incoming) -> tuple[Place, str | None]:
+    async def _place_and_name(self, incoming: Incoming) -> tuple[Place, str | None, bool]:
+        """Where it was said, the speaker's name, and whether they see only this channel's
+        own memory (Slack Connect, a guest, another workspace's person)."""
         channel = await self._directory.channel(incoming.channel, incoming.event_channel_type)
         user = await self._directory.user(incoming.user)
         place = Place(
@@ -293,7 +298,8 @@ class Conversation:
             incoming.thread_root,
             channel.name,
         )
-        return place, user.name
+        confined = confined_reader(channel, user, incoming.team, incoming.user_team)
+        return place, user.name, confined
 
     async def _post(self, channel: str, thread_ts: str, text: str) -> None:
         await self._post_markdown(channel, thread_ts, escape(text))

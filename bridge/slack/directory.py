@@ -28,6 +28,8 @@ class ChannelInfo:
     id: str
     name: str | None
     channel_type: ChannelType
+    # Shared with another organisation (Slack Connect), or on its way to be.
+    external: bool = False
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,12 @@ class UserInfo:
     id: str
     name: str | None
     is_bot: bool
+    # A guest (multi- or single-channel: is_restricted / is_ultra_restricted).
+    guest: bool = False
+    # Their own workspace (team_id); None when Slack did not say.
+    team: str | None = None
+    # False when users.info failed: who they are is not known.
+    known: bool = True
 
 
 class Directory:
@@ -52,10 +60,15 @@ class Directory:
             data = (await self._client.users_info(user=user_id)).get("user") or {}
             profile = data.get("profile") or {}
             name = profile.get("display_name") or profile.get("real_name") or data.get("name")
-            info = UserInfo(user_id, name or None, bool(data.get("is_bot")))
+            info = UserInfo(
+                user_id, name or None, bool(data.get("is_bot")),
+                guest=bool(data.get("is_restricted") or data.get("is_ultra_restricted")),
+                team=data.get("team_id") or None,
+            )
         except SLACK_FAILURES as error:
             log.warning("users.info %s failed: %r", user_id, error)
-            return UserInfo(user_id, None, False)  # not cached: asked again next time
+            # Not cached: asked again next time.
+            return UserInfo(user_id, None, False, known=False)
         self._users[user_id] = (time.monotonic(), info)
         return info
 
@@ -68,7 +81,7 @@ class Directory:
         try:
             response = await self._client.conversations_info(channel=channel_id)
             data = response.get("channel") or {}
-            info = ChannelInfo(channel_id, data.get("name"), _kind(data))
+            info = ChannelInfo(channel_id, data.get("name"), _kind(data), _external(data))
         except SLACK_FAILURES as error:
             log.warning("conversations.info %s failed: %r", channel_id, error)
             # Without Slack's answer, err on the private side: never widen who may recall.
@@ -112,6 +125,28 @@ def _kind(channel: dict[str, object]) -> ChannelType:
     if channel.get("is_private") or channel.get("is_group"):
         return "private"
     return "public"
+
+
+def _external(channel: dict[str, object]) -> bool:
+    """Shared with another organisation: Slack Connect, pending or made. A channel shared
+    between the workspaces of one Enterprise Grid organisation (is_org_shared) is not."""
+    return bool(
+        channel.get("is_ext_shared") or channel.get("is_pending_ext_shared")
+        or (channel.get("is_shared") and not channel.get("is_org_shared"))
+    )
+
+
+def confined_reader(channel: ChannelInfo, user: UserInfo, team: str,
+                    user_team: str | None = None) -> bool:
+    """Whether a reader here sees only this channel's own memory: a channel shared with
+    another organisation, a guest, a person of another workspace (the event's
+    ``user_team`` or their users.info ``team_id``), or someone Slack could not tell us
+    about (never widen on a guess)."""
+    return (
+        channel.external or user.guest or not user.known
+        or (user.team is not None and user.team != team)
+        or (user_team is not None and user_team != team)
+    )
 
 
 def _kind_from_event(channel_id: str, event_channel_type: str | None) -> ChannelType:

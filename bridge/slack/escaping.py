@@ -7,8 +7,10 @@ pattern existed; an error may quote what a person typed).
 Slack reads ``&``, ``<`` and ``>`` as control characters (``<!channel>``, ``<@U1>``,
 ``<https://x|link>``) in every text field, so text from the model, from memory,
 from skill drafts or from people is escaped before it goes out; only markup Thoth
-builds itself (``mention``) stays live. Decided: ``markdown_text`` and ``markdown``
-blocks are escaped too, code included. Slack's reference does not say whether
+builds itself (``mention``, the permalinks of ``/recall``) stays live, and a Markdown
+link in such text is shown as its words and its address, so a remembered
+``[open the thread](https://evil…)`` cannot pass for Thoth's own link. Decided:
+``markdown_text`` and ``markdown`` blocks are escaped too, code included. Slack's reference does not say whether
 Slack's markdown turns ``<!here>`` into a ping, and a remembered word must never
 ping a channel; at worst a ``<`` inside code shows as an entity.
 
@@ -28,11 +30,25 @@ MARKDOWN_CHARS = 12_000
 # A section block's text: at most 3,000 characters.
 SECTION_CHARS = 3_000
 _ENTITY_TAIL = re.compile(r"&[a-z]{0,4}$")
+# A Markdown link: its words can claim to be anything ("open the thread").
+_LINK = re.compile(r"\[([^\[\]\n]+)\]\(([^()\s]+)\)")
 
 
 def escape(text: str) -> str:
-    """``text`` redacted, then ``&``, ``<`` and ``>`` as the entities Slack decodes."""
-    return entities(redact(text))
+    """``text`` redacted, its Markdown links shown as words and address, then ``&``,
+    ``<`` and ``>`` as the entities Slack decodes."""
+    return entities(inert_links(redact(text)))
+
+
+def inert_links(text: str) -> str:
+    """``[words](address)`` as ``words (address)``: only links Thoth builds itself stay
+    links with words of their own; a remembered or model-written one shows where it
+    goes (Slack still makes the bare address clickable). Whole lines reach here (the
+    reply's stream releases text a line at a time), and a link never spans lines."""
+    return _LINK.sub(
+        lambda m: m.group(2) if m.group(1) == m.group(2) else f"{m.group(1)} ({m.group(2)})",
+        text,
+    )
 
 
 def entities(text: str) -> str:

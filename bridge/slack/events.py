@@ -33,6 +33,8 @@ class Incoming:
     thread_root: str  # the thread it belongs to (its own ts for a new thread)
     event_id: str | None
     event_channel_type: str | None
+    # The speaker's own workspace, when Slack says (Slack Connect events carry it).
+    user_team: str | None = None
 
     @property
     def session_key(self) -> str:
@@ -63,6 +65,7 @@ def from_event(
         thread_root=str(event.get("thread_ts") or ts),
         event_id=event_id,
         event_channel_type=event.get("channel_type"),
+        user_team=event.get("user_team") or None,
     )
 
 

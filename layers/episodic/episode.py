@@ -64,6 +64,10 @@ class Viewer:
     # and workspace. Only the command line of the machine that holds THOTH_HOME asks
     # with it; no turn does.
     sees_everything: bool = False
+    # A reader who sees only this channel's own memory (a DM: only their own): someone of
+    # another organisation, a guest, or anyone in a channel shared with another
+    # organisation (Slack Connect). Nothing from elsewhere in the workspace reaches them.
+    confined: bool = False
 
 
 @dataclass(frozen=True)

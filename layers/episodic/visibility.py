@@ -4,7 +4,9 @@ An episode is visible to a viewer in the same workspace when it was said
 - in a public channel: anywhere in that workspace;
 - in a private channel or a group DM: only in that same channel;
 - in a DM: only in a DM with the same person.
-Nothing crosses workspaces, but for the operator's view (``Viewer.sees_everything``,
+A confined viewer (Slack Connect, a guest, another organisation's person) sees only what
+was said in the channel they are in (in a DM, their own DM). Nothing crosses
+workspaces, but for the operator's view (``Viewer.sees_everything``,
 `thoth recall --all`). The rule is written twice — as SQL for the lexical
 search and as array masks for the vector search — and tests hold the two equal.
 """
@@ -24,6 +26,12 @@ def sql_predicate(viewer: Viewer, alias: str = "e") -> tuple[str, dict[str, str 
     """A WHERE clause (and its parameters) selecting the episodes ``viewer`` may see."""
     if viewer.sees_everything:
         return "1 = 1", {}
+    if viewer.confined:
+        return (
+            f"{alias}.team = :v_team AND {alias}.channel = :v_channel"
+            f" AND ({alias}.channel_type <> 'im' OR {alias}.\"user\" = :v_user)",
+            {"v_team": viewer.team, "v_channel": viewer.channel, "v_user": viewer.user},
+        )
     clause = (
         f"{alias}.team = :v_team AND ("
         f"{alias}.channel_type = 'public'"
@@ -71,8 +79,13 @@ def visible_mask(
     if viewer.sees_everything:
         return np.ones(channel_types.shape, dtype=np.bool_)
     team_code = interner.lookup(viewer.team)
-    visible = channel_types == CHANNEL_TYPE_CODES["public"]
     channel_code = interner.lookup(viewer.channel)
+    if viewer.confined:
+        user_code = interner.lookup(viewer.user)
+        own = (channel_types != CHANNEL_TYPE_CODES["im"]) | (users == user_code)
+        return np.asarray((channels == channel_code) & (teams == team_code) & own,
+                          dtype=np.bool_)
+    visible = channel_types == CHANNEL_TYPE_CODES["public"]
     if channel_code != Interner.MISSING:
         shared = (channel_types == CHANNEL_TYPE_CODES["private"]) | (
             channel_types == CHANNEL_TYPE_CODES["mpim"]

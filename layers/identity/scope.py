@@ -22,6 +22,15 @@ def session_predicate(
 ) -> tuple[str, dict[str, str | None]]:
     """A WHERE clause over ``sessions`` (as ``alias``): the places ``viewer`` may read
     facts about ``person`` from (a person is one per workspace: never across)."""
+    if viewer.confined:
+        # Only what was learned in this very channel (in a DM, with this person).
+        return (
+            f"{alias}.team = :v_team AND :v_team = :v_person_team"
+            f" AND {alias}.channel = :v_channel"
+            f" AND ({alias}.channel_type <> 'im' OR :v_user = :v_person)",
+            {"v_team": viewer.team, "v_channel": viewer.channel, "v_user": viewer.user,
+             "v_person": person.user, "v_person_team": person.team},
+        )
     clause = (
         f"{alias}.team = :v_team AND :v_team = :v_person_team AND ("
         f"{alias}.channel_type = 'public'"

@@ -250,7 +250,7 @@ class SecretReflector:
             outcome="success",
             memory_notes=[f"the CI token is {TOKEN}"],
             persona_observations=[f"never paste {TOKEN} again"],
-            user_model_updates={"U1": [f"uses the token {TOKEN}"]},
+            user_model_updates={"U1": [f"prefers short answers, token {TOKEN}"]},
         )
         return report, f"raw with {TOKEN}"
 

@@ -101,10 +101,13 @@ def test_updates_named_by_display_name_go_to_the_speakers_id() -> None:
 
     report = Reflection(
         outcome="success",
-        user_model_updates={"u1": ["likes tea"], "U2": ["owns billing"], "nobody": ["x"]},
+        user_model_updates={"u1": ["prefers short answers", "likes tea"],
+                            "U2": ["owns billing"], "nobody": ["x"]},
     )
     mapped = _for_speakers(report, SESSION)
-    assert mapped.user_model_updates == {"U1": ["likes tea"], "U2": ["owns billing"]}
+    # U1 never spoke of tea: a fact that does not rest on their own words is dropped.
+    assert mapped.user_model_updates == {"U1": ["prefers short answers"],
+                                         "U2": ["owns billing"]}
     assert "u1 (U1): Remember" in SESSION.transcript_text()
 
 
@@ -116,3 +119,12 @@ def test_only_a_command_aimed_at_the_follow_up_cancels_it() -> None:
     for text in ("don't forget the follow-up email to the vendor",
                  "stop the cron and check back in 10 min"):
         assert not CANCEL.search(text)
+
+
+def test_another_persons_words_never_become_someones_identity_fact() -> None:
+    from reflection.own_words import rests_on
+
+    dana = ["Hi, what's the deploy day this week?", "I prefer short answers."]
+    assert rests_on("prefers short answers", dana)
+    assert not rests_on("is leaving the company next month", dana)  # Eve said it of Dana
+    assert not rests_on("[REDACTED:password]", dana)  # nothing but a marker claims nothing

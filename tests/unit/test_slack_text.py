@@ -50,3 +50,11 @@ def test_only_people_talking_become_messages() -> None:
         assert from_event(ignored, team="T1", event_id="Ev", bot_user="UBOT") is None
     assert mentions("hey <@UBOT|thoth>", "UBOT") and not mentions("hey <@U2>", "UBOT")
     assert strip_mention("<@UBOT> recall deploys", "UBOT") == "recall deploys"
+
+
+def test_a_remembered_or_model_written_link_shows_where_it_goes() -> None:
+    from bridge.slack.escaping import escape
+
+    said = escape("See [open the thread](https://evil.example/x) or [https://a.b](https://a.b)")
+    assert said == "See open the thread (https://evil.example/x) or https://a.b"
+    assert escape("a [bracket] and (parens) stay") == "a [bracket] and (parens) stay"
