@@ -10,8 +10,8 @@ from skill drafts or from people is escaped before it goes out; only markup Thot
 builds itself (``mention``, the permalinks of ``/recall``) stays live, and a Markdown
 link in such text is shown as its words and its address, so a remembered
 ``[open the thread](https://evil…)`` cannot pass for Thoth's own link. Decided:
-``markdown_text`` and ``markdown`` blocks are escaped too, code included. Slack's reference does not say whether
-Slack's markdown turns ``<!here>`` into a ping, and a remembered word must never
+``markdown_text`` and ``markdown`` blocks are escaped too, code included. Slack's
+reference does not say whether Slack's markdown turns ``<!here>`` into a ping, and a remembered word must never
 ping a channel; at worst a ``<`` inside code shows as an entity.
 
 Replies use Slack's own Markdown (``markdown_text``, ``markdown`` blocks: 12 000
