@@ -11,8 +11,9 @@ builds itself (``mention``, the permalinks of ``/recall``) stays live, and a Mar
 link in such text is shown as its words and its address, so a remembered
 ``[open the thread](https://evil…)`` cannot pass for Thoth's own link. Decided:
 ``markdown_text`` and ``markdown`` blocks are escaped too, code included. Slack's
-reference does not say whether Slack's markdown turns ``<!here>`` into a ping, and a remembered word must never
-ping a channel; at worst a ``<`` inside code shows as an entity.
+reference does not say whether Slack's markdown turns ``<!here>`` into a ping, and a
+remembered word must never ping a channel; at worst a ``<`` inside code shows as an
+entity.
 
 Replies use Slack's own Markdown (``markdown_text``, ``markdown`` blocks: 12 000
 characters per call) rather than a hand-written Markdown-to-mrkdwn converter.
