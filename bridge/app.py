@@ -176,7 +176,8 @@ def build(
     if not isinstance(chosen_model, OfflineResponder):
         # Every call a turn or a reflection makes is capped and charged here, once.
         chosen_model = MeteredModel(
-            chosen_model, ledger, settings.model_prices, daily_cap_usd=settings.daily_cost_cap_usd
+            chosen_model, ledger, settings.model_prices, daily_cap_usd=settings.daily_cost_cap_usd,
+            person_cap_usd=settings.daily_cost_cap_per_person_usd,
         )
     memory_record = MemoryNotes(brain)
     notes = NoteGovernance(

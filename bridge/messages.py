@@ -27,6 +27,11 @@ COST_CAP_REACHED = (
     "I've reached today's spending limit for the language model (DAILY_COST_CAP_USD ="
     " ${cap:.2f}), so I won't make new model calls until midnight UTC."
 )
+PERSON_CAP_REACHED = (
+    "You've used your share of today's language-model budget"
+    " (DAILY_COST_CAP_PER_PERSON_USD = ${cap:.2f}), so I won't make new model calls for"
+    " you until midnight UTC. The rest of the team's budget is theirs."
+)
 SESSION_ENDED = "Session ended."
 IDENTITY_KEPT = (
     "{count} turn(s) not yet sent to the identity backend (Honcho did not answer in time)"

@@ -95,6 +95,9 @@ class Settings(BaseSettings):
     # founders' own words only (every other note still waits for a founder).
     memory_notes: Literal["approval", "auto"] = "approval"
     daily_cost_cap_usd: Annotated[float, Field(ge=0)] = 5.0
+    # Each person's share of the day's spend (their turns; reflection is the team's).
+    # Unset: no share, only DAILY_COST_CAP_USD.
+    daily_cost_cap_per_person_usd: Annotated[float | None, Field(ge=0)] = None
     brain_remote: str | None = None
 
     reflection_idle_min: Annotated[float, Field(gt=0)] = 30

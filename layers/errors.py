@@ -31,3 +31,15 @@ class CostCapReached(BackendUnavailable):
             " resume after midnight UTC"
         )
         self.cap_usd = cap_usd
+
+
+class PersonCapReached(CostCapReached):
+    """One person's share of today's model spend is used up (the team's is not)."""
+
+    def __init__(self, cap_usd: float) -> None:
+        BackendUnavailable.__init__(
+            self,
+            f"this person's model spend today reached DAILY_COST_CAP_PER_PERSON_USD"
+            f" (${cap_usd:.2f}); their model calls resume after midnight UTC",
+        )
+        self.cap_usd = cap_usd

@@ -1,10 +1,11 @@
-"""The daily cost cap and the charge, once, around any language model.
+"""The daily cost caps and the charge, once, around any language model.
 
 Every model call — a turn's rounds, a reflection — goes through this wrapper: before
-the call, today's spend is read and a call at or over ``DAILY_COST_CAP_USD`` is
-refused (``CostCapReached``); after it, the call's tokens are priced and written to
-the ledger at once, so the next call (the next tool round, another replica's turn)
-counts it. The price rides back on the result (``cost_usd``) for the episode.
+the call it reserves its estimated cost, refused (``CostCapReached``) when today's spend
+and the calls in flight are at ``DAILY_COST_CAP_USD``, or at the speaker's
+``DAILY_COST_CAP_PER_PERSON_USD``; after it, the call's tokens are priced and written to
+the ledger in place of the reservation, so the next call (the next tool round, another
+replica's turn) counts it. The price rides back on the result (``cost_usd``).
 """
 
 from __future__ import annotations
@@ -14,13 +15,23 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from bridge.model.cost_ledger import CostLedger
-from bridge.model.pricing import ModelPrice, price_of
+from bridge.model.pricing import ModelPrice, Usage, price_of
 from bridge.model.protocol import LanguageModel, ModelRequest, ModelResult, OnText
-from layers.errors import CostCapReached
 from layers.storage.retried import write_retried
+from layers.working.budget import estimate_tokens
 
 # A busy database (another writer holds it past SQLite's own 10 s wait) is tried again.
 RECORD_RETRY_S = (0.2, 1.0)
+
+
+def estimated_cost(request: ModelRequest, price: ModelPrice) -> float:
+    """The most the call can cost: nothing read from the cache, and all of ``max_tokens``
+    written. Held while it runs, so calls at once never pass a cap by more than one
+    call's worth (the one let through just under it); the rest is given back after."""
+    characters = sum(len(section.text) for section in (*request.system, *request.context))
+    characters += sum(len(str(message.get("content"))) for message in request.messages)
+    prompt = estimate_tokens(" " * characters)
+    return price.cost(Usage(input_tokens=prompt, output_tokens=request.max_tokens))
 
 
 class MeteredModel:
@@ -31,30 +42,38 @@ class MeteredModel:
         prices: Mapping[str, ModelPrice],
         *,
         daily_cap_usd: float,
+        person_cap_usd: float | None = None,
     ) -> None:
         self._inner = inner
         self._ledger = ledger
         self._prices = prices
         self._cap = daily_cap_usd
+        self._person_cap = person_cap_usd
 
     @property
     def name(self) -> str:
         return self._inner.name
 
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
-        spent = await asyncio.to_thread(self._ledger.spent_today)
-        if spent >= self._cap:
-            raise CostCapReached(self._cap)
-        result = await self._inner.respond(request, on_text)
+        price = price_of(request.model, self._prices)
+        reservation = await asyncio.to_thread(
+            self._ledger.reserve, estimated_cost(request, price), cap_usd=self._cap,
+            person=request.person, person_cap_usd=self._person_cap,
+        )
+        try:
+            result = await self._inner.respond(request, on_text)
+        except BaseException:
+            await asyncio.shield(asyncio.to_thread(self._ledger.release, reservation))
+            raise
         model = result.model or request.model
         cost = price_of(model, self._prices).cost(result.usage)
         # A failure for good is logged: the answer is not lost for a ledger row, and the
-        # cap undercounts this call.
+        # cap undercounts this call (its reservation lapses after RESERVATION_TTL_S).
         await write_retried(
             f"the spend of a {request.purpose} call",
             lambda: self._ledger.record_all(
                 [(model, result.usage, cost)], purpose=request.purpose,
-                session_id=request.session_id,
+                session_id=request.session_id, person=request.person, settles=reservation,
             ),
             delays_s=RECORD_RETRY_S,
         )

@@ -49,6 +49,8 @@ class ModelRequest:
     # Who asks, for the ledger: "turn" or "reflection", and in which session.
     purpose: str = "turn"
     session_id: str | None = None
+    # Whose turn it is (their daily share of the spend); None for reflection.
+    person: str | None = None
     # What is about this turn only (the place and speaker, the user model, related
     # episodes, the dropped-turns note): sent at the head of the turn's own message
     # (``messages[turn_index]``), after the cached conversation, so that what changes from

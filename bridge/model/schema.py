@@ -43,5 +43,32 @@ SCHEMA = Schema(
             CREATE INDEX model_usage_at ON model_usage (at);
             """,
         ),
+        Migration(
+            2,
+            "model_reservations",
+            """
+            -- Who a call was for (the speaker of a turn; none for reflection), for each
+            -- person's daily share. A call in flight holds a reservation of its estimated
+            -- cost until it is charged, so calls started together cannot pass the cap.
+            ALTER TABLE model_usage ADD COLUMN person TEXT;
+            CREATE INDEX model_usage_person ON model_usage (person, at);
+            CREATE TABLE model_reservations (
+                id TEXT PRIMARY KEY,
+                at REAL NOT NULL,
+                person TEXT,
+                cost_usd REAL NOT NULL
+            );
+            """,
+            postgres="""
+            ALTER TABLE model_usage ADD COLUMN person TEXT;
+            CREATE INDEX model_usage_person ON model_usage (person, at);
+            CREATE TABLE model_reservations (
+                id TEXT PRIMARY KEY,
+                at DOUBLE PRECISION NOT NULL,
+                person TEXT,
+                cost_usd DOUBLE PRECISION NOT NULL
+            );
+            """,
+        ),
     ),
 )

@@ -40,7 +40,7 @@ from bridge.pipeline.turn import Turn
 from layers.episodic.episode import Episode, Hit
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.summary import summarize_reply
-from layers.errors import CostCapReached
+from layers.errors import CostCapReached, PersonCapReached
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import IdentityBackend, TurnMessages
 from layers.identity.user_models import UserModels
@@ -334,7 +334,9 @@ class TurnPipeline:
                 request = await self._with_tool_results(request, result.content, turn, sink)
             await reply.flush()
         except CostCapReached as capped:
-            _failed(answer, messages.COST_CAP_REACHED.format(cap=capped.cap_usd))
+            told = (messages.PERSON_CAP_REACHED if isinstance(capped, PersonCapReached)
+                    else messages.COST_CAP_REACHED)
+            _failed(answer, told.format(cap=capped.cap_usd))
             return
         except ReplyStopped:
             log.info("the reply was stopped by its reader in session %s", session.id)

@@ -76,6 +76,7 @@ def build_request(
         max_tokens=max_tokens,
         effort=effort,
         session_id=session_id,
+        person=turn.user,
     )
 
 

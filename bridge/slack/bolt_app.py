@@ -156,7 +156,9 @@ def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, inbox: Slack
         )
         if entry is not None:
             handle = bridge.conversation.handle
-            await bridge.lanes.run(entry, lambda: runner.as_turn(handle(incoming)))
+            await bridge.lanes.run(
+                entry, lambda: runner.as_turn(handle(incoming), who=incoming.user)
+            )
 
     @app.event("app_mention")
     async def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
@@ -181,7 +183,9 @@ def take_over(bridge: SlackBridge, entry: InboxEntry) -> None:
     """Run, on this replica, a delivery whose process died before it was done."""
     if entry.kind == MESSAGE:
         incoming = Incoming(**entry.payload)
-        work = lambda: bridge.runner.as_turn(bridge.conversation.take_over(incoming))  # noqa: E731
+        work = lambda: bridge.runner.as_turn(  # noqa: E731
+            bridge.conversation.take_over(incoming), who=incoming.user
+        )
     elif entry.kind == REACTION:
         event, added = entry.payload["event"], bool(entry.payload["added"])
         work = lambda: bridge.reactions.handle(event, added=added)  # noqa: E731

@@ -12,13 +12,16 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
-from bridge.slack.escaping import SECTION_CHARS, escape, mention, preview
+from bridge.slack.escaping import SECTION_CHARS, escape, mention, preview, split_message
 from layers.procedural.drafts import Draft, DraftState
 from layers.storage.database import Database
 
 APPROVE_ACTION = "skill_draft_approve"
 REJECT_ACTION = "skill_draft_reject"
-BODY_PREVIEW_CHARS = 1_500
+# A card shows the whole body, in as many code sections as it takes (a skill body is at
+# most 20 000 characters: 8 sections of Slack's 50 blocks): approving installs exactly
+# what the founder could read on the card, nothing unseen.
+BODY_SECTION_CHARS = SECTION_CHARS - 8
 
 
 @dataclass(frozen=True)
@@ -87,12 +90,14 @@ def card_blocks(draft: Draft) -> list[dict[str, Any]]:
     if draft.base_version:
         header += f" (new version of {escape(draft.base_version)})"
     summary = preview(f"{header}\n{escape(draft.description)}", SECTION_CHARS - 1)
-    body = preview(escape(draft.body[:BODY_PREVIEW_CHARS]), SECTION_CHARS - 7)
     blocks: list[dict[str, Any]] = [
         {"type": "section", "text": {"type": "mrkdwn", "text": summary}},
     ]
     if draft.body.strip():
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": f"```{body}```"}})
+        blocks.extend(
+            {"type": "section", "text": {"type": "mrkdwn", "text": f"```{piece}```"}}
+            for piece in split_message(escape(draft.body), BODY_SECTION_CHARS)
+        )
     if draft.state is DraftState.PENDING:
         blocks.append(
             {

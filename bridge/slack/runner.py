@@ -16,6 +16,8 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from bridge.slack.fair_slots import FairSlots
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -34,8 +36,9 @@ class TurnRunner:
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="thoth-turns", daemon=True
         )
+        # Made on the loop's thread (first use): its futures belong to that loop.
         self._max_concurrent = max_concurrent
-        self._slots: asyncio.Semaphore | None = None
+        self._slots: FairSlots | None = None
         self._in_flight: set[concurrent.futures.Future[Any]] = set()
         self._background: list[concurrent.futures.Future[Any]] = []
         self._lock = threading.Lock()
@@ -106,14 +109,15 @@ class TurnRunner:
             log.error("%d turns were still running at shutdown", len(unfinished))
         return len(unfinished)
 
-    async def as_turn(self, work: Coroutine[Any, Any, T]) -> T:
-        """Await ``work`` within the turns' limit (from a task already on this runner)."""
-        return await self._limited(work)
+    async def as_turn(self, work: Coroutine[Any, Any, T], *, who: str = "") -> T:
+        """Await ``work`` within the turns' limit (from a task already on this runner), a
+        slot shared fairly between people (``who``: the speaker)."""
+        return await self._limited(work, who)
 
-    async def _limited(self, work: Coroutine[Any, Any, T]) -> T:
+    async def _limited(self, work: Coroutine[Any, Any, T], who: str = "") -> T:
         if self._slots is None:
-            self._slots = asyncio.Semaphore(self._max_concurrent)
-        async with self._slots:
+            self._slots = FairSlots(self._max_concurrent)
+        async with self._slots.hold(who):
             return await work
 
     def _finished(self, future: concurrent.futures.Future[Any]) -> None:
