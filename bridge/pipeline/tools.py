@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
+import time
 from collections.abc import Callable, Sequence
 
 from bridge.model.protocol import ToolCall, ToolSpec
@@ -15,6 +17,14 @@ from layers.identity.protocol import IdentityBackend, Person
 from layers.procedural.skills import SkillLibrary
 
 log = logging.getLogger(__name__)
+
+# The person's own words that confirm deleting everything about them.
+CONFIRM_FORGET = re.compile(r"\byes\b[^.?!]*\bforget (?:everything|it all|all)\b", re.IGNORECASE)
+CONFIRM_WINDOW_S = 600.0
+FORGET_ALL_ASKS = (
+    "Nothing is deleted yet: deleting everything about them needs their own confirmation."
+    " Ask them to reply 'yes, forget everything' if that is what they want."
+)
 
 RECALL_MEMORY = ToolSpec(
     name="recall_memory",
@@ -58,7 +68,8 @@ FORGET_SPEAKER = ToolSpec(
     description=(
         "Delete what the identity memory holds about the person speaking now: one fact by"
         " its id from what_i_know_about_you, or everything when no id is given. Only when"
-        " they ask you to forget something about them."
+        " they ask you to forget something about them. Forgetting everything needs the"
+        " person's own confirmation in their next message ('yes, forget everything')."
     ),
     input_schema={
         "type": "object",
@@ -78,12 +89,16 @@ class ToolBox:
         *,
         recall_k: int,
         on_forget: Callable[[Person], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._episodic = episodic
         self._skills = skills
         self._identity = identity
         self._recall_k = recall_k
         self._on_forget = on_forget
+        self._clock = clock
+        # Whose "forget everything" was asked for, and when (this process's turns).
+        self._forget_asked: dict[str, float] = {}
 
     @property
     def specs(self) -> Sequence[ToolSpec]:
@@ -138,12 +153,29 @@ class ToolBox:
         if isinstance(fact_id, str):
             deleted = await self._identity.forget(person, fact_id)
             said = f"deleted {deleted} fact(s)"
+        elif not self._confirmed_forget_all(person, turn.text):
+            return FORGET_ALL_ASKS, False
         else:
             said = (await self._identity.forget_person(person)).describe()
         if self._on_forget is not None:
             self._on_forget(person)
         log.info("forgot at the speaker's request: %s", said)
         return f"Done: {said} about them.", False
+
+    def _confirmed_forget_all(self, person: Person, said: str) -> bool:
+        """Whether deleting everything about ``person`` is their own wish, confirmed.
+
+        A model's word is not enough (stored text could talk it into the call): the first
+        call only asks, and the delete runs when the person's own next message says
+        "yes, forget everything" within CONFIRM_WINDOW_S. Decided: words, not a button, so
+        the same confirmation works in Slack and in the terminal.
+        """
+        now = self._clock()
+        asked = self._forget_asked.pop(person.key, None)
+        if asked is not None and now - asked <= CONFIRM_WINDOW_S and CONFIRM_FORGET.search(said):
+            return True
+        self._forget_asked[person.key] = now
+        return False
 
     def _skill_body(self, name: object) -> tuple[str, bool]:
         assert self._skills is not None

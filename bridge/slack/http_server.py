@@ -34,6 +34,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from bridge.slack.guarded_http import guarded_h11
 from layers.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,10 @@ GRACEFUL_SHUTDOWN_S = 10
 BODY_TIMEOUT_S = 10.0
 # Requests served at once before new ones get 503 (Slack retries those).
 MAX_CONCURRENT_REQUESTS = 500
+# Slack sends a request's headers at once; a connection still without them after this is
+# not Slack. One address may hold this many such connections (its oldest goes first).
+HEADER_TIMEOUT_S = 5.0
+MAX_HALF_OPEN_PER_CLIENT = 20
 
 
 class MalformedBody(ValueError):
@@ -76,6 +81,8 @@ class SlackHttpServer:
             access_log=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
             limit_concurrency=MAX_CONCURRENT_REQUESTS,
+            http=guarded_h11(header_timeout_s=HEADER_TIMEOUT_S,
+                             max_half_open=MAX_HALF_OPEN_PER_CLIENT),
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, name="thoth-http", daemon=True)

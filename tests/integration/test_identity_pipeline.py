@@ -73,17 +73,24 @@ def test_a_person_can_ask_what_is_known_and_have_it_forgotten(
         api.tool_use("what_i_know_about_you", {}),
         api.text("I know you run the demo."),
         api.tool_use("forget_about_you", {}),
+        api.text("Please confirm: reply 'yes, forget everything'."),
+        api.tool_use("forget_about_you", {}),
         api.text("Done, forgotten."),
     )
+    kept_before_confirming: list[str] = []
 
     async def run() -> tuple[list[str], list[str]]:
         await identity.observe(dana, ["Dana runs the Friday demo"], session_id=None, source="x")
         await identity.observe(ari, ["Ari owns billing"], session_id=None, source="x")
         # Facts typed in without a place count as said in a DM: asked in a DM with Dana.
         dm = Place("T1", "D1", "im")
-        for text in ("What do you know about me?", "Please forget that."):
+        for text in ("What do you know about me?", "Please forget that.",
+                     "Yes, forget everything."):
             turn = Turn("s1", text, dm, user="U1", user_name="Dana")
             await app.pipeline.handle(turn, RecordingSink())
+            if text.startswith("Please"):
+                # The model's call alone deletes nothing: the person must confirm.
+                kept_before_confirming.extend(f.text for f in await identity.facts(dana))
         return [f.text for f in await identity.facts(dana)], [
             f.text for f in await identity.facts(ari)
         ]
@@ -94,4 +101,5 @@ def test_a_person_can_ask_what_is_known_and_have_it_forgotten(
         app.close()
     listing = fake_anthropic.requests[1].body["messages"][-1]["content"][0]["content"]
     assert "Dana runs the Friday demo" in listing and "Ari" not in listing
+    assert kept_before_confirming == ["Dana runs the Friday demo"]
     assert dana_after == [] and ari_after == ["Ari owns billing"]
