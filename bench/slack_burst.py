@@ -25,8 +25,12 @@ whatever the replicas: a streamed reply takes ``chat.startStream`` and
 20 threads the replies wait for Slack. ``--no-rate-limits`` lifts them, to see what the
 replicas themselves can do.
 
+``--half-open N`` opens N more connections to the first replica before the burst and
+holds them through it, each having sent part of a request's headers and no more (a
+slowloris): the deliveries must still be acked 200 in time.
+
     python bench/slack_burst.py [--threads 20] [--model-seconds 2]
-        [--replicas 1] [--database sqlite|postgresql]
+        [--replicas 1] [--database sqlite|postgresql] [--half-open 500]
     python bench/slack_burst.py --compare 1,3 --threads 30 --model-seconds 0 [--no-rate-limits]
 """
 
@@ -37,14 +41,16 @@ import http.client
 import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -156,6 +162,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="run these replica counts back to back on PostgreSQL, one table")
     parser.add_argument("--no-rate-limits", action="store_true",
                         help="the loopback Slack without Slack's rate tiers")
+    parser.add_argument("--half-open", type=int, default=0, metavar="N",
+                        help="hold N connections that never finish their headers")
     args = parser.parse_args(argv)
     if args.compare:
         try:
@@ -178,14 +186,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 url = postgres.fresh_database() if postgres is not None else None
                 results.append(burst_run(count, database, url, args.threads,
                                          args.model_seconds, Path(scratch) / f"run{count}",
-                                         rate_limits=not args.no_rate_limits))
+                                         rate_limits=not args.no_rate_limits,
+                                         half_open=args.half_open))
         finally:
             if postgres is not None:
                 postgres.stop()
     limits = "without" if args.no_rate_limits else "with"
     print(f"{args.threads} threads x 4 deliveries at once; model reply"
           f" {args.model_seconds:g} s; loopback Slack {limits} Slack's rate tiers;"
-          " ack ms over the answered deliveries")
+          f" {args.half_open} half-open connections held; ack ms over the answered"
+          " deliveries")
     print_table(results)
     return 0 if all(result.ok for result in results) else 1
 
@@ -196,7 +206,8 @@ def _postgres(directory: Path) -> PostgresForTests:
 
 
 def burst_run(replicas: int, database: str, url: str | None, threads: int,
-              model_seconds: float, home: Path, *, rate_limits: bool = True) -> BurstResult:
+              model_seconds: float, home: Path, *, rate_limits: bool = True,
+              half_open: int = 0) -> BurstResult:
     """One burst at ``replicas`` fresh ``thoth serve`` processes, then stop them."""
     with FakeSlack(rate_limits=rate_limits) as slack, FakeAnthropic() as model:
         slack.add_channel(CHANNEL, "general")
@@ -209,7 +220,8 @@ def burst_run(replicas: int, database: str, url: str | None, threads: int,
         servers = [Replica(home / f"replica{n}", environment) for n in range(replicas)]
         try:
             addresses = [server.url() for server in servers]
-            started, latencies, failures, statuses = _burst(addresses, threads)
+            with _held_half_open(addresses[0], half_open):
+                started, latencies, failures, statuses = _burst(addresses, threads)
             replies, finished = _wait_for_replies(slack, threads, timeout_s=60 + model_seconds)
         finally:
             exit_codes = [server.stop() for server in servers]
@@ -270,6 +282,22 @@ def _deliveries(threads: int, replicas: int) -> list[Delivery]:
             deliveries.append(Delivery(body, retry=False, replica=first))
             deliveries.append(Delivery(body, retry=True, replica=(first + 1) % replicas))
     return deliveries
+
+
+@contextmanager
+def _held_half_open(address: str, count: int) -> Iterator[None]:
+    """``count`` connections that sent part of a request's headers, held until the end."""
+    parts = urlsplit(address)
+    held: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.create_connection((parts.hostname or "", parts.port or 0), timeout=5)
+            sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: slack\r\nX-Slow: 1\r\n")
+            held.append(sock)
+        yield
+    finally:
+        for sock in held:
+            sock.close()
 
 
 def _burst(addresses: list[str], threads: int) -> tuple[float, list[float], int, list[int]]:
