@@ -4,8 +4,10 @@ uvicorn counts every open connection against ``limit_concurrency`` and has no de
 for a request's headers: 520 connections trickling headers (slowloris) held every slot,
 and each valid delivery was answered 503 for as long as they lasted. Here a connection
 must finish its headers within ``header_timeout_s`` or is closed, and one client may hold
-at most ``max_half_open`` connections that have not: past that its oldest is closed, so
-a valid delivery from the same address (whose headers arrive at once) still gets in.
+at most ``max_half_open`` connections that have not: past that its oldest are closed —
+only those waiting longer than ``GRACE_S``, since a burst of valid deliveries from one
+address (a proxy) opens many at once and sends their headers a moment later — so a
+valid delivery from the same address still gets in.
 The body has its own deadline in the handler (``http_server.BODY_TIMEOUT_S``).
 """
 
@@ -19,6 +21,10 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 log = logging.getLogger(__name__)
 
+# A connection is half-open for a moment before its headers arrive; only one waiting
+# longer than this may be closed to make room.
+GRACE_S = 1.0
+
 
 class GuardedH11(H11Protocol):
     """The protocol; ``guarded_h11`` makes a subclass for one server, with its limits and
@@ -30,15 +36,19 @@ class GuardedH11(H11Protocol):
     half_open: dict[str, OrderedDict[int, GuardedH11]] = {}
     _deadline: asyncio.TimerHandle | None = None
     _address = ""
+    _opened = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._address = self.client[0] if self.client else ""
         waiting = self.half_open.setdefault(self._address, OrderedDict())
         waiting[id(self)] = self
+        self._opened = self.loop.time()
         self._deadline = self.loop.call_later(self.header_timeout_s, self._too_slow)
         while len(waiting) > self.max_half_open:
-            _, oldest = waiting.popitem(last=False)
+            oldest = next(iter(waiting.values()))
+            if self.loop.time() - oldest._opened < GRACE_S:
+                break
             log.warning("closing a connection from %s that sent no request in time"
                         " (%d half-open)", self._address, self.max_half_open)
             oldest._close_waiting()

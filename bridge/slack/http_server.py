@@ -46,8 +46,10 @@ START_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 10
 # Slack sends a whole delivery at once; a body still trickling in after this is not Slack.
 BODY_TIMEOUT_S = 10.0
-# Requests served at once before new ones get 503 (Slack retries those).
-MAX_CONCURRENT_REQUESTS = 500
+# Connections and requests at once before new requests get 503 (Slack retries those).
+# uvicorn counts open connections, half-open ones too: room for a burst of deliveries
+# beside the half-open ones a client may keep for a moment (guarded_http.py).
+MAX_CONCURRENT_REQUESTS = 1000
 # Slack sends a request's headers at once; a connection still without them after this is
 # not Slack. One address may hold this many such connections (its oldest goes first).
 HEADER_TIMEOUT_S = 5.0

@@ -248,6 +248,7 @@ def test_half_open_connections_cannot_hold_the_slack_endpoint(harness: Harness) 
             # Headers trickled and never finished (slowloris).
             sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n")
             held.append(sock)
+        time.sleep(1.2)  # held, as a slowloris holds them (past guarded_http.GRACE_S)
         started = time.monotonic()
         ts = "1700001000.000100"
         harness.model.push(api.text("Still here."))
