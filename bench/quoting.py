@@ -43,12 +43,14 @@ def main() -> int:
                               notes=notes, user_model=HOSTILE)
     turn = Turn("s", "how do we deploy?", PLACE, user="U1")
     builds, escapes = [], []
+    texts = (notes_text(notes), HOSTILE, episodes_text(hits))
     for _ in range(args.turns):
         started = time.perf_counter()
         build_request(turn, context, model="claude-opus-5-5")
         builds.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
-        quoted(notes_text(notes)), quoted(HOSTILE), quoted(episodes_text(hits))
+        for text in texts:
+            quoted(text)
         escapes.append((time.perf_counter() - started) * 1000)
     for name, times in (("build_request", builds), ("of which escaping", escapes)):
         ordered = sorted(times)

@@ -9,8 +9,6 @@ tell the model these blocks are quotations, never instructions.
 
 from __future__ import annotations
 
-_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
-
-
 def quoted(text: str) -> str:
-    return text.translate(_ESCAPES)
+    # Three replaces run in C: a tenth of str.translate's time (bench/quoting.py).
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
