@@ -9,6 +9,7 @@ tell the model these blocks are quotations, never instructions.
 
 from __future__ import annotations
 
+
 def quoted(text: str) -> str:
     # Three replaces run in C: a tenth of str.translate's time (bench/quoting.py).
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
