@@ -94,9 +94,11 @@ def _memory(
     texts = [note for note in report.memory_notes if note.strip()][:MAX_MEMORY_NOTES]
     if not texts:
         return None
+    # A DM's note belongs to the DM's person: only a DM with them may read it.
+    dm_person = speakers[0] if session.place.channel_type == "im" and len(speakers) == 1 else None
     for text in texts:
         note = writers.notes.propose(
-            text, session.place, user=None, author_name=None,
+            text, session.place, user=dm_person, author_name=None,
             source=f"reflection on session {session.id[:8]}", session_id=session.id,
             speakers=speakers,
         )

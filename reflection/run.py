@@ -111,8 +111,17 @@ def _input(
         feedback=[int(value) for value in writers.episodes.session_feedback(session.id)],
         existing_skills=skills,
         # Only notes that may be read where the session was: they go into its prompt.
-        recent_notes=[note.text for note in writers.notes.visible_from(session.place)],
+        recent_notes=[note.text for note in writers.notes.visible_from(
+            session.place, _dm_person(session, transcript))],
     )
+
+
+def _dm_person(session: Session, transcript: TranscriptStore) -> str | None:
+    """The person of a DM session (its one speaker); None elsewhere."""
+    if session.place.channel_type != "im":
+        return None
+    speakers = {turn.user for turn in transcript.turns(session.id) if turn.user}
+    return speakers.pop() if len(speakers) == 1 else None
 
 
 def _for_speakers(report: Reflection, session: SessionInput) -> Reflection:

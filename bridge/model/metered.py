@@ -16,9 +16,15 @@ from dataclasses import replace
 
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.pricing import ModelPrice, Usage, price_of
-from bridge.model.protocol import LanguageModel, ModelRequest, ModelResult, OnText
+from bridge.model.protocol import (
+    LanguageModel,
+    ModelRequest,
+    ModelResult,
+    ModelUnavailable,
+    OnText,
+)
 from layers.storage.retried import write_retried
-from layers.working.budget import estimate_tokens
+from layers.working.budget import CHARS_PER_TOKEN
 
 # A busy database (another writer holds it past SQLite's own 10 s wait) is tried again.
 RECORD_RETRY_S = (0.2, 1.0)
@@ -28,10 +34,15 @@ def estimated_cost(request: ModelRequest, price: ModelPrice) -> float:
     """The most the call can cost: nothing read from the cache, and all of ``max_tokens``
     written. Held while it runs, so calls at once never pass a cap by more than one
     call's worth (the one let through just under it); the rest is given back after."""
+    return price.cost(Usage(input_tokens=prompt_tokens(request),
+                            output_tokens=request.max_tokens))
+
+
+def prompt_tokens(request: ModelRequest) -> int:
+    """The prompt's size, estimated as the transcript budget estimates text."""
     characters = sum(len(section.text) for section in (*request.system, *request.context))
     characters += sum(len(str(message.get("content"))) for message in request.messages)
-    prompt = estimate_tokens(" " * characters)
-    return price.cost(Usage(input_tokens=prompt, output_tokens=request.max_tokens))
+    return int(characters / CHARS_PER_TOKEN) + 1
 
 
 class MeteredModel:
@@ -62,8 +73,20 @@ class MeteredModel:
         )
         try:
             result = await self._inner.respond(request, on_text)
-        except BaseException:
+        except ModelUnavailable:
+            # Refused or failed: Anthropic charges nothing for an error.
             await asyncio.shield(asyncio.to_thread(self._ledger.release, reservation))
+            raise
+        except BaseException:
+            # Stopped by its reader, or cut off, once the request was out: the prompt was
+            # billed. Charged as estimated (what it wrote is not known), so stopping
+            # replies cannot get around the caps.
+            prompt = Usage(input_tokens=prompt_tokens(request))
+            await asyncio.shield(asyncio.to_thread(
+                self._ledger.record_all, [(request.model, prompt, price.cost(prompt))],
+                purpose=request.purpose, session_id=request.session_id,
+                person=request.person, settles=reservation,
+            ))
             raise
         model = result.model or request.model
         cost = price_of(model, self._prices).cost(result.usage)

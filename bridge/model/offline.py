@@ -9,6 +9,7 @@ model is configured, then shows what memory holds for the message.
 from __future__ import annotations
 
 import asyncio
+import html
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -71,7 +72,10 @@ def _answer(
     request: ModelRequest, tool_results: list[str], skills: Sequence[tuple[str, str]]
 ) -> str:
     parts = [messages.NO_MODEL_CONFIGURED]
-    related = _untagged(request.section("related-episodes")) or "\n".join(tool_results).strip()
+    # The blocks hold remembered text as quoted data (bridge/pipeline/quoting.py); shown to
+    # a person, it is their words again ("R&D", not "R&amp;D").
+    related = _untagged(request.section("related-episodes")) or html.unescape(
+        "\n".join(tool_results).strip())
     if related and related != "No matching episodes.":
         evidence = best_evidence(_turn_message(request), related)
         if evidence:
@@ -103,7 +107,7 @@ def _untagged(section: str | None) -> str:
     if not section:
         return ""
     match = _TAG.fullmatch(section.strip())
-    return (match.group("body") if match else section).strip()
+    return html.unescape((match.group("body") if match else section).strip())
 
 
 def _tool_results(message: dict[str, Any]) -> list[str]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-import time
 from collections.abc import Callable, Sequence
 
 from bridge.model.protocol import ToolCall, ToolSpec
@@ -19,7 +18,8 @@ from layers.procedural.skills import SkillLibrary
 log = logging.getLogger(__name__)
 
 # The person's own words that confirm deleting everything about them.
-CONFIRM_FORGET = re.compile(r"\byes\b[^.?!]*\bforget (?:everything|it all|all)\b", re.IGNORECASE)
+CONFIRM_FORGET = re.compile(
+    r"^\W*yes\W+(?:please\W+)?forget (?:everything|it all|all)\b", re.IGNORECASE)
 CONFIRM_WINDOW_S = 600.0
 FORGET_ALL_ASKS = (
     "Nothing is deleted yet: deleting everything about them needs their own confirmation."
@@ -89,15 +89,13 @@ class ToolBox:
         *,
         recall_k: int,
         on_forget: Callable[[Person], None] | None = None,
-        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._episodic = episodic
         self._skills = skills
         self._identity = identity
         self._recall_k = recall_k
         self._on_forget = on_forget
-        self._clock = clock
-        # Whose "forget everything" was asked for, and when (this process's turns).
+        # Whose "forget everything" was asked for, in which of their turns (its time).
         self._forget_asked: dict[str, float] = {}
 
     @property
@@ -153,7 +151,7 @@ class ToolBox:
         if isinstance(fact_id, str):
             deleted = await self._identity.forget(person, fact_id)
             said = f"deleted {deleted} fact(s)"
-        elif not self._confirmed_forget_all(person, turn.text):
+        elif not self._confirmed_forget_all(person, turn):
             return FORGET_ALL_ASKS, False
         else:
             said = (await self._identity.forget_person(person)).describe()
@@ -162,19 +160,23 @@ class ToolBox:
         log.info("forgot at the speaker's request: %s", said)
         return f"Done: {said} about them.", False
 
-    def _confirmed_forget_all(self, person: Person, said: str) -> bool:
+    def _confirmed_forget_all(self, person: Person, turn: Turn) -> bool:
         """Whether deleting everything about ``person`` is their own wish, confirmed.
 
         A model's word is not enough (stored text could talk it into the call): the first
-        call only asks, and the delete runs when the person's own next message says
-        "yes, forget everything" within CONFIRM_WINDOW_S. Decided: words, not a button, so
-        the same confirmation works in Slack and in the terminal.
+        call only asks, and the delete runs when a later message of the person's own
+        begins "yes, forget everything", within CONFIRM_WINDOW_S of the ask. Decided:
+        words, not a button, so the same confirmation works in Slack and in the terminal;
+        the ask is this process's (with several replicas a confirmation that lands on
+        another one is asked again: nothing is deleted on a guess).
         """
-        now = self._clock()
-        asked = self._forget_asked.pop(person.key, None)
-        if asked is not None and now - asked <= CONFIRM_WINDOW_S and CONFIRM_FORGET.search(said):
+        asked = self._forget_asked.get(person.key)
+        later = asked is not None and asked < turn.received_at <= asked + CONFIRM_WINDOW_S
+        if later and CONFIRM_FORGET.match(turn.text):
+            del self._forget_asked[person.key]
             return True
-        self._forget_asked[person.key] = now
+        if asked is None or turn.received_at > asked:
+            self._forget_asked[person.key] = turn.received_at
         return False
 
     def _skill_body(self, name: object) -> tuple[str, bool]:

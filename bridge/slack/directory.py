@@ -84,8 +84,10 @@ class Directory:
             info = ChannelInfo(channel_id, data.get("name"), _kind(data), _external(data))
         except SLACK_FAILURES as error:
             log.warning("conversations.info %s failed: %r", channel_id, error)
-            # Without Slack's answer, err on the private side: never widen who may recall.
-            return ChannelInfo(channel_id, None, _kind_from_event(channel_id, event_channel_type))
+            # Without Slack's answer, err on the private side: never widen who may recall
+            # (nor who reads the answer: it may be a channel shared with outsiders).
+            return ChannelInfo(channel_id, None, _kind_from_event(channel_id, event_channel_type),
+                               external=True)
         self._channels[channel_id] = (time.monotonic(), info)
         return info
 

@@ -31,8 +31,15 @@ MARKDOWN_CHARS = 12_000
 # A section block's text: at most 3,000 characters.
 SECTION_CHARS = 3_000
 _ENTITY_TAIL = re.compile(r"&[a-z]{0,4}$")
-# A Markdown link: its words can claim to be anything ("open the thread").
-_LINK = re.compile(r"\[([^\[\]\n]+)\]\(([^()\s]+)\)")
+# A Markdown link: its words can claim to be anything ("open the thread"). The address
+# may hold balanced parentheses (Wikipedia's) or angle brackets, and a title may follow.
+_LINK = re.compile(
+    r"\[([^\[\]\n]*(?:\[[^\[\]\n]*\][^\[\]\n]*)*)\]"
+    r"\(\s*<?((?:[^()\s<>]|\([^()\s]*\))+)>?(?:\s+(?:\"[^\"\n]*\"|'[^'\n]*'))?\s*\)"
+)
+# A reference link's definition ("[1]: https://…") and its use ("[words][1]").
+_LINK_DEFINITION = re.compile(r"^( {0,3})\[([^\]\n]+)\]:[ \t]*", re.MULTILINE)
+_REFERENCE = re.compile(r"\]\[")
 
 
 def escape(text: str) -> str:
@@ -46,10 +53,11 @@ def inert_links(text: str) -> str:
     links with words of their own; a remembered or model-written one shows where it
     goes (Slack still makes the bare address clickable). Whole lines reach here (the
     reply's stream releases text a line at a time), and a link never spans lines."""
-    return _LINK.sub(
+    inline = _LINK.sub(
         lambda m: m.group(2) if m.group(1) == m.group(2) else f"{m.group(1)} ({m.group(2)})",
         text,
     )
+    return _REFERENCE.sub("] [", _LINK_DEFINITION.sub(r"\1\2: ", inline))
 
 
 def entities(text: str) -> str:

@@ -61,6 +61,8 @@ class FairSlots:
             _, granted = self._waiting[who].popleft()
             if not self._waiting[who]:
                 del self._waiting[who]
+            if granted.done():
+                continue  # cancelled while it waited: its task forgets it when it runs
             self._running[who] += 1
             granted.set_result(None)
 

@@ -37,6 +37,8 @@ class GuardedH11(H11Protocol):
     _deadline: asyncio.TimerHandle | None = None
     _address = ""
     _opened = 0.0
+    # The last request answered on this connection (None before the first).
+    _answered: object = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -55,8 +57,19 @@ class GuardedH11(H11Protocol):
 
     def handle_events(self) -> None:
         super().handle_events()
-        if self.cycle is not None:
+        if self.cycle is not None and self.cycle is not self._answered:
             self._headers_arrived()
+
+    def on_response_complete(self) -> None:
+        answered = self.cycle
+        super().on_response_complete()
+        self._answered = answered
+        if self.transport.is_closing() or self.cycle is not answered:
+            return  # closing, or a pipelined request is already under way
+        # Kept alive for the next request: its headers are held to the same deadline.
+        self.half_open.setdefault(self._address, OrderedDict())[id(self)] = self
+        self._opened = self.loop.time()
+        self._deadline = self.loop.call_later(self.header_timeout_s, self._too_slow)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._headers_arrived()
@@ -73,7 +86,7 @@ class GuardedH11(H11Protocol):
                 del self.half_open[self._address]
 
     def _too_slow(self) -> None:
-        if self.cycle is None:
+        if self.cycle is None or self.cycle is self._answered:
             self._close_waiting()
 
     def _close_waiting(self) -> None:

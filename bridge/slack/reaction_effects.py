@@ -1,7 +1,7 @@
 """What each person's reaction on a reply did, so removing it undoes exactly that.
 
-One row per (message, reaction, person): the effect to undo — the MEMORY.md line a 🧠
-added, the fact a 👤 created, the verdict a ✅/❌ or a feedback click stands for. The
+One row per (message, reaction, person): the effect to undo — the memory note a 🧠
+proposed, the fact a 👤 created, the verdict a ✅/❌ or a feedback click stands for. The
 table is the Slack bridge's (``schema.py``).
 """
 

@@ -1,4 +1,5 @@
-"""Reactions (DESIGN.md "Reactions"): on the agent's replies and on skill-draft cards.
+"""Reactions (DESIGN.md "Reactions"): on the agent's replies, on skill-draft cards and on
+memory-note cards (a founder's ✅ keeps the note, ❌ rejects it).
 
 Only humans count, never a bot or the agent itself; ``reaction_removed`` undoes
 what ``reaction_added`` did, per person. ✅ / ❌ are anyone's to give; 🧠, 🗑️ and 👤
@@ -276,7 +277,7 @@ class Reactions:
             self._parts.transcript.forget_turn(
                 episode.session_id, episode.created_at, episode.user_text
             )
-            self._parts.notes.store.reject_pending_of(
+            self._parts.notes.reject_pending_of(
                 episode.session_id, by=f"{user} (🗑️ forgot the exchange)"
             )
         return True
@@ -284,7 +285,7 @@ class Reactions:
     def _unkeep_note(self, reply: ReplyRecord, user: str, who: str) -> None:
         note_id = self._pop_effect(reply, BRAIN, user)
         # The same note may stand for another 🧠 (the same question answered twice).
-        if note_id and not self._line_still_kept(note_id):
+        if note_id and not self._note_still_wanted(note_id):
             self._parts.notes.withdraw(note_id, by=who, why="🧠 reaction removed")
 
     async def _bust(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
@@ -316,8 +317,9 @@ class Reactions:
     def _effects(self, reply: ReplyRecord, reactions: tuple[str, ...]) -> set[str]:
         return self._parts.effects.standing(reply.channel, reply.ts, reactions, clicks=BUTTON)
 
-    def _line_still_kept(self, line: str) -> bool:
-        return self._parts.effects.any_with(BRAIN, line)
+    def _note_still_wanted(self, note_id: str) -> bool:
+        """Whether another 🧠 still stands for the same note."""
+        return self._parts.effects.any_with(BRAIN, note_id)
 
     def _pop_effect(self, reply: ReplyRecord, reaction: str, user: str) -> str | None:
         return self._parts.effects.pop(reply.channel, reply.ts, reaction, user)

@@ -35,7 +35,8 @@ class UserModels:
 
     async def for_message(self, person: Person, message: str, viewer: Viewer) -> str | None:
         """The user model for a turn at ``viewer``'s place (cached per person and place)."""
-        key = f"{person.key}|{viewer.team}|{viewer.channel}|{viewer.channel_type}|{viewer.user}"
+        key = (f"{person.key}|{viewer.team}|{viewer.channel}|{viewer.channel_type}|{viewer.user}"
+               f"|{viewer.confined}")
         cached = self._cache.get(key)
         fresh = cached is not None and self._clock() - cached[0] < self._ttl_s
         if cached is not None and (fresh or len(message.split()) < self._min_words):

@@ -51,9 +51,10 @@ class NoteGovernance:
         return note
 
     def visible_from(self, place: Place, user: str | None = None) -> list[Note]:
-        """The kept notes that may be read at ``place`` (by ``user`` in a DM)."""
+        """The kept notes said at ``place`` itself (with ``user``, in a DM): what a
+        reflection on a conversation there may be shown, whoever read it."""
         return self._store.kept_for(
-            Viewer(place.team, place.channel, place.channel_type, user)
+            Viewer(place.team, place.channel, place.channel_type, user, confined=True)
         )
 
     def is_founder(self, user: str) -> bool:
@@ -87,7 +88,13 @@ class NoteGovernance:
                 return note
             if note.status == "kept" and note.record_line:
                 self._record.remove(note.record_line, who=by, why=why)
-            return self._store.decide(note.id, "rejected", by=by)
+            return self._store.decide(note.id, "rejected", by=by, was=("proposed", "kept"))
+
+    def reject_pending_of(self, session_id: str, *, by: str) -> int:
+        """Reject the notes still waiting from a session (its words were forgotten), under
+        the same lock as every decision, so a ✅ at that moment cannot keep one."""
+        with self._record.writing():
+            return self._store.reject_pending_of(session_id, by=by)
 
     def _decided(self, note: Note | None) -> Note:
         assert note is not None  # decided a moment ago, never deleted

@@ -38,7 +38,7 @@ class Note:
     # a note reflection drew from a whole conversation.
     user: str | None
     author_name: str | None
-    source: str  # "🧠 reaction", "reflection", "command line"
+    source: str  # "🧠 reaction", "reflection on session …"
     session_id: str | None
     status: str
     decided_by: str | None = None
@@ -88,17 +88,20 @@ class NoteStore:
         return None if row is None else _note(row)
 
     def decide(
-        self, note_id: str, status: str, *, by: str, record_line: str | None = None,
-        replaced_by: str | None = None,
+        self, note_id: str, status: str, *, by: str, was: tuple[str, ...] = ("proposed",),
+        record_line: str | None = None, replaced_by: str | None = None,
     ) -> Note | None:
-        """Set a note's status (who decided, when); None when there is no such note."""
+        """Set a note's status (who decided, when) if it is still one of ``was``: a note
+        decided meanwhile (a 🗑️ during a ✅) keeps that decision. None: no such note."""
         if status not in STATUSES:
             raise ValueError(f"unknown note status {status!r}")
+        marks = ", ".join("?" for _ in was)
         with self._db.write() as conn:
             conn.execute(
                 "UPDATE memory_notes SET status = ?, decided_by = ?, decided_at = ?,"
-                " record_line = COALESCE(?, record_line), replaced_by = ? WHERE id = ?",
-                (status, by, self._clock(), record_line, replaced_by, note_id),
+                " record_line = COALESCE(?, record_line), replaced_by = ?"
+                f" WHERE id = ? AND status IN ({marks})",
+                (status, by, self._clock(), record_line, replaced_by, note_id, *was),
             )
         return self.get(note_id)
 

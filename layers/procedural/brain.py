@@ -255,7 +255,8 @@ class Brain:
                 ["git", "-C", str(self.path), *arguments],
                 # The brain's own repository, never one of a folder above it (a damaged
                 # .git would otherwise send git looking upwards).
-                env={**os.environ, "GIT_CEILING_DIRECTORIES": str(self.path.parent)},
+                env={**os.environ, **NO_HOOKS,
+                     "GIT_CEILING_DIRECTORIES": str(self.path.parent)},
                 capture_output=True,
                 text=True,
                 timeout=PUSH_TIMEOUT_S,

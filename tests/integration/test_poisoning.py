@@ -268,3 +268,28 @@ def test_half_open_connections_cannot_hold_the_slack_endpoint(harness: Harness) 
     finally:
         for sock in held:
             sock.close()
+
+
+def test_a_kept_alive_connection_cannot_trickle_its_next_request(harness: Harness) -> None:
+    import socket
+    import time
+    import urllib.parse
+
+    from bridge.slack.http_server import HEADER_TIMEOUT_S
+
+    url = urllib.parse.urlsplit(harness.url)
+    sock = socket.create_connection((url.hostname or "", url.port or 0), timeout=10)
+    try:
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        answer = b""
+        while not answer.endswith(b"\r\n\r\nok"):
+            answer += sock.recv(200)
+        assert answer.startswith(b"HTTP/1.1 200")
+        # The next request, kept alive, trickled and never finished.
+        sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: x\r\n")
+        started = time.monotonic()
+        sock.settimeout(HEADER_TIMEOUT_S + 3)
+        assert sock.recv(100) == b""  # closed by the server
+        assert time.monotonic() - started < HEADER_TIMEOUT_S + 2
+    finally:
+        sock.close()

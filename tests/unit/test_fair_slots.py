@@ -52,3 +52,26 @@ def test_a_cancelled_waiter_gives_its_place_up() -> None:
             return slots.running
 
     assert asyncio.run(run()) == 1
+
+
+def test_a_slot_freed_just_as_a_waiter_is_cancelled_is_not_lost() -> None:
+    async def run() -> int:
+        slots = FairSlots(1)
+        release = asyncio.Event()
+
+        async def turn(name: str) -> None:
+            async with slots.hold(name):
+                await release.wait()
+
+        first = asyncio.create_task(turn("a"))
+        await asyncio.sleep(0)
+        waiting = asyncio.create_task(turn("b"))
+        await asyncio.sleep(0)
+        waiting.cancel()  # its future is cancelled now; its task runs later
+        release.set()
+        await first  # releases while the cancelled waiter is still queued
+        await asyncio.gather(waiting, return_exceptions=True)
+        async with slots.hold("c"):
+            return slots.running
+
+    assert asyncio.run(run()) == 1

@@ -58,3 +58,13 @@ def test_a_remembered_or_model_written_link_shows_where_it_goes() -> None:
     said = escape("See [open the thread](https://evil.example/x) or [https://a.b](https://a.b)")
     assert said == "See open the thread (https://evil.example/x) or https://a.b"
     assert escape("a [bracket] and (parens) stay") == "a [bracket] and (parens) stay"
+
+
+def test_links_with_parentheses_titles_or_references_are_inert_too() -> None:
+    from bridge.slack.escaping import inert_links
+
+    assert inert_links("[wiki](https://e.org/x_(y))") == "wiki (https://e.org/x_(y))"
+    assert inert_links('[docs](https://evil.example "Thoth") ok') == (
+        "docs (https://evil.example) ok")
+    assert inert_links("[open the thread][1]\n[1]: https://evil.example") == (
+        "[open the thread] [1]\n1: https://evil.example")
