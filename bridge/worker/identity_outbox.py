@@ -7,7 +7,7 @@ import asyncio
 import logging
 
 from layers.backoff import backoff_delay
-from layers.identity.ingest_queue import refused
+from layers.identity.ingest_queue import described, refused
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
 
@@ -32,10 +32,10 @@ async def send_outbox(outbox: IngestOutbox, backend: IdentityBackend) -> int:
         except Exception as error:
             if not refused(error):
                 delay = await asyncio.to_thread(outbox.retry_later, entry_id, _delay)
-                log.info("identity ingest failed (%s); retry in %.0fs", error, delay)
+                log.info("identity ingest failed (%s); retry in %.0fs", described(error), delay)
                 continue
             log.error("the identity backend refused a turn of session %s: %s",
-                      turn.session_id, error)
+                      turn.session_id, described(error))
         await asyncio.to_thread(outbox.remove, entry_id)
         settled += 1
     return settled

@@ -24,6 +24,7 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Coroutine
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, Protocol, TypeVar
 
@@ -32,6 +33,7 @@ from layers.errors import BackendUnavailable
 from layers.identity.conversations import TheirConversations
 from layers.identity.honcho_server import SCOPING_VERSION, server_version
 from layers.identity.ids import honcho_id
+from layers.identity.ingest_queue import described
 from layers.identity.protocol import Fact, Forgotten, Person, TurnMessages
 from layers.identity.scope import unplaced_visible
 from layers.redaction import redact
@@ -197,11 +199,11 @@ class HonchoIdentity:
                         await peer.conclusions.aio.create([item])
                     except UnprocessableEntityError as error:
                         log.warning("Honcho refused one conclusion (%d chars): %s",
-                                    len(item["content"]), error)
+                                    len(item["content"]), described(error))
 
     @_honcho_failures_are_backend_errors
     async def facts(self, person: Person, viewer: Viewer | None = None) -> list[Fact]:
-        facts = await self._all_facts(await self._person(person))
+        facts = [_named(fact, person) for fact in await self._all_facts(await self._person(person))]
         if viewer is None:
             return facts
         readable = {
@@ -320,7 +322,11 @@ class HonchoIdentity:
     async def _person(self, person: Person) -> Any:
         # The team is part of the id: with a fixed HONCHO_WORKSPACE_ID two workspaces' U1
         # are different people, and no person can share the agent's peer. The name rides
-        # in the peer's metadata, for whoever reads Honcho's own views.
+        # in the peer's metadata, for whoever reads Honcho's own views. Honcho replaces
+        # metadata whole: without a name (a command naming a person by id) none is sent,
+        # so the stored name is never written over with a null.
+        if person.name is None:
+            return await self._peer(person.team, person_peer_id(person))
         metadata = {"name": person.name, "slack_user": person.user, "slack_team": person.team}
         return await self._peer(person.team, person_peer_id(person), metadata=metadata)
 
@@ -367,6 +373,15 @@ async def _holds(session: Any, key: str) -> bool:
 
 def person_peer_id(person: Person) -> str:
     return honcho_id("person", person.team, person.user)
+
+
+def _named(fact: Fact, person: Person) -> Fact:
+    """The fact as people read it: Honcho's deriver names a person by their peer id
+    ("person_3a-T1_3a-U1 prefers…"); shown, it is their name (or "they")."""
+    peer = person_peer_id(person)
+    if peer not in fact.text:
+        return fact
+    return replace(fact, text=fact.text.replace(peer, person.name or "they"))
 
 
 def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:

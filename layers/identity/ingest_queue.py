@@ -10,8 +10,11 @@ counted): a slow backend must not grow memory without bound. At shutdown
 With an outbox (``outbox.py``) every turn is also written to the database until the
 backend has it: a restart, a crash or a turn pushed out of a full queue is sent on
 the next start (``resume``), and one given up after its tries waits there too; only a
-refusal (4xx) removes it unsent. A retried turn is marked ``retry`` so the backend can
-check it does not hold it already (a timed-out request may still have been stored).
+refusal of the turn itself (a 4xx) removes it unsent. A refused key (401/403: bad,
+expired, rotated) is not the turn's fault: every turn stays in the outbox, ingest pauses
+for ``KEY_PAUSE_S`` with one log line, and the turns go once the key works again. A
+retried turn is marked ``retry`` so the backend can check it does not hold it already (a
+timed-out request may still have been stored).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
@@ -32,6 +36,9 @@ Sleep = Callable[[float], Awaitable[None]]
 # Longer than a turn's tries take (about five minutes): meanwhile no other process
 # (a replica, a worker) claims the outbox row this process is sending.
 HELD_WHILE_SENDING_S = 900.0
+# After the backend refuses the key, nothing is sent for this long (one line says so);
+# then the next turn tries again.
+KEY_PAUSE_S = 300.0
 # A queued turn and its outbox row (None without an outbox).
 Entry = tuple[int | None, TurnMessages]
 
@@ -55,6 +62,7 @@ class IngestQueue:
         sleep: Sleep = asyncio.sleep,
         outbox: IngestOutbox | None = None,
         send_here: bool = True,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         """``send_here`` False: turns only go to the outbox, for `thoth worker` to send."""
         self._backend = backend
@@ -70,6 +78,9 @@ class IngestQueue:
         self._worker: asyncio.Task[None] | None = None
         self._in_flight = 0
         self._in_flight_id: int | None = None
+        self._clock = clock
+        # Until when ingest waits because the backend refused the key (0: it does not).
+        self._paused_until = 0.0
         self.stats = IngestStats()
 
     def submit(self, turn: TurnMessages) -> None:
@@ -159,6 +170,9 @@ class IngestQueue:
 
     async def _send(self, turn: TurnMessages) -> bool:
         """True when the turn is settled: sent, or refused for good."""
+        if self._clock() < self._paused_until:
+            self.stats.failed += 1
+            return False  # kept in the outbox: the key was refused a moment ago
         for attempt in range(1, self._attempts + 1):
             try:
                 await self._backend.ingest(replace(turn, retry=turn.retry or attempt > 1))
@@ -167,26 +181,53 @@ class IngestQueue:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
+                if key_refused(error):
+                    self._paused_until = self._clock() + KEY_PAUSE_S
+                    self.stats.failed += 1
+                    log.error("the identity backend refused the API key (%s): ingest paused"
+                              " for %.0f s; every turn is kept in the outbox and sent once"
+                              " the key works (check HONCHO_API_KEY)", _status(error),
+                              KEY_PAUSE_S)
+                    return False
                 if refused(error) or attempt == self._attempts:
                     self.stats.failed += 1
                     log.error(
                         "identity ingest for session %s failed after %d attempts: %s",
                         turn.session_id,
                         attempt,
-                        error,
+                        described(error),
                     )
                     return refused(error)
                 delay = backoff_delay(attempt, base_s=self._base_delay_s, max_s=self._max_delay_s)
                 # A retry is routine (-v shows it); a turn given up is an error, above.
-                log.info("identity ingest failed (%s); retry in %.1fs", error, delay)
+                log.info("identity ingest failed (%s); retry in %.1fs", described(error), delay)
                 await self._sleep(delay)
         return False
 
 
 def refused(error: Exception) -> bool:
-    """A 4xx other than 408/429: the backend will refuse this turn however often it is sent."""
+    """A 4xx other than 401/403/408/429: the backend will refuse this turn however often
+    it is sent."""
+    status = _status(error)
+    return isinstance(status, int) and 400 <= status < 500 and status not in (
+        401, 403, 408, 429)
+
+
+def key_refused(error: Exception) -> bool:
+    """401/403: the key is bad, expired or rotated, not the turn."""
+    return _status(error) in (401, 403)
+
+
+def described(error: Exception) -> str:
+    """An error as a log line may carry it: its kind and status, never its message, which
+    can echo what a person said (Honcho's 422 quotes the refused text)."""
+    status = _status(error)
+    return f"{type(error).__name__}{f' {status}' if status else ''}"
+
+
+def _status(error: Exception) -> int | None:
     status = getattr(error, "status_code", None) or getattr(error, "status", None)
-    return isinstance(status, int) and 400 <= status < 500 and status not in (408, 429)
+    return status if isinstance(status, int) else None
 
 
 def _take_all(queue: asyncio.Queue[Entry]) -> list[Entry]:

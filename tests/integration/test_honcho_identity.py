@@ -202,7 +202,7 @@ def test_forgetting_is_complete_past_a_hundred_facts_made_in_batches(
 
 
 def test_observations_are_batched_within_limits_deduplicated_and_one_bad_item_loses_nothing(
-    app: Thoth, honcho: FakeHoncho
+    app: Thoth, honcho: FakeHoncho, caplog: pytest.LogCaptureFixture
 ) -> None:
     identity = app.identity
     assert identity is not None
@@ -221,6 +221,9 @@ def test_observations_are_batched_within_limits_deduplicated_and_one_bad_item_lo
                if isinstance(r.body, dict) and "conclusions" in r.body]
     assert all(len(body["conclusions"]) <= 100 for body in creates)
     assert len(honcho.stored_conclusions(honcho_id("T1"))) == 149  # the repeats were skipped
+    # The refusal is logged by its size and kind, never with the refused text.
+    refused = [r.getMessage() for r in caplog.records if "refused one conclusion" in r.getMessage()]
+    assert refused and all("!!!!" not in line and len(line) < 200 for line in refused)
 
 
 def test_people_have_names_the_agent_is_not_modelled_and_turns_keep_their_time(
@@ -410,3 +413,72 @@ def test_the_dialectic_is_scoped_like_the_representation_and_never_reads_a_peer_
     assert chat.body["filters"] == {"session_id": [honcho_id(sessions["public"])]}
     workspace = honcho.workspaces[honcho_id("T1")].record
     assert workspace["configuration"]["peer_card"] == {"use": False, "create": False}
+
+
+def test_a_refused_key_keeps_every_turn_and_they_go_once_the_key_works(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    from layers.identity.ingest_queue import IngestQueue
+    from layers.identity.outbox import IngestOutbox
+    from layers.identity.protocol import TurnMessages
+    from layers.identity.scope import ReadableSessions
+    from layers.storage.database import Database
+
+    with FakeHoncho(api_key="hch-right-key") as honcho:
+        def client_with(key: str) -> object:
+            def client(workspace: str) -> object:
+                from honcho import Honcho
+
+                return Honcho(api_key=key, base_url=honcho.url, workspace_id=workspace,
+                              timeout=2, max_retries=0)
+            return client
+
+        db = Database.open(model_settings.db_path, schemas=LAYER_SCHEMAS)
+        dana = Person("T1", "U1", "Dana")
+        turns = [TurnMessages(dana, f"s-{n}", f"message {n}", "Noted.", time.time())
+                 for n in range(9)]
+
+        def identity(key: str) -> HonchoIdentity:
+            return HonchoIdentity(client_with(key), workspace_id=None, server_url=honcho.url,
+                                  readable_sessions=ReadableSessions(db))
+
+        async def with_key(key: str) -> int:
+            queue = IngestQueue(identity(key), base_delay_s=0.01, outbox=IngestOutbox(db))
+            for turn in turns if key.endswith("rotated") else []:
+                queue.submit(turn)
+            await queue.resume()
+            return await queue.drain(20)
+
+        assert asyncio.run(with_key("hch-rotated")) == 9
+        assert IngestOutbox(db).count() == 9  # nothing thrown away
+        refusals = [r for r in caplog.records if "refused the API key" in r.getMessage()]
+        assert len(refusals) == 1 and refusals[0].exc_info is None  # one line, no traceback
+        assert asyncio.run(with_key("hch-right-key")) == 0
+        assert IngestOutbox(db).count() == 0
+        assert len(honcho.stored_messages(honcho_id("T1"), honcho_id("s-8"))) == 2
+        db.close()
+
+
+def test_a_person_named_by_id_alone_keeps_their_name_and_facts_show_names(
+    app: Thoth, honcho: FakeHoncho
+) -> None:
+    import io
+
+    from bridge.cli.main import main
+
+    identity = app.identity
+    assert identity is not None
+    dana = Person("T1", "U1", "Dana")
+    asyncio.run(identity.observe(dana, [f"{person_peer_id(dana)} leads payments"],
+                                 session_id=None, source="reflection"))
+    # `thoth people show U1` names the person by id only, in a process of its own.
+    out = io.StringIO()
+    assert main(["people", "show", "U1", "--team", "T1"], settings=app.settings, stdout=out,
+                stderr=io.StringIO(), embedder=HashingEmbedder()) == 0
+    sent = [r.body.get("metadata") for r in honcho.requests_to("/peers", "POST")
+            if isinstance(r.body, dict) and r.body.get("id") == person_peer_id(dana)]
+    assert sent and all(m is None or m.get("name") == "Dana" for m in sent)  # never a null
+    facts = asyncio.run(identity.facts(dana))
+    assert [f.text for f in facts] == ["Dana leads payments"]
+    # Shown without the peer id Honcho's deriver writes.
+    assert "leads payments" in out.getvalue() and person_peer_id(dana) not in out.getvalue()
