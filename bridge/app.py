@@ -30,6 +30,7 @@ from layers.identity.local.backend import LocalIdentity
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
 from layers.identity.scope import ReadableSessions
+from layers.identity.tombstones import Tombstones
 from layers.identity.user_models import UserModels
 from layers.notes.governance import NoteGovernance
 from layers.notes.store import NoteStore
@@ -74,6 +75,7 @@ class Thoth:
     drafts: SkillDrafts
     memory_notes: MemoryNotes
     notes: NoteGovernance
+    tombstones: Tombstones
     pipeline: TurnPipeline
     # Every model call's cost, for the daily cap and the closing summary.
     ledger: CostLedger
@@ -158,11 +160,13 @@ def build(
     skills = SkillLibrary((brain.skills_dir, SHIPPED_SKILLS))
     matcher = SkillMatcher(skills, chosen_embedder)
     identity = None if settings.honcho_disabled else build_identity(settings, db, chosen_embedder)
+    tombstones = Tombstones(db)
     ingest = (
         IngestQueue(
             identity,
             outbox=IngestOutbox(db),
             send_here=settings.background_work == "inline",
+            tombstones=tombstones,
         )
         if identity is not None
         else None
@@ -205,6 +209,7 @@ def build(
         identity=identity,
         identity_ingest=ingest,
         notes=notes.store,
+        stop_ingest=tombstones.record,
     )
     drafts = SkillDrafts(db, brain, skills)
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
@@ -231,6 +236,7 @@ def build(
         drafts=drafts,
         memory_notes=memory_record,
         notes=notes,
+        tombstones=tombstones,
         pipeline=pipeline,
         identity=identity,
         identity_ingest=ingest,

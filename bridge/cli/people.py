@@ -83,6 +83,7 @@ def run_forget(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
                            f" {args.user} lists them)")
         said = f"deleted {deleted} fact(s)"
     else:
+        app.tombstones.record(person)  # nothing said before this is sent afterwards
         said = asyncio.run(backend.forget_person(person)).describe()
     if app.user_models is not None:
         app.user_models.forget(person)

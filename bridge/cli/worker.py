@@ -51,6 +51,7 @@ def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             identity=app.identity,
             followups=app.followups,
             slack=slack,
+            tombstones=app.tombstones,
         )
     )
     jobs = ", ".join(worker.jobs()) or "nothing (every queue is turned off)"

@@ -13,7 +13,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,7 +42,7 @@ from layers.episodic.memory import EpisodicMemory
 from layers.episodic.summary import summarize_reply
 from layers.errors import CostCapReached, PersonCapReached
 from layers.identity.ingest_queue import IngestQueue
-from layers.identity.protocol import IdentityBackend, TurnMessages
+from layers.identity.protocol import IdentityBackend, Person, TurnMessages
 from layers.identity.user_models import UserModels
 from layers.notes.store import Note, NoteStore
 from layers.procedural.persona import PersonaLoader
@@ -137,6 +137,7 @@ class TurnPipeline:
         identity_ingest: IngestQueue | None = None,
         after_reply: AfterReply | None = None,
         notes: NoteStore | None = None,
+        stop_ingest: Callable[[Person], object] | None = None,
     ) -> None:
         """``model`` comes with its cost cap and charge around it (``MeteredModel``)."""
         self._sessions = sessions
@@ -154,6 +155,7 @@ class TurnPipeline:
             identity,
             recall_k=config.recall_top_k,
             on_forget=user_models.forget if user_models is not None else None,
+            stop_ingest=stop_ingest,
         )
         self._after = after_reply or AfterReply(transcript, sessions, episodic, identity_ingest)
         self._locks = KeyedLocks()

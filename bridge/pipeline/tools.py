@@ -89,12 +89,16 @@ class ToolBox:
         *,
         recall_k: int,
         on_forget: Callable[[Person], None] | None = None,
+        stop_ingest: Callable[[Person], object] | None = None,
     ) -> None:
         self._episodic = episodic
         self._skills = skills
         self._identity = identity
         self._recall_k = recall_k
         self._on_forget = on_forget
+        # Called before everything is forgotten: nothing said before (this very turn
+        # included) is sent to the identity backend afterwards (layers/identity/tombstones).
+        self._stop_ingest = stop_ingest
         # Whose "forget everything" was asked for, in which of their turns (its time).
         self._forget_asked: dict[str, float] = {}
 
@@ -154,6 +158,8 @@ class ToolBox:
         elif not self._confirmed_forget_all(person, turn):
             return FORGET_ALL_ASKS, False
         else:
+            if self._stop_ingest is not None:
+                await asyncio.to_thread(self._stop_ingest, person)
             said = (await self._identity.forget_person(person)).describe()
         if self._on_forget is not None:
             self._on_forget(person)

@@ -10,6 +10,7 @@ from layers.backoff import backoff_delay
 from layers.identity.ingest_queue import described, refused
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
+from layers.identity.tombstones import Tombstones
 
 log = logging.getLogger(__name__)
 
@@ -20,13 +21,16 @@ RETRY_BASE_S = 5.0
 RETRY_MAX_S = 600.0
 
 
-async def send_outbox(outbox: IngestOutbox, backend: IdentityBackend) -> int:
+async def send_outbox(
+    outbox: IngestOutbox, backend: IdentityBackend, tombstones: Tombstones | None = None
+) -> int:
     """Send one batch of the turns no process holds; returns how many were settled."""
     claimed = await asyncio.to_thread(outbox.claim, hold_s=BATCH_HOLD_S, limit=BATCH)
     settled = 0
     for entry_id, turn in claimed:
         try:
-            await backend.ingest(turn)
+            if tombstones is None or not await asyncio.to_thread(tombstones.buried, turn):
+                await backend.ingest(turn)
         except asyncio.CancelledError:
             raise
         except Exception as error:

@@ -21,6 +21,7 @@ from bridge.slack.followups import post_due_followups
 from bridge.worker.identity_outbox import send_outbox
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
+from layers.identity.tombstones import Tombstones
 from reflection.followups import Followups
 from reflection.state import ReflectionState
 
@@ -44,6 +45,8 @@ class Queues:
     identity: IdentityBackend | None
     followups: Followups
     slack: AsyncWebClient | None
+    # Who asked to be forgotten (their earlier turns are never sent).
+    tombstones: Tombstones | None = None
 
 
 class Worker:
@@ -58,7 +61,8 @@ class Worker:
             jobs["reflections"] = self.reflect_once
         if queues.outbox is not None and queues.identity is not None:
             outbox, identity = queues.outbox, queues.identity
-            jobs["identity ingest"] = lambda: send_outbox(outbox, identity)
+            tombstones = queues.tombstones
+            jobs["identity ingest"] = lambda: send_outbox(outbox, identity, tombstones)
         if queues.slack is not None:
             followups, slack = queues.followups, queues.slack
             jobs["follow-ups"] = lambda: post_due_followups(followups, slack)

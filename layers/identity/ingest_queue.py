@@ -29,6 +29,7 @@ from dataclasses import dataclass, replace
 from layers.backoff import backoff_delay
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend, TurnMessages
+from layers.identity.tombstones import Tombstones
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ class IngestQueue:
         outbox: IngestOutbox | None = None,
         send_here: bool = True,
         clock: Callable[[], float] = time.monotonic,
+        tombstones: Tombstones | None = None,
     ) -> None:
         """``send_here`` False: turns only go to the outbox, for `thoth worker` to send."""
         self._backend = backend
@@ -79,12 +81,15 @@ class IngestQueue:
         self._in_flight = 0
         self._in_flight_id: int | None = None
         self._clock = clock
+        self._tombstones = tombstones
         # Until when ingest waits because the backend refused the key (0: it does not).
         self._paused_until = 0.0
         self.stats = IngestStats()
 
     def submit(self, turn: TurnMessages) -> None:
         """Queue a turn for the backend; returns at once (call from the event loop)."""
+        if self._tombstones is not None and self._tombstones.buried(turn):
+            return  # said before its person asked to be forgotten (the "forget me" turn)
         if not self._send_here and self._outbox is not None:
             self._outbox.add(turn)
             return
@@ -170,6 +175,8 @@ class IngestQueue:
 
     async def _send(self, turn: TurnMessages) -> bool:
         """True when the turn is settled: sent, or refused for good."""
+        if self._tombstones is not None and await asyncio.to_thread(self._tombstones.buried, turn):
+            return True  # its person was forgotten since: settled, never sent
         if self._clock() < self._paused_until:
             self.stats.failed += 1
             return False  # kept in the outbox: the key was refused a moment ago

@@ -98,5 +98,28 @@ SCHEMA = Schema(
             ALTER TABLE identity_outbox ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
             """,
         ),
+        Migration(
+            4,
+            "identity_forgotten",
+            """
+            -- When each person asked to be forgotten: nothing they said before it is sent
+            -- to the identity backend afterwards (a queued turn, a retry, the "forget me"
+            -- turn itself); what they say after it is learned again.
+            CREATE TABLE identity_forgotten (
+                team TEXT NOT NULL,
+                "user" TEXT NOT NULL,
+                forgotten_at REAL NOT NULL,
+                PRIMARY KEY (team, "user")
+            );
+            """,
+            postgres="""
+            CREATE TABLE identity_forgotten (
+                team TEXT NOT NULL,
+                "user" TEXT NOT NULL,
+                forgotten_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (team, "user")
+            );
+            """,
+        ),
     ),
 )

@@ -103,3 +103,56 @@ def test_a_person_can_ask_what_is_known_and_have_it_forgotten(
     assert "Dana runs the Friday demo" in listing and "Ari" not in listing
     assert kept_before_confirming == ["Dana runs the Friday demo"]
     assert dana_after == [] and ari_after == ["Ari owns billing"]
+
+
+def test_a_forgotten_person_stays_forgotten_and_is_learned_again_from_then_on(
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
+) -> None:
+    from layers.identity.outbox import IngestOutbox
+    from layers.identity.protocol import Person, TurnMessages
+    from tests.servers import anthropic_api as api
+
+    app = build(model_settings, embedder=hashing_embedder)
+    identity = app.identity
+    assert identity is not None
+    dana, ari = Person("T1", "U1", "Dana"), Person("T1", "U2", "Ari")
+    fake_anthropic.push(
+        api.text("Noted."),
+        api.tool_use("forget_about_you", {}), api.text("Please confirm."),
+        api.tool_use("forget_about_you", {}), api.text("Done, forgotten."),
+    )
+    dm = Place("T1", "D1", "im")
+
+    async def say(texts: list[str]) -> None:
+        for text in texts:
+            await app.pipeline.handle(Turn("s1", text, dm, user="U1", user_name="Dana"),
+                                      RecordingSink())
+        await app.drain()
+
+    async def run() -> tuple[list[str], list[str], list[str]]:
+        await say(["I prefer short answers and I work from Porto."])
+        assert await identity.facts(dana)  # something to forget
+        await say(["Please forget everything about me. I prefer tea.",
+                   "Yes, forget everything. I prefer coffee."])
+        # A turn said before the forget and still waiting (a worker's outbox row, a
+        # retry) is never sent afterwards; another person's is.
+        outbox = IngestOutbox(app.db)
+        before = app.tombstones.forgotten_at(dana)
+        assert before is not None
+        outbox.add(TurnMessages(dana, "s0", "I manage the Lisbon office", "Noted.", before - 60))
+        outbox.add(TurnMessages(ari, "s0", "I manage billing", "Noted.", before - 60))
+        app.tombstones.record(dana)
+        waiting = [turn.person.user for _, turn in outbox.claim(hold_s=1)]
+        forgotten = [fact.text for fact in await identity.facts(dana)]
+        fake_anthropic.push(api.text("Noted."))
+        await say(["I prefer long answers."])
+        return waiting, forgotten, [fact.text for fact in await identity.facts(dana)]
+
+    try:
+        waiting, forgotten, learned = asyncio.run(run())
+        assert waiting == ["U2"]
+        # Not Porto, not tea, not coffee (said in the "forget me" turn), not Lisbon.
+        assert forgotten == []
+        assert learned == ["prefers long answers"]  # learned again from then on
+    finally:
+        app.close()
