@@ -76,9 +76,12 @@ MAX_PAGES = 50
 MAX_FORGET_ROUNDS = 10
 MAX_LISTING_PASSES = 20
 # Honcho's limits on POST /conclusions: 100 a call, 65 535 characters and 8 192 tokens
-# each. A fact longer than a few paragraphs is not a fact: cut well inside both.
+# each (its embedding model's input). Tokens are counted by a tokenizer Thoth does not
+# have; a byte-pair tokenizer never makes more tokens than UTF-8 bytes, so a conclusion
+# cut to this many bytes is within the limit whatever its script (CJK and emoji run two
+# to four bytes a character, and as many tokens). A fact longer is not a fact anyway.
 MAX_CONCLUSIONS_PER_CALL = 100
-MAX_CONCLUSION_CHARS = 16_000
+MAX_CONCLUSION_BYTES = 8_000
 # Honcho's session allowlist takes at most this many sessions.
 MAX_SESSIONS = 1_000
 
@@ -177,7 +180,7 @@ class HonchoIdentity:
         known = {_normalized(fact.text) for fact in await self.facts(person)}
         items: list[dict[str, Any]] = []
         for text in observations:
-            content = _clip(redact(text).strip(), MAX_CONCLUSION_CHARS)
+            content = _clip_bytes(redact(text).strip(), MAX_CONCLUSION_BYTES)
             if content and _normalized(content) not in known:
                 known.add(_normalized(content))
                 items.append({"content": content, "session_id": session})
@@ -391,6 +394,17 @@ def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:
         return text
     marker = " […]"
     return text[: limit - len(marker)] + marker
+
+
+def _clip_bytes(text: str, limit: int) -> str:
+    """The start of ``text`` within ``limit`` UTF-8 bytes (never half a character), and a
+    mark that it was cut."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= limit:
+        return text
+    marker = " […]"
+    kept = encoded[: limit - len(marker.encode("utf-8"))].decode("utf-8", errors="ignore")
+    return kept + marker
 
 
 def _normalized(text: str) -> str:

@@ -207,8 +207,12 @@ def test_observations_are_batched_within_limits_deduplicated_and_one_bad_item_lo
     identity = app.identity
     assert identity is not None
     dana = Person("T1", "U1", "Dana")
-    too_many_tokens = "!" * 12_000  # under the character limits, over 8 192 tokens
+    # Over Honcho's 8 192 tokens however counted: cut to a safe size and kept, not refused.
+    too_many_tokens = "!" * 12_000
     notes = [f"Dana prefers option {n}" for n in range(149)] + [too_many_tokens]
+    # A refusal of the first batch and of one item: the rest still go, one by one.
+    honcho.fail_next(422, count=2, match="/conclusions$",
+                     detail=[{"msg": f"bad input {notes[0]}"}])
 
     async def run() -> list[str]:
         await identity.observe(dana, notes, session_id=None, source="reflection")
@@ -216,14 +220,31 @@ def test_observations_are_batched_within_limits_deduplicated_and_one_bad_item_lo
         return [fact.text for fact in await identity.facts(dana)]
 
     stored = asyncio.run(run())
-    assert sorted(set(stored)) == sorted(notes[:149]) and len(stored) >= 149
+    cut = [text for text in stored if text.startswith("!!!")]
+    assert len(cut) == 1 and cut[0].endswith("[…]") and len(cut[0].encode()) <= 8_000
+    assert set(notes[:149]) <= set(stored)
     creates = [r.body for r in honcho.requests_to("/conclusions", "POST")
                if isinstance(r.body, dict) and "conclusions" in r.body]
     assert all(len(body["conclusions"]) <= 100 for body in creates)
-    assert len(honcho.stored_conclusions(honcho_id("T1"))) == 149  # the repeats were skipped
+    assert len(honcho.stored_conclusions(honcho_id("T1"))) == 150  # the repeats were skipped
     # The refusal is logged by its size and kind, never with the refused text.
     refused = [r.getMessage() for r in caplog.records if "refused one conclusion" in r.getMessage()]
-    assert refused and all("!!!!" not in line and len(line) < 200 for line in refused)
+    assert refused and all("Dana prefers" not in line and len(line) < 200 for line in refused)
+
+
+def test_text_in_any_script_is_kept_within_honchos_token_limit(
+    app: Thoth, honcho: FakeHoncho
+) -> None:
+    identity = app.identity
+    assert identity is not None
+    dana = Person("T1", "U1", "Dana")
+    chinese = "我们在周五部署支付服务" * 2_000  # 22 000 characters, 44 000 tokens or more
+    emoji = "🚀🎉" * 5_000
+    asyncio.run(identity.observe(dana, [chinese, emoji], session_id=None, source="reflection"))
+    stored = [c["content"] for c in honcho.stored_conclusions(honcho_id("T1"))]
+    assert len(stored) == 2  # both kept (cut), neither refused and lost
+    assert stored[0].startswith("我们在周五部署") and stored[1].startswith("🚀🎉")
+    assert all(len(text.encode()) <= 8_000 for text in stored)
 
 
 def test_people_have_names_the_agent_is_not_modelled_and_turns_keep_their_time(

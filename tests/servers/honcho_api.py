@@ -37,7 +37,10 @@ MAX_MESSAGES_PER_CALL = 100
 MAX_MESSAGE_CHARS = 25_000
 MAX_CONCLUSIONS_PER_CALL = 100
 MAX_CONCLUSION_CHARS = 65_535
-# EMBEDDING_MAX_INPUT_TOKENS; tokens are counted here as words and punctuation marks.
+# EMBEDDING_MAX_INPUT_TOKENS. Tokens are counted here as Honcho's embedding tokenizer
+# (a byte-pair one) counts them at worst: an ASCII word or mark is one, and a character
+# outside ASCII (CJK, emoji) one per UTF-8 byte past its first — a run of Chinese or emoji
+# is many tokens, never the one "word" a regex sees.
 MAX_CONCLUSION_TOKENS = 8_192
 MAX_QUERY_CHARS = 10_000
 MAX_PAGE_SIZE = 100
@@ -66,7 +69,9 @@ class _Fault:
     retry_after: float | None = None
 
     def applies_to(self, request: RecordedRequest) -> bool:
-        return self.match is None or self.match in request.path
+        # A regular expression searched in the path ("/messages", or "/conclusions$" for
+        # the create alone, not its /list).
+        return self.match is None or re.search(self.match, request.path) is not None
 
 
 @dataclass
@@ -119,7 +124,9 @@ def session_allowlist(body: dict[str, Any]) -> set[str] | None:
 
 
 def _tokens(text: str) -> int:
-    return len(re.findall(r"\w+|[^\w\s]", text))
+    ascii_tokens = len(re.findall(r"[A-Za-z0-9_]+|[!-/:-@\[-`{-~]", text))
+    wide = sum(max(1, len(char.encode("utf-8")) - 1) for char in text if ord(char) > 127)
+    return ascii_tokens + wide
 
 
 def _now() -> str:
