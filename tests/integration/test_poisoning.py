@@ -248,7 +248,19 @@ def test_half_open_connections_cannot_hold_the_slack_endpoint(harness: Harness) 
             # Headers trickled and never finished (slowloris).
             sock.sendall(b"POST /slack/events HTTP/1.1\r\nHost: x\r\nX-Slow: 1\r\n")
             held.append(sock)
-        time.sleep(1.2)  # held, as a slowloris holds them (past guarded_http.GRACE_S)
+        # Held, as a slowloris holds them, until the server lets them go: a connection
+        # past guarded_http.GRACE_S is closed when another one comes from its address.
+        def oldest_closed() -> bool:
+            socket.create_connection((url.hostname or "", url.port or 0), timeout=5).close()
+            held[0].settimeout(0.05)
+            try:
+                return held[0].recv(100) == b""
+            except ConnectionResetError:
+                return True
+            except TimeoutError:
+                return False
+
+        wait_until(oldest_closed, timeout_s=10)
         started = time.monotonic()
         ts = "1700001000.000100"
         harness.model.push(api.text("Still here."))
