@@ -95,10 +95,10 @@ def _memory(
     if not texts:
         return None
     # A DM's note belongs to the DM's person: only a DM with them may read it.
-    dm_person = speakers[0] if session.place.channel_type == "im" and len(speakers) == 1 else None
+    person = dm_person(session, speakers)
     for text in texts:
         note = writers.notes.propose(
-            text, session.place, user=dm_person, author_name=None,
+            text, session.place, user=person, author_name=None,
             source=f"reflection on session {session.id[:8]}", session_id=session.id,
             speakers=speakers,
         )
@@ -108,6 +108,13 @@ def _memory(
             result.notes_pending += 1
             writers.notifier.note_card(note, session.place)
     return str(len(texts))
+
+
+def dm_person(session: Session, speakers: Sequence[str]) -> str | None:
+    """The person of a DM session (its one speaker); None elsewhere."""
+    if session.place.channel_type != "im" or len(speakers) != 1:
+        return None
+    return speakers[0]
 
 
 def _skill(

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from layers.errors import CostCapReached, ThothError
 from layers.redaction import redact
 from layers.working.sessions import Session, SessionStore
-from layers.working.transcript import TranscriptStore
-from reflection.fanout import FanoutResult, Writers, fan_out
+from layers.working.transcript import TranscriptStore, TranscriptTurn
+from reflection.fanout import FanoutResult, Writers, dm_person, fan_out
 from reflection.own_words import rests_on
 from reflection.reflector import Reflector
 from reflection.report import Reflection
@@ -59,8 +59,10 @@ def reflect_session(
         return RunResult(current.state if current else "unknown", None, None, "not due")
     report = row.report
     try:
+        turns = transcript.turns(session_id)
+        speakers = sorted({turn.user for turn in turns if turn.user})
         if report is None:
-            session_input = _input(session, transcript, writers, existing_skills)
+            session_input = _input(session, turns, speakers, writers, existing_skills)
             try:
                 made, raw = reflector.reflect(session_input)
             except CostCapReached as capped:
@@ -72,7 +74,6 @@ def reflect_session(
                 return RunResult("failed", None, None, str(refused))
             report = _for_speakers(_redacted(made), session_input)
             state.save_report(session_id, report, redact(raw) if raw else None)
-        speakers = sorted({t.user for t in transcript.turns(session_id) if t.user})
         result = fan_out(session, report, state, writers, speakers)
     except Exception as crash:
         log.exception("reflection on session %s failed", session_id)
@@ -102,26 +103,19 @@ def summary_text(result: RunResult, cost_usd: float) -> str:
 
 
 def _input(
-    session: Session, transcript: TranscriptStore, writers: Writers, skills: list[str]
+    session: Session, turns: list[TranscriptTurn], speakers: list[str], writers: Writers,
+    skills: list[str],
 ) -> SessionInput:
     return SessionInput(
         session.id,
         session.place,
-        transcript.turns(session.id),
+        turns,
         feedback=[int(value) for value in writers.episodes.session_feedback(session.id)],
         existing_skills=skills,
         # Only notes that may be read where the session was: they go into its prompt.
         recent_notes=[note.text for note in writers.notes.visible_from(
-            session.place, _dm_person(session, transcript))],
+            session.place, dm_person(session, speakers))],
     )
-
-
-def _dm_person(session: Session, transcript: TranscriptStore) -> str | None:
-    """The person of a DM session (its one speaker); None elsewhere."""
-    if session.place.channel_type != "im":
-        return None
-    speakers = {turn.user for turn in transcript.turns(session.id) if turn.user}
-    return speakers.pop() if len(speakers) == 1 else None
 
 
 def _for_speakers(report: Reflection, session: SessionInput) -> Reflection:

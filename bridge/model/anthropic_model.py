@@ -149,7 +149,9 @@ def _result(message: Any) -> ModelResult:
     usage = message.usage
     return ModelResult(
         text="".join(texts),
-        content=tuple(_as_sent_back(block) for block in message.content),
+        content=tuple(
+            _as_sent_back(block) for block in message.content if not _empty_text(block)
+        ),
         tool_calls=tuple(calls),
         usage=Usage(
             input_tokens=usage.input_tokens or 0,
@@ -160,6 +162,12 @@ def _result(message: Any) -> ModelResult:
         stop_reason=message.stop_reason,
         model=message.model,
     )
+
+
+def _empty_text(block: Any) -> bool:
+    """An empty text block beside a tool_use, which the API sends and refuses to be sent
+    back ("text content blocks must be non-empty"): the only block not kept."""
+    return block.type == "text" and not block.text.strip()
 
 
 def _as_sent_back(block: Any) -> dict[str, Any]:

@@ -89,7 +89,9 @@ class MeteredModel:
             ))
             raise
         model = result.model or request.model
-        cost = price_of(model, self._prices).cost(result.usage)
+        if model != request.model:  # the API answered with a dated id of it, say
+            price = price_of(model, self._prices)
+        cost = price.cost(result.usage)
         # A failure for good is logged: the answer is not lost for a ledger row, and the
         # cap undercounts this call (its reservation lapses after RESERVATION_TTL_S).
         await write_retried(

@@ -384,19 +384,13 @@ class TurnPipeline:
             if is_error:
                 result["is_error"] = True
             results.append(result)
-        # Every block goes back as it came, thinking and its signature included (the API
-        # refuses a tool round whose thinking was dropped or changed), but for an empty
-        # text block beside a tool_use, which the API itself refuses ("text content blocks
-        # must be non-empty").
-        sent_back = [
-            block for block in content
-            if block.get("type") != "text" or str(block.get("text", "")).strip()
-        ]
+        # Every block goes back as it came, thinking and its signature included: the API
+        # refuses a tool round whose thinking was dropped or changed.
         return replace(
             request,
             messages=(
                 *request.messages,
-                {"role": "assistant", "content": sent_back},
+                {"role": "assistant", "content": list(content)},
                 {"role": "user", "content": results},
             ),
         )

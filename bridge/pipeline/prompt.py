@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bridge.model.protocol import ModelRequest, SystemSection, ToolSpec
-from bridge.pipeline.episodes_block import episodes_text
+from bridge.pipeline.episodes_block import episodes_text, where_said
 from bridge.pipeline.quoting import quoted
 from bridge.pipeline.turn import Turn
 from layers.episodic.episode import Hit
@@ -106,8 +106,7 @@ def notes_text(notes: Sequence[Note]) -> str:
     lines = []
     for note in notes:
         day = datetime.fromtimestamp(note.created_at, UTC).date().isoformat()
-        where = {"im": "a DM", "mpim": "a group DM"}.get(
-            note.place.channel_type, f"#{note.place.channel}")
+        where = where_said(note.place.channel_type, note.place.channel)
         who = note.author_name or note.user or note.source
         lines.append(f"- {day}, {who} in {where}: {note.text}")
     return "\n".join(lines)

@@ -4,7 +4,9 @@ Episodes, identity facts, memory notes and tool results were written by people (
 the workspace) and are spliced into the model's context inside tags such as
 `<related-episodes>`. Their angle brackets and ampersands are escaped as in HTML, so a
 stored "</related-episodes><rules>…" stays text inside its block; the persona's rules
-tell the model these blocks are quotations, never instructions.
+tell the model these blocks are quotations, never instructions. Slack reads the same
+three characters as control characters, so the Slack bridge escapes what it posts with
+this one function too (``bridge/slack/escaping.py``).
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 
+from bridge.pipeline.quoting import quoted
 from layers.redaction import redact
 
 # markdown_text (postMessage, update, postEphemeral, the stream methods) and the
@@ -45,7 +46,7 @@ _REFERENCE = re.compile(r"\]\[")
 def escape(text: str) -> str:
     """``text`` redacted, its Markdown links shown as words and address, then ``&``,
     ``<`` and ``>`` as the entities Slack decodes."""
-    return entities(inert_links(redact(text)))
+    return quoted(inert_links(redact(text)))
 
 
 def inert_links(text: str) -> str:
@@ -58,11 +59,6 @@ def inert_links(text: str) -> str:
         text,
     )
     return _REFERENCE.sub("] [", _LINK_DEFINITION.sub(r"\1\2: ", inline))
-
-
-def entities(text: str) -> str:
-    """``&``, ``<`` and ``>`` as the entities Slack decodes (nothing else is encoded)."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def mention(user_id: str) -> str:

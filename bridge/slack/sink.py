@@ -27,8 +27,9 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
+from bridge.pipeline.quoting import quoted
 from bridge.pipeline.sink import ReplyStopped, Step
-from bridge.slack.escaping import MARKDOWN_CHARS, entities, escape, escaped_pieces, preview
+from bridge.slack.escaping import MARKDOWN_CHARS, escape, escaped_pieces, preview
 from bridge.slack.feedback import feedback_block
 from bridge.slack.web import SLACK_FAILURES
 
@@ -215,7 +216,7 @@ class SlackSink:
         """How many pending characters fit one call once escaped."""
         total = 0
         for index, char in enumerate(self._pending):
-            total += len(entities(char))
+            total += len(quoted(char))
             if total > MARKDOWN_CHARS:
                 return index
         return len(self._pending)

@@ -165,9 +165,7 @@ class HonchoIdentity:
             )
         if text is None:
             return None
-        # Honcho writes the peer's id into its text; the model and people read names.
-        named = str(text).replace(person_peer_id(person), person.name or person.user)
-        return named.strip() or None
+        return _with_name(str(text), person).strip() or None
 
     async def observe(
         self, person: Person, observations: list[str], *, session_id: str | None, source: str
@@ -378,13 +376,14 @@ def person_peer_id(person: Person) -> str:
     return honcho_id("person", person.team, person.user)
 
 
+def _with_name(text: str, person: Person) -> str:
+    """Honcho writes the peer's id into its text ("person_3a-T1_3a-U1 prefers…"); the model
+    and people read the person's name."""
+    return text.replace(person_peer_id(person), person.name or person.user)
+
+
 def _named(fact: Fact, person: Person) -> Fact:
-    """The fact as people read it: Honcho's deriver names a person by their peer id
-    ("person_3a-T1_3a-U1 prefers…"); shown, it is their name (or "they")."""
-    peer = person_peer_id(person)
-    if peer not in fact.text:
-        return fact
-    return replace(fact, text=fact.text.replace(peer, person.name or "they"))
+    return replace(fact, text=_with_name(fact.text, person))
 
 
 def _clip(text: str, limit: int = MAX_MESSAGE_CHARS) -> str:

@@ -88,8 +88,6 @@ class IngestQueue:
 
     def submit(self, turn: TurnMessages) -> None:
         """Queue a turn for the backend; returns at once (call from the event loop)."""
-        if self._tombstones is not None and self._tombstones.buried(turn):
-            return  # said before its person asked to be forgotten (the "forget me" turn)
         if not self._send_here and self._outbox is not None:
             self._outbox.add(turn)
             return

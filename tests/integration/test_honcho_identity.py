@@ -17,7 +17,9 @@ from layers.episodic.episode import Viewer
 from layers.identity.honcho import AGENT_PEER, HonchoIdentity, person_peer_id
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Person
+from layers.identity.scope import ReadableSessions
 from layers.schemas import LAYER_SCHEMAS
+from layers.storage.database import Database
 from layers.working.sessions import Place
 from layers.working.transcript import TranscriptTurn
 from tests.fakes import HashingEmbedder, RecordingSink
@@ -51,6 +53,21 @@ def app(
     thoth.identity_ingest._base_delay_s = 0.01  # keep the test's retries quick
     yield thoth
     thoth.close()
+
+
+def _direct_identity(
+    honcho: FakeHoncho, db: Database, *, key: str = "hch-test-key", timeout_s: float = 2.0
+) -> HonchoIdentity:
+    """The Honcho backend on its own (no app), with a client that never retries."""
+
+    def client(workspace: str) -> object:
+        from honcho import Honcho
+
+        return Honcho(api_key=key, base_url=honcho.url, workspace_id=workspace,
+                      timeout=timeout_s, max_retries=0)
+
+    return HonchoIdentity(client, workspace_id=None, server_url=honcho.url,
+                          readable_sessions=ReadableSessions(db))
 
 
 async def _turns(app: Thoth, texts: list[str]) -> list[TurnOutcome]:
@@ -315,18 +332,9 @@ def test_a_slow_store_then_a_retry_keeps_one_copy_and_waiting_turns_survive_a_re
     from layers.identity.ingest_queue import IngestQueue
     from layers.identity.outbox import IngestOutbox
     from layers.identity.protocol import TurnMessages
-    from layers.identity.scope import ReadableSessions
-    from layers.storage.database import Database
-
-    def quick_client(workspace: str) -> object:
-        from honcho import Honcho
-
-        return Honcho(api_key="hch-test-key", base_url=honcho.url, workspace_id=workspace,
-                      timeout=0.5, max_retries=0)
 
     db = Database.open(model_settings.db_path, schemas=LAYER_SCHEMAS)
-    identity = HonchoIdentity(quick_client, workspace_id=None,
-                              readable_sessions=ReadableSessions(db), server_url=honcho.url)
+    identity = _direct_identity(honcho, db, timeout_s=0.5)
     dana = Person("T1", "U1", "Dana")
     turn = TurnMessages(dana, "s-slow", "A long message " * 500, "Noted.", time.time())
     # Honcho stores the messages, then answers after the client has given up.
@@ -442,29 +450,16 @@ def test_a_refused_key_keeps_every_turn_and_they_go_once_the_key_works(
     from layers.identity.ingest_queue import IngestQueue
     from layers.identity.outbox import IngestOutbox
     from layers.identity.protocol import TurnMessages
-    from layers.identity.scope import ReadableSessions
-    from layers.storage.database import Database
 
     with FakeHoncho(api_key="hch-right-key") as honcho:
-        def client_with(key: str) -> object:
-            def client(workspace: str) -> object:
-                from honcho import Honcho
-
-                return Honcho(api_key=key, base_url=honcho.url, workspace_id=workspace,
-                              timeout=2, max_retries=0)
-            return client
-
         db = Database.open(model_settings.db_path, schemas=LAYER_SCHEMAS)
         dana = Person("T1", "U1", "Dana")
         turns = [TurnMessages(dana, f"s-{n}", f"message {n}", "Noted.", time.time())
                  for n in range(9)]
 
-        def identity(key: str) -> HonchoIdentity:
-            return HonchoIdentity(client_with(key), workspace_id=None, server_url=honcho.url,
-                                  readable_sessions=ReadableSessions(db))
-
         async def with_key(key: str) -> int:
-            queue = IngestQueue(identity(key), base_delay_s=0.01, outbox=IngestOutbox(db))
+            queue = IngestQueue(_direct_identity(honcho, db, key=key), base_delay_s=0.01,
+                                outbox=IngestOutbox(db))
             for turn in turns if key.endswith("rotated") else []:
                 queue.submit(turn)
             await queue.resume()

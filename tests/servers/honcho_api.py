@@ -181,10 +181,6 @@ def _flag(value: Any) -> bool:
     return value is True or str(value).lower() in ("true", "1")
 
 
-def _token_count(text: str) -> int:
-    return len(re.findall(r"\w+|[^\w\s]", text))
-
-
 def _words(text: str) -> set[str]:
     return set(re.findall(r"\w+", text.lower()))
 
@@ -772,7 +768,7 @@ class _Api:
                 "peer_id": item["peer_id"], "session_id": session_id,
                 "metadata": item.get("metadata") or {},
                 "created_at": item.get("created_at") or _now(),
-                "workspace_id": ws.record["id"], "token_count": _token_count(item["content"]),
+                "workspace_id": ws.record["id"], "token_count": _tokens(item["content"]),
             }
             ws.messages.append(message)
             created.append(message)
