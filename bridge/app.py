@@ -159,8 +159,11 @@ def build(
     persona = PersonaLoader((brain.persona_dir, SHIPPED_PERSONA))
     skills = SkillLibrary((brain.skills_dir, SHIPPED_SKILLS))
     matcher = SkillMatcher(skills, chosen_embedder)
-    identity = None if settings.honcho_disabled else build_identity(settings, db, chosen_embedder)
-    tombstones = Tombstones(db)
+    tombstones = Tombstones(db, settle_s=forget_settle_s(settings))
+    identity = (
+        None if settings.honcho_disabled
+        else build_identity(settings, db, chosen_embedder, tombstones)
+    )
     ingest = (
         IngestQueue(
             identity,
@@ -254,6 +257,9 @@ def build(
             ),
             retention_days=settings.episode_retention_days,
             leases=leases,
+            tombstones=tombstones,
+            identity=identity,
+            identity_ingest=ingest,
         ),
         leases=leases,
         brain_problem=brain_problem,
@@ -261,9 +267,22 @@ def build(
     )
 
 
-def build_identity(settings: Settings, db: Database, embedder: Embedder) -> IdentityBackend:
+def uses_honcho(settings: Settings) -> bool:
     """Honcho when ``HONCHO_API_KEY`` or ``HONCHO_URL`` is set, the local backend otherwise."""
-    if settings.honcho_api_key is None and not settings.honcho_url:
+    return not settings.honcho_disabled and (
+        settings.honcho_api_key is not None or bool(settings.honcho_url)
+    )
+
+
+def forget_settle_s(settings: Settings) -> float:
+    """How long after a forget the identity backend may still derive facts from before it."""
+    return settings.honcho_forget_settle_min * 60 if uses_honcho(settings) else 0.0
+
+
+def build_identity(
+    settings: Settings, db: Database, embedder: Embedder, tombstones: Tombstones
+) -> IdentityBackend:
+    if not uses_honcho(settings):
         return LocalIdentity(db, embedder)
     api_key = settings.honcho_api_key.get_secret_value() if settings.honcho_api_key else None
     base_url = settings.honcho_url or DEFAULT_HONCHO_URL
@@ -295,6 +314,9 @@ def build_identity(settings: Settings, db: Database, embedder: Embedder) -> Iden
         server_url=base_url,
         conversations_of=Conversations(db).of,
         dialectic=settings.honcho_user_model == "dialectic",
+        api_key=api_key,
+        unswept=tombstones.unswept,
+        settle_s=forget_settle_s(settings),
     )
 
 

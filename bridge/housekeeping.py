@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from bridge.session_end import SessionEnd
 from layers.episodic.memory import EpisodicMemory
+from layers.identity.forget_sweep import sweep_forgotten
+from layers.identity.ingest_queue import IngestQueue
+from layers.identity.protocol import IdentityBackend
+from layers.identity.tombstones import Tombstones
 from layers.procedural.drafts import SkillDrafts
 from layers.storage.leases import Leases
 
@@ -46,10 +50,15 @@ class Housekeeping:
     retention_days: int
     # With replicas on one database, one of them sweeps at a time.
     leases: Leases
+    # Forgets to sweep once the identity backend has settled (none without a backend).
+    tombstones: Tombstones | None = None
+    identity: IdentityBackend | None = None
+    identity_ingest: IngestQueue | None = None
 
     def schedule(self, scheduler: BaseScheduler, on_turn_loop: OnTurnLoop) -> None:
         """Expire week-old skill drafts hourly, apply episode retention daily, and every
-        minute end idle sessions and run the reflections that are due.
+        minute end idle sessions and run the reflections that are due, and sweep the
+        forgets that have settled.
 
         ``on_turn_loop`` runs a coroutine on the loop the turns run on and waits for it:
         ending a session waits for that loop's background writes.
@@ -60,12 +69,25 @@ class Housekeeping:
         if self.reflection_idle_s is not None:
             scheduler.add_job(self.reflect_idle_sessions, "interval", args=[on_turn_loop],
                               minutes=1, id="reflection-sweep", **every)
+        if self.tombstones is not None and self.identity is not None:
+            scheduler.add_job(lambda: on_turn_loop(self.sweep_forgotten()), "interval",
+                              minutes=1, id="forget-sweep", **every)
         scheduler.add_job(self.expire_drafts, "interval", hours=DRAFT_SWEEP_HOURS,
                           id="expire-skill-drafts", **every)
         if self.retention_days > 0:
             scheduler.add_job(self.episodic.purge_older_than, "interval",
                               args=[self.retention_days], hours=RETENTION_SWEEP_HOURS,
                               id="episode-retention", **every)
+
+    async def sweep_forgotten(self) -> list[str]:
+        """Sweep the forgets that have settled, then send the turns that waited for them
+        (on the turns' loop, where the ingest queue runs)."""
+        if self.tombstones is None or self.identity is None:
+            return []
+        swept = await sweep_forgotten(self.tombstones, self.identity)
+        if swept and self.identity_ingest is not None:
+            self.identity_ingest.take_up_outbox()
+        return swept
 
     def expire_drafts(self) -> None:
         expired = self.drafts.expire()

@@ -84,6 +84,10 @@ class Settings(BaseSettings):
     # The user model from Honcho: "representation" (stored facts, no LLM call) or
     # "dialectic" (Honcho's own model answers "what should I know about this person?").
     honcho_user_model: Literal["representation", "dialectic"] = "representation"
+    # Honcho's deriver batches a conversation's messages for up to 30 minutes, so after a
+    # "forget me" it may still draw facts from what the person said before it: this long
+    # after the forget those are swept, and until then their new turns wait unsent.
+    honcho_forget_settle_min: Annotated[float, Field(ge=0)] = 35
 
     honcho_disabled: bool = False
     episodic_disabled: bool = False

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from layers.episodic.store import EpisodeStore
 from layers.identity.protocol import IdentityBackend, Person
+from layers.identity.tombstones import Tombstones
 from layers.notes.governance import NoteGovernance
 from layers.procedural.drafts import SkillDrafts
 from layers.working.sessions import Session
@@ -52,6 +53,8 @@ class Writers:
     notifier: Notifier
     founders: list[str]
     clock: Callable[[], float] = time.time
+    # Who asked to be forgotten: what they said before it is not observed again.
+    tombstones: Tombstones | None = None
 
 
 def fan_out(
@@ -141,6 +144,10 @@ def _identity(session: Session, report: Reflection, writers: Writers) -> str | N
         return None
     for peer, updates in report.user_model_updates.items():
         person = Person(session.place.team, peer)
+        if writers.tombstones is not None and writers.tombstones.said_before_forget(
+            person, session.started_at
+        ):
+            continue  # the session holds words from before they asked to be forgotten
         asyncio.run(
             writers.identity.observe(
                 person, list(updates), session_id=session.id, source="reflection"

@@ -53,6 +53,7 @@ def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
                 identity=app.identity,
                 notifier=notifier,
                 founders=list(app.settings.founder_user_ids),
+                tombstones=app.tombstones,
             ),
             existing_skills=sorted(app.skills.skills()),
             claimed=args.claimed,

@@ -108,6 +108,7 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
             drafts=thoth.drafts,
             identity=thoth.identity,
             effects=ReactionEffects(thoth.db),
+            tombstones=thoth.tombstones,
             founders=frozenset(settings.founder_user_ids),
         ),
         client, directory, replies, cards, NoteCardStore(thoth.db), bot_user=bot_user,

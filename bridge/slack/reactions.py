@@ -32,6 +32,7 @@ from layers.episodic.episode import Feedback
 from layers.episodic.memory import EpisodicMemory
 from layers.errors import ThothError
 from layers.identity.protocol import IdentityBackend, Person
+from layers.identity.tombstones import Tombstones
 from layers.notes.governance import NoteGovernance
 from layers.notes.store import Note
 from layers.procedural.drafts import SkillDrafts
@@ -57,6 +58,8 @@ class ReactionParts:
     drafts: SkillDrafts
     identity: IdentityBackend | None
     effects: ReactionEffects
+    # Who asked to be forgotten: nothing they said before it is learned again.
+    tombstones: Tombstones
     # Who may approve a skill draft (FOUNDER_USER_IDS).
     founders: frozenset[str]
 
@@ -302,14 +305,17 @@ class Reactions:
         episode = await asyncio.to_thread(self._parts.episodic.store.get, episode_id)
         if episode is None:
             return
-        before = {fact.id for fact in await identity.facts(person)}
+        if await asyncio.to_thread(
+            self._parts.tombstones.said_before_forget, person, episode.created_at
+        ):
+            return  # asked before they asked to be forgotten
         text = f"marked as about them the answer to: {episode.user_text[:160]}"
-        await identity.observe(person, [text], session_id=reply.session_id, source="👤 reaction")
-        # Only a fact this reaction created is undone by removing it (a duplicate adds none).
-        for fact in await identity.facts(person):
-            if fact.id not in before:
-                await asyncio.to_thread(self._keep_effect, reply, BUST, user, fact.id)
-                break
+        made = await identity.observe(
+            person, [text], session_id=reply.session_id, source="👤 reaction"
+        )
+        # Only the fact this reaction made is undone by removing it (a duplicate makes none).
+        for fact_id in made[:1]:
+            await asyncio.to_thread(self._keep_effect, reply, BUST, user, fact_id)
 
     def _keep_effect(self, reply: ReplyRecord, reaction: str, user: str, effect: str) -> None:
         self._parts.effects.keep(reply.channel, reply.ts, reaction, user, effect)

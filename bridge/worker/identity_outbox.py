@@ -1,5 +1,6 @@
 """Sending the identity outbox's turns from a worker: claimed, sent, removed; a turn
-the backend could not take is held and retried with backoff, a refused one dropped."""
+the backend could not take is held and retried with backoff, a refused one dropped; one
+of a person whose forget is still to be swept waits for the sweep."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from layers.backoff import backoff_delay
 from layers.identity.ingest_queue import described, refused
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
-from layers.identity.tombstones import Tombstones
+from layers.identity.tombstones import SEND, Tombstones
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +29,12 @@ async def send_outbox(
     claimed = await asyncio.to_thread(outbox.claim, hold_s=BATCH_HOLD_S, limit=BATCH)
     settled = 0
     for entry_id, turn in claimed:
+        fate = SEND if tombstones is None else await asyncio.to_thread(tombstones.fate, turn)
+        if fate.wait_until is not None:
+            await asyncio.to_thread(outbox.hold, entry_id, fate.wait_until)
+            continue  # its person's forget is still to be swept
         try:
-            if tombstones is None or not await asyncio.to_thread(tombstones.buried, turn):
+            if not fate.dropped:
                 await backend.ingest(turn)
         except asyncio.CancelledError:
             raise

@@ -19,6 +19,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.followups import post_due_followups
 from bridge.worker.identity_outbox import send_outbox
+from layers.identity.forget_sweep import sweep_forgotten
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import Tombstones
@@ -63,6 +64,8 @@ class Worker:
             outbox, identity = queues.outbox, queues.identity
             tombstones = queues.tombstones
             jobs["identity ingest"] = lambda: send_outbox(outbox, identity, tombstones)
+        if queues.identity is not None and queues.tombstones is not None:
+            jobs["forget sweep"] = self.sweep_once
         if queues.slack is not None:
             followups, slack = queues.followups, queues.slack
             jobs["follow-ups"] = lambda: post_due_followups(followups, slack)
@@ -73,6 +76,12 @@ class Worker:
         await asyncio.gather(
             *(self._every_round(name, job, stop) for name, job in self.jobs().items())
         )
+
+    async def sweep_once(self) -> int:
+        """Sweep the forgets that have settled; their people's waiting turns are then free
+        for the identity ingest job."""
+        assert self._queues.identity is not None and self._queues.tombstones is not None
+        return len(await sweep_forgotten(self._queues.tombstones, self._queues.identity))
 
     async def reflect_once(self) -> int:
         """Claim the reflection due longest and run it (a process of its own)."""

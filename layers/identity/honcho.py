@@ -24,14 +24,14 @@ import hashlib
 import logging
 import threading
 from collections.abc import Callable, Coroutine
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, Protocol, TypeVar
 
 from layers.episodic.episode import Viewer
 from layers.errors import BackendUnavailable
 from layers.identity.conversations import TheirConversations
-from layers.identity.honcho_server import SCOPING_VERSION, server_version
+from layers.identity.honcho_server import SCOPING_VERSION, key_accepted, server_version
 from layers.identity.ids import honcho_id
 from layers.identity.ingest_queue import described
 from layers.identity.protocol import Fact, Forgotten, Person, TurnMessages
@@ -72,9 +72,14 @@ MAX_CONCLUSIONS = 10
 # A user-model search query longer than this adds cost and no precision.
 MAX_QUERY_CHARS = 500
 FACTS_PAGE_SIZE = 100
+# 5 000 facts about one person: far past any real one; a bound, not a target.
 MAX_PAGES = 50
 MAX_FORGET_ROUNDS = 10
-MAX_LISTING_PASSES = 20
+# People whose known facts are kept in memory for deduplication (least recent go first).
+MAX_PEOPLE_CACHED = 1_000
+# Honcho's deriver batches a conversation's messages for up to 30 minutes: facts drawn
+# later from words said before a forget are swept after this long (tombstones.py).
+DEFAULT_SETTLE_S = 35 * 60.0
 # Honcho's limits on POST /conclusions: 100 a call, 65 535 characters and 8 192 tokens
 # each (its embedding model's input). Tokens are counted by a tokenizer Thoth does not
 # have; a byte-pair tokenizer never makes more tokens than UTF-8 bytes, so a conclusion
@@ -86,6 +91,30 @@ MAX_CONCLUSION_BYTES = 8_000
 MAX_SESSIONS = 1_000
 
 ClientFactory = Callable[[str], Any]
+
+
+class Unswept(Protocol):
+    """The person's forget whose sweep has not run yet (``Tombstones.unswept``)."""
+
+    def __call__(self, person: Person) -> Any: ...
+
+
+@dataclass
+class _Known:
+    """A person's facts as last listed: ids to normalized text, and the newest creation
+    time with the ids made at it (where the next listing starts)."""
+
+    texts: dict[str, str] = field(default_factory=dict)
+    newest: datetime | None = None
+    at_newest: set[str] = field(default_factory=set)
+
+    def add(self, facts: list[tuple[Fact, datetime]]) -> None:
+        for fact, created in facts:
+            self.texts[fact.id] = _normalized(fact.text)
+            if self.newest is None or created > self.newest:
+                self.newest, self.at_newest = created, set()
+            if created == self.newest:
+                self.at_newest.add(fact.id)
 
 
 class SessionsReadable(Protocol):
@@ -107,7 +136,16 @@ class HonchoIdentity:
         conversations_of: Callable[[Person], TheirConversations] | None = None,
         dialectic: bool = False,
         check_timeout_s: float = 5.0,
+        api_key: str | None = None,
+        unswept: Unswept | None = None,
+        settle_s: float = DEFAULT_SETTLE_S,
     ) -> None:
+        """``unswept``: a forget whose sweep is still to come; facts made since are late
+        (drawn from before the forget) and are deleted where a read meets them."""
+        self.settle_s = settle_s
+        self._api_key = api_key
+        self._unswept = unswept
+        self._known: dict[str, _Known] = {}
         self._client_for_workspace = client_for_workspace
         self._workspace_id = workspace_id
         self._server_url = server_url
@@ -142,6 +180,9 @@ class HonchoIdentity:
         )
 
     async def user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
+        if await self._forget_unswept(person) is not None:
+            # Nothing was sent about them since the forget: whatever Honcho holds is late.
+            return None
         sessions = await asyncio.to_thread(
             self._readable_sessions, person, viewer, limit=MAX_SESSIONS
         )
@@ -169,42 +210,70 @@ class HonchoIdentity:
 
     async def observe(
         self, person: Person, observations: list[str], *, session_id: str | None, source: str
-    ) -> None:
+    ) -> list[str]:
         session = honcho_id(session_id) if session_id else None
         if session is not None:
             # Honcho refuses a conclusion that names a session it does not know.
             await self._session(person.team, session)
+        peer = await self._person(person)
         # Honcho stores the same conclusion twice if asked twice: known ones are skipped.
-        known = {_normalized(fact.text) for fact in await self.facts(person)}
+        known = await self._known_texts(person, peer)
         items: list[dict[str, Any]] = []
         for text in observations:
             content = _clip_bytes(redact(text).strip(), MAX_CONCLUSION_BYTES)
             if content and _normalized(content) not in known:
                 known.add(_normalized(content))
                 items.append({"content": content, "session_id": session})
-        if items:
-            await self._create_conclusions(await self._person(person), items)
+        if not items:
+            return []
+        created = await self._create_conclusions(peer, items)
+        self._cache(person).add(created)
+        return [fact.id for fact, _ in created]
 
-    async def _create_conclusions(self, peer: Any, items: list[dict[str, Any]]) -> None:
+    async def _known_texts(self, person: Person, peer: Any) -> set[str]:
+        """The normalized texts of the person's facts: those cached, and those made since
+        the last listing (usually one request). A fact deleted by another process stays
+        in the cache: its text is not written again until this process lists afresh."""
+        known = self._cache(person)
+        known.add(await self._listing(peer, since=known.newest, seen_at_since=known.at_newest))
+        return set(known.texts.values())
+
+    def _cache(self, person: Person) -> _Known:
+        known = self._known.pop(person.key, None) or _Known()
+        self._known[person.key] = known  # the most recent last
+        while len(self._known) > MAX_PEOPLE_CACHED:
+            self._known.pop(next(iter(self._known)))
+        return known
+
+    async def _create_conclusions(
+        self, peer: Any, items: list[dict[str, Any]]
+    ) -> list[tuple[Fact, datetime]]:
         """At most 100 a call (Honcho's limit); a refused batch goes one by one, so one
-        bad item never loses the rest."""
+        bad item never loses the rest. Returns what Honcho says it made."""
         from honcho.http.exceptions import UnprocessableEntityError
 
+        made: list[Any] = []
         for start in range(0, len(items), MAX_CONCLUSIONS_PER_CALL):
             batch = items[start : start + MAX_CONCLUSIONS_PER_CALL]
             try:
-                await peer.conclusions.aio.create(batch)
+                made += await peer.conclusions.aio.create(batch)
             except UnprocessableEntityError:
                 for item in batch:
                     try:
-                        await peer.conclusions.aio.create([item])
+                        made += await peer.conclusions.aio.create([item])
                     except UnprocessableEntityError as error:
                         log.warning("Honcho refused one conclusion (%d chars): %s",
                                     len(item["content"]), described(error))
+        return [(_fact(item), item.created_at) for item in made]
 
     @_honcho_failures_are_backend_errors
     async def facts(self, person: Person, viewer: Viewer | None = None) -> list[Fact]:
-        facts = [_named(fact, person) for fact in await self._all_facts(await self._person(person))]
+        peer = await self._person(person)
+        listed = await self._listing(peer)
+        self._known.pop(person.key, None)
+        self._cache(person).add(listed)
+        listed = await self._without_late(person, peer, listed)
+        facts = sorted((_named(fact, person) for fact, _ in listed), key=lambda f: f.at)
         if viewer is None:
             return facts
         readable = {
@@ -221,71 +290,145 @@ class HonchoIdentity:
 
     @_honcho_failures_are_backend_errors
     async def forget_person(self, person: Person) -> Forgotten:
-        """Every conclusion, and the Honcho sessions of conversations they had alone with
-        the agent (a session's deletion takes its messages with it). Honcho cannot
-        delete one person's messages from a shared session: those are counted, not hidden."""
+        """Every conclusion, the sessions of conversations they had alone with the agent
+        (a session's deletion takes its messages with it), their peer card and the
+        peer's metadata (their name and Slack ids). Honcho deletes neither one person's
+        messages from a shared session nor a peer: those messages are counted, not
+        hidden, and the peer stays, an id with nothing attached."""
         from honcho.http.exceptions import NotFoundError
+        from honcho.session import Session
 
-        facts = await self.forget(person)
-        if self._conversations_of is None:
-            return Forgotten(facts)
-        theirs = await asyncio.to_thread(self._conversations_of, person)
-        deleted = 0
-        for session_id in theirs.alone:
-            session = await self._session(person.team, honcho_id(session_id))
-            with contextlib.suppress(NotFoundError):
-                await session.aio.delete()
-                deleted += 1
-            self._objects.pop((id(self._client(person.team)), "session", honcho_id(session_id)),
-                              None)
-        return Forgotten(facts, deleted, len(theirs.shared))
+        # Named by id alone: a get-or-create with metadata would write their name back.
+        peer = await self._peer(person.team, person_peer_id(person))
+        deleted, shared = 0, 0
+        if self._conversations_of is not None:
+            theirs = await asyncio.to_thread(self._conversations_of, person)
+            shared = len(theirs.shared)
+            client = self._client(person.team)
+            # First: a session's deletion takes its facts with it, one request for many.
+            for session_id in theirs.alone:
+                # A Session object alone makes no request: a get-or-create would first
+                # make a session that was never sent, only to delete it.
+                with contextlib.suppress(NotFoundError):
+                    await Session(honcho_id(session_id), client).aio.delete()
+                    deleted += 1
+                self._objects.pop((id(client), "session", honcho_id(session_id)), None)
+        facts = await self._delete_all(person, peer)
+        await self._wipe_peer(peer)
+        return Forgotten(facts, deleted, shared, self.settle_s)
 
-    async def _all_facts(self, peer: Any) -> list[Fact]:
-        """Every conclusion about ``peer``, each once.
+    @_honcho_failures_are_backend_errors
+    async def sweep(self, person: Person, since: float) -> int:
+        """Delete the facts about ``person`` Honcho made after ``since`` (their forget),
+        and the peer card its dreamer may have built from them."""
+        peer = await self._peer(person.team, person_peer_id(person))
+        late = await self._listing(peer, since=datetime.fromtimestamp(since, UTC))
+        deleted = await self._delete(person, peer, [fact.id for fact, _ in late])
+        await self._wipe_peer(peer)
+        return deleted
 
-        Honcho orders a listing by creation time alone and a batch shares one, so one
-        pass over the pages can repeat some and miss others: passes are read until the
-        count Honcho reports is reached (or a few passes have run).
+    async def _wipe_peer(self, peer: Any) -> None:
+        # Honcho replaces a peer's metadata whole, and an empty card is no card.
+        await peer.aio.set_card([])
+        await peer.aio.set_metadata({})
+
+    async def _forget_unswept(self, person: Person) -> float | None:
+        """When the person asked to be forgotten, while that forget's sweep is to come."""
+        if self._unswept is None:
+            return None
+        stone = await asyncio.to_thread(self._unswept, person)
+        return None if stone is None else float(stone.forgotten_at)
+
+    async def _without_late(
+        self, person: Person, peer: Any, listed: list[tuple[Fact, datetime]]
+    ) -> list[tuple[Fact, datetime]]:
+        """Facts made after an unswept forget are drawn from before it: a read that
+        meets them deletes them (the sweep would, later)."""
+        forgotten_at = await self._forget_unswept(person)
+        if forgotten_at is None:
+            return listed
+        late = {fact.id for fact, created in listed if created.timestamp() > forgotten_at}
+        if late:
+            await self._delete(person, peer, sorted(late))
+        return [(fact, created) for fact, created in listed if fact.id not in late]
+
+    async def _listing(
+        self, peer: Any, *, since: datetime | None = None, seen_at_since: set[str] | None = None
+    ) -> list[tuple[Fact, datetime]]:
+        """Every conclusion about ``peer`` (made at or after ``since``, less the ids
+        ``seen_at_since`` made at that very time), each once, with its creation time.
+
+        Honcho orders a listing by creation time alone, and a batch shares one, so
+        numbered pages overlap and skip. Pages are read by a stable key instead: each
+        asks for what is no newer than the oldest fact read so far, leaving out the ids
+        already read at that time.
         """
-        found: dict[str, Fact] = {}
-        for _ in range(MAX_LISTING_PASSES):
-            total: int | None = None
-            for number in range(1, MAX_PAGES + 1):
-                page = await peer.conclusions.aio.list(page=number, size=FACTS_PAGE_SIZE)
-                total = getattr(page, "total", None) if total is None else total
-                items = _items(page)
-                found.update((str(item.id), _fact(item)) for item in items)
-                if len(items) < FACTS_PAGE_SIZE:
-                    break
-            if total is None or len(found) >= total:
+        floor: list[dict[str, Any]] = []
+        if since is not None:
+            floor.append({"created_at": {"gte": since.isoformat()}})
+            if seen_at_since:
+                floor.append({"NOT": [{"id": {"in": sorted(seen_at_since)}}]})
+        found: dict[str, tuple[Fact, datetime]] = {}
+        edge: datetime | None = None
+        at_edge: set[str] = set()
+        for _ in range(MAX_PAGES):
+            conditions = list(floor)
+            if edge is not None:
+                conditions.append({"created_at": {"lte": edge.isoformat()}})
+                conditions.append({"NOT": [{"id": {"in": sorted(at_edge)}}]})
+            page = await peer.conclusions.aio.list(
+                page=1, size=FACTS_PAGE_SIZE,
+                filters={"AND": conditions} if conditions else None,
+            )
+            items = _items(page)
+            for item in items:
+                found[str(item.id)] = (_fact(item), item.created_at)
+            if len(items) < FACTS_PAGE_SIZE:
                 break
-        return sorted(found.values(), key=lambda fact: fact.at)
+            oldest = min(item.created_at for item in items)
+            if oldest != edge:
+                edge, at_edge = oldest, set()
+            at_edge |= {str(item.id) for item in items if item.created_at == oldest}
+        return list(found.values())
 
     @_honcho_failures_are_backend_errors
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
-        """Delete one fact or all; complete whatever the count.
-
-        Honcho orders conclusions by creation time alone, and a batch shares one, so
-        pages overlap and skip: ids are deduplicated, a 404 (already gone) is fine, and
-        the listing is read again until nothing of the person's is left.
-        """
+        """Delete one fact (if it is the person's) or all of them."""
         from honcho.http.exceptions import NotFoundError
 
-        # Deleting a conclusion is a workspace-wide call: only ids of this person's own
-        # conclusions are ever passed to it.
-        peer = await self._person(person)
-        deleted: set[str] = set()
+        peer = await self._peer(person.team, person_peer_id(person))
+        if fact_id is None:
+            return await self._delete_all(person, peer)
+        try:
+            # Deleting a conclusion is a workspace-wide call: the view's get confirms
+            # the id is about this person (a 404 otherwise) before it is passed on.
+            await peer.conclusions.aio.get(fact_id)
+        except NotFoundError:
+            return 0
+        return await self._delete(person, peer, [fact_id])
+
+    async def _delete_all(self, person: Person, peer: Any) -> int:
+        """Every fact, listed again until none is left (one made meanwhile goes too)."""
+        deleted = 0
         for _ in range(MAX_FORGET_ROUNDS):
-            own = {fact.id for fact in await self.facts(person)} - deleted
-            ids = own if fact_id is None else {fact_id} & own
+            ids = [fact.id for fact, _ in await self._listing(peer)]
             if not ids:
                 break
-            for conclusion_id in sorted(ids):
-                # A 404: listed twice across pages, or deleted meanwhile.
-                with contextlib.suppress(NotFoundError):
-                    await peer.conclusions.aio.delete(conclusion_id)
-                deleted.add(conclusion_id)
-        return len(deleted)
+            deleted += await self._delete(person, peer, ids)
+        self._known.pop(person.key, None)
+        return deleted
+
+    async def _delete(self, person: Person, peer: Any, ids: list[str]) -> int:
+        """Delete conclusions of the person's own listing; a 404 (gone meanwhile) is fine."""
+        from honcho.http.exceptions import NotFoundError
+
+        known = self._known.get(person.key)
+        for conclusion_id in ids:
+            with contextlib.suppress(NotFoundError):
+                await peer.conclusions.aio.delete(conclusion_id)
+            if known is not None:
+                known.texts.pop(conclusion_id, None)
+        return len(ids)
 
     async def warm_up(self, team: str) -> None:
         """The workspace, the agent's peer and a pooled connection, before the first turn:
@@ -309,8 +452,11 @@ class HonchoIdentity:
         self._cards_off.add(id(client))
 
     async def check(self) -> str:
-        """Read the server's version, writing nothing (no workspace or peer is created)."""
+        """Read the server's version and make one authenticated read, writing nothing (no
+        workspace or peer is created)."""
         version = await server_version(self._server_url, timeout_s=self._check_timeout_s)
+        await key_accepted(self._server_url, self._api_key, self._workspace_id,
+                           timeout_s=self._check_timeout_s)
         shown = ".".join(str(part) for part in version)
         if version < SCOPING_VERSION:
             raise BackendUnavailable(

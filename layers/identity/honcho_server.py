@@ -54,3 +54,35 @@ def key_workspace(api_key: str) -> str | None:
         return None
     workspace = claims.get("w")
     return str(workspace) if workspace else None
+
+
+async def key_accepted(
+    base_url: str, api_key: str | None, workspace_id: str | None, *, timeout_s: float
+) -> None:
+    """Make one authenticated read, writing nothing; raises when Honcho refuses the key.
+
+    With a fixed workspace its peers are listed (a workspace key may do that); without one
+    the workspaces are (one Honcho workspace per Slack workspace needs an admin key, and
+    only an admin key may list them). A 404 still means the key was accepted.
+    """
+    import httpx
+
+    root = base_url.rstrip("/")
+    url = (f"{root}/v3/workspaces/{workspace_id}/peers/list" if workspace_id
+           else f"{root}/v3/workspaces/list")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        async with httpx.AsyncClient(timeout=timeout_s) as client:
+            response = await client.post(url, params={"size": 1}, json={}, headers=headers)
+    except httpx.HTTPError as error:
+        raise BackendUnavailable(f"cannot reach Honcho at {root}: {error}") from error
+    if response.status_code in (401, 403):
+        raise BackendUnavailable(
+            f"Honcho refused the API key ({response.status_code}): check HONCHO_API_KEY"
+            + ("" if workspace_id else " (one workspace per Slack workspace needs an admin"
+               " key; a workspace key needs HONCHO_WORKSPACE_ID)")
+        )
+    if response.status_code >= 400 and response.status_code != 404:
+        raise BackendUnavailable(
+            f"Honcho answered {response.status_code} to an authenticated read at {url}"
+        )

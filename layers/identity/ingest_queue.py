@@ -14,7 +14,8 @@ refusal of the turn itself (a 4xx) removes it unsent. A refused key (401/403: ba
 expired, rotated) is not the turn's fault: every turn stays in the outbox, ingest pauses
 for ``KEY_PAUSE_S`` with one log line, and the turns go once the key works again. A
 retried turn is marked ``retry`` so the backend can check it does not hold it already (a
-timed-out request may still have been stored).
+timed-out request may still have been stored). A turn of a person whose forget is still
+to be swept (``tombstones.py``) waits in the outbox, and is taken up after the sweep.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from dataclasses import dataclass, replace
 from layers.backoff import backoff_delay
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend, TurnMessages
-from layers.identity.tombstones import Tombstones
+from layers.identity.tombstones import SEND, Fate, Tombstones
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,12 @@ class IngestQueue:
             entry_id, turn = await queue.get()
             self._in_flight, self._in_flight_id = 1, entry_id
             try:
-                settled = await self._send(turn)
+                fate = await self._fate(turn)
+                if fate.wait_until is not None and entry_id is not None and self._outbox:
+                    await asyncio.to_thread(self._outbox.hold, entry_id, fate.wait_until)
+                    continue
+                # Without an outbox a turn cannot wait out a forget's sweep: it is not sent.
+                settled = fate != SEND or await self._send(turn)
                 if entry_id is not None and self._outbox:
                     if settled:
                         await asyncio.to_thread(self._outbox.remove, entry_id)
@@ -171,10 +177,24 @@ class IngestQueue:
         if entry_id is not None and self._outbox is not None:
             self._outbox.release(entry_id)
 
+    async def _fate(self, turn: TurnMessages) -> Fate:
+        if self._tombstones is None:
+            return SEND
+        return await asyncio.to_thread(self._tombstones.fate, turn)
+
+    def take_up_outbox(self) -> int:
+        """Queue the outbox's free turns (those that waited out a forget's sweep, or a
+        retry time); returns how many. Call from the event loop."""
+        if self._outbox is None or not self._send_here:
+            return 0
+        queue = self._started()
+        free = self._outbox.claim(hold_s=HELD_WHILE_SENDING_S)
+        for entry_id, turn in free:
+            self._put(queue, (entry_id, turn))
+        return len(free)
+
     async def _send(self, turn: TurnMessages) -> bool:
         """True when the turn is settled: sent, or refused for good."""
-        if self._tombstones is not None and await asyncio.to_thread(self._tombstones.buried, turn):
-            return True  # its person was forgotten since: settled, never sent
         if self._clock() < self._paused_until:
             self.stats.failed += 1
             return False  # kept in the outbox: the key was refused a moment ago

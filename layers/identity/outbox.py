@@ -80,6 +80,13 @@ class IngestOutbox:
             )
         return delay
 
+    def hold(self, entry_id: int, until: float) -> None:
+        """Keep the turn unsent until ``until`` (its person's forget is being swept)."""
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE identity_outbox SET claimed_until = ? WHERE id = ?", (until, entry_id)
+            )
+
     def release(self, entry_id: int) -> None:
         """The holder will not send it: free at once for the next claim."""
         with self._db.write() as conn:

@@ -58,6 +58,8 @@ class Forgotten:
     facts: int
     conversations: int = 0  # conversations they had alone with the agent, messages and all
     conversations_kept: int = 0  # shared with others: their words are not only theirs
+    # The backend may still draw facts from their earlier words this long (tombstones.py).
+    settle_s: float = 0.0
 
     def describe(self) -> str:
         said = f"deleted {self.facts} fact(s)"
@@ -68,11 +70,19 @@ class Forgotten:
                 f"; {self.conversations_kept} conversation(s) with other people keep their"
                 " messages (the identity backend cannot delete one person's messages)"
             )
+        if self.settle_s > 0:
+            said += (
+                f"; facts drawn late from what they said before are swept in"
+                f" {self.settle_s / 60:.0f} min, and what they say until then waits"
+            )
         return said
 
 
 class IdentityBackend(Protocol):
     name: str
+    # How long after a forget the backend may still derive facts from what was said
+    # before it (0: it derives nothing later); see tombstones.py.
+    settle_s: float
 
     async def ingest(self, turn: TurnMessages) -> None:
         """Learn from a turn (the person's own words only, never the agent's paraphrase)."""
@@ -85,8 +95,9 @@ class IdentityBackend(Protocol):
 
     async def observe(
         self, person: Person, observations: list[str], *, session_id: str | None, source: str
-    ) -> None:
-        """Add explicit observations (from reflection or the 👤 reaction)."""
+    ) -> list[str]:
+        """Add explicit observations (from reflection or the 👤 reaction); returns the ids
+        of the facts this call made (none for one already known)."""
         ...
 
     async def facts(self, person: Person, viewer: Viewer | None = None) -> list[Fact]:
@@ -100,6 +111,11 @@ class IdentityBackend(Protocol):
 
     async def forget_person(self, person: Person) -> Forgotten:
         """"Forget me": every fact, and what they said where the backend keeps it."""
+        ...
+
+    async def sweep(self, person: Person, since: float) -> int:
+        """Delete facts about ``person`` made after ``since`` (their forget): drawn late
+        from what they said before it. Returns how many."""
         ...
 
     async def warm_up(self, team: str) -> None:

@@ -171,7 +171,15 @@ def test_doctor_reports_the_backend_and_whether_it_answers(
     (ok,) = [c for c in run_checks(app) if c.name == "identity"]
     assert ok.status is Status.OK and ok.detail.startswith("Honcho backend 3.0.12")
     assert honcho.workspaces == {}  # doctor wrote nothing: no workspace, no peer
-    assert [r.method for r in honcho.requests] == ["GET"]
+    # The version, then one read the key must pass (listing workspaces: an admin key's).
+    assert [(r.method, r.path) for r in honcho.requests] == [
+        ("GET", "/openapi.json"), ("POST", "/v3/workspaces/list")]
+    assert honcho.requests[1].headers["authorization"] == "Bearer hch-test-key"
+    honcho.api_key = "hch-the-rotated-key"
+    (refused,) = [c for c in run_checks(app) if c.name == "identity"]
+    assert refused.status is Status.FAIL
+    assert "refused the API key (401)" in refused.detail and "HONCHO_API_KEY" in refused.detail
+    honcho.api_key = None
     honcho.fail_next(500, count=5)
     app.identity._objects.clear()  # type: ignore[union-attr]
     (down,) = [c for c in run_checks(app) if c.name == "identity"]

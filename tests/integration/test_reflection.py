@@ -55,7 +55,7 @@ def _session(app: Thoth, key: str = "slack:T1:C1:1700000000.000100") -> str:
 
 def _writers(app: Thoth, notifier: PrintNotifier) -> Writers:
     return Writers(app.followups, app.episodic.store, app.notes, app.drafts,
-                   app.identity, notifier, ["UFOUNDER"])
+                   app.identity, notifier, ["UFOUNDER"], tombstones=app.tombstones)
 
 
 # The model's client belongs to the loop it first ran on: one loop per app, as
@@ -275,6 +275,41 @@ def test_a_secret_in_the_session_reaches_no_writer(app: Thoth) -> None:
     with app.db.read() as conn:
         stored = " ".join(str(v) for v in conn.execute("SELECT * FROM reflections").fetchone())
     assert TOKEN not in stored
+
+
+class PlainReflector:
+    def reflect(self, session: SessionInput) -> tuple[Reflection, str | None]:
+        report = Reflection(outcome="success", memory_notes=["The demo moved to Thursday"],
+                            user_model_updates={"U1": ["prefers short answers"],
+                                                "U2": ["runs the demo"]})
+        return report, None
+
+
+def test_reflection_learns_nothing_about_a_person_from_before_they_asked_to_be_forgotten(
+    app: Thoth,
+) -> None:
+    session_id = _session(app)  # U1 spoke in it, then asked to be forgotten
+    app.transcript.append(session_id, TranscriptTurn("I run the demo.", "Noted.", user="U2",
+                                                     user_name="lee"))
+    app.tombstones.record(Person("T1", "U1"))
+    result = reflect_session(
+        session_id, sessions=app.sessions, transcript=app.transcript, state=app.reflections,
+        reflector=PlainReflector(), writers=_writers(app, PrintNotifier(io.StringIO())),
+        existing_skills=[],
+    )
+    assert result.state == "done"
+    assert asyncio.run(app.identity.facts(Person("T1", "U1"))) == []  # type: ignore[union-attr]
+    others = asyncio.run(app.identity.facts(Person("T1", "U2")))  # type: ignore[union-attr]
+    assert [fact.text for fact in others] == ["runs the demo"]
+    # A session begun after the forget is theirs to be learned from again.
+    later = _session(app, key="slack:T1:C1:1700000000.000200")
+    reflect_session(
+        later, sessions=app.sessions, transcript=app.transcript, state=app.reflections,
+        reflector=PlainReflector(), writers=_writers(app, PrintNotifier(io.StringIO())),
+        existing_skills=[],
+    )
+    facts = asyncio.run(app.identity.facts(Person("T1", "U1")))  # type: ignore[union-attr]
+    assert [fact.text for fact in facts] == ["prefers short answers"]
 
 
 def test_a_cost_cap_postpones_without_using_an_attempt(

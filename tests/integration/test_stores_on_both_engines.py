@@ -13,6 +13,7 @@ from bridge.slack.seen import TTL_S, SeenDeliveries, record_first_time
 from bridge.slack.thread_contexts import ThreadContexts
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
+from layers.identity.tombstones import DROP, RECHECK_S, SEND, Tombstones
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
 from layers.working.sessions import Place, SessionStore
@@ -140,3 +141,38 @@ def test_the_identity_outbox_numbers_and_keeps_turns_in_order(
         "I prefer short answers", "I work on payments"]
     outbox.remove(first)
     assert outbox.count() == 1 and outbox.claim(hold_s=0)[0][1].person == dana
+
+
+def test_a_forget_drops_earlier_turns_holds_later_ones_and_frees_them_once_swept(
+    open_database: OpenDatabase,
+) -> None:
+    db = open_database(SCHEMAS)
+    clock = [1_000.0]
+    tombstones = Tombstones(db, settle_s=600, clock=lambda: clock[0])
+    outbox = IngestOutbox(db, clock=lambda: clock[0])
+    dana, lee = Person("T1", "U1", "dana"), Person("T1", "U2", "lee")
+    outbox.add(TurnMessages(dana, "s1", "I prefer tea", "Noted.", 900.0))
+    outbox.add(TurnMessages(lee, "s1", "I prefer coffee", "Noted.", 900.0))
+    assert tombstones.record(dana) == 1_000.0
+    (left,) = outbox.claim(hold_s=0)
+    assert left[1].person == lee  # hers went with the forget
+    outbox.remove(left[0])
+    before, after = (TurnMessages(dana, "s1", text, "Noted.", at)
+                     for text, at in (("old", 990.0), ("new", 1_010.0)))
+    assert tombstones.fate(before) == DROP
+    assert tombstones.fate(after).wait_until == 1_600.0  # until the sweep
+    waiting = outbox.add(after)
+    outbox.hold(waiting, 1_600.0)
+    assert tombstones.due() == [] and tombstones.said_before_forget(dana, 1_010.0)
+    clock[0] = 1_700.0  # the sweep is overdue: a turn met now waits a minute more
+    assert tombstones.fate(after).wait_until == 1_700.0 + RECHECK_S
+    (stone,) = tombstones.due()
+    assert stone.person.key == dana.key and stone.forgotten_at == 1_000.0
+    outbox.hold(waiting, 1_700.0 + RECHECK_S)
+    tombstones.mark_swept(stone)
+    assert tombstones.due() == [] and tombstones.fate(after) == SEND
+    assert not tombstones.said_before_forget(dana, 1_010.0)
+    assert [turn.user_text for _, turn in outbox.claim(hold_s=0)] == ["new"]  # freed at once
+    # Without a settling time (the local backend) nothing waits.
+    assert Tombstones(db, clock=lambda: clock[0]).record(lee) == 1_700.0
+    assert Tombstones(db).fate(TurnMessages(lee, "s1", "hi", "Hi.", 1_800.0)) == SEND

@@ -1,11 +1,13 @@
 """A loopback server that speaks Honcho's v3 HTTP API, for the real ``honcho-ai`` SDK.
 
 State lives in memory, per workspace: peers, sessions (with their members), messages,
-conclusions and peer cards. Answers are shaped like Honcho's own (status codes, JSON
-fields, ``{"detail": ...}`` errors, FastAPI-style 422 bodies) so they pass the SDK's
-validation. Nothing is reasoned about: ``peer.chat`` answers with a deterministic text
-built from the stored conclusions and messages about the observed peer, and
-representations are the stored conclusions, one a line.
+conclusions and peer cards. The deriver and the dreamer run when a test says
+(``run_deriver``, ``run_dreamer``), as the real ones run minutes after the messages came.
+Answers are shaped like Honcho's own (status codes, JSON fields, ``{"detail": ...}``
+errors, FastAPI-style 422 bodies) so they pass the SDK's validation. Nothing is reasoned
+about: ``peer.chat`` answers with a deterministic text built from the stored conclusions
+and messages about the observed peer, and representations are the stored conclusions,
+one a line.
 
 Every request is recorded whole (method, path, query, headers, JSON body). Faults are
 scripted: ``fail_next``, ``delay_next``, ``delay_all``, ``hang``. Use it as
@@ -83,6 +85,8 @@ class _Workspace:
     messages: list[dict[str, Any]] = field(default_factory=list)
     conclusions: dict[str, dict[str, Any]] = field(default_factory=dict)
     cards: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    # Messages the deriver has yet to work on (it batches; ``FakeHoncho.run_deriver``).
+    underived: list[str] = field(default_factory=list)
 
 
 class ApiError(Exception):
@@ -212,11 +216,24 @@ _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 _FILTER_ALIASES = {"observer": "observer_id", "observed": "observed_id", "peer": "peer_id"}
 
 
-def _value_matches(actual: Any, expected: Any) -> bool:
+def _moment(value: Any) -> Any:
+    """A timestamp as the server compares it (a datetime, whatever its ISO spelling)."""
+    try:
+        return datetime.fromisoformat(str(value))
+    except ValueError:
+        raise invalid(["body", "filters", "created_at"], "Invalid datetime", value) from None
+
+
+def _value_matches(actual: Any, expected: Any, *, moment: bool = False) -> bool:
     if expected == "*":
         return True
     if isinstance(expected, dict) and expected and set(expected) <= set(_OPERATORS):
+        if moment:
+            actual = _moment(actual)
+            expected = {op: _moment(value) for op, value in expected.items()}
         return all(_OPERATORS[op](actual, value) for op, value in expected.items())
+    if moment:
+        return bool(_moment(actual) == _moment(expected))
     return bool(actual == expected)
 
 
@@ -233,7 +250,8 @@ def matches(record: dict[str, Any], filters: dict[str, Any] | None) -> bool:
             meta = record.get("metadata") or {}
             ok = all(_value_matches(meta.get(k), v) for k, v in expected.items())
         else:
-            ok = _value_matches(record.get(_FILTER_ALIASES.get(key, key)), expected)
+            ok = _value_matches(record.get(_FILTER_ALIASES.get(key, key)), expected,
+                                moment=key == "created_at")
         if not ok:
             return False
     return True
@@ -772,7 +790,17 @@ class _Api:
             }
             ws.messages.append(message)
             created.append(message)
+            if self._observed(ws, session_id, item["peer_id"]):
+                ws.underived.append(message["id"])
         return 201, created
+
+    @staticmethod
+    def _observed(ws: _Workspace, session_id: str, peer_id: str) -> bool:
+        """Whether the deriver learns from this peer's messages here: not when the peer,
+        or its membership of the session, says ``observe_me: false``."""
+        settings = [ws.peers[peer_id].get("configuration") or {},
+                    ws.members.get(session_id, {}).get(peer_id) or {}]
+        return all(setting.get("observe_me") is not False for setting in settings)
 
     @route("POST", S + "/messages/list")
     def messages_list(self, ws: _Workspace, call: Call) -> tuple[int, Any]:
@@ -976,6 +1004,57 @@ class FakeHoncho(LoopbackServer):
             self._faults.clear()
             self._standing_delay = 0.0
         self.release()
+
+    def run_deriver(self) -> int:
+        """Work off every batch now, as Honcho's deriver does up to 30 minutes after the
+        messages came: one conclusion per message still stored, about its sender, in its
+        session, made now. Returns how many were made."""
+        made = 0
+        with self._lock:
+            for workspace in self.workspaces.values():
+                stored = {m["id"]: m for m in workspace.messages}
+                for message_id in workspace.underived:
+                    message = stored.get(message_id)
+                    if message is None:
+                        continue  # its session was deleted meanwhile
+                    conclusion = {
+                        "id": f"cncl_{next(self._ids):06d}",
+                        "content": f"{message['peer_id']} said: {message['content'][:200]}",
+                        "observer_id": message["peer_id"], "observed_id": message["peer_id"],
+                        "session_id": message["session_id"], "level": "explicit",
+                        "source_ids": None, "times_derived": 1, "created_at": _now(),
+                    }
+                    workspace.conclusions[conclusion["id"]] = conclusion
+                    made += 1
+                workspace.underived.clear()
+        return made
+
+    def run_dreamer(self) -> int:
+        """Write each peer's own card from its conclusions, as Honcho's dreamer does, unless
+        the workspace turned card creation off. Returns how many cards were written."""
+        written = 0
+        with self._lock:
+            for workspace in self.workspaces.values():
+                cards = (workspace.record.get("configuration") or {}).get("peer_card") or {}
+                if cards.get("create") is False:
+                    continue
+                about: dict[str, list[str]] = {}
+                for conclusion in workspace.conclusions.values():
+                    if conclusion["observer_id"] == conclusion["observed_id"]:
+                        about.setdefault(conclusion["observed_id"], []).append(
+                            conclusion["content"])
+                for peer_id, contents in about.items():
+                    workspace.cards[(peer_id, peer_id)] = contents[:3]
+                    written += 1
+        return written
+
+    def card(self, workspace_id: str, peer_id: str) -> list[str] | None:
+        with self._lock:
+            return self.workspaces[workspace_id].cards.get((peer_id, peer_id))
+
+    def peer_record(self, workspace_id: str, peer_id: str) -> dict[str, Any]:
+        with self._lock:
+            return copy.deepcopy(self.workspaces[workspace_id].peers[peer_id])
 
     def script_chat(self, *contents: str | None) -> None:
         """Answer the next chats with these contents (None: the SDK then returns None)."""

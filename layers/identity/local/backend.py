@@ -27,6 +27,8 @@ RECENCY_HALF_LIFE_S = 30 * 86_400
 
 class LocalIdentity:
     name = "local"
+    # Facts are drawn from a turn as it is ingested, never later: a forget settles at once.
+    settle_s = 0.0
 
     def __init__(
         self, db: Database, embedder: Embedder, *, clock: Callable[[], float] = time.time
@@ -53,12 +55,13 @@ class LocalIdentity:
 
     async def observe(
         self, person: Person, observations: list[str], *, session_id: str | None, source: str
-    ) -> None:
+    ) -> list[str]:
         texts: list[tuple[str, str | None]] = [
             (redact(text).strip(), None) for text in observations if text.strip()
         ]
-        if texts:
-            await asyncio.to_thread(self._add, person, texts, source, session_id)
+        if not texts:
+            return []
+        return await asyncio.to_thread(self._add, person, texts, source, session_id)
 
     async def user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
         return await asyncio.to_thread(self._user_model, person, message, viewer)
@@ -74,6 +77,9 @@ class LocalIdentity:
         # The local backend keeps no messages: the observations are all it holds.
         return Forgotten(await self.forget(person))
 
+    async def sweep(self, person: Person, since: float) -> int:
+        return 0  # nothing is derived after a turn is ingested: nothing comes late
+
     async def warm_up(self, team: str) -> None:
         return None  # SQLite and the shared embedder: nothing to open
 
@@ -86,13 +92,17 @@ class LocalIdentity:
         texts: list[tuple[str, str | None]],
         source: str,
         session_id: str | None,
-    ) -> None:
+    ) -> list[str]:
+        """Store what is new; returns the ids it made (a duplicate makes none)."""
         vectors = self._embedder.embed([text for text, _ in texts])
         now = self._clock()
-        for (text, slot), vector in zip(texts, vectors, strict=True):
+        made = [
             self._store.add(
                 person, text, slot, vector, source=source, session_id=session_id, now=now
             )
+            for (text, slot), vector in zip(texts, vectors, strict=True)
+        ]
+        return [new_id for new_id in made if new_id is not None]
 
     def _user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
         current = self._store.current(person, viewer)
