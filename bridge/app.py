@@ -38,7 +38,8 @@ from layers.procedural.brain import Brain, BrainError
 from layers.procedural.brain_peers import BrainFollower, BrainPeers
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.memory_notes import MemoryNotes
-from layers.procedural.persona import SHIPPED_PERSONA, SHIPPED_SKILLS, PersonaLoader
+from layers.procedural.persona import PersonaLoader
+from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skill_matcher import SkillMatcher
 from layers.procedural.skills import SkillLibrary
 from layers.storage.database import Database

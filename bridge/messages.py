@@ -10,10 +10,11 @@ OFFLINE_BEST_EVIDENCE = "What memory holds that answers it best:"
 # The related episodes not already shown whole as the best evidence.
 OFFLINE_ALSO_RELATED = "Related episodes:"
 NO_MODEL_CONFIGURED = (
-    "No language model is configured (set ANTHROPIC_API_KEY to enable one), so I can"
-    " only show what my memory holds for this message."
+    "No language model is configured (set ANTHROPIC_API_KEY to enable one): I keep what"
+    " you tell me and answer questions from what my memory holds."
 )
 NOTHING_REMEMBERED = "Memory holds nothing related to this message yet."
+OFFLINE_NOTED = "Noted and kept; ask me about it any time:\n> {message}"
 MODEL_FAILED = (
     "Sorry, I couldn't get an answer from the language model just now (it is"
     " unavailable or overloaded). Please try again in a minute."
@@ -47,7 +48,7 @@ CHAT_BANNER = (
     "Thoth — session {session_id}. /recall QUERY searches memory, /done ends the"
     " session, /quit leaves. Ctrl-D also leaves."
 )
-CHAT_RESUME_HINT = "Resume this session later with: thoth chat --session {session_id}"
+CHAT_RESUME_HINT = "Resume this session later with: thoth chat --session {short_id}"
 
 # Slack: reactions, feedback buttons and skill cards (said only to the person concerned).
 FORGOTTEN = "Forgotten: that exchange is deleted from my memory (text and vector)."

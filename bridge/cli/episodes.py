@@ -23,7 +23,7 @@ def register(commands: Any) -> None:
     actions = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
 
     importer = actions.add_parser("import", help="load episodes from a JSON-lines file")
-    importer.add_argument("file", type=Path)
+    importer.add_argument("file", type=Path, help="the JSON-lines file (a pipe is fine)")
     importer.add_argument(
         "--skip-bad",
         action="store_true",
@@ -36,7 +36,9 @@ def register(commands: Any) -> None:
     exporter.set_defaults(handler=run_export)
 
     purge = actions.add_parser("purge", help="delete episodes past EPISODE_RETENTION_DAYS")
-    purge.set_defaults(handler=run_purge)
+    # The purge is the command's own work: the pass every command makes first is skipped,
+    # so what it deletes is counted and said.
+    purge.set_defaults(handler=run_purge, purges_itself=True)
 
 
 # Episodes embedded and stored together: enough to keep MiniLM busy, few enough that
@@ -140,7 +142,11 @@ def run_export(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         finally:
             if target is not out:
                 target.close()
-    except OSError as error:  # a full disk, a closed pipe: at a write or at the close
+    except BrokenPipeError:
+        if target is not out:
+            raise BadInput(f"cannot write {args.output}: its reader is gone") from None
+        raise  # `export | head`: the reader had enough (bridge/cli/main.py ends quietly)
+    except OSError as error:  # a full disk: at a write or at the close
         where = args.output or "stdout"
         raise BadInput(f"cannot write {where}: {error.strerror or error}") from error
     if args.output is not None:

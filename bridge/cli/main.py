@@ -10,10 +10,12 @@ import argparse
 import contextlib
 import io
 import logging
+import os
 import re
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO, cast
 
@@ -33,6 +35,7 @@ from bridge.cli import (
     recall,
     reflect,
     serve,
+    sessions,
     skills,
     worker,
 )
@@ -43,9 +46,12 @@ from layers.episodic.embedder import Embedder
 from layers.errors import BackendUnavailable, BadInput, ConfigurationError
 from layers.storage.database import DatabaseDamaged
 
+log = logging.getLogger(__name__)
+
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
+EXIT_READER_GONE = 128 + 13  # SIGPIPE's number, as a shell reports a process it ended
 
 Command = Callable[[argparse.Namespace, Thoth, TextIO], int]
 
@@ -58,13 +64,19 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="thoth", description="Thoth, the Slack agent that remembers.")
+    parser = _Parser(
+        prog="thoth", description="Thoth, the Slack agent that remembers.",
+        epilog="`thoth COMMAND --help` says more about each command.",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
-    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    # Not required: a bare `thoth` prints this usage (exit 0) instead of an error.
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     init.register(commands)
     episodes.register(commands)
     recall.register(commands)
     chat.register(commands)
+    sessions.register(commands)
     skills.register(commands)
     notes.register(commands)
     doctor.register(commands)
@@ -105,11 +117,9 @@ def _run(
     except BadInput as error:
         print(f"error: {error}", file=err)
         return EXIT_BAD_INPUT
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=err,
-    )
+    if args.version or args.command is None:
+        return _without_a_command(args, out)
+    _configure_logging(args, err)
     try:
         app = _build(settings, embedder)
     except (ConfigurationError, BackendUnavailable) as error:
@@ -119,7 +129,8 @@ def _run(
     try:
         if getattr(args, "runs_turns", False):
             check_ready_for_turns(app)
-        enforce_retention(app)
+        if not getattr(args, "purges_itself", False):
+            enforce_retention(app)
         return command(args, app, out)
     except sqlite3.OperationalError as error:
         if not error.sqlite_errorname.startswith("SQLITE_READONLY"):
@@ -142,6 +153,35 @@ def _run(
         return EXIT_FAILURE
     finally:
         app.close()
+
+
+def _without_a_command(args: argparse.Namespace, out: TextIO) -> int:
+    """``--version``, or a bare ``thoth``: the usage and the command list."""
+    if args.version:
+        print(f"thoth {version('thoth')}", file=out)
+    else:
+        build_parser().print_help(file=out)
+    return EXIT_OK
+
+
+def _configure_logging(args: argparse.Namespace, err: TextIO) -> None:
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=err,
+    )
+    # A command a person runs says its own warnings; the libraries' (a retry, a
+    # deprecation) are for -v. A service (serve, worker) logs them all.
+    quiet = not args.verbose and not getattr(args, "long_running", False)
+    for handler in logging.getLogger().handlers:
+        (handler.addFilter if quiet else handler.removeFilter)(_own_records)
+
+
+OWN_PACKAGES = frozenset({"bridge", "layers", "reflection", "__main__"})
+
+
+def _own_records(record: logging.LogRecord) -> bool:
+    return record.name.partition(".")[0] in OWN_PACKAGES
 
 
 def _build(settings: Settings | None, embedder: Embedder | None) -> Thoth:
@@ -197,7 +237,9 @@ def enforce_retention(app: Thoth) -> None:
     """
     days = app.settings.episode_retention_days
     if days > 0:
-        app.episodic.purge_older_than(days)
+        removed = app.episodic.purge_older_than(days)
+        if removed:
+            log.info("retention: purged %d episodes older than %d days", removed, days)
 
 
 def _unparsable_setting(error: SettingsError) -> str:
@@ -220,5 +262,18 @@ def _first_validation_error(error: ValidationError) -> str:
 
 
 def run() -> None:
-    """Console-script entry point."""
-    sys.exit(main())
+    """Console-script entry point.
+
+    A reader that goes away (``thoth episodes export | head``) ends the command quietly,
+    with the exit code of a process that SIGPIPE ended, as other Unix tools do. The
+    signal itself stays ignored (Python's default): `serve` and every network client
+    must see a closed connection as an error, not die of it.
+    """
+    try:
+        code = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python would flush stdout again at exit and print that it failed.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = EXIT_READER_GONE
+    sys.exit(code)

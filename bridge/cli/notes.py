@@ -31,7 +31,7 @@ def register(commands: Any) -> None:
         ("reject", False, "reject a proposed note"),
     ):
         decide = actions.add_parser(name, help=text)
-        decide.add_argument("note_id")
+        decide.add_argument("note_id", help="the note's id (thoth notes list shows it)")
         decide.add_argument("--by", help="who decides (default: your login name)")
         decide.set_defaults(handler=run_decide, keep=keep)
 

@@ -35,8 +35,8 @@ def register(commands: Any) -> None:
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(handler=run_show)
     forget = actions.add_parser("forget", help="delete what is known about USER")
-    forget.add_argument("user")
-    forget.add_argument("--team", default=LOCAL_TEAM)
+    forget.add_argument("user", help="a Slack user id (or the terminal login name)")
+    forget.add_argument("--team", default=LOCAL_TEAM, help="the person's workspace id")
     forget.add_argument("--fact", help="delete only this fact (an id from `people show`)")
     forget.set_defaults(handler=run_forget)
 

@@ -38,7 +38,8 @@ def register(commands: Any) -> None:
     parser.add_argument("--team", default=LOCAL_TEAM, help="the asker's workspace")
     parser.add_argument("--user", help="the asker (default: you, as in thoth chat)")
     parser.add_argument("--channel", help="the channel asked from (default: your thoth chat)")
-    parser.add_argument("--channel-type", choices=CHANNEL_TYPES)
+    parser.add_argument("--channel-type", choices=CHANNEL_TYPES,
+                        help="with --channel: its type (im, public, private, mpim)")
     parser.add_argument("--all", action="store_true",
                         help="the operator's view: everything stored, in every place")
     parser.set_defaults(handler=run_recall)

@@ -12,7 +12,7 @@ from bridge.model.catalogue import CATALOGUE
 from bridge.model.output_budget import REPORT_TOKENS, sized_max_tokens
 from bridge.model.report_model import LanguageReportModel
 from layers.episodic.episode import LOCAL_TEAM
-from layers.errors import BadInput, ConfigurationError
+from layers.errors import ConfigurationError
 from reflection.fanout import Writers
 from reflection.notify import Notifier, PrintNotifier
 from reflection.reflector import ModelReflector, Reflector, RuleReflector
@@ -21,7 +21,7 @@ from reflection.run import reflect_session, summary_text
 
 def register(commands: Any) -> None:
     parser = commands.add_parser("reflect", help="reflect on one session (runs once)")
-    parser.add_argument("session_id")
+    parser.add_argument("session_id", help="a session id, or a unique start of one")
     parser.add_argument("--summary", action="store_true", help="post the closing summary")
     # Internal: `thoth worker` claimed the run before starting this process.
     parser.add_argument("--claimed", action="store_true", help=argparse.SUPPRESS)
@@ -31,10 +31,8 @@ def register(commands: Any) -> None:
 def run_reflect(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     if app.settings.reflection_disabled:
         raise ConfigurationError("reflection is off (REFLECTION_DISABLED=true)")
-    session = app.sessions.get(args.session_id)
-    if session is None:
-        raise BadInput(f"no session {args.session_id!r}: the ids are in thoth chat's closing"
-                       " line, or the sessions table of thoth.db")
+    session = app.sessions.find(args.session_id)
+    args.session_id = session.id  # a unique start of it names it too
     notifier = build_notifier(app, session.place.team, out)
     # The model's client lives on one loop for the run: a cut report is asked again.
     loop = asyncio.new_event_loop()

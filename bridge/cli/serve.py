@@ -12,7 +12,7 @@ def register(commands: Any) -> None:
     parser = commands.add_parser("serve", help="run the Slack bridge")
     parser.add_argument("--port", type=_port, default=3000, help="HTTP mode: port to listen on")
     parser.add_argument("--host", default="0.0.0.0", help="HTTP mode: address to listen on")
-    parser.set_defaults(handler=run_serve, runs_turns=True)
+    parser.set_defaults(handler=run_serve, runs_turns=True, long_running=True)
 
 
 def _port(text: str) -> int:

@@ -28,10 +28,11 @@ def register(commands: Any) -> None:
     show.set_defaults(handler=run_show)
 
     propose = actions.add_parser("propose", help="propose a skill (a pending draft)")
-    propose.add_argument("slug")
-    propose.add_argument("--description", required=True)
+    propose.add_argument("slug", help="the skill's name: lowercase words joined by hyphens")
+    propose.add_argument("--description", required=True,
+                         help="one line: when the skill applies")
     propose.add_argument("--body-file", type=Path, required=True, help="Markdown instructions")
-    propose.add_argument("--title")
+    propose.add_argument("--title", help="a heading for it (default: from the slug)")
     propose.add_argument("--by", help="who proposes it (default: your login name)")
     propose.set_defaults(handler=run_propose)
 
@@ -40,12 +41,12 @@ def register(commands: Any) -> None:
         ("reject", run_reject, "reject a draft (its text is deleted)"),
     ):
         decide = actions.add_parser(name, help=text)
-        decide.add_argument("draft_id")
+        decide.add_argument("draft_id", help="the draft's id (thoth skills list shows it)")
         decide.add_argument("--by", help="who decides (default: your login name)")
         decide.set_defaults(handler=handler)
 
     remove = actions.add_parser("remove", help="delete an installed skill (a commit)")
-    remove.add_argument("slug")
+    remove.add_argument("slug", help="the installed skill's name")
     remove.add_argument("--by", help="who removes it (default: your login name)")
     remove.set_defaults(handler=run_remove)
 

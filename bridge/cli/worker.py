@@ -25,7 +25,7 @@ def register(commands: Any) -> None:
     parser = commands.add_parser(
         "worker", help="run reflections, follow-ups and identity ingest from the queues"
     )
-    parser.set_defaults(handler=run_worker)
+    parser.set_defaults(handler=run_worker, long_running=True)
 
 
 def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:

@@ -1,9 +1,10 @@
 """The responder used when no language model is configured.
 
 It speaks the same Protocol as a real model, so the rest of the pipeline runs
-exactly as it would with one: it asks for the ``recall_memory`` tool when the
-prompt carries no `<related-episodes>`, and its answer says plainly that no
-model is configured, then shows what memory holds for the message.
+exactly as it would with one. A statement is acknowledged (the turn is kept as an
+episode, as every turn is). A question asks for the ``recall_memory`` tool when the
+prompt carries no `<related-episodes>`, and is answered with what memory holds for it.
+The first reply of a conversation says plainly that no model is configured.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ log = logging.getLogger(__name__)
 
 OFFLINE_MODEL = "offline"
 RECALL_TOOL = "recall_memory"
+# How much of a statement the acknowledgement repeats.
+NOTED_CHARS = 200
 # Finds installed skills that fit a message: (name, description) pairs.
 SkillFinder = Callable[[str], Sequence[tuple[str, str]]]
 _TAG = re.compile(r"<(?P<tag>[a-z-]+)>\n?(?P<body>.*?)\n?</(?P=tag)>", re.DOTALL)
@@ -42,6 +45,11 @@ class OfflineResponder:
         last = request.messages[-1] if request.messages else {"content": ""}
         tool_results = _tool_results(last)
         can_recall = any(tool.name == RECALL_TOOL for tool in request.tools)
+        message = _turn_message(request)
+        if not tool_results and not asks(message):
+            # A statement is kept (the turn becomes an episode), not answered with
+            # whatever memory holds about its words.
+            return await _said(_noted(request, message), on_text)
         if request.section("related-episodes") is None and not tool_results and can_recall:
             call = ToolCall("offline-recall", RECALL_TOOL, {"query": _text_of(last)})
             block = {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
@@ -55,23 +63,60 @@ class OfflineResponder:
                 skills = await asyncio.to_thread(self._find_skills, _turn_message(request))
             except Exception:
                 log.exception("matching skills failed; answering without them")
-        text = _answer(request, tool_results, skills)
-        await on_text(text)
-        return ModelResult(
-            text=text,
-            content=({"type": "text", "text": text},),
-            stop_reason="end_turn",
-            model=OFFLINE_MODEL,
-        )
+        return await _said(_answer(request, tool_results, skills), on_text)
 
     async def aclose(self) -> None:
         return None
 
 
+async def _said(text: str, on_text: OnText) -> ModelResult:
+    await on_text(text)
+    return ModelResult(
+        text=text, content=({"type": "text", "text": text},), stop_reason="end_turn",
+        model=OFFLINE_MODEL,
+    )
+
+
+_ASKING = re.compile(
+    r"^\s*(what|who|whom|whose|when|where|why|how|which|do|does|did|can|could|should|would"
+    r"|will|is|are|was|were|have|has|had|tell me|show me|remind me|find|recall|search|list"
+    r"|any)\b",
+    re.IGNORECASE,
+)
+
+
+def asks(message: str) -> bool:
+    """Whether the message asks something (a question or a request to look something up),
+    rather than tells."""
+    text = message.strip()
+    return text.endswith("?") or _ASKING.match(text) is not None
+
+
+def _first_turn(request: ModelRequest) -> bool:
+    """No earlier reply of this session is in the request: the turn opens the
+    conversation (its own tool round, after its message, does not count)."""
+    turn_at = next(
+        (at for at in range(len(request.messages) - 1, -1, -1)
+         if request.messages[at].get("role") == "user"
+         and isinstance(request.messages[at].get("content"), str)),
+        0,
+    )
+    return not any(m.get("role") == "assistant" for m in request.messages[:turn_at])
+
+
+def _noted(request: ModelRequest, message: str) -> str:
+    kept = message.strip()
+    if len(kept) > NOTED_CHARS:
+        kept = kept[:NOTED_CHARS].rstrip() + "…"
+    noted = messages.OFFLINE_NOTED.format(message=kept)
+    return f"{messages.NO_MODEL_CONFIGURED}\n\n{noted}" if _first_turn(request) else noted
+
+
 def _answer(
     request: ModelRequest, tool_results: list[str], skills: Sequence[tuple[str, str]]
 ) -> str:
-    parts = [messages.NO_MODEL_CONFIGURED]
+    # The banner once, at the start of a conversation, not above every answer.
+    parts = [messages.NO_MODEL_CONFIGURED] if _first_turn(request) else []
     # The blocks hold remembered text as quoted data (bridge/pipeline/quoting.py); shown to
     # a person, it is their words again ("R&D", not "R&amp;D").
     related = _untagged(request.section("related-episodes")) or html.unescape(

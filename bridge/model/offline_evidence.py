@@ -18,7 +18,9 @@ _EPISODE_LINE = re.compile(
     r"^- (?P<day>\d{4}-\d{2}-\d{2}), (?P<where>a DM|a group DM|#[^,]+),"
     r" (?P<who>[^:]+): (?P<said>.+)$"
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# A sentence ends at . ! or ? and a space, but not at a list's "1." or "12.".
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])(?<!^\d\.)(?<!\s\d\.)(?<!^\d\d\.)(?<!\s\d\d\.)\s+")
 BEST_SENTENCES = 2
 
 

@@ -8,6 +8,7 @@ The event loop runs in its own thread for the whole chat, so background writes
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import threading
 import uuid
@@ -98,8 +99,8 @@ class ChatLoop:
                 print(messages.CHAT_BANNER.format(session_id=session.id), file=self._err)
             self._parts.warm_up()
             session = self._converse(session, lines)
-            if self._options.interactive and session is not None:
-                print(messages.CHAT_RESUME_HINT.format(session_id=session.id), file=self._err)
+            if self._options.interactive and session is not None and self._still_open(session):
+                print(messages.CHAT_RESUME_HINT.format(short_id=session.id[:8]), file=self._err)
         finally:
             scheduler.shutdown(wait=True)
             # Episodes of the last turns (local, quick), identity ingest as long as it is
@@ -156,6 +157,9 @@ class ChatLoop:
             except KeyboardInterrupt:
                 # Ctrl-C stops this reply, not the chat; the unfinished turn is not stored.
                 print("\n(interrupted)", file=self._err)
+            if sink.closed:
+                # Nobody reads the replies any more: the chat ends as `head` expects.
+                raise BrokenPipeError(errno.EPIPE, "the reader of the chat's output is gone")
         return session
 
     def _done(self, session: Session) -> None:
@@ -164,6 +168,11 @@ class ChatLoop:
         # the key is the chat's, the session the one open under it.
         ended = self._call(self._parts.session_end.end_open(session.key))
         print((ended.printed if ended else "") or messages.SESSION_ENDED, file=self._out)
+
+    def _still_open(self, session: Session) -> bool:
+        """Whether the session may be resumed (not after /done, or an idle end)."""
+        now = self._parts.sessions.get(session.id)
+        return now is not None and not now.ended
 
     def _open_session(self) -> Session:
         sessions = self._parts.sessions

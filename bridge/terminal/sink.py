@@ -8,12 +8,27 @@ from bridge.pipeline.sink import Step
 
 
 class TerminalSink:
-    """Streams text to ``out``; a reply that did not stream (a failure) is printed whole."""
+    """Streams text to ``out``; a reply that did not stream (a failure) is printed whole.
+
+    When the reader goes (``thoth chat | head -1``), writing stops quietly and ``closed``
+    says so: the turn itself is still answered and stored, and the chat then ends.
+    """
 
     def __init__(self, out: TextIO, *, prefix: str = "") -> None:
         self._out = out
         self._prefix = prefix
         self._streamed = False
+        self.closed = False
+
+    def _write(self, *texts: str) -> None:
+        if self.closed:
+            return
+        try:
+            for text in texts:
+                self._out.write(text)
+            self._out.flush()
+        except BrokenPipeError:
+            self.closed = True
 
     async def thinking(self) -> None:
         self._streamed = False
@@ -24,16 +39,14 @@ class TerminalSink:
 
     async def stream(self, text: str) -> None:
         if not self._streamed:
-            self._out.write(self._prefix)
             self._streamed = True
-        self._out.write(text)
-        self._out.flush()
+            self._write(self._prefix)
+        self._write(text)
 
     async def finish(self, text: str, *, ok: bool) -> None:
         if self._streamed and not ok:
             # Text had streamed before the failure: the failure gets its own line.
-            self._out.write("\n")
+            self._write("\n")
         if not self._streamed or not ok:
-            self._out.write(self._prefix + text)
-        self._out.write("\n")
-        self._out.flush()
+            self._write(self._prefix + text)
+        self._write("\n")

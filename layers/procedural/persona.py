@@ -27,9 +27,6 @@ PERSONA_FILES: tuple[str, ...] = (
 )
 # About 3 000 tokens a file: the whole stack stays a fraction of the context.
 MAX_FILE_CHARS = 12_000
-# The repository's own persona/ and skills/ (an editable install runs from the checkout).
-SHIPPED_PERSONA = Path(__file__).resolve().parents[2] / "persona"
-SHIPPED_SKILLS = SHIPPED_PERSONA.parent / "skills"
 
 
 @dataclass(frozen=True)

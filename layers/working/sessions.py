@@ -7,6 +7,7 @@ timeout) the same thread starts a new session.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 import uuid
@@ -15,6 +16,9 @@ from dataclasses import dataclass
 from layers.episodic.episode import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
 from layers.errors import BadInput
 from layers.storage.database import Database
+
+# What may start a session id (a uuid): no LIKE wildcard can pass.
+SESSION_ID_START = re.compile(r"[0-9a-fA-F-]{1,36}")
 
 
 @dataclass(frozen=True)
@@ -114,11 +118,41 @@ class SessionStore:
             ).fetchone()
         return None if row is None else _session(row, None)
 
-    def resume(self, session_id: str) -> Session:
-        """An existing open session by id (``thoth chat --session ID``)."""
-        session = self.get(session_id)
-        if session is None:
-            raise BadInput(f"no session {session_id!r}: start a new one without --session")
+    def find(self, id_or_prefix: str) -> Session:
+        """The session with this id, or the one whose id starts with it (the 8 characters
+        ``thoth sessions`` and MEMORY.md show); a miss or a prefix of several is refused."""
+        session = self.get(id_or_prefix)
+        if session is not None:
+            return session
+        if not SESSION_ID_START.fullmatch(id_or_prefix):
+            raise BadInput(f"no session {id_or_prefix!r}: `thoth sessions` lists them")
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions WHERE id LIKE ? ORDER BY id LIMIT 3",
+                (id_or_prefix + "%",),
+            ).fetchall()
+        if not rows:
+            raise BadInput(f"no session {id_or_prefix!r}: `thoth sessions` lists them")
+        if len(rows) > 1:
+            shown = ", ".join(str(row[0])[: len(id_or_prefix) + 4] for row in rows[:2])
+            raise BadInput(f"{id_or_prefix!r} starts more than one session ({shown}, …):"
+                           " give more of the id")
+        return _session(rows[0], None)
+
+    def listed(self, *, open_only: bool = False, limit: int = 50) -> list[Session]:
+        """The sessions with the latest turns first."""
+        where = " WHERE ended_at IS NULL" if open_only else ""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM sessions{where} ORDER BY last_turn_at DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [_session(row, None) for row in rows]
+
+    def resume(self, id_or_prefix: str) -> Session:
+        """An existing open session by id or its unique start (``thoth chat --session``)."""
+        session = self.find(id_or_prefix)
+        session_id = session.id
         if session.ended:
             raise BadInput(
                 f"session {session_id!r} has ended and been handed to reflection;"

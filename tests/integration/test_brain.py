@@ -18,7 +18,7 @@ from layers.errors import BadInput
 from layers.procedural.brain import Brain, BrainError
 from layers.procedural.drafts import DraftState, SkillDrafts, remove_skill
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
-from layers.procedural.persona import SHIPPED_PERSONA, SHIPPED_SKILLS
+from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skills import SkillLibrary
 from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database

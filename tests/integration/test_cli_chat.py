@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pty
@@ -217,8 +218,13 @@ def test_chat_exits_at_once_when_honcho_hangs_and_keeps_what_was_not_sent(
     # A Honcho that takes connections and never answers.
     listener = socket.create_server(("127.0.0.1", 0))
     accepted: list[socket.socket] = []
-    threading.Thread(target=lambda: accepted.extend(iter(lambda: listener.accept()[0], None)),
-                     daemon=True).start()
+
+    def hold_connections() -> None:
+        with contextlib.suppress(OSError):  # the listener closed: the test is over
+            while True:
+                accepted.append(listener.accept()[0])
+
+    threading.Thread(target=hold_connections, daemon=True).start()
     home = tmp_path / "home"
     env = {**_env(home, None), "HONCHO_URL": f"http://127.0.0.1:{listener.getsockname()[1]}",
            "HONCHO_API_KEY": "k"}

@@ -44,3 +44,10 @@ def test_the_related_list_leaves_out_what_the_evidence_already_showed_whole() ->
     # dana's episode was shown whole (its reply goes with it); ari's asked something more.
     assert rest_of_related(related, shown) == related.splitlines()[2]
     assert rest_of_related(related, []) == related
+
+
+def test_a_numbered_list_is_not_cut_at_its_numbers() -> None:
+    related = "- 2026-11-19, #ops, ari: Rollback: 1. Page the on-call. 2. Run make rollback."
+    found = best_evidence("how do we run the rollback and page the on-call", related)
+    assert sorted(item.sentence for item in found) == ["2. Run make rollback.",
+                                                       "Rollback: 1. Page the on-call."]

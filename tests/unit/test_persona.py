@@ -8,12 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from layers.procedural.persona import (
-    MAX_FILE_CHARS,
-    PERSONA_FILES,
-    SHIPPED_PERSONA,
-    PersonaLoader,
-)
+from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES, PersonaLoader
+from layers.procedural.shipped import SHIPPED_PERSONA
 
 
 def test_the_shipped_persona_has_all_seven_files_in_order() -> None:

@@ -78,3 +78,28 @@ def test_offline_responder_asks_memory_then_answers_from_it() -> None:
     assert result.text.startswith(messages.NO_MODEL_CONFIGURED)
     assert "we deploy on Fridays" in result.text
     assert shown == [result.text]
+
+
+def test_offline_a_statement_is_acknowledged_and_the_banner_is_said_once() -> None:
+    responder = OfflineResponder()
+
+    async def on_text(text: str) -> None:
+        return None
+
+    said = "We moved the api deploys to Fridays after the demo"
+    first = ModelRequest("offline", (), ({"role": "user", "content": said},), (RECALL_MEMORY,))
+    noted = asyncio.run(responder.respond(first, on_text))
+    assert not noted.tool_calls  # nothing is looked up for a statement
+    assert noted.text.startswith(messages.NO_MODEL_CONFIGURED) and f"> {said}" in noted.text
+    later = ModelRequest("offline", (), (
+        *first.messages, {"role": "assistant", "content": noted.text},
+        {"role": "user", "content": "Steps: 1. Page the on-call. 2. Roll back."},
+    ), (RECALL_MEMORY,))
+    again = asyncio.run(responder.respond(later, on_text))
+    assert messages.NO_MODEL_CONFIGURED not in again.text
+    assert "> Steps: 1. Page the on-call. 2. Roll back." in again.text
+    asked = ModelRequest("offline", (), (*later.messages,
+                                         {"role": "assistant", "content": again.text},
+                                         {"role": "user", "content": "When do we deploy?"}),
+                         (RECALL_MEMORY,))
+    assert asyncio.run(responder.respond(asked, on_text)).tool_calls  # a question looks
