@@ -150,7 +150,8 @@ def build(
         else Database.open(settings.db_path, schemas=ALL_SCHEMAS)
     )
     chosen_embedder = embedder or MiniLMEmbedder()
-    episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days))
+    episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days),
+                              min_similarity=settings.recall_min_similarity)
     sessions = SessionStore(db)
     transcript = TranscriptStore(db)
     brain_peers = BrainPeers(db, settings.brain_remote) if settings.brain_remote else None

@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     user_model_timeout_s: Annotated[float, Field(gt=0)] = 1.5
     recall_tau_days: Annotated[float, Field(gt=0)] = 14
     recall_top_k: Annotated[int, Field(gt=0, le=50)] = 3
+    # An episode sharing no word with the query is recalled only this close in meaning
+    # (MiniLM's cosine; layers/episodic/memory.py). 0: the k nearest, however far.
+    recall_min_similarity: Annotated[float, Field(ge=0, le=1)] = 0.25
     episode_retention_days: Annotated[int, Field(ge=0)] = 0
     # The session transcript sent with each turn, newest turns first, in tokens.
     transcript_token_budget: Annotated[int, Field(gt=0)] = 6000

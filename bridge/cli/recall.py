@@ -77,7 +77,7 @@ def run_recall(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     if args.json:
         print(json.dumps([_hit_json(hit) for hit in hits], ensure_ascii=False), file=out)
     elif not hits:
-        print("no matching episodes", file=out)
+        print(_nothing_matched(app, args.query, viewer, k, now), file=out)
     else:
         for rank, hit in enumerate(hits, start=1):
             print(_hit_line(rank, hit), file=out)
@@ -127,6 +127,21 @@ def _viewer(args: argparse.Namespace) -> Viewer:
         return Viewer(args.team, args.channel or LOCAL_CHANNEL, args.channel_type or "public",
                       args.user)
     return Viewer(args.team, TERMINAL_CHANNEL, "im", args.user or login_name())
+
+
+def _nothing_matched(app: Thoth, query: str, viewer: Viewer, k: int, now: float | None) -> str:
+    """Say that nothing matched, and whether asking from elsewhere would find something."""
+    if viewer.sees_everything:
+        return "no episode matched (none shares a word with it or comes close in meaning)"
+    elsewhere = app.episodic.recall(query, Viewer(sees_everything=True), k=k, now=now)
+    if not elsewhere:
+        return "no episode matched (none shares a word with it or comes close in meaning)"
+    teams = sorted({hit.episode.team for hit in elsewhere} - {viewer.team})
+    widen = "--all (the operator's view of every place)"
+    if teams:
+        widen += f", or --team {teams[0]} to ask as someone in that workspace"
+    return (f"nothing you may see from here matched; {len(elsewhere)} episode(s) in places"
+            f" you cannot see do: {widen}")
 
 
 def _hit_json(hit: Hit) -> dict[str, object]:

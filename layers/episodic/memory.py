@@ -41,6 +41,10 @@ CANDIDATES_PER_SEARCH = 100
 MAX_QUERY_TERMS = 32
 # Only strong hits lend context to their thread neighbours; weak ones barely move them.
 CONTEXT_SOURCES = 30
+# MiniLM's cosine between unrelated sentences rarely reaches this (about 0.0 to 0.2);
+# a paraphrase sits well above it. Below it, and with no word in common, an episode is
+# not recalled at all.
+MIN_SIMILARITY = 0.25
 # Priors move scores by a few percent, so only a few places past k can reach the top k.
 RERANK_SLACK = 10
 # A loaded index gets room for this fraction (1/n) more vectors than are stored, so
@@ -60,7 +64,11 @@ class RecallQuery:
 class EpisodicMemory:
     """Remembers turns and recalls the ones a viewer may see."""
 
-    def __init__(self, db: Database, embedder: Embedder, priors: Priors | None = None) -> None:
+    def __init__(
+        self, db: Database, embedder: Embedder, priors: Priors | None = None, *,
+        min_similarity: float = MIN_SIMILARITY,
+    ) -> None:
+        self._min_similarity = min_similarity
         self._store = EpisodeStore(db, embedder.model_id)
         self._embedder = embedder
         self._priors = priors or Priors()
@@ -129,6 +137,13 @@ class EpisodicMemory:
     def search(self, query: RecallQuery, vector: npt.NDArray[np.float32], *, k: int) -> list[Hit]:
         """Recall with the query already embedded (what the latency benchmark times)."""
         lexical, semantic = self._searched(query, vector)
+        # Min-max scaling makes the best candidate look relevant however poor it is: an
+        # episode is a candidate only when it shares a word with the query or comes
+        # close enough in meaning (the floor), so nothing unrelated fills the k places.
+        relevant = {rowid for rowid, _ in lexical} | {
+            rowid for rowid, similarity in semantic if similarity >= self._min_similarity}
+        lexical = [(rowid, score) for rowid, score in lexical if rowid in relevant]
+        semantic = [(rowid, score) for rowid, score in semantic if rowid in relevant]
         fused = fuse(lexical, semantic)
         strongest = sorted(fused, key=fused.__getitem__, reverse=True)[: max(k, CONTEXT_SOURCES)]
         scores = with_thread_context(

@@ -143,3 +143,23 @@ def test_retention_says_what_it_purged(tmp_path: Path) -> None:
     assert _thoth(home, "episodes", "import", str(tmp_path / "old.jsonl")).returncode == 0
     purged = _thoth(home, "episodes", "purge", EPISODE_RETENTION_DAYS="30")
     assert purged.returncode == 0 and "purged 7 episodes older than 30 days" in purged.stdout
+
+
+def test_recall_says_when_nothing_visible_matched_and_what_would_widen_it(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    line = json.dumps({"user_text": "Staging moved to pelican-db-7 on Tuesday", "summary": "s",
+                       "created_at": "2026-11-01T00:00:00Z", "team": "T1", "channel": "C1",
+                       "channel_type": "public"})
+    (tmp_path / "team.jsonl").write_text(line + "\n")
+    assert _thoth(home, "episodes", "import", str(tmp_path / "team.jsonl")).returncode == 0
+    hidden = _thoth(home, "recall", "where is staging now?")
+    assert hidden.returncode == 0
+    assert "nothing you may see from here matched" in hidden.stdout
+    assert "--all" in hidden.stdout and "--team T1" in hidden.stdout
+    widened = _thoth(home, "recall", "where is staging now?", "--team", "T1",
+                     "--channel", "C1", "--channel-type", "public")
+    assert "pelican-db-7" in widened.stdout
+    unrelated = _thoth(home, "recall", "the office plants", "--all")
+    assert "no episode matched" in unrelated.stdout and "pelican" not in unrelated.stdout
