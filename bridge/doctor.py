@@ -142,9 +142,19 @@ def _embedding(app: Thoth) -> list[Check]:
 
 def _brain(app: Thoth) -> list[Check]:
     if app.brain_problem:
-        return [Check("brain", Status.FAIL, app.brain_problem, "see the message above")]
+        return [Check("brain", Status.FAIL, app.brain_problem,
+                      "do what the line says, then run `thoth init`")]
     app.brain.check()
     remote = app.settings.brain_remote
+    if remote is None and app.db.dialect == "postgresql":
+        # Processes that share a database share the agent: with a brain each, a skill or
+        # note approved on one never reaches the others, and is lost with its container.
+        return [Check(
+            "brain", Status.FAIL,
+            f"{app.brain.path} is this process's alone, but DATABASE_URL is shared",
+            "set BRAIN_REMOTE to a git remote every process reaches (a bare repository"
+            " on a shared volume will do; docs/deployment.md)",
+        )]
     detail = f"{app.brain.path}" + (f", pushed to {remote}" if remote else ", no BRAIN_REMOTE")
     return [Check("brain", Status.OK, detail)]
 

@@ -5,7 +5,9 @@
   pane (``assistant_thread_started``): suggested prompts drawn from what that person
   may see in memory (their open follow-ups, their recent topics).
 - The pane's context changes (``assistant_thread_context_changed``): the channel the
-  person is looking at is kept per thread.
+  person is looking at is kept per thread. In the agent view Slack says it per person
+  (``app_context_changed``, and ``app_context`` on ``message.im`` and
+  ``app_home_opened``): kept per person, and used where no thread says otherwise.
 - The first message of such a thread names it (``assistant.threads.setTitle``).
 
 Decided (DESIGN.md "Memory must never leak"): a turn in the pane is a DM turn, and
@@ -26,7 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
 from bridge.slack.directory import Directory, confined_reader
-from bridge.slack.thread_contexts import ThreadContexts
+from bridge.slack.thread_contexts import ThreadContexts, app_context_of
 from bridge.slack.web import SLACK_FAILURES
 from layers.episodic.episode import Viewer
 from layers.episodic.store import EpisodeStore
@@ -78,11 +80,21 @@ class AssistantThreads:
         channel, user = str(event.get("channel") or ""), str(event.get("user") or "")
         if event.get("tab") != "messages" or not (channel and user):
             return
+        await self.looking_at(event, team, user)
         confined = await self._confined(team, channel, user)
+        looking_at = await self.viewing(team, channel, "", user)
         prompts = await asyncio.to_thread(
-            self._suggestions, team, channel, user, None, confined
+            self._suggestions, team, channel, user, looking_at, confined
         )
         await self._offer(prompts, channel_id=channel)
+
+    async def looking_at(self, event: dict[str, Any], team: str, user: str) -> None:
+        """Keep what the agent view says ``user`` is looking at, when the event says it
+        (``app_context_changed``; ``app_context`` on ``message.im``, ``app_home_opened``)."""
+        context = event.get("context") if event.get("type") == "app_context_changed" else (
+            app_context_of(event))
+        if context is not None and team and user:
+            await asyncio.to_thread(self.contexts.keep_app_context, team, user, context)
 
     async def _offer(self, prompts: list[dict[str, str]], **where: str) -> None:
         try:
@@ -93,8 +105,11 @@ class AssistantThreads:
             log.warning("suggested prompts refused in %s: %s", where, error)
 
     async def viewing(self, team: str, channel: str, thread_ts: str, user: str) -> str | None:
-        """The channel this person is looking at beside the thread, if it may widen recall."""
+        """The channel this person is looking at beside the thread (the older pane's, per
+        thread; else the agent view's, per person), if it may widen recall."""
         context = await asyncio.to_thread(self.contexts.find, channel, thread_ts)
+        if context is None:
+            context = await asyncio.to_thread(self.contexts.find_app_context, team, user)
         if context is None or context.user != user or context.team not in (None, team):
             return None
         if not context.channel or not await self._directory.is_member(context.channel, user):

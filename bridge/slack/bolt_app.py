@@ -147,6 +147,10 @@ def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, inbox: Slack
             return
         if not (addressed or await _followed(incoming, event, replies, bot_user)):
             return
+        if incoming.event_channel_type == "im":
+            # The agent view says what the person is looking at as they write: kept before
+            # the turn, which reads it to widen recall.
+            await bridge.assistant.looking_at(event, incoming.team, incoming.user)
         # A retry has the same event id; a mention also arrives as a message event.
         entry = await asyncio.to_thread(
             inbox.take,
@@ -257,6 +261,15 @@ def _listen_to_the_ai_pane_and_commands(
     @app.event("assistant_thread_context_changed")
     async def on_context_changed(event: dict[str, Any]) -> None:
         runner.submit(asyncio.to_thread(assistant.contexts.keep, event), turn=False)
+
+    @app.event("app_context_changed")
+    async def on_app_context_changed(body: dict[str, Any], event: dict[str, Any]) -> None:
+        # Slack's reference example names the person only in the envelope's authorizations
+        # (the one that is not a bot); other payloads carry the event's own user.
+        people = [a for a in body.get("authorizations") or [] if not a.get("is_bot")]
+        user = str(event.get("user") or (people[0].get("user_id") if people else "") or "")
+        team = str(body.get("team_id") or "")
+        runner.submit(assistant.looking_at(event, team, user), turn=False)
 
     @app.command("/recall")
     async def on_recall(ack: AsyncAck, command: dict[str, Any]) -> None:

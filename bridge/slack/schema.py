@@ -169,5 +169,32 @@ SCHEMA = Schema(
             );
             """,
         ),
+        Migration(
+            5,
+            "slack_app_contexts",
+            """
+            -- What Slack's agent view says each person is looking at (app_context_changed,
+            -- and the app_context of message.im and app_home_opened): per person, since
+            -- their conversation with the agent is one DM whatever thread they are in.
+            CREATE TABLE slack_app_contexts (
+                team TEXT NOT NULL,
+                "user" TEXT NOT NULL,
+                context_team TEXT,
+                context_channel TEXT,
+                updated_at REAL NOT NULL,
+                PRIMARY KEY (team, "user")
+            );
+            """,
+            postgres="""
+            CREATE TABLE slack_app_contexts (
+                team TEXT NOT NULL,
+                "user" TEXT NOT NULL,
+                context_team TEXT,
+                context_channel TEXT,
+                updated_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (team, "user")
+            );
+            """,
+        ),
     ),
 )

@@ -73,8 +73,12 @@ class Harness:
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode(), time.monotonic() - started
 
-    def event(self, event: dict[str, Any], *, event_id: str | None = None, **kw: Any) -> int:
-        """An Events API delivery, enveloped as Slack sends it (bolt-python's scenario tests)."""
+    def event(
+        self, event: dict[str, Any], *, event_id: str | None = None,
+        authorizations: list[dict[str, Any]] | None = None, **kw: Any,
+    ) -> int:
+        """An Events API delivery, enveloped as Slack sends it (bolt-python's scenario tests);
+        ``authorizations`` replaces the bot's own."""
         self.counter += 1
         body = {
             "token": "verification_token",
@@ -84,8 +88,9 @@ class Harness:
             "type": "event_callback",
             "event_id": event_id or f"Ev{self.counter:04d}",
             "event_time": int(time.time()),
-            "authorizations": [{"enterprise_id": None, "team_id": "T1", "user_id": "UBOT",
-                                "is_bot": True, "is_enterprise_install": False}],
+            "authorizations": authorizations or [
+                {"enterprise_id": None, "team_id": "T1", "user_id": "UBOT", "is_bot": True,
+                 "is_enterprise_install": False}],
             "is_ext_shared_channel": False,
             "event_context": f"4-eyJldCI6ImFwcF9tZW50aW9uIn0-{self.counter}",
         }

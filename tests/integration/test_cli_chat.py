@@ -295,6 +295,9 @@ def test_with_database_url_every_command_keeps_its_memory_in_postgresql(
     # A small index and its rows fit the test server's shared_buffers.
     assert "recall reads pgvector's HNSW index (0 MB)" in doctor.stdout
     assert "set shared_buffers" not in doctor.stdout
+    # A shared database with a brain of its own: what one process approves, others miss.
+    assert doctor.returncode == 1 and "but DATABASE_URL is shared" in doctor.stdout
+    assert "set BRAIN_REMOTE" in doctor.stdout
 
     bad = subprocess.run(
         [sys.executable, "-m", "bridge", "recall", "x"], cwd=home.parent,

@@ -88,6 +88,52 @@ def test_the_pane_context_widens_recall_to_the_channel_being_looked_at(
     assert "exits" not in answer[0] and "billing" not in answer[0]
 
 
+def _viewing(channel: str) -> dict[str, Any]:
+    """An agent-view context, as Slack sends it: entities ordered by relevance."""
+    return {"entities": [{"type": "slack#/types/channel_id", "value": channel, "team_id": "T1"}]}
+
+
+def test_the_agent_view_context_widens_recall_as_the_older_pane_does(harness: Harness) -> None:
+    harness.slack.add_channel(DM, "", kind="im")
+    harness.slack.add_channel("C7", "billing", kind="private", members=["UBOT", "U1"])
+    harness.slack.add_channel("C9", "hr-exits", kind="private", members=["UBOT", "U2"])
+    harness.thoth.episodic.remember([
+        _episode("the incident review of the billing outage", "C7", "private"),
+        _episode("the incident review of the hiring plan", "C8", "private"),
+        _episode("the incident review of exits", "C9", "private"),
+    ])
+    contexts = harness.bridge.assistant.contexts
+    # app_context_changed as Slack's reference shows it: the person in the envelope only.
+    assert harness.event({"type": "app_context_changed", "context": _viewing("C7")},
+                         authorizations=[{"team_id": "T1", "user_id": "UBOT", "is_bot": True},
+                                         {"team_id": "T1", "user_id": "U1", "is_bot": False}]
+                         ) == 200
+    wait_until(lambda: getattr(contexts.find_app_context("T1", "U1"), "channel", None) == "C7")
+    harness.model.push(api.text("Here is what I found."))
+    _dm(harness, "what came out of the incident review?", "1700002300.000100",
+        "1700002300.000100")
+    (request,) = harness.model.wait_for_requests(1)
+    related = next(t for t in request.context_texts() if t.startswith("<related-episodes>"))
+    assert "billing outage" in related  # C7: in view, and they are in it
+    assert "hiring plan" not in related and "exits" not in related
+
+    # A message that carries its own app_context: a channel they are not in widens nothing.
+    wait_until(lambda: harness.thoth.episodic.store.count() == 4)
+    assert harness.event({"type": "message", "channel": DM, "channel_type": "im", "user": "U1",
+                          "text": "recall incident review", "ts": "1700002300.000200",
+                          "team": "T1", "app_context": _viewing("C9")}) == 200
+    wait_until(lambda: getattr(contexts.find_app_context("T1", "U1"), "channel", None) == "C9")
+    answer = wait_until(lambda: [m["text"] for m in harness.slack.messages(DM)
+                                 if "incident review" in m.get("text", "")
+                                 and m.get("thread_ts") == "1700002300.000200"])
+    assert "exits" not in answer[0] and "billing" not in answer[0]
+
+    # Opening the Messages tab with a context keeps it too (prompts are drawn with it).
+    harness.event({"type": "app_home_opened", "user": "U1", "channel": DM, "tab": "messages",
+                   "context": _viewing("C7"), "event_ts": f"{time.time():.6f}"})
+    wait_until(lambda: getattr(contexts.find_app_context("T1", "U1"), "channel", None) == "C7")
+
+
 def test_feedback_buttons_count_as_feedback_and_a_second_click_takes_it_back(
     harness: Harness,
 ) -> None:
