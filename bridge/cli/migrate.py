@@ -43,7 +43,7 @@ def run_migrate(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             " migrate` copies the embedded home (THOTH_HOME); unset DATABASE_URL to run it"
         )
     started = time.monotonic()
-    target = Database.connect(args.to, schemas=ALL_SCHEMAS)
+    target = Database.connect(args.to, schemas=ALL_SCHEMAS, named_by="--to")
     try:
         tables = plan_copy(app.db, target)
         with tqdm(unit=" rows", file=sys.stderr, disable=not sys.stderr.isatty()) as progress:

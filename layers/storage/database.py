@@ -52,11 +52,14 @@ class Database(ABC):
         return SqliteDatabase.open_file(path, schemas=schemas)
 
     @staticmethod
-    def connect(url: str, *, schemas: Sequence[Schema]) -> Database:
-        """The PostgreSQL database at ``url``, its pending migrations run."""
+    def connect(
+        url: str, *, schemas: Sequence[Schema], named_by: str = "DATABASE_URL"
+    ) -> Database:
+        """The PostgreSQL database at ``url``, its pending migrations run; ``named_by``
+        is where the URL came from, for the error that says it cannot be reached."""
         from layers.storage.postgres import PostgresDatabase
 
-        return PostgresDatabase.connect_url(url, schemas=schemas)
+        return PostgresDatabase.connect_url(url, schemas=schemas, named_by=named_by)
 
     @property
     @abstractmethod

@@ -91,6 +91,12 @@ def format_style(sql: str) -> str:
     return "".join(out)
 
 
+def _first_line(error: Exception) -> str:
+    """libpq's message, its lines joined: one line for a person."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return " ".join(lines) if lines else type(error).__name__
+
+
 def _starts_name(char: str) -> bool:
     return char.isalpha() or char == "_"
 
@@ -109,7 +115,19 @@ class PostgresDatabase(Database):
         return redacted_url(self._url)
 
     @classmethod
-    def connect_url(cls, url: str, *, schemas: Sequence[Schema]) -> PostgresDatabase:
+    def connect_url(
+        cls, url: str, *, schemas: Sequence[Schema], named_by: str = "DATABASE_URL"
+    ) -> PostgresDatabase:
+        """``named_by``: the setting or option the URL came from, for the error."""
+        try:
+            # One connection first: a refused port or a bad password is said at once,
+            # where the pool would retry in the background until its timeout.
+            psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT_S)).close()
+        except psycopg.Error as error:
+            raise ConfigurationError(
+                f"cannot connect to the database {redacted_url(url)}: {_first_line(error)}"
+                f" (check {named_by}, and that PostgreSQL is running)"
+            ) from error
         pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             url,
             min_size=POOL_MIN,
@@ -123,8 +141,8 @@ class PostgresDatabase(Database):
         except Exception as error:
             pool.close()
             raise ConfigurationError(
-                f"cannot connect to the database {redacted_url(url)}: {error} (check"
-                " DATABASE_URL, and that PostgreSQL is running)"
+                f"cannot connect to the database {redacted_url(url)}: {_first_line(error)}"
+                f" (check {named_by}, and that PostgreSQL is running)"
             ) from error
         database = cls(pool, url)
         try:

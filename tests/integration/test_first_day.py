@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import pty
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -163,3 +164,15 @@ def test_recall_says_when_nothing_visible_matched_and_what_would_widen_it(
     assert "pelican-db-7" in widened.stdout
     unrelated = _thoth(home, "recall", "the office plants", "--all")
     assert "no episode matched" in unrelated.stdout and "pelican" not in unrelated.stdout
+
+
+def test_migrate_to_a_closed_port_says_so_at_once_naming_the_option(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    refused = _thoth(home, "migrate", "--to", f"postgresql://thoth:secret@127.0.0.1:{port}/x")
+    assert refused.returncode == 1
+    (line,) = refused.stderr.strip().splitlines()
+    assert "Connection refused" in line and "check --to" in line and "DATABASE_URL" not in line
+    assert "secret" not in line
