@@ -26,7 +26,7 @@ timed questions, each engine answers the other LoCoMo questions untimed: a datab
 that serves recall all day has its pages in memory, one started for the run has not.
 
 PostgreSQL is a real server started as the tests start it (``tests/postgres.py``, the
-``pgserver`` wheel), with ``shared_buffers`` set to hold the HNSW index as the README's
+``pgserver`` wheel), with ``shared_buffers`` set to hold the HNSW index as docs/deployment.md
 Deployment asks (``--pg-shared-buffers``, default 6GB: the HNSW index and the rows it
 leads to, for both sizes' databases; the wheel's own 128 MB makes every search read
 pages from outside the server), and a fresh database per size. It is filled
@@ -403,7 +403,7 @@ class PostgresDatabases:
 
         directory.mkdir(parents=True, exist_ok=True)
         self._server = PostgresForTests(directory)
-        # The README's Deployment: shared_buffers to hold what recall reads (about 3.4 GB
+        # docs/deployment.md: shared_buffers to hold what recall reads (about 3.4 GB
         # at a million episodes); the setting takes a restart.
         if not self._has_shared_buffers(shared_buffers):
             with psycopg.connect(self._server.admin_url, autocommit=True) as conn:

@@ -10,7 +10,7 @@ retry of each (``X-Slack-Retry-Num: 1``).
 With ``--replicas N`` (N > 1: PostgreSQL, one fresh database) N replicas run, each with
 its own ``THOTH_HOME``, as behind a load balancer: a delivery goes to replica i and its
 retry to replica i + 1, so a retry always lands on another replica than the first try
-(the README's Deployment). PostgreSQL is a real server started from the
+(docs/deployment.md). PostgreSQL is a real server started from the
 ``pgserver`` wheel, as the tests start it (``tests/postgres.py``).
 
 Printed, one row per run: ack latency p50 / p99 / max, connection errors, answers other

@@ -119,7 +119,7 @@ def recall_memory_check(memory: RecallMemory) -> Check:
         Status.WARN,
         f"{sizes}: what does not fit is read from outside PostgreSQL on every recall",
         f"set shared_buffers to at least {wanted} (ALTER SYSTEM SET shared_buffers ="
-        f" '{wanted.replace(' ', '')}', then restart PostgreSQL; README, Deployment)",
+        f" '{wanted.replace(' ', '')}', then restart PostgreSQL; docs/deployment.md)",
     )
 
 

@@ -44,7 +44,7 @@ class Settings(BaseSettings):
     database_url: SecretStr | None = None
     # Who runs reflections, follow-ups and identity ingest: "inline", the process that
     # queued them (one `thoth serve`, or `thoth chat`); "workers", `thoth worker`
-    # processes claiming them from the database's queues (README, "Deployment").
+    # processes claiming them from the database's queues (docs/deployment.md).
     background_work: Literal["inline", "workers"] = "inline"
     # Seconds a replica's hold on a Slack delivery lasts unrenewed: how soon another
     # replica answers what a crashed one had acknowledged (renewed three times as often).

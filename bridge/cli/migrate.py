@@ -2,7 +2,7 @@
 PostgreSQL, then prove it (every table's rows counted and checksummed on both sides).
 
 Run it with Thoth stopped. The brain (persona and skills) is a git repository, not a
-table: it stays where it is, or moves with ``BRAIN_REMOTE`` (README, "Deployment").
+table: it stays where it is, or moves with ``BRAIN_REMOTE`` (docs/deployment.md).
 """
 
 from __future__ import annotations

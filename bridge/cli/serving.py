@@ -39,7 +39,7 @@ IDENTITY_WARM_UP_S = 10.0
 def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     settings = app.settings
     if settings.slack_bot_token is None:
-        raise ConfigurationError("thoth serve needs SLACK_BOT_TOKEN (see README, 'Slack setup')")
+        raise ConfigurationError("thoth serve needs SLACK_BOT_TOKEN (README, 'Slack')")
     if settings.slack_app_token is None and settings.slack_signing_secret is None:
         raise ConfigurationError(
             "set SLACK_APP_TOKEN for Socket Mode, or SLACK_SIGNING_SECRET for HTTP mode"

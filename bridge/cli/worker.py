@@ -1,7 +1,7 @@
 """`thoth worker`: reflections, follow-ups and identity ingest from the database's queues.
 
 Runs with `thoth serve` replicas set to BACKGROUND_WORK=workers, on one DATABASE_URL
-(README, "Deployment"). SIGTERM or Ctrl-C: no new claims, what was begun finishes.
+(docs/deployment.md). SIGTERM or Ctrl-C: no new claims, what was begun finishes.
 """
 
 from __future__ import annotations

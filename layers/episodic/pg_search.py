@@ -163,7 +163,7 @@ def recall_memory(db: Database) -> RecallMemory:
     """A search walks the HNSW graph to pages all over the index, then reads each
     candidate's chunk and episode rows: what does not fit in ``shared_buffers`` is read
     from the OS (or the disk) on every recall. At a million episodes its vector search
-    took 20–70 ms so, against 4–9 ms from memory (README, Deployment)."""
+    took 20–70 ms so, against 4–9 ms from memory (docs/deployment.md)."""
     with db.read() as conn:
         hnsw, rows, buffers = conn.execute(
             "SELECT (SELECT coalesce(sum(bytes), 0)"

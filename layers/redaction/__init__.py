@@ -9,8 +9,8 @@ The rules come in three groups, run in this order (``rules.py`` says how one app
 1. ``vendors``: whole PEM blocks, and the vendor token formats detect-secrets has no
    plugin for (Anthropic, Hugging Face, Shopify, Google, Datadog, Azure connection
    strings and SAS signatures, npm, Vault, ...);
-2. ``catalogue``: every plugin of detect-secrets, the catalogue we build on (see the
-   README for why that one);
+2. ``catalogue``: every plugin of detect-secrets, the catalogue we build on (see
+   docs/storage.md, "Secrets", for why that one);
 3. ``context``: values known by what surrounds them: ``password=``-style assignments,
    ``Authorization`` headers, credentials inside URLs, command-line passwords, a
    password in a sentence, and a random-looking value after token/secret/key/password.
