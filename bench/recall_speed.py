@@ -65,8 +65,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bridge.schemas import ALL_SCHEMAS  # noqa: E402
-from layers.episodic.embedder import MiniLMEmbedder  # noqa: E402
-from layers.episodic.episode import Episode, Viewer  # noqa: E402
+from layers.embedding.embedder import MiniLMEmbedder  # noqa: E402
+from layers.episodic.episode import Episode  # noqa: E402
 from layers.episodic.memory import EpisodicMemory, RecallQuery  # noqa: E402
 from layers.episodic.store import (  # noqa: E402
     EPISODE_COLUMNS,
@@ -74,6 +74,7 @@ from layers.episodic.store import (  # noqa: E402
     StoredChunks,
     episode_row,
 )
+from layers.places import Viewer  # noqa: E402
 from layers.storage.database import Database  # noqa: E402
 from layers.storage.pgvector import HNSW_INDEXES  # noqa: E402
 from layers.storage.postgres import WRITE_LOCK  # noqa: E402

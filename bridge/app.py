@@ -17,8 +17,7 @@ from bridge.reflection_launcher import run_reflection
 from bridge.schemas import ALL_SCHEMAS
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
-from layers.episodic.embedder import Embedder, MiniLMEmbedder
-from layers.episodic.episode import Viewer
+from layers.embedding.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
 from layers.errors import ConfigurationError
@@ -34,6 +33,7 @@ from layers.identity.tombstones import Tombstones
 from layers.identity.user_models import UserModels
 from layers.notes.governance import NoteGovernance
 from layers.notes.store import NoteStore
+from layers.places import Viewer
 from layers.procedural.brain import Brain, BrainError
 from layers.procedural.brain_peers import BrainFollower, BrainPeers
 from layers.procedural.drafts import SkillDrafts

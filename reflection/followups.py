@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layers.episodic.episode import LOCAL_TEAM
+from layers.places import LOCAL_TEAM
 from layers.storage.database import Database
 from layers.working.sessions import Session
 

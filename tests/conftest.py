@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from bridge.settings import Settings
-from layers.episodic.embedder import MiniLMEmbedder
+from layers.embedding.embedder import MiniLMEmbedder
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
 from tests.fakes import HashingEmbedder

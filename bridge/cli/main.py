@@ -42,7 +42,7 @@ from bridge.cli import (
 from bridge.cli.preflight import check_ready_for_turns
 from bridge.cli.redacted_output import RedactedOutput
 from bridge.settings import Settings, load_settings
-from layers.episodic.embedder import Embedder
+from layers.embedding.embedder import Embedder
 from layers.errors import BackendUnavailable, BadInput, ConfigurationError
 from layers.storage.database import DatabaseDamaged
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bridge.app import Thoth
-from layers.episodic.episode import CHANNEL_TYPES, LOCAL_TEAM, Viewer
 from layers.errors import BadInput, ConfigurationError
 from layers.identity.protocol import IdentityBackend, Person
+from layers.places import CHANNEL_TYPES, LOCAL_TEAM, Viewer
 
 
 def register(commands: Any) -> None:

@@ -12,18 +12,18 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
-from layers.episodic.episode import (
+from layers.episodic.episode import Hit
+from layers.episodic.jsonl import LineError, episode_record, read_json_lines
+from layers.episodic.memory import RecallQuery
+from layers.errors import BadInput
+from layers.places import (
     CHANNEL_TYPES,
     LOCAL_CHANNEL,
     LOCAL_TEAM,
     TERMINAL_CHANNEL,
     ChannelType,
-    Hit,
     Viewer,
 )
-from layers.episodic.jsonl import LineError, episode_record, read_json_lines
-from layers.episodic.memory import RecallQuery
-from layers.errors import BadInput
 
 PREVIEW_CHARS = 120
 

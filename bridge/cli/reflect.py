@@ -11,8 +11,8 @@ from bridge.app import Thoth
 from bridge.model.catalogue import CATALOGUE
 from bridge.model.output_budget import REPORT_TOKENS, sized_max_tokens
 from bridge.model.report_model import LanguageReportModel
-from layers.episodic.episode import LOCAL_TEAM
 from layers.errors import ConfigurationError
+from layers.places import LOCAL_TEAM
 from reflection.fanout import Writers
 from reflection.notify import Notifier, PrintNotifier
 from reflection.reflector import ModelReflector, Reflector, RuleReflector

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from layers.episodic.episode import MAX_TEXT_CHARS, Viewer
+from layers.episodic.episode import MAX_TEXT_CHARS
 from layers.errors import BadInput
 from layers.identity.protocol import Person
-from layers.working.sessions import Place
+from layers.places import Place, Viewer
 
 
 @dataclass(frozen=True)

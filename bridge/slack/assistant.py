@@ -30,8 +30,8 @@ from bridge import messages
 from bridge.slack.directory import Directory, confined_reader
 from bridge.slack.thread_contexts import ThreadContexts, app_context_of
 from bridge.slack.web import SLACK_FAILURES
-from layers.episodic.episode import Viewer
 from layers.episodic.store import EpisodeStore
+from layers.places import Viewer
 from reflection.followups import Followups
 
 log = logging.getLogger(__name__)

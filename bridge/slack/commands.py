@@ -15,7 +15,8 @@ from bridge.slack.conversation import Conversation
 from bridge.slack.directory import confined_reader
 from bridge.slack.escaping import escape, preview, split_message
 from bridge.slack.web import SLACK_FAILURES
-from layers.working.sessions import Place, SessionStore
+from layers.places import Place
+from layers.working.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 

@@ -27,10 +27,11 @@ from bridge.slack.followups import CANCEL
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from bridge.slack.sink import SlackSink
 from bridge.slack.web import SLACK_FAILURES
-from layers.episodic.episode import LOCAL_TEAM, Episode
+from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
-from layers.working.sessions import Place, SessionStore
+from layers.places import LOCAL_TEAM, Place
+from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
 from reflection.followups import Followups
 

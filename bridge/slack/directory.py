@@ -13,7 +13,7 @@ from typing import TypeVar
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.web import SLACK_FAILURES
-from layers.episodic.episode import ChannelType
+from layers.places import ChannelType
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,9 @@ from bridge.slack.escaping import escaped_pieces
 from bridge.slack.founders import dm_founders
 from bridge.slack.note_cards import NOTE_CARD_REACTIONS, NoteCardStore, note_card_message
 from layers.notes.store import Note
+from layers.places import Place
 from layers.procedural.drafts import Draft
 from layers.storage.database import Database
-from layers.working.sessions import Place
 
 
 class SlackNotifier:

@@ -35,8 +35,8 @@ from layers.identity.protocol import IdentityBackend, Person
 from layers.identity.tombstones import Tombstones
 from layers.notes.governance import NoteGovernance
 from layers.notes.store import Note
+from layers.places import Place
 from layers.procedural.drafts import SkillDrafts
-from layers.working.sessions import Place
 from layers.working.transcript import TranscriptStore
 
 log = logging.getLogger(__name__)

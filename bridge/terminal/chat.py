@@ -27,12 +27,12 @@ from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message
 from bridge.session_end import SessionEnd
 from bridge.terminal.sink import TerminalSink
-from layers.episodic.episode import LOCAL_TEAM, TERMINAL_CHANNEL, Viewer
 from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
 from layers.identity.ingest_queue import IngestQueue
+from layers.places import LOCAL_TEAM, TERMINAL_CHANNEL, Place, Viewer
 from layers.redaction import redact
-from layers.working.sessions import Place, Session, SessionStore
+from layers.working.sessions import Session, SessionStore
 
 log = logging.getLogger(__name__)
 

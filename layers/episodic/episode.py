@@ -1,19 +1,11 @@
-"""The episode record and the viewer it is recalled for."""
+"""The episode record, and a recalled one with its score."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Literal
 
-ChannelType = Literal["im", "public", "private", "mpim"]
-CHANNEL_TYPES: tuple[ChannelType, ...] = ("im", "public", "private", "mpim")
-
-# Where an episode said nowhere in particular lives: the issue's "public local channel".
-LOCAL_TEAM = "local"
-LOCAL_CHANNEL = "local"
-# Where `thoth chat` talks: a DM of the local workspace with the person at the terminal.
-TERMINAL_CHANNEL = "terminal"
+from layers.places import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
 
 
 class Feedback(IntEnum):
@@ -50,24 +42,6 @@ class Episode:
     cost_usd: float = 0.0
     feedback: Feedback = Feedback.NONE
     reply_model: str | None = None
-
-
-@dataclass(frozen=True)
-class Viewer:
-    """Who is asking, and from where: recall returns only what they could have read."""
-
-    team: str = LOCAL_TEAM
-    channel: str = LOCAL_CHANNEL
-    channel_type: ChannelType = "public"
-    user: str | None = None
-    # The operator's view (`thoth recall --all`): every episode stored, in every place
-    # and workspace. Only the command line of the machine that holds THOTH_HOME asks
-    # with it; no turn does.
-    sees_everything: bool = False
-    # A reader who sees only this channel's own memory (a DM: only their own): someone of
-    # another organisation, a guest, or anyone in a channel shared with another
-    # organisation (Slack Connect). Nothing from elsewhere in the workspace reaches them.
-    confined: bool = False
 
 
 @dataclass(frozen=True)

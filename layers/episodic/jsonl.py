@@ -18,16 +18,9 @@ from typing import Annotated, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from layers.episodic.episode import (
-    FEEDBACK_NAMES,
-    LOCAL_CHANNEL,
-    LOCAL_TEAM,
-    MAX_TEXT_CHARS,
-    ChannelType,
-    Episode,
-    Feedback,
-)
+from layers.episodic.episode import FEEDBACK_NAMES, MAX_TEXT_CHARS, Episode, Feedback
 from layers.errors import BadInput
+from layers.places import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
 
 FeedbackName = Literal["worked", "did_not_work"]
 _FEEDBACK_BY_NAME = {name: value for value, name in FEEDBACK_NAMES.items() if name}

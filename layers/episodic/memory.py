@@ -19,15 +19,16 @@ from dataclasses import dataclass, replace
 import numpy as np
 import numpy.typing as npt
 
+from layers.embedding.embedder import Embedder
 from layers.episodic.chunking import chunk_text, episode_text
-from layers.episodic.embedder import Embedder
-from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit, Viewer
+from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
 from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.episodic.ranking import Priors, apply_priors, fuse, with_thread_context
 from layers.episodic.store import EpisodeStore, StoredChunks
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
 from layers.errors import BadInput
+from layers.places import Viewer
 from layers.redaction import redact
 from layers.storage.database import Database
 

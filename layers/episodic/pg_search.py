@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from layers.episodic.episode import Viewer
-from layers.episodic.visibility import sql_predicate
+from layers.places import Viewer
+from layers.places.visibility import sql_predicate
 from layers.storage.connection import Connection
 from layers.storage.database import Database
 from layers.storage.pgvector import HNSW_INDEXES

@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from layers.episodic.episode import Episode, Feedback, Viewer
+from layers.episodic.episode import Episode, Feedback
 from layers.episodic.vector_index import ChunkOwner
-from layers.episodic.visibility import sql_predicate
 from layers.errors import BadInput
+from layers.places import Viewer
+from layers.places.visibility import sql_predicate
 from layers.storage.connection import Connection
 from layers.storage.database import Database
 

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from layers.episodic.episode import Viewer
 from layers.errors import BackendUnavailable
 from layers.identity.conversations import TheirConversations
 from layers.identity.honcho_server import SCOPING_VERSION, key_accepted, server_version
@@ -36,6 +35,7 @@ from layers.identity.ids import honcho_id
 from layers.identity.ingest_queue import described
 from layers.identity.protocol import Fact, Forgotten, Person, TurnMessages
 from layers.identity.scope import unplaced_visible
+from layers.places import Viewer
 from layers.redaction import redact
 
 log = logging.getLogger(__name__)

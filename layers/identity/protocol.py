@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from layers.episodic.episode import Viewer
+from layers.places import Viewer
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ is the operator's view (``thoth people show --all``, forgetting): everything.
 
 from __future__ import annotations
 
-from layers.episodic.episode import Viewer
 from layers.identity.protocol import Person
+from layers.places import Viewer
 from layers.storage.database import Database
 
 

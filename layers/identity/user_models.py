@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from layers.episodic.episode import Viewer
 from layers.identity.protocol import IdentityBackend, Person
+from layers.places import Viewer
 
 CACHE_SECONDS = 120.0
 MIN_WORDS = 3

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from layers.episodic.episode import Viewer
 from layers.errors import BadInput
 from layers.notes.store import Note, NoteStore
+from layers.places import Place, Viewer
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
-from layers.working.sessions import Place
 
 # What "auto" records as the decider of a note kept without a card.
 AUTO_DECIDER = "MEMORY_NOTES=auto"

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import numpy.typing as npt
 
-from layers.episodic.embedder import Embedder
+from layers.embedding.embedder import Embedder
 from layers.procedural.skills import Skill, SkillLibrary
 
 # MiniLM cosines: unrelated texts sit around 0.0-0.2, a request and the description

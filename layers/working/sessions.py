@@ -13,23 +13,12 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from layers.episodic.episode import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
 from layers.errors import BadInput
+from layers.places import Place
 from layers.storage.database import Database
 
 # What may start a session id (a uuid): no LIKE wildcard can pass.
 SESSION_ID_START = re.compile(r"[0-9a-fA-F-]{1,36}")
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where a conversation happens, in Slack's coordinates (a terminal is a local DM)."""
-
-    team: str = LOCAL_TEAM
-    channel: str = LOCAL_CHANNEL
-    channel_type: ChannelType = "public"
-    thread_ts: str | None = None
-    channel_name: str | None = None
 
 
 @dataclass(frozen=True)

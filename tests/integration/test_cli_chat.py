@@ -22,7 +22,7 @@ from bridge import messages
 from bridge.cli.main import main
 from bridge.schemas import ALL_SCHEMAS
 from bridge.settings import Settings
-from layers.episodic.embedder import MiniLMEmbedder
+from layers.embedding.embedder import MiniLMEmbedder
 from tests.postgres import PostgresForTests
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic

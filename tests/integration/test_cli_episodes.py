@@ -19,7 +19,7 @@ import pytest
 from bridge.cli.main import main
 from bridge.schemas import ALL_SCHEMAS
 from bridge.settings import Settings
-from layers.episodic.embedder import MiniLMEmbedder
+from layers.embedding.embedder import MiniLMEmbedder
 from layers.storage.database import Database
 
 ROOT = Path(__file__).resolve().parents[2]

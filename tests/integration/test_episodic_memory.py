@@ -10,11 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from layers.episodic.embedder import MiniLMEmbedder
-from layers.episodic.episode import Episode, Feedback, Viewer
+from layers.embedding.embedder import MiniLMEmbedder
+from layers.episodic.episode import Episode, Feedback
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.errors import BadInput
+from layers.places import Viewer
 from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
 from layers.storage.migrations import Schema

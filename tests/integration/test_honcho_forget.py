@@ -14,11 +14,10 @@ from pydantic import SecretStr
 from bridge.app import Thoth, build
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
-from layers.episodic.episode import Viewer
 from layers.identity.honcho import HonchoIdentity, person_peer_id
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Person
-from layers.working.sessions import Place
+from layers.places import Place, Viewer
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers.honcho_api import FakeHoncho
 

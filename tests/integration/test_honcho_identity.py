@@ -13,14 +13,13 @@ from bridge.app import Thoth, build
 from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
-from layers.episodic.episode import Viewer
 from layers.identity.honcho import AGENT_PEER, HonchoIdentity, person_peer_id
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Person
 from layers.identity.scope import ReadableSessions
+from layers.places import Place, Viewer
 from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
-from layers.working.sessions import Place
 from layers.working.transcript import TranscriptTurn
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers.anthropic_api import FakeAnthropic

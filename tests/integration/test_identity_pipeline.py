@@ -8,7 +8,7 @@ from bridge.app import build
 from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
-from layers.working.sessions import Place
+from layers.places import Place
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers.anthropic_api import FakeAnthropic
 

@@ -17,9 +17,8 @@ from bridge.model.protocol import ToolCall
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
-from layers.episodic.episode import Viewer
 from layers.identity.protocol import Person
-from layers.working.sessions import Place
+from layers.places import Place, Viewer
 from layers.working.transcript import TranscriptTurn
 from tests.fakes import HashingEmbedder
 from tests.servers.honcho_api import FakeHoncho

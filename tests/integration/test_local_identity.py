@@ -8,13 +8,13 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from layers.episodic.embedder import MiniLMEmbedder
-from layers.episodic.episode import Viewer
+from layers.embedding.embedder import MiniLMEmbedder
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.protocol import Fact, Person, TurnMessages
 from layers.identity.schema import SCHEMA as IDENTITY
 from layers.identity.user_models import UserModels
+from layers.places import Viewer
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
 from layers.working.schema import SCHEMA as WORKING

@@ -16,11 +16,12 @@ import pytest
 
 from bridge.schemas import ALL_SCHEMAS
 from bridge.slack.inbox import SlackInbox
-from layers.episodic.episode import Episode, Viewer
+from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
+from layers.places import Viewer
 from layers.storage.copy_database import (
     CannotCopy,
     CopiedTable,

@@ -12,7 +12,7 @@ from bridge.app import Thoth, build
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
 from layers.episodic.episode import Episode
-from layers.working.sessions import Place
+from layers.places import Place
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.integration.slack_harness import Harness, shown
 from tests.servers import anthropic_api as api

@@ -12,10 +12,11 @@ from bridge.schemas import ALL_SCHEMAS
 from bridge.slack.inbox import SlackInbox
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
+from layers.places import Place
 from layers.storage.database import Database
 from layers.storage.leases import Leases
 from layers.storage.migrations import Schema
-from layers.working.sessions import Place, SessionStore
+from layers.working.sessions import SessionStore
 from reflection.followups import Followups
 from reflection.state import Claimed, ReflectionState
 

@@ -14,9 +14,10 @@ from bridge.slack.thread_contexts import ThreadContexts
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
 from layers.identity.tombstones import DROP, RECHECK_S, SEND, Tombstones
+from layers.places import Place
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
-from layers.working.sessions import Place, SessionStore
+from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
 from reflection.followups import Followups
 from reflection.state import MAX_ATTEMPTS, ReflectionState

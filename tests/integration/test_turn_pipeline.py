@@ -18,7 +18,7 @@ from bridge.model.retrying import RetryingModel
 from bridge.pipeline.pipeline import MAX_TOOL_ROUNDS, TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
-from layers.working.sessions import Place
+from layers.places import Place
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic

@@ -3,6 +3,11 @@
 ``layers/`` is the memory stack and knows nothing above it; ``reflection/`` builds on
 the layers and gets everything else (its model, its notifier) through Protocols it
 owns; ``bridge/`` is the composition root and the transports.
+
+Inside ``layers/`` the four memory layers stand side by side on one floor: none imports
+another, and the floor (places, embedding, storage, redaction, errors, backoff) imports
+no layer. ``notes`` governs what procedural memory keeps (``MEMORY.md``), so it may use
+procedural, and only it.
 """
 
 from __future__ import annotations
@@ -14,6 +19,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = {"layers": {"bridge", "reflection"}, "reflection": {"bridge"}}
+
+
+MEMORY_LAYERS = {"working", "identity", "episodic", "procedural"}
+FLOOR = {"places", "embedding", "storage", "redaction", "errors", "backoff"}
+MAY_ALSO_USE = {"notes": {"procedural"}}
 
 
 def _imported_packages(source: Path) -> set[str]:
@@ -41,3 +51,36 @@ def test_the_check_sees_an_import_inside_a_function(tmp_path: Path) -> None:
     module = tmp_path / "lazy.py"
     module.write_text("def f():\n    from bridge.app import build\n    import reflection.run\n")
     assert _imported_packages(module) == {"bridge", "reflection"}
+
+
+def _imported_layers(source: Path) -> set[str]:
+    """The parts of ``layers`` a module imports (``layers.places`` -> ``places``)."""
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                 else [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                 and node.level == 0 else [])
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "layers" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def _part_of(path: Path) -> str:
+    relative = path.relative_to(ROOT / "layers").parts
+    return relative[0].removesuffix(".py")
+
+
+@pytest.mark.parametrize("part", sorted(MEMORY_LAYERS | FLOOR | {"notes"}))
+def test_layers_stand_side_by_side_on_one_floor(part: str) -> None:
+    allowed = {part} | FLOOR | MAY_ALSO_USE.get(part, set())
+    if part in FLOOR:
+        allowed = {part} | (FLOOR - {part})  # the floor may use itself, never a layer
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(_imported_layers(path) - allowed)
+        for path in sorted((ROOT / "layers").rglob("*.py"))
+        if _part_of(path) == part and _imported_layers(path) - allowed
+    }
+    assert offenders == {}

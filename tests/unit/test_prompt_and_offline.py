@@ -10,8 +10,8 @@ from bridge.model.protocol import ModelRequest
 from bridge.pipeline.prompt import GatheredContext, build_request
 from bridge.pipeline.tools import RECALL_MEMORY
 from bridge.pipeline.turn import Turn
+from layers.places import Place
 from layers.working.budget import TrimmedTranscript
-from layers.working.sessions import Place
 from layers.working.transcript import TranscriptTurn
 
 PLACE = Place("T1", "C1", "private", "1712.5", "eng")

@@ -7,8 +7,8 @@ import sqlite3
 
 import numpy as np
 
-from layers.episodic.episode import CHANNEL_TYPES, Viewer
-from layers.episodic.visibility import CHANNEL_TYPE_CODES, Interner, sql_predicate, visible_mask
+from layers.places import CHANNEL_TYPES, Viewer
+from layers.places.visibility import CHANNEL_TYPE_CODES, Interner, sql_predicate, visible_mask
 
 TEAMS = ("T1", "T2")
 CHANNELS = ("C1", "C2", "D1")

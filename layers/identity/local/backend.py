@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 
-from layers.episodic.embedder import Embedder
-from layers.episodic.episode import Viewer
+from layers.embedding.embedder import Embedder
 from layers.identity.local.extraction import extract
 from layers.identity.local.store import Observation, ObservationStore
 from layers.identity.protocol import Fact, Forgotten, Person, TurnMessages
+from layers.places import Viewer
 from layers.redaction import redact
 from layers.storage.database import Database
 

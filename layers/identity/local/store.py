@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from layers.episodic.episode import Viewer
 from layers.identity.protocol import Person
 from layers.identity.scope import session_predicate, unplaced_visible
+from layers.places import Viewer
 from layers.storage.connection import Connection
 from layers.storage.database import Database
 

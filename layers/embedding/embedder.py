@@ -15,8 +15,8 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from layers.episodic.minilm import MiniLM
-from layers.episodic.parallel import map_across_cores, one_blas_thread
+from layers.embedding.minilm import MiniLM
+from layers.embedding.parallel import map_across_cores, one_blas_thread
 from layers.errors import BackendUnavailable
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
