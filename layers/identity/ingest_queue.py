@@ -85,16 +85,37 @@ class IngestQueue:
         self._tombstones = tombstones
         # Until when ingest waits because the backend refused the key (0: it does not).
         self._paused_until = 0.0
+        self._keeping: set[asyncio.Task[None]] = set()
+        self._last_kept: asyncio.Task[None] | None = None
         self.stats = IngestStats()
 
     def submit(self, turn: TurnMessages) -> None:
-        """Queue a turn for the backend; returns at once (call from the event loop)."""
-        if not self._send_here and self._outbox is not None:
-            self._outbox.add(turn)
+        """Queue a turn for the backend; returns at once (call from the event loop).
+
+        The outbox row is written in a thread, never on the loop (on PostgreSQL it waits
+        for the one-writer lock every replica shares); the turn joins the queue once its
+        row is written, so one pushed out of a full queue is still in the outbox.
+        """
+        if self._outbox is None:
+            self._put(self._started(), (None, turn))
             return
-        queue = self._started()
-        entry_id = self._outbox.add(turn, hold_s=HELD_WHILE_SENDING_S) if self._outbox else None
-        self._put(queue, (entry_id, turn))
+        keeping = asyncio.get_running_loop().create_task(self._keep(turn, self._last_kept))
+        self._last_kept = keeping
+        self._keeping.add(keeping)
+        keeping.add_done_callback(self._keeping.discard)
+
+    async def _keep(self, turn: TurnMessages, before: asyncio.Task[None] | None) -> None:
+        assert self._outbox is not None
+        if before is not None and not before.done() and before.get_loop() is (
+            asyncio.get_running_loop()
+        ):
+            # In the order they were said: a later "I prefer X" must supersede an earlier.
+            await asyncio.wait([before])
+        if not self._send_here:
+            await asyncio.to_thread(self._outbox.add, turn)  # for `thoth worker` to send
+            return
+        entry_id = await asyncio.to_thread(self._outbox.add, turn, hold_s=HELD_WHILE_SENDING_S)
+        self._put(self._started(), (entry_id, turn))
 
     async def resume(self) -> int:
         """Start sending what an earlier run left in the outbox; returns how many."""
@@ -113,6 +134,9 @@ class IngestQueue:
 
     async def drain(self, timeout_s: float) -> int:
         """Wait up to ``timeout_s`` for the queue to empty; returns the turns left unsent."""
+        if self._keeping:
+            # Turns whose outbox row is being written: each joins the queue when it is.
+            await asyncio.wait(set(self._keeping), timeout=timeout_s)
         if self._queue is None or self._worker is None:
             return self.stats.failed + self.stats.dropped
         with contextlib.suppress(TimeoutError):

@@ -4,6 +4,7 @@ the real MiniLM model."""
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable, Sequence
 
 import pytest
@@ -11,6 +12,7 @@ import pytest
 from layers.embedding.embedder import MiniLMEmbedder
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
+from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Fact, Person, TurnMessages
 from layers.identity.schema import SCHEMA as IDENTITY
 from layers.identity.user_models import UserModels
@@ -260,3 +262,35 @@ def test_a_refusal_is_not_retried() -> None:
         return await queue.drain(5)
 
     assert asyncio.run(run()) == 1 and backend.calls == 1
+
+
+class _ThreadNotingOutbox(IngestOutbox):
+    """The real outbox, noting the thread each row is written on."""
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        self.written_on: list[threading.Thread] = []
+
+    def add(self, turn: TurnMessages, *, hold_s: float | None = None) -> int:
+        self.written_on.append(threading.current_thread())
+        return super().add(turn, hold_s=hold_s)
+
+
+def test_the_outbox_row_is_written_off_the_turns_loop_and_turns_keep_their_order(
+    open_database: Callable[[Sequence[Schema]], Database],
+) -> None:
+    outbox = _ThreadNotingOutbox(open_database([IDENTITY]))
+    backend = FlakyBackend(0)
+
+    async def run() -> int:
+        queue = IngestQueue(backend, outbox=outbox)  # type: ignore[arg-type]
+        for text in ("I prefer tea", "I prefer coffee", "I prefer water"):
+            queue.submit(_said(text))
+        assert outbox.written_on == []  # submit returned before any write
+        return await queue.drain(5)
+
+    assert asyncio.run(run()) == 0
+    assert outbox.written_on and threading.main_thread() not in outbox.written_on
+    assert [t.user_text for t in backend.received] == [
+        "I prefer tea", "I prefer coffee", "I prefer water"]
+    assert outbox.count() == 0  # each row went once its turn was sent

@@ -18,15 +18,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKED = sorted(
-    [*(ROOT / "bridge" / "slack").glob("*.py"), *(ROOT / "bridge" / "pipeline").glob("*.py"),
-     *(ROOT / "bridge" / "terminal").glob("*.py"), ROOT / "bridge" / "session_end.py",
-     ROOT / "bridge" / "housekeeping.py"]
-)
+# Every package: a coroutine anywhere may run on the turns' loop.
+CHECKED = sorted(path for package in ("bridge", "layers", "reflection")
+                 for path in (ROOT / package).rglob("*.py"))
 # What blocks, by the name it is reached through: the database and the stores on it.
 BLOCKING = frozenset({
     "db", "sessions", "transcript", "replies", "cards", "followups", "effects", "drafts",
     "memory_notes", "episodic", "store", "seen", "reflections", "ledger", "contexts",
+    "outbox", "tombstones", "notes", "inbox", "leases", "brain", "skills", "persona",
 })
 
 
