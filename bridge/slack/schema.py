@@ -172,7 +172,7 @@ SCHEMA = Schema(
         Migration(
             5,
             "slack_app_contexts",
-            """
+            portable="""
             -- What Slack's agent view says each person is looking at (app_context_changed,
             -- and the app_context of message.im and app_home_opened): per person, since
             -- their conversation with the agent is one DM whatever thread they are in.
@@ -181,17 +181,7 @@ SCHEMA = Schema(
                 "user" TEXT NOT NULL,
                 context_team TEXT,
                 context_channel TEXT,
-                updated_at REAL NOT NULL,
-                PRIMARY KEY (team, "user")
-            );
-            """,
-            postgres="""
-            CREATE TABLE slack_app_contexts (
-                team TEXT NOT NULL,
-                "user" TEXT NOT NULL,
-                context_team TEXT,
-                context_channel TEXT,
-                updated_at DOUBLE PRECISION NOT NULL,
+                updated_at {real} NOT NULL,
                 PRIMARY KEY (team, "user")
             );
             """,

@@ -124,19 +124,14 @@ SCHEMA = Schema(
         Migration(
             5,
             "identity_forgotten_sweep",
-            """
+            portable="""
             -- A backend that derives facts later (Honcho batches messages) may make some
             -- from words said before the forget after it: they are swept at sweep_at (the
             -- forget plus the backend's settling time). Until swept_at is set, what the
             -- person says afterwards waits in the outbox, so the sweep deletes only facts
             -- drawn from before the forget.
-            ALTER TABLE identity_forgotten ADD COLUMN sweep_at REAL;
-            ALTER TABLE identity_forgotten ADD COLUMN swept_at REAL;
-            UPDATE identity_forgotten SET sweep_at = forgotten_at, swept_at = forgotten_at;
-            """,
-            postgres="""
-            ALTER TABLE identity_forgotten ADD COLUMN sweep_at DOUBLE PRECISION;
-            ALTER TABLE identity_forgotten ADD COLUMN swept_at DOUBLE PRECISION;
+            ALTER TABLE identity_forgotten ADD COLUMN sweep_at {real};
+            ALTER TABLE identity_forgotten ADD COLUMN swept_at {real};
             UPDATE identity_forgotten SET sweep_at = forgotten_at, swept_at = forgotten_at;
             """,
         ),

@@ -209,7 +209,8 @@ class PostgresDatabase(Database):
             )
         for schema in schemas:
             for migration in schema.migrations:
-                if migration.postgres is None:
+                text = migration.text_for("postgresql")
+                if text is None:
                     raise ConfigurationError(
                         f"{schema.owner} migration {migration.version} ({migration.name}) has"
                         " no PostgreSQL text yet: leave DATABASE_URL unset to use SQLite"
@@ -222,7 +223,7 @@ class PostgresDatabase(Database):
                     if recorded:
                         continue
                     try:
-                        conn.execute(migration.postgres)
+                        conn.execute(text)
                     except psycopg.Error as error:
                         raise MigrationFailed(self.where, schema, migration, error) from error
                     conn.execute(

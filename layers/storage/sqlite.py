@@ -156,7 +156,7 @@ class SqliteDatabase(Database):
                     continue
                 with self.write() as conn:
                     # executescript would COMMIT our transaction; run statement by statement.
-                    for statement in _split_statements(migration.sql):
+                    for statement in _split_statements(migration.text_for("sqlite") or ""):
                         conn.execute(statement)
                     conn.execute(
                         RECORD_MIGRATION,

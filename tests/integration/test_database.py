@@ -55,7 +55,8 @@ def test_a_database_recorded_in_one_sequence_keeps_its_tables_and_runs_nothing_t
     by_owner = {schema.owner: schema for schema in ALL_SCHEMAS}
     for version, parts in sorted(LEGACY_VERSIONS.items()):
         for owner, owned_version, _ in parts:
-            legacy.executescript(by_owner[owner].migrations[owned_version - 1].sql)
+            shipped = by_owner[owner].migrations[owned_version - 1]
+            legacy.executescript(shipped.text_for("sqlite") or "")
         legacy.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY"
                        " KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
         legacy.execute("INSERT INTO schema_migrations VALUES (?, ?, 1.0)", (version, "old"))

@@ -78,3 +78,4 @@ def test_the_newest_turn_is_kept_when_older_ones_are_dropped_in_a_block() -> Non
     long_turns = [_turn(f"log {i} " + "x" * 7_000) for i in range(2)]
     trimmed = trim_to_budget(long_turns, 6_000)
     assert [t.user_text.split()[1] for t in trimmed.turns] == ["1"] and trimmed.dropped == 1
+
