@@ -11,7 +11,7 @@ from bridge.app import Thoth
 from bridge.model.catalogue import CATALOGUE, ModelInfo
 from bridge.model.pricing import dearest, listed_id
 from bridge.schemas import ALL_SCHEMAS
-from layers.episodic.pg_search import RecallMemory, recall_memory
+from layers.episodic.pg_search import RecallFootprint, recall_footprint
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 
 MODEL_CHECK_TIMEOUT_S = 10.0
@@ -41,7 +41,7 @@ def run_checks(app: Thoth, *, deep: bool = False) -> list[Check]:
     for check in (
         _database,
         _home_permissions,
-        _recall_memory,
+        _recall_footprint,
         _embedding if deep else _embedding_installed,
         _brain,
         _persona,
@@ -101,13 +101,13 @@ def _home_permissions(app: Thoth) -> list[Check]:
                   f"chmod -R go-rwx {home}")]
 
 
-def _recall_memory(app: Thoth) -> list[Check]:
+def _recall_footprint(app: Thoth) -> list[Check]:
     if app.db.dialect != "postgresql":
         return []  # SQLite's vectors are searched in this process's memory
-    return [recall_memory_check(recall_memory(app.db))]
+    return [recall_footprint_check(recall_footprint(app.db))]
 
 
-def recall_memory_check(memory: RecallMemory) -> Check:
+def recall_footprint_check(memory: RecallFootprint) -> Check:
     sizes = (f"recall reads pgvector's HNSW index ({_megabytes(memory.hnsw_bytes)}) and the"
              f" rows it leads to ({_megabytes(memory.rows_bytes)}); shared_buffers"
              f" {_megabytes(memory.shared_buffers_bytes)}")

@@ -143,7 +143,7 @@ class PostgresEpisodeSearch:
 
 
 @dataclass(frozen=True)
-class RecallMemory:
+class RecallFootprint:
     """What recall reads on PostgreSQL against the memory PostgreSQL keeps pages in."""
 
     hnsw_bytes: int  # pgvector's index
@@ -159,7 +159,7 @@ class RecallMemory:
         return self.wanted_bytes <= self.shared_buffers_bytes
 
 
-def recall_memory(db: Database) -> RecallMemory:
+def recall_footprint(db: Database) -> RecallFootprint:
     """A search walks the HNSW graph to pages all over the index, then reads each
     candidate's chunk and episode rows: what does not fit in ``shared_buffers`` is read
     from the OS (or the disk) on every recall. At a million episodes its vector search
@@ -171,7 +171,7 @@ def recall_memory(db: Database) -> RecallMemory:
             " pg_table_size('episode_vectors') + pg_table_size('episodes'),"
             " pg_size_bytes(current_setting('shared_buffers'))"
         ).fetchone()
-    return RecallMemory(int(hnsw), int(rows), int(buffers))
+    return RecallFootprint(int(hnsw), int(rows), int(buffers))
 
 
 def _chunks_up_to(conn: Connection, most: int) -> int:

@@ -1,4 +1,4 @@
-"""Episode rows, their FTS5 index and their chunk vectors in SQLite.
+"""Episode rows, their word index and their chunk vectors in the database.
 
 The store takes its ``Database``; it does no redaction, embedding or ranking
 (see ``memory.py``). Visibility is applied inside the lexical query itself.

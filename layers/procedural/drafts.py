@@ -1,6 +1,6 @@
 """Skill drafts: proposed, then approved (written and committed), rejected or expired.
 
-A draft lives in SQLite until a human decides; nothing reaches the brain's tree
+A draft lives in the database until a human decides; nothing reaches the brain's tree
 before that. A draft for a slug that is already installed proposes its next
 version instead of overwriting it. Every state change records who and when.
 """

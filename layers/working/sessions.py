@@ -39,7 +39,7 @@ _COLUMNS = "id, key, team, channel, channel_type, thread_ts, started_at, last_tu
 
 
 class SessionStore:
-    """Opens, finds, touches and ends sessions in SQLite."""
+    """Opens, finds, touches and ends sessions in the database."""
 
     def __init__(self, db: Database) -> None:
         self._db = db

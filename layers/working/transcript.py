@@ -1,4 +1,4 @@
-"""The session transcript: every turn, redacted, in SQLite."""
+"""The session transcript: every turn, redacted, in the database."""
 
 from __future__ import annotations
 

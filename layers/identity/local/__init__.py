@@ -1,1 +1,1 @@
-"""The local identity backend: observations per person in SQLite, no server needed."""
+"""The local identity backend: observations per person in the database, no server needed."""

@@ -1,4 +1,4 @@
-"""Observations per person in SQLite: add (deduplicated, superseding), list, forget."""
+"""Observations per person in the database: add (deduplicated, superseding), list, forget."""
 
 from __future__ import annotations
 
