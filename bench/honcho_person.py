@@ -30,7 +30,7 @@ from layers.identity.ids import honcho_id  # noqa: E402
 from layers.identity.protocol import Person  # noqa: E402
 from layers.identity.scope import ReadableSessions  # noqa: E402
 from layers.schemas import LAYER_SCHEMAS  # noqa: E402
-from layers.storage.database import Database  # noqa: E402
+from layers.storage.engines import open_sqlite  # noqa: E402
 from tests.servers.honcho_api import FakeHoncho  # noqa: E402
 
 PERSON = Person("T1", "U1", "Dana")
@@ -68,7 +68,7 @@ async def measured(
 
 async def run(facts: int) -> None:
     with FakeHoncho() as server, tempfile.TemporaryDirectory() as home:
-        db = Database.open(Path(home) / "thoth.db", schemas=LAYER_SCHEMAS)
+        db = open_sqlite(Path(home) / "thoth.db", schemas=LAYER_SCHEMAS)
 
         def client(workspace: str) -> object:
             from honcho import Honcho

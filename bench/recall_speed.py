@@ -76,6 +76,7 @@ from layers.episodic.store import (  # noqa: E402
 )
 from layers.places import Viewer  # noqa: E402
 from layers.storage.database import Database  # noqa: E402
+from layers.storage.engines import connect_postgres, open_sqlite  # noqa: E402
 from layers.storage.pgvector import HNSW_INDEXES  # noqa: E402
 from layers.storage.postgres import WRITE_LOCK  # noqa: E402
 
@@ -157,8 +158,8 @@ def synthetic_batches(
 def open_database(engine: str, target: str) -> Database:
     """The SQLite file at ``target``, or the PostgreSQL database at URL ``target``."""
     if engine == "postgresql":
-        return Database.connect(target, schemas=ALL_SCHEMAS)
-    return Database.open(Path(target), schemas=ALL_SCHEMAS)
+        return connect_postgres(target, schemas=ALL_SCHEMAS)
+    return open_sqlite(Path(target), schemas=ALL_SCHEMAS)
 
 
 def turn_vectors(
@@ -347,7 +348,7 @@ def measure_embedding_and_import(queries: int) -> dict[str, float]:
 
 
 def time_import(embedder: MiniLMEmbedder, turns: list[str], scratch: Path) -> dict[str, float]:
-    memory = EpisodicMemory(Database.open(scratch / "import.db", schemas=ALL_SCHEMAS), embedder)
+    memory = EpisodicMemory(open_sqlite(scratch / "import.db", schemas=ALL_SCHEMAS), embedder)
     episodes = [
         Episode(id=f"imp-{i}", user_text=text, summary="", created_at=time.time())
         for i, text in enumerate(turns[:3000])

@@ -43,6 +43,7 @@ from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skill_matcher import SkillMatcher
 from layers.procedural.skills import SkillLibrary
 from layers.storage.database import Database
+from layers.storage.engines import connect_postgres, open_sqlite
 from layers.storage.leases import Leases, process_name
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
@@ -145,9 +146,9 @@ def build(
     that never embed (``init``, ``export``) start fast.
     """
     db = (
-        Database.connect(settings.database_url.get_secret_value(), schemas=ALL_SCHEMAS)
+        connect_postgres(settings.database_url.get_secret_value(), schemas=ALL_SCHEMAS)
         if settings.database_url is not None
-        else Database.open(settings.db_path, schemas=ALL_SCHEMAS)
+        else open_sqlite(settings.db_path, schemas=ALL_SCHEMAS)
     )
     chosen_embedder = embedder or MiniLMEmbedder()
     episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days),

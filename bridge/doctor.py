@@ -60,7 +60,7 @@ def run_checks(app: Thoth, *, deep: bool = False) -> list[Check]:
 
 
 def _database(app: Thoth) -> list[Check]:
-    # Sound: Database.open ran SQLite's integrity check, and refuses a damaged file
+    # Sound: open_sqlite ran SQLite's integrity check, and refuses a damaged file
     # (doctor then ends in that one line, like every command).
     applied = app.db.applied()
     known = {(schema.owner, m.version) for schema in ALL_SCHEMAS for m in schema.migrations}

@@ -11,6 +11,7 @@ import pytest
 from bridge.settings import Settings
 from layers.embedding.embedder import MiniLMEmbedder
 from layers.storage.database import Database
+from layers.storage.engines import connect_postgres, open_sqlite
 from layers.storage.migrations import Schema
 from tests.fakes import HashingEmbedder
 from tests.postgres import PostgresForTests, running_postgres
@@ -50,12 +51,12 @@ def open_database(
 
     def open_one(schemas: Sequence[Schema]) -> Database:
         if request.param == "sqlite":
-            database = Database.open(tmp_path / "thoth.db", schemas=schemas)
+            database = open_sqlite(tmp_path / "thoth.db", schemas=schemas)
         else:
             if not url:
                 server: PostgresForTests = request.getfixturevalue("postgres")
                 url.append(server.fresh_database())
-            database = Database.connect(url[0], schemas=schemas)
+            database = connect_postgres(url[0], schemas=schemas)
         opened.append(database)
         return database
 

@@ -19,7 +19,7 @@ from bridge.app import Thoth
 from bridge.schemas import ALL_SCHEMAS
 from layers.errors import BadInput, ConfigurationError
 from layers.storage.copy_database import check_copy, copy_database, plan_copy
-from layers.storage.database import Database
+from layers.storage.engines import connect_postgres
 from layers.storage.postgres import redacted_url
 
 
@@ -43,7 +43,7 @@ def run_migrate(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             " migrate` copies the embedded home (THOTH_HOME); unset DATABASE_URL to run it"
         )
     started = time.monotonic()
-    target = Database.connect(args.to, schemas=ALL_SCHEMAS, named_by="--to")
+    target = connect_postgres(args.to, schemas=ALL_SCHEMAS, named_by="--to")
     try:
         tables = plan_copy(app.db, target)
         with tqdm(unit=" rows", file=sys.stderr, disable=not sys.stderr.isatty()) as progress:

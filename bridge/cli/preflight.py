@@ -8,7 +8,7 @@ brain cannot take a commit (mid-merge, mid-rebase, a detached HEAD, not a
 repository): a session's reflection could not save what it learnt, and the person
 would not know until the learning was lost. Commands that never write the brain
 (recall, export, people) run as usual; `thoth doctor` names the problem. (A damaged
-database is refused by every command, when it is opened: ``Database.open``.)
+database is refused by every command, when it is opened: ``open_sqlite``.)
 """
 
 from __future__ import annotations

@@ -10,14 +10,12 @@ for reads; what they may ask of a connection is ``connection.py``'s.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Literal
 
 from layers.errors import ConfigurationError
 from layers.storage.connection import Connection
-from layers.storage.migrations import Schema
 
 Dialect = Literal["sqlite", "postgresql"]
 
@@ -43,23 +41,6 @@ class Database(ABC):
     # Appended to a queue's SELECT inside ``claim()``: rows another process is claiming
     # are passed over, not waited for (empty where one writer at a time makes it moot).
     skip_locked: str
-
-    @staticmethod
-    def open(path: Path, *, schemas: Sequence[Schema]) -> Database:
-        """The SQLite file at ``path`` (made if missing), its pending migrations run."""
-        from layers.storage.sqlite import SqliteDatabase
-
-        return SqliteDatabase.open_file(path, schemas=schemas)
-
-    @staticmethod
-    def connect(
-        url: str, *, schemas: Sequence[Schema], named_by: str = "DATABASE_URL"
-    ) -> Database:
-        """The PostgreSQL database at ``url``, its pending migrations run; ``named_by``
-        is where the URL came from, for the error that says it cannot be reached."""
-        from layers.storage.postgres import PostgresDatabase
-
-        return PostgresDatabase.connect_url(url, schemas=schemas, named_by=named_by)
 
     @property
     @abstractmethod

@@ -21,7 +21,7 @@ from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skills import SkillLibrary
 from layers.schemas import LAYER_SCHEMAS
-from layers.storage.database import Database
+from layers.storage.engines import open_sqlite
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,7 @@ def _log(brain: Brain) -> list[str]:
 def _drafts(tmp_path: Path, brain: Brain, clock: list[float] | None = None) -> SkillDrafts:
     now = clock or [1_800_000_000.0]
     library = SkillLibrary((brain.skills_dir,))
-    db = Database.open(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS)
+    db = open_sqlite(tmp_path / "thoth.db", schemas=LAYER_SCHEMAS)
     return SkillDrafts(db, brain, library, clock=lambda: now[0])
 
 
@@ -427,7 +427,7 @@ def test_git_hooks_in_the_brain_never_run_on_thoths_commits_and_pushes(tmp_path:
 
 def test_the_home_the_database_and_the_brain_are_the_owners_alone(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    db = Database.open(home / "thoth.db", schemas=LAYER_SCHEMAS)
+    db = open_sqlite(home / "thoth.db", schemas=LAYER_SCHEMAS)
     db.close()
     brain = _brain(home)
     assert (home.stat().st_mode & 0o777) == 0o700

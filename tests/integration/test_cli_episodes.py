@@ -20,7 +20,7 @@ from bridge.cli.main import main
 from bridge.schemas import ALL_SCHEMAS
 from bridge.settings import Settings
 from layers.embedding.embedder import MiniLMEmbedder
-from layers.storage.database import Database
+from layers.storage.engines import open_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -357,7 +357,7 @@ def test_import_shows_progress_on_a_terminal_and_nothing_when_piped(tmp_path: Pa
 
 def test_a_batch_that_fails_takes_back_the_batches_before_it(cli: Cli, tmp_path: Path) -> None:
     cli("init")
-    db = Database.open(cli.settings.db_path, schemas=ALL_SCHEMAS)
+    db = open_sqlite(cli.settings.db_path, schemas=ALL_SCHEMAS)
     with db.write() as conn:  # a store failure in the second batch, as a full disk would be
         conn.execute("CREATE TRIGGER fail_late BEFORE INSERT ON episodes WHEN NEW.id = 'e300'"
                      " BEGIN SELECT RAISE(ABORT, 'disk I/O error'); END")

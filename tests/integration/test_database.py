@@ -15,13 +15,13 @@ import pytest
 
 from bridge.schemas import ALL_SCHEMAS
 from layers.errors import ConfigurationError
-from layers.storage.database import Database
+from layers.storage.engines import connect_postgres, open_sqlite
 from layers.storage.migrations import LEGACY_VERSIONS, Migration, Schema
 from tests.postgres import PostgresForTests
 
 
 def test_migrations_run_once_and_are_recorded_by_their_owner(tmp_path: Path) -> None:
-    db = Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
+    db = open_sqlite(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
     assert db.applied() == {
         (schema.owner, m.version) for schema in ALL_SCHEMAS for m in schema.migrations
     }
@@ -31,7 +31,7 @@ def test_migrations_run_once_and_are_recorded_by_their_owner(tmp_path: Path) -> 
     grown = Schema("slack", (*slack.migrations, Migration(len(slack.migrations) + 1, "notes",
                                                           "CREATE TABLE slack_notes (body TEXT);")))
     schemas = tuple(grown if schema.owner == "slack" else schema for schema in ALL_SCHEMAS)
-    db = Database.open(tmp_path / "thoth.db", schemas=schemas)
+    db = open_sqlite(tmp_path / "thoth.db", schemas=schemas)
     assert ("slack", len(grown.migrations)) in db.applied()
     with db.read() as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
@@ -64,7 +64,7 @@ def test_a_database_recorded_in_one_sequence_keeps_its_tables_and_runs_nothing_t
     legacy.commit()
     legacy.close()
     # Running a CREATE TABLE again would fail: every migration must be seen as applied.
-    db = Database.open(path, schemas=ALL_SCHEMAS)
+    db = open_sqlite(path, schemas=ALL_SCHEMAS)
     assert db.applied() == {
         (schema.owner, m.version) for schema in ALL_SCHEMAS for m in schema.migrations
     }
@@ -78,7 +78,7 @@ def test_a_database_recorded_in_one_sequence_keeps_its_tables_and_runs_nothing_t
 
 
 def test_a_failed_write_rolls_back(tmp_path: Path) -> None:
-    db = Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
+    db = open_sqlite(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
     with pytest.raises(RuntimeError), db.write() as conn:
         conn.execute(
             "INSERT INTO episodes (id, user_text, summary, created_at, team, channel,"
@@ -95,9 +95,9 @@ def test_committed_writes_survive_a_killed_process(tmp_path: Path) -> None:
         f"""
         import sys
         from pathlib import Path
-        from layers.storage.database import Database
+        from layers.storage.engines import open_sqlite
         from bridge.schemas import ALL_SCHEMAS
-        db = Database.open(Path({str(path)!r}), schemas=ALL_SCHEMAS)
+        db = open_sqlite(Path({str(path)!r}), schemas=ALL_SCHEMAS)
         for i in range(3):
             with db.write() as conn:
                 conn.execute(
@@ -123,7 +123,7 @@ def test_committed_writes_survive_a_killed_process(tmp_path: Path) -> None:
     assert child.stdout.readline().strip() == "written"
     child.send_signal(signal.SIGKILL)
     child.wait(timeout=10)
-    db = Database.open(path, schemas=ALL_SCHEMAS)
+    db = open_sqlite(path, schemas=ALL_SCHEMAS)
     with db.read() as conn:
         ids = [row[0] for row in conn.execute("SELECT id FROM episodes ORDER BY id")]
     assert ids == ["turn-0", "turn-1", "turn-2"]
@@ -133,7 +133,7 @@ def test_unwritable_home_is_a_configuration_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     with pytest.raises(ConfigurationError, match="THOTH_HOME"):
-        Database.open(blocker / "home" / "thoth.db", schemas=ALL_SCHEMAS)
+        open_sqlite(blocker / "home" / "thoth.db", schemas=ALL_SCHEMAS)
 
 
 def test_a_database_from_a_newer_thoth_is_refused_not_rewritten(tmp_path: Path) -> None:
@@ -145,7 +145,7 @@ def test_a_database_from_a_newer_thoth_is_refused_not_rewritten(tmp_path: Path) 
     legacy.commit()
     legacy.close()
     with pytest.raises(ConfigurationError, match=r"\[99\].*newer Thoth"):
-        Database.open(path, schemas=ALL_SCHEMAS)
+        open_sqlite(path, schemas=ALL_SCHEMAS)
     check = sqlite3.connect(path)
     assert check.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall() == [
         (1,), (99,)
@@ -164,10 +164,10 @@ def test_a_postgresql_without_pgvector_is_one_line_that_says_the_fix(
     url = postgres.url("thoth_app_db").replace("://postgres:@", "://thoth_app:@")
     assert "thoth_app:@" in url
     with pytest.raises(ConfigurationError) as refused:
-        Database.connect(url, schemas=ALL_SCHEMAS)
+        connect_postgres(url, schemas=ALL_SCHEMAS)
     message = str(refused.value)
     assert "episodic migration 2 (pgvector_hnsw)" in message
     assert "CREATE EXTENSION vector;" in message and "\n" not in message
     with psycopg.connect(postgres.url("thoth_app_db"), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION vector")
-    Database.connect(url, schemas=ALL_SCHEMAS).close()  # then it goes on where it stopped
+    connect_postgres(url, schemas=ALL_SCHEMAS).close()  # then it goes on where it stopped

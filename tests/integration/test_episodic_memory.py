@@ -18,6 +18,7 @@ from layers.errors import BadInput
 from layers.places import Viewer
 from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
+from layers.storage.engines import connect_postgres
 from layers.storage.migrations import Schema
 from tests.fakes import HashingEmbedder
 from tests.postgres import PostgresForTests
@@ -305,7 +306,7 @@ def test_blas_runs_on_one_thread_and_bulk_is_spread_over_the_cores() -> None:
 def test_on_postgresql_a_viewer_who_may_see_few_of_the_nearest_still_gets_them(
     postgres: PostgresForTests, hashing_embedder: HashingEmbedder
 ) -> None:
-    db = Database.connect(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
+    db = connect_postgres(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
     memory = EpisodicMemory(db, hashing_embedder)
     # Another workspace's 400 episodes sit nearer the question than this one's three:
     # HNSW's first 200 candidates hold none this viewer may see.
@@ -329,7 +330,7 @@ def test_on_postgresql_a_viewer_who_may_see_few_of_the_nearest_still_gets_them(
 def test_on_postgresql_the_searched_vector_is_exactly_the_stored_float16(
     postgres: PostgresForTests,
 ) -> None:
-    db = Database.connect(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
+    db = connect_postgres(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
     # Normal, negative, subnormal (below 2^-14), zero, negative zero and the extremes.
     values = [0.5, -0.25, 1e-6, -3e-7, 0.0, -0.0, 65504.0, 6.1035e-05, 0.0999]
     half = np.resize(np.array(values, dtype=np.float16), 384)
@@ -392,7 +393,7 @@ def _counted_and_matching(
 def test_on_postgresql_word_counts_follow_every_write(
     postgres: PostgresForTests, hashing_embedder: HashingEmbedder
 ) -> None:
-    db = Database.connect(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
+    db = connect_postgres(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
     memory = EpisodicMemory(db, hashing_embedder)
     words = ["rollback", "rolled", "payments", "canary", "x1", "unheard"]
     memory.remember([_episode(f"r{n}", f"rollback of payments {n}") for n in range(5)])
@@ -422,12 +423,12 @@ def test_on_postgresql_word_counts_start_from_the_episodes_already_stored(
         schema if schema.owner != "episodic" else Schema(schema.owner, schema.migrations[:3])
         for schema in LAYER_SCHEMAS
     ]
-    old = Database.connect(url, schemas=before)
+    old = connect_postgres(url, schemas=before)
     EpisodicMemory(old, hashing_embedder).remember(
         [_episode(f"e{n}", f"deploy notes {n % 2}") for n in range(4)]
     )
     old.close()
-    db = Database.connect(url, schemas=LAYER_SCHEMAS)
+    db = connect_postgres(url, schemas=LAYER_SCHEMAS)
     counted, matching = _counted_and_matching(db, ["deploy", "notes", "1"])
     assert counted == matching == {"deploy": 4, "notes": 4, "1": 2}
     db.close()

@@ -20,6 +20,7 @@ from layers.identity.scope import ReadableSessions
 from layers.places import Place, Viewer
 from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
+from layers.storage.engines import open_sqlite
 from layers.working.transcript import TranscriptTurn
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers.anthropic_api import FakeAnthropic
@@ -340,7 +341,7 @@ def test_a_slow_store_then_a_retry_keeps_one_copy_and_waiting_turns_survive_a_re
     from layers.identity.outbox import IngestOutbox
     from layers.identity.protocol import TurnMessages
 
-    db = Database.open(model_settings.db_path, schemas=LAYER_SCHEMAS)
+    db = open_sqlite(model_settings.db_path, schemas=LAYER_SCHEMAS)
     identity = _direct_identity(honcho, db, timeout_s=0.5)
     dana = Person("T1", "U1", "Dana")
     turn = TurnMessages(dana, "s-slow", "A long message " * 500, "Noted.", time.time())
@@ -459,7 +460,7 @@ def test_a_refused_key_keeps_every_turn_and_they_go_once_the_key_works(
     from layers.identity.protocol import TurnMessages
 
     with FakeHoncho(api_key="hch-right-key") as honcho:
-        db = Database.open(model_settings.db_path, schemas=LAYER_SCHEMAS)
+        db = open_sqlite(model_settings.db_path, schemas=LAYER_SCHEMAS)
         dana = Person("T1", "U1", "Dana")
         turns = [TurnMessages(dana, f"s-{n}", f"message {n}", "Noted.", time.time())
                  for n in range(9)]

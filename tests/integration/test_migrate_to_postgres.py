@@ -30,13 +30,14 @@ from layers.storage.copy_database import (
     plan_copy,
 )
 from layers.storage.database import Database
+from layers.storage.engines import connect_postgres, open_sqlite
 from layers.storage.leases import Leases
 from tests.fakes import HashingEmbedder
 from tests.postgres import PostgresForTests, count
 
 
 def _home_with_rows(path: Path, embedder: HashingEmbedder) -> Database:
-    home = Database.open(path, schemas=ALL_SCHEMAS)
+    home = open_sqlite(path, schemas=ALL_SCHEMAS)
     EpisodicMemory(home, embedder).remember([
         Episode("e1", "the staging database lives on pelican-db-7", "Noted.", 1_700_000_000.5,
                 user="U1", user_name="Dana"),
@@ -80,7 +81,7 @@ def move(
 ) -> Iterator[Move]:
     home = _home_with_rows(tmp_path / "thoth.db", hashing_embedder)
     url = postgres.fresh_database()
-    target = Database.connect(url, schemas=ALL_SCHEMAS)
+    target = connect_postgres(url, schemas=ALL_SCHEMAS)
     yield Move(home, tmp_path / "thoth.db", target, url, plan_copy(home, target))
     target.close()
     home.close()
@@ -157,11 +158,11 @@ def test_a_target_holding_thoth_rows_is_refused_unless_replaced(move: Move) -> N
 def test_only_a_sqlite_home_is_copied_and_only_into_postgresql(
     tmp_path: Path, postgres: PostgresForTests
 ) -> None:
-    home = Database.open(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
-    other = Database.open(tmp_path / "other.db", schemas=ALL_SCHEMAS)
+    home = open_sqlite(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
+    other = open_sqlite(tmp_path / "other.db", schemas=ALL_SCHEMAS)
     with pytest.raises(CannotCopy, match="to PostgreSQL"):
         plan_copy(home, other)
-    behind = Database.connect(postgres.fresh_database(), schemas=ALL_SCHEMAS[:1])
+    behind = connect_postgres(postgres.fresh_database(), schemas=ALL_SCHEMAS[:1])
     with pytest.raises(CannotCopy, match="different migrations"):
         plan_copy(home, behind)
     for database in (home, other, behind):

@@ -29,7 +29,7 @@ from bridge.slack.cards import CardStore
 from layers.procedural.brain import Brain
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.skills import SkillLibrary
-from layers.storage.database import Database
+from layers.storage.engines import connect_postgres
 from tests.postgres import PostgresForTests, count
 from tests.servers.slack_api import FakeSlack
 from tests.waiting import wait_until
@@ -247,7 +247,7 @@ def test_a_skill_approved_on_one_replica_is_one_commit_and_every_process_uses_it
             roots = {git.Repo(home / "brain").head.commit.hexsha for home in homes}
             assert roots == {git.Repo(remote).commit("main").hexsha}
 
-            db = Database.connect(url, schemas=ALL_SCHEMAS)
+            db = connect_postgres(url, schemas=ALL_SCHEMAS)
             library = SkillLibrary((tmp_path / "unused",))
             draft = SkillDrafts(db, Brain(tmp_path / "unused"), library).propose(
                 "rollback", "How we roll back a deploy", BODY
