@@ -193,7 +193,9 @@ def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harnes
                      if "Memory note proposed" in m.get("text", "")), None)
 
     card_ts = wait_until(card)
-    assert set(harness.slack.reactions_on(CHANNEL, card_ts)) >= {"white_check_mark", "x"}
+    # The card's ✅ and ❌ are added after it is posted.
+    wait_until(lambda: set(harness.slack.reactions_on(CHANNEL, card_ts))
+               >= {"white_check_mark", "x"})
     harness.reaction("white_check_mark", card_ts, user="U2")  # not a founder: refused
     wait_until(lambda: any("keep or reject memory notes" in e["text"]
                            for e in harness.slack.ephemerals(CHANNEL)))
