@@ -17,10 +17,10 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from layers.errors import ConfigurationError
 from layers.redaction import redact
@@ -28,7 +28,14 @@ from layers.redaction import redact
 if TYPE_CHECKING:
     import git
 
-    from layers.procedural.brain_peers import BrainPeers
+
+class Peers(Protocol):
+    """The other processes sharing the brain's remote (``brain_peers.BrainPeers``): one
+    writes at a time, and each commit pushed is announced to the rest."""
+
+    def one_writer(self) -> AbstractContextManager[None]: ...
+
+    def announce(self, sha: str) -> None: ...
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +83,7 @@ class Brain:
     """The git-tracked brain at ``path``; ``commit()`` is the only way the agent writes."""
 
     def __init__(
-        self, path: Path, *, remote: str | None = None, peers: BrainPeers | None = None
+        self, path: Path, *, remote: str | None = None, peers: Peers | None = None
     ) -> None:
         self.path = path
         self._remote = remote

@@ -84,3 +84,69 @@ def test_layers_stand_side_by_side_on_one_floor(part: str) -> None:
         if _part_of(path) == part and _imported_layers(path) - allowed
     }
     assert offenders == {}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the project's modules it imports, wherever the import sits (a function,
+    ``TYPE_CHECKING``): a circle anywhere is a circle."""
+    paths = [path for package in ("bridge", "layers", "reflection")
+             for path in (ROOT / package).rglob("*.py")]
+    known = {_module_name(path) for path in paths}
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        edges: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                edges |= {alias.name for alias in node.names if alias.name in known}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                edges |= {f"{node.module}.{alias.name}" for alias in node.names
+                          if f"{node.module}.{alias.name}" in known}
+                if node.module in known:
+                    edges.add(node.module)
+        graph[_module_name(path)] = edges - {_module_name(path)}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for other in graph.get(module, ()):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            part = []
+            while True:
+                top = stack.pop()
+                part.append(top)
+                if top == module:
+                    break
+            if len(part) > 1:
+                found.append(sorted(part))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_circle() -> None:
+    assert _circles(_import_graph()) == []
+
+
+def test_the_circle_check_finds_one() -> None:
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
