@@ -8,7 +8,7 @@ from dataclasses import asdict
 from typing import Any, TextIO
 
 from bridge.app import Thoth
-from bridge.doctor import Status, run_checks
+from bridge.health_checks import Status, run_checks
 
 
 def register(commands: Any) -> None:

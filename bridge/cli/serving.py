@@ -21,8 +21,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.app import Thoth
-from bridge.slack.bolt_app import SlackBridge, build_bridge, take_over
-from bridge.slack.followups import post_due_followups
+from bridge.slack.bolt_app import SlackTransport, build_bridge, take_over
+from bridge.slack.followup_posts import post_due_followups
 from bridge.slack.http_server import SlackHttpServer
 from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
@@ -91,7 +91,7 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 def _bridge_or_one_line(
     app: Thoth, client: AsyncWebClient, runner: TurnRunner
-) -> SlackBridge:
+) -> SlackTransport:
     """The bridge, whose start asks Slack who the token is (auth.test)."""
     where = app.settings.slack_api_url or "https://slack.com/api/"
     try:

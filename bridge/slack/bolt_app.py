@@ -47,7 +47,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class SlackBridge:
+class SlackTransport:
     app: AsyncApp
     runner: TurnRunner
     conversation: Conversation
@@ -62,7 +62,7 @@ class SlackBridge:
     team: str | None = None
 
 
-async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner) -> SlackBridge:
+async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner) -> SlackTransport:
     """The bridge; asks Slack who the token is (auth.test) first."""
     settings = thoth.settings
     assert settings.slack_bot_token is not None
@@ -114,7 +114,7 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
         client, directory, replies, cards, NoteCardStore(thoth.db), bot_user=bot_user,
     )
     inbox = SlackInbox(thoth.db, owner=thoth.leases.owner, lease_s=settings.inbox_lease_s)
-    bridge = SlackBridge(
+    bridge = SlackTransport(
         app, runner, conversation, reactions, cards, assistant, SeenDeliveries(thoth.db),
         Lanes(inbox), bot_user, team=str(identity.get("team_id") or "") or None,
     )
@@ -133,7 +133,7 @@ def _authorized_as(app: AsyncApp, identity: AsyncSlackResponse) -> None:
             middleware.auth_test_result = identity
 
 
-def _listen_to_messages(bridge: SlackBridge, replies: SlackReplies, inbox: SlackInbox) -> None:
+def _listen_to_messages(bridge: SlackTransport, replies: SlackReplies, inbox: SlackInbox) -> None:
     app, runner, bot_user = bridge.app, bridge.runner, bridge.bot_user
 
     async def accept(body: dict[str, Any], event: dict[str, Any], *, addressed: bool) -> None:
@@ -184,7 +184,7 @@ def message_payload(incoming: Incoming) -> dict[str, Any]:
     return {**dataclasses.asdict(incoming), "text": redact(incoming.text)}
 
 
-def take_over(bridge: SlackBridge, entry: InboxEntry) -> None:
+def take_over(bridge: SlackTransport, entry: InboxEntry) -> None:
     """Run, on this replica, a delivery whose process died before it was done."""
     if entry.kind == MESSAGE:
         incoming = Incoming(**entry.payload)
@@ -200,7 +200,7 @@ def take_over(bridge: SlackBridge, entry: InboxEntry) -> None:
     bridge.runner.submit(bridge.lanes.run(entry, work), turn=False)
 
 
-def _listen_to_reactions_and_clicks(bridge: SlackBridge, inbox: SlackInbox) -> None:
+def _listen_to_reactions_and_clicks(bridge: SlackTransport, inbox: SlackInbox) -> None:
     app, runner, reactions = bridge.app, bridge.runner, bridge.reactions
 
     async def accept(body: dict[str, Any], event: dict[str, Any], *, added: bool) -> None:
@@ -242,7 +242,7 @@ def _listen_to_reactions_and_clicks(bridge: SlackBridge, inbox: SlackInbox) -> N
 
 
 def _listen_to_the_ai_pane_and_commands(
-    bridge: SlackBridge, sessions: SessionStore, client: AsyncWebClient
+    bridge: SlackTransport, sessions: SessionStore, client: AsyncWebClient
 ) -> None:
     app, runner, assistant, conversation = (
         bridge.app, bridge.runner, bridge.assistant, bridge.conversation

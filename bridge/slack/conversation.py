@@ -23,7 +23,7 @@ from bridge.slack.assistant import AssistantThreads
 from bridge.slack.directory import Directory, confined_reader
 from bridge.slack.escaping import escape, split_message
 from bridge.slack.events import Incoming
-from bridge.slack.followups import CANCEL
+from bridge.slack.followup_posts import CANCEL
 from bridge.slack.replies import ReplyRecord, SlackReplies
 from bridge.slack.sink import SlackSink
 from bridge.slack.web import SLACK_FAILURES

@@ -19,7 +19,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from bridge.app import Thoth, build
 from bridge.settings import Settings
-from bridge.slack.bolt_app import SlackBridge, build_bridge
+from bridge.slack.bolt_app import SlackTransport, build_bridge
 from bridge.slack.http_server import SlackHttpServer
 from bridge.slack.runner import TurnRunner
 from bridge.slack.web import build_async_web_client
@@ -36,7 +36,7 @@ FOUNDER = "UFOUNDER"
 @dataclass
 class Harness:
     thoth: Thoth
-    bridge: SlackBridge
+    bridge: SlackTransport
     slack: FakeSlack
     model: FakeAnthropic
     url: str

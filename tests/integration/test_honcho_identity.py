@@ -166,7 +166,7 @@ def test_observations_feed_the_user_model_and_can_be_forgotten(
 def test_doctor_reports_the_backend_and_whether_it_answers(
     app: Thoth, honcho: FakeHoncho
 ) -> None:
-    from bridge.doctor import Status, run_checks
+    from bridge.health_checks import Status, run_checks
 
     (ok,) = [c for c in run_checks(app) if c.name == "identity"]
     assert ok.status is Status.OK and ok.detail.startswith("Honcho backend 3.0.12")
@@ -302,7 +302,7 @@ def test_an_old_server_or_a_workspace_key_without_its_workspace_is_refused_clear
     import base64
     import json
 
-    from bridge.doctor import Status, run_checks
+    from bridge.health_checks import Status, run_checks
     from layers.errors import ConfigurationError
 
     with FakeHoncho(version="3.0.11") as old:

@@ -342,7 +342,7 @@ def test_founders_get_a_direct_message(harness: Harness) -> None:
 
 
 def test_doctor_checks_the_slack_token(harness: Harness) -> None:
-    from bridge.doctor import Status, run_checks
+    from bridge.health_checks import Status, run_checks
 
     (slack,) = [c for c in run_checks(harness.thoth) if c.name == "slack"]
     assert slack.status is Status.OK and "HTTP mode, bot thoth" in slack.detail
@@ -369,7 +369,7 @@ def test_a_failing_stream_never_loses_the_reply(harness: Harness) -> None:
 
 
 def test_follow_ups_are_posted_when_due_and_can_be_cancelled(harness: Harness) -> None:
-    from bridge.slack.followups import post_due_followups
+    from bridge.slack.followup_posts import post_due_followups
 
     db = harness.thoth.db
     with db.write() as conn:

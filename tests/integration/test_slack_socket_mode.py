@@ -16,7 +16,7 @@ from pydantic import SecretStr
 from bridge.app import Thoth, build
 from bridge.messages import RECALL_ACK
 from bridge.settings import Settings
-from bridge.slack.bolt_app import SlackBridge, build_bridge
+from bridge.slack.bolt_app import SlackTransport, build_bridge
 from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
 from bridge.slack.web import build_async_web_client
@@ -37,7 +37,7 @@ ACK_BUDGET_S = 1.0
 @dataclass
 class SocketHarness:
     thoth: Thoth
-    bridge: SlackBridge
+    bridge: SlackTransport
     slack: FakeSlack
     socket: FakeSocketMode
     model: FakeAnthropic

@@ -1,6 +1,6 @@
 """`thoth doctor` on what recall reads on PostgreSQL against its shared_buffers."""
 
-from bridge.doctor import Status, recall_footprint_check
+from bridge.health_checks import Status, recall_footprint_check
 from layers.episodic.pg_search import RecallFootprint
 
 MB = 2**20

@@ -112,7 +112,7 @@ def test_updates_named_by_display_name_go_to_the_speakers_id() -> None:
 
 
 def test_only_a_command_aimed_at_the_follow_up_cancels_it() -> None:
-    from bridge.slack.followups import CANCEL
+    from bridge.slack.followup_posts import CANCEL
 
     assert CANCEL.search("cancel the follow-up")
     assert CANCEL.search("Please stop the reminder.")
