@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import IntEnum
 
 from layers.places import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
@@ -42,6 +42,11 @@ class Episode:
     cost_usd: float = 0.0
     feedback: Feedback = Feedback.NONE
     reply_model: str | None = None
+
+
+# The record's fields, in order: the store's columns and the JSON line's keys are these
+# names (layers/episodic/store.py, jsonl.py), so a new one is a migration and a field.
+EPISODE_FIELDS: tuple[str, ...] = tuple(field.name for field in fields(Episode))
 
 
 @dataclass(frozen=True)

@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, BinaryIO, Literal
+from typing import Annotated, Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from layers.episodic.episode import FEEDBACK_NAMES, MAX_TEXT_CHARS, Episode, Feedback
+from layers.episodic.episode import (
+    EPISODE_FIELDS,
+    FEEDBACK_NAMES,
+    MAX_TEXT_CHARS,
+    Episode,
+    Feedback,
+)
 from layers.errors import BadInput
 from layers.places import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
 
@@ -31,7 +37,9 @@ BoundedText = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
 class EpisodeLine(BaseModel):
     """One line of the import file, validated."""
 
-    model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
+    # A key this model does not declare is kept when it names a field of the record (a
+    # plain field added later imports as given); any other is ignored.
+    model_config = ConfigDict(extra="allow", str_strip_whitespace=False)
 
     id: Annotated[str, Field(min_length=1, max_length=200)] | None = None
     user_text: Annotated[BoundedText, Field(min_length=1)]
@@ -86,6 +94,8 @@ class EpisodeLine(BaseModel):
             cost_usd=self.cost_usd,
             feedback=_FEEDBACK_BY_NAME[self.feedback] if self.feedback else Feedback.NONE,
             reply_model=self.reply_model,
+            **{name: value for name, value in (self.model_extra or {}).items()
+               if name in EPISODE_FIELDS},
         )
 
 
@@ -151,22 +161,18 @@ def episode_to_json(episode: Episode) -> str:
     return json.dumps(episode_record(episode), ensure_ascii=False)
 
 
+# Fields whose JSON form is not the value itself (every other field is written as it is).
+_AS_JSON: dict[str, Callable[[Any], object]] = {
+    "created_at": lambda at: datetime.fromtimestamp(at, UTC).isoformat(),
+    "feedback": lambda feedback: FEEDBACK_NAMES[feedback],
+}
+
+
 def episode_record(episode: Episode) -> dict[str, object]:
     """An episode as JSON values, in the import/export format (``thoth recall --json``
-    prints the same, with its score)."""
+    prints the same, with its score): every field of the record, by name."""
     return {
-        "id": episode.id,
-        "user_text": episode.user_text,
-        "summary": episode.summary,
-        "created_at": datetime.fromtimestamp(episode.created_at, UTC).isoformat(),
-        "team": episode.team,
-        "channel": episode.channel,
-        "channel_type": episode.channel_type,
-        "thread_ts": episode.thread_ts,
-        "user": episode.user,
-        "user_name": episode.user_name,
-        "session_id": episode.session_id,
-        "cost_usd": episode.cost_usd,
-        "feedback": FEEDBACK_NAMES[episode.feedback],
-        "reply_model": episode.reply_model,
+        name: _AS_JSON[name](getattr(episode, name)) if name in _AS_JSON
+        else getattr(episode, name)
+        for name in EPISODE_FIELDS
     }

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from layers.episodic.episode import Episode, Feedback
+from layers.episodic.episode import EPISODE_FIELDS, Episode, Feedback
 from layers.episodic.vector_index import ChunkOwner
 from layers.errors import BadInput
 from layers.places import Viewer
@@ -30,10 +30,10 @@ VECTOR_DTYPE = np.dtype("<f2")
 LEXICAL_POOL = 4
 COUNT_CACHE_SECONDS = 300.0
 
-EPISODE_COLUMNS = (
-    'id, user_text, summary, created_at, team, channel, channel_type, thread_ts, "user",'
-    " user_name, session_id, cost_usd, feedback, reply_model"
-)
+# The episodes table's columns are the Episode record's fields, by name (the table adds
+# its rowid, its embedding model and its search index): a new column is its migration
+# and a field.
+EPISODE_COLUMNS = ", ".join(f'"{name}"' if name == "user" else name for name in EPISODE_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class EpisodeStore:
         try:
             cursor = conn.execute(
                 f"INSERT INTO episodes ({EPISODE_COLUMNS}, embedding_model)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING rowid",
+                f" VALUES ({', '.join('?' * (len(EPISODE_FIELDS) + 1))}) RETURNING rowid",
                 episode_row(ep, self._embedding_model),
             )
         except self._db.duplicate_key_errors as error:
@@ -320,9 +320,8 @@ class EpisodeStore:
 
 def episode_row(ep: Episode, embedding_model: str) -> tuple[Any, ...]:
     """An episode's values in the order of ``EPISODE_COLUMNS``, then its embedding model."""
-    return (ep.id, ep.user_text, ep.summary, ep.created_at, ep.team, ep.channel,
-            ep.channel_type, ep.thread_ts, ep.user, ep.user_name, ep.session_id, ep.cost_usd,
-            int(ep.feedback), ep.reply_model, embedding_model)
+    values = (getattr(ep, name) for name in EPISODE_FIELDS)
+    return (*(int(v) if isinstance(v, Feedback) else v for v in values), embedding_model)
 
 
 def _prefixed(alias: str) -> str:
@@ -330,20 +329,11 @@ def _prefixed(alias: str) -> str:
 
 
 def _episode(row: Sequence[Any]) -> Episode:
-    """An Episode from the columns of EPISODE_COLUMNS, in order."""
-    return Episode(
-        id=row[0],
-        user_text=row[1],
-        summary=row[2],
-        created_at=float(row[3]),
-        team=row[4],
-        channel=row[5],
-        channel_type=row[6],
-        thread_ts=row[7],
-        user=row[8],
-        user_name=row[9],
-        session_id=row[10],
-        cost_usd=float(row[11]),
-        feedback=Feedback(int(row[12])),
-        reply_model=row[13],
-    )
+    """An Episode from the columns of EPISODE_COLUMNS, each to the field of its name."""
+    values = dict(zip(EPISODE_FIELDS, row, strict=True))
+    return Episode(**{
+        **values,
+        "created_at": float(values["created_at"]),
+        "cost_usd": float(values["cost_usd"]),
+        "feedback": Feedback(int(values["feedback"])),
+    })
