@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bridge.housekeeping import Housekeeping
@@ -13,6 +14,10 @@ from bridge.model.output_budget import REPLY_TOKENS, sized_max_tokens
 from bridge.model.protocol import LanguageModel
 from bridge.model.retrying import RetryingModel
 from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
+from bridge.pipeline.tools import Tool, ToolBox
+from bridge.pipeline.tools.about_the_speaker import about_the_speaker
+from bridge.pipeline.tools.recall_memory import recall_memory
+from bridge.pipeline.tools.use_skill import use_skill
 from bridge.reflection_launcher import run_reflection
 from bridge.schemas import ALL_SCHEMAS
 from bridge.session_end import SessionEnd
@@ -27,7 +32,7 @@ from layers.identity.honcho_server import key_workspace
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.outbox import IngestOutbox
-from layers.identity.protocol import IdentityBackend
+from layers.identity.protocol import IdentityBackend, Person
 from layers.identity.scope import ReadableSessions
 from layers.identity.tombstones import Tombstones
 from layers.identity.user_models import UserModels
@@ -212,10 +217,11 @@ def build(
             effort=settings.thoth_effort,
         ),
         user_models=user_models,
-        identity=identity,
         identity_ingest=ingest,
         notes=notes.store,
-        stop_ingest=tombstones.record,
+        tools=ToolBox(model_tools(
+            settings, episodic, skills, identity, user_models, stop_ingest=tombstones.record
+        )),
     )
     drafts = SkillDrafts(db, brain, skills)
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
@@ -268,6 +274,29 @@ def build(
         brain_problem=brain_problem,
         brain_peers=brain_peers,
     )
+
+
+def model_tools(
+    settings: Settings,
+    episodic: EpisodicMemory,
+    skills: SkillLibrary,
+    identity: IdentityBackend | None,
+    user_models: UserModels | None,
+    *,
+    stop_ingest: Callable[[Person], object],
+) -> list[Tool]:
+    """Every tool the model may call, from the parts that are on. A new tool is its
+    module in ``bridge/pipeline/tools/`` and a line here."""
+    tools: list[Tool] = []
+    if not settings.episodic_disabled:
+        tools.append(recall_memory(episodic, k=settings.recall_top_k))
+    tools.append(use_skill(skills))
+    if identity is not None:
+        tools += about_the_speaker(
+            identity, on_forget=user_models.forget if user_models else None,
+            stop_ingest=stop_ingest,
+        )
+    return tools
 
 
 def uses_honcho(settings: Settings) -> bool:

@@ -1,8 +1,9 @@
 """Every text Thoth says to people in a conversation — the terminal chat and Slack (replies,
 notices, statuses, buttons, suggested prompts) — in one place: wording is reviewed here,
 not in code. Decided: a command's own report lines (`thoth init`, `episodes import`,
-`doctor`) stay beside the command that prints them, and reflection's summary is
-reflection's (``reflection/run.py``), which imports nothing of the bridge."""
+`doctor`) stay beside the command that prints them, a tool's step title beside the tool
+(``bridge/pipeline/tools/``), and reflection's summary is reflection's
+(``reflection/run.py``), which imports nothing of the bridge."""
 
 from __future__ import annotations
 
@@ -63,13 +64,6 @@ NOTHING_TO_END = "There is no open session in this channel to end."
 
 # Steps shown while a reply is made (Slack: tasks in the stream).
 STEP_SEARCHING_MEMORY = "Searching memory"
-STEP_OTHER_TOOL = "Using a tool"
-STEP_TITLES = {
-    "recall_memory": "Searching memory",
-    "use_skill": "Loading a skill",
-    "what_i_know_about_you": "Reading what I know about you",
-    "forget_about_you": "Forgetting what you asked",
-}
 
 # The model stopped short of an answer (its stop_reason).
 REPLY_CUT = "(The reply was cut at the length limit before it was complete.)"

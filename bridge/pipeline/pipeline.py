@@ -13,7 +13,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -42,7 +42,7 @@ from layers.episodic.memory import EpisodicMemory
 from layers.episodic.summary import summarize_reply
 from layers.errors import CostCapReached, PersonCapReached
 from layers.identity.ingest_queue import IngestQueue
-from layers.identity.protocol import IdentityBackend, Person, TurnMessages
+from layers.identity.protocol import TurnMessages
 from layers.identity.user_models import UserModels
 from layers.notes.store import Note, NoteStore
 from layers.procedural.persona import PersonaLoader
@@ -133,13 +133,13 @@ class TurnPipeline:
         model: LanguageModel,
         config: PipelineConfig,
         user_models: UserModels | None = None,
-        identity: IdentityBackend | None = None,
         identity_ingest: IngestQueue | None = None,
         after_reply: AfterReply | None = None,
         notes: NoteStore | None = None,
-        stop_ingest: Callable[[Person], object] | None = None,
+        tools: ToolBox | None = None,
     ) -> None:
-        """``model`` comes with its cost cap and charge around it (``MeteredModel``)."""
+        """``model`` comes with its cost cap and charge around it (``MeteredModel``);
+        ``tools`` are the ones the model may call (``bridge/app.py`` builds the list)."""
         self._sessions = sessions
         self._transcript = transcript
         self._persona = persona
@@ -149,14 +149,7 @@ class TurnPipeline:
         self._config = config
         self._user_models = user_models
         self._notes = notes
-        self._tools = ToolBox(
-            episodic,
-            skills,
-            identity,
-            recall_k=config.recall_top_k,
-            on_forget=user_models.forget if user_models is not None else None,
-            stop_ingest=stop_ingest,
-        )
+        self._tools = tools or ToolBox()
         self._after = after_reply or AfterReply(transcript, sessions, episodic, identity_ingest)
         self._locks = KeyedLocks()
         self._misses = MissedDeadlines()
@@ -372,7 +365,7 @@ class TurnPipeline:
             if block.get("type") != "tool_use":
                 continue
             call = ToolCall(str(block["id"]), str(block["name"]), dict(block.get("input") or {}))
-            title = messages.STEP_TITLES.get(call.name, messages.STEP_OTHER_TOOL)
+            title = self._tools.step_title(call.name)
             await _show(sink, Step(call.id, title, "in_progress"), stop=True)
             text, is_error = await self._tools.run(call, turn)
             await _show(sink, Step(call.id, title, "error" if is_error else "complete"), stop=True)

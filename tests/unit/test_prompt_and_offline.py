@@ -8,7 +8,7 @@ from bridge import messages
 from bridge.model.offline import OfflineResponder
 from bridge.model.protocol import ModelRequest
 from bridge.pipeline.prompt import GatheredContext, build_request
-from bridge.pipeline.tools import RECALL_MEMORY
+from bridge.pipeline.tools.recall_memory import RECALL_MEMORY
 from bridge.pipeline.turn import Turn
 from layers.places import Place
 from layers.working.budget import TrimmedTranscript
