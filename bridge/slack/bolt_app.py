@@ -35,8 +35,9 @@ from bridge.slack.inbox import InboxEntry, SlackInbox
 from bridge.slack.lanes import Lanes
 from bridge.slack.note_cards import NoteCardStore
 from bridge.slack.reaction_effects import ReactionEffects
-from bridge.slack.reactions import ReactionParts, Reactions
+from bridge.slack.reactions import Reactions
 from bridge.slack.replies import SlackReplies
+from bridge.slack.reply_reactions import ReactionParts
 from bridge.slack.runner import TurnRunner
 from bridge.slack.seen import SeenDeliveries
 from bridge.slack.thread_contexts import ThreadContexts

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -24,44 +24,25 @@ from bridge.slack.cards import CardStore, show_outcome
 from bridge.slack.directory import Directory
 from bridge.slack.escaping import escape
 from bridge.slack.feedback import HELPFUL, NOT_HELPFUL
-from bridge.slack.note_cards import NOTE_CARD_REACTIONS, NoteCardStore, note_card_message
-from bridge.slack.reaction_effects import ReactionEffects
+from bridge.slack.note_cards import NoteCardStore, note_card_message
 from bridge.slack.replies import ReplyRecord, SlackReplies
+from bridge.slack.reply_reactions import Kit, Reacted, ReactionParts, ReplyReaction
+from bridge.slack.reply_reactions.brain import brain
+from bridge.slack.reply_reactions.bust import bust
+from bridge.slack.reply_reactions.wastebasket import wastebasket
 from bridge.slack.web import SLACK_FAILURES
 from layers.episodic.episode import Feedback
-from layers.episodic.memory import EpisodicMemory
 from layers.errors import ThothError
-from layers.identity.protocol import IdentityBackend, Person
-from layers.identity.tombstones import Tombstones
-from layers.notes.governance import NoteGovernance
-from layers.notes.store import Note
-from layers.places import Place
-from layers.procedural.drafts import SkillDrafts
-from layers.working.transcript import TranscriptStore
 
 log = logging.getLogger(__name__)
 
 WORKED, DID_NOT_WORK = "white_check_mark", "x"
-BRAIN, WASTEBASKET, BUST = "brain", "wastebasket", "bust_in_silhouette"
+# What a reaction on a reply does, by its emoji (bridge/slack/reply_reactions/); ✅ / ❌
+# are this module's own, since the feedback buttons count with them.
+REPLY_REACTIONS: tuple[Callable[[Kit], ReplyReaction], ...] = (brain, wastebasket, bust)
 # A feedback-button click, kept beside the reactions; its effect is WORKED or DID_NOT_WORK.
 BUTTON = "feedback_button"
 BUTTON_EFFECTS = {HELPFUL: WORKED, NOT_HELPFUL: DID_NOT_WORK}
-
-
-@dataclass(frozen=True)
-class ReactionParts:
-    """What reactions act on (built once, in ``bolt_app.build_bridge``)."""
-
-    episodic: EpisodicMemory
-    transcript: TranscriptStore
-    notes: NoteGovernance
-    drafts: SkillDrafts
-    identity: IdentityBackend | None
-    effects: ReactionEffects
-    # Who asked to be forgotten: nothing they said before it is learned again.
-    tombstones: Tombstones
-    # Who may approve a skill draft (FOUNDER_USER_IDS).
-    founders: frozenset[str]
 
 
 class Reactions:
@@ -84,6 +65,13 @@ class Reactions:
         self._note_cards = note_cards
         self._bot_user = bot_user
         self._per_message = KeyedLocks()
+        kit = Kit(parts, client, directory, note_cards, self._tell)
+        self._kit = kit
+        feedback = ReplyReaction((WORKED, DID_NOT_WORK), asker_only=False,
+                                 handle=self._feedback_reacted)
+        self._on_replies = {name: reaction
+                            for reaction in (feedback, *(make(kit) for make in REPLY_REACTIONS))
+                            for name in reaction.names}
 
     async def handle(self, event: dict[str, Any], *, added: bool) -> None:
         item = event.get("item") or {}
@@ -117,10 +105,14 @@ class Reactions:
         reply = await asyncio.to_thread(self._replies.find, channel, ts)
         if reply is None or not reply.episode_id:
             return
-        if name == BUST:
-            await self._bust(reply, reply.episode_id, user, added)
-        else:
-            await self._on_reply(reply, reply.episode_id, name, user, added)
+        reaction = self._on_replies.get(name)
+        if reaction is None:
+            return
+        if reaction.asker_only and user != reply.asker:
+            if added and reaction.says_it_is_the_askers:
+                await self._tell(user, reply.channel, reply.thread_ts, messages.ASKER_ONLY)
+            return
+        await reaction.handle(Reacted(reply, reply.episode_id, name, user, added))
 
     async def decide(
         self,
@@ -161,19 +153,6 @@ class Reactions:
             return
         await self._client.chat_update(channel=channel, ts=ts, **note_card_message(note))
 
-    async def _post_note_card(self, note: Note, channel: str, thread_ts: str | None) -> None:
-        try:
-            response = await self._client.chat_postMessage(
-                channel=channel, thread_ts=thread_ts, **note_card_message(note)
-            )
-            ts = str(response["ts"])
-            await asyncio.to_thread(self._note_cards.record, note.id, channel=channel, ts=ts)
-            for name in NOTE_CARD_REACTIONS:
-                await self._client.reactions_add(channel=channel, timestamp=ts, name=name)
-        except SLACK_FAILURES as error:
-            # The note waits all the same: `thoth notes list` shows it to the operator.
-            log.warning("could not post the card of note %s: %s", note.id, error)
-
     async def feedback_clicked(self, *, channel: str, ts: str, user: str, value: str) -> None:
         """A feedback button under a reply: the same as that person's ✅ / ❌, undone by a
         second click on the same button."""
@@ -189,9 +168,9 @@ class Reactions:
         await self._tell(user, channel, reply.thread_ts, text)
 
     def _click(self, reply: ReplyRecord, episode_id: str, user: str, effect: str) -> bool:
-        previous = self._pop_effect(reply, BUTTON, user)
+        previous = self._kit.pop_effect(reply, BUTTON, user)
         if previous != effect:
-            self._keep_effect(reply, BUTTON, user, effect)
+            self._kit.keep_effect(reply, BUTTON, user, effect)
         self._apply_feedback(reply, episode_id)
         return previous == effect
 
@@ -204,25 +183,9 @@ class Reactions:
         except SLACK_FAILURES as error:
             log.warning("could not tell %s in %s: %s", user, channel, error)
 
-    async def _on_reply(
-        self, reply: ReplyRecord, episode_id: str, name: str, user: str, added: bool
-    ) -> None:
-        if name in (WORKED, DID_NOT_WORK):
-            await asyncio.to_thread(self._feedback, reply, episode_id, name, user, added)
-        elif name in (BRAIN, WASTEBASKET) and user != reply.asker:
-            # Saving or deleting an exchange is the asker's call: it may hold their words
-            # from a DM or a private channel.
-            if added:
-                await self._tell(user, reply.channel, reply.thread_ts, messages.ASKER_ONLY)
-        elif name == BRAIN:
-            await self._brain(reply, episode_id, user, added)
-        elif name == WASTEBASKET and added and await asyncio.to_thread(
-            self._forget_everywhere, episode_id, user
-        ):
-            await self._client.chat_postMessage(
-                channel=reply.channel, thread_ts=reply.thread_ts,
-                markdown_text=escape(messages.FORGOTTEN),
-            )
+    async def _feedback_reacted(self, reacted: Reacted) -> None:
+        await asyncio.to_thread(self._feedback, reacted.reply, reacted.episode_id,
+                                reacted.name, reacted.user, reacted.added)
 
     def _feedback(
         self, reply: ReplyRecord, episode_id: str, name: str, user: str, added: bool
@@ -233,8 +196,8 @@ class Reactions:
         else any ✅ makes it "worked", else no feedback.
         """
         if added:
-            self._keep_effect(reply, name, user, name)
-        elif self._pop_effect(reply, name, user) is None:
+            self._kit.keep_effect(reply, name, user, name)
+        elif self._kit.pop_effect(reply, name, user) is None:
             return  # removing a reaction that never counted changes nothing
         self._apply_feedback(reply, episode_id)
 
@@ -248,84 +211,5 @@ class Reactions:
             feedback = Feedback.NONE
         self._parts.episodic.set_feedback(episode_id, feedback)
 
-    async def _brain(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
-        who = (await self._directory.user(user)).name or user
-        if not added:
-            await asyncio.to_thread(self._unkeep_note, reply, user, who)
-            return
-        episode = await asyncio.to_thread(self._parts.episodic.store.get, episode_id)
-        if episode is None:
-            return
-        channel = await self._directory.channel(reply.channel)
-        # The note belongs where the exchange was said, and reaches prompts only there.
-        place = Place(episode.team, episode.channel, episode.channel_type, episode.thread_ts,
-                      channel.name)
-        said = episode.user_text + (f" → {episode.summary}" if episode.summary else "")
-        note = await asyncio.to_thread(
-            self._parts.notes.propose, said, place, user=user, author_name=who,
-            source="🧠 reaction", session_id=reply.session_id, speakers=[user],
-        )
-        await asyncio.to_thread(self._keep_effect, reply, BRAIN, user, note.id)
-        if note.status == "proposed":
-            await self._post_note_card(note, reply.channel, reply.thread_ts)
-
-    def _forget_everywhere(self, episode_id: str, user: str) -> bool:
-        """The exchange, wherever Thoth kept it: the episode (text and vector), its turn in
-        the transcript (so it is neither replayed nor reflected on), and the notes still
-        waiting that reflection drew from its session."""
-        episode = self._parts.episodic.store.get(episode_id)
-        if episode is None or not self._parts.episodic.forget(episode_id):
-            return False
-        if episode.session_id:
-            self._parts.transcript.forget_turn(
-                episode.session_id, episode.created_at, episode.user_text
-            )
-            self._parts.notes.reject_pending_of(
-                episode.session_id, by=f"{user} (🗑️ forgot the exchange)"
-            )
-        return True
-
-    def _unkeep_note(self, reply: ReplyRecord, user: str, who: str) -> None:
-        note_id = self._pop_effect(reply, BRAIN, user)
-        # The same note may stand for another 🧠 (the same question answered twice).
-        if note_id and not self._note_still_wanted(note_id):
-            self._parts.notes.withdraw(note_id, by=who, why="🧠 reaction removed")
-
-    async def _bust(self, reply: ReplyRecord, episode_id: str, user: str, added: bool) -> None:
-        identity = self._parts.identity
-        if identity is None or user != reply.asker:
-            return
-        info = await self._directory.user(user)
-        person = Person(reply.team, user, info.name)
-        if not added:
-            kept = await asyncio.to_thread(self._pop_effect, reply, BUST, user)
-            if kept:
-                await identity.forget(person, kept)
-            return
-        episode = await asyncio.to_thread(self._parts.episodic.store.get, episode_id)
-        if episode is None:
-            return
-        if await asyncio.to_thread(
-            self._parts.tombstones.said_before_forget, person, episode.created_at
-        ):
-            return  # asked before they asked to be forgotten
-        text = f"marked as about them the answer to: {episode.user_text[:160]}"
-        made = await identity.observe(
-            person, [text], session_id=reply.session_id, source="👤 reaction"
-        )
-        # Only the fact this reaction made is undone by removing it (a duplicate makes none).
-        for fact_id in made[:1]:
-            await asyncio.to_thread(self._keep_effect, reply, BUST, user, fact_id)
-
-    def _keep_effect(self, reply: ReplyRecord, reaction: str, user: str, effect: str) -> None:
-        self._parts.effects.keep(reply.channel, reply.ts, reaction, user, effect)
-
     def _effects(self, reply: ReplyRecord, reactions: tuple[str, ...]) -> set[str]:
         return self._parts.effects.standing(reply.channel, reply.ts, reactions, clicks=BUTTON)
-
-    def _note_still_wanted(self, note_id: str) -> bool:
-        """Whether another 🧠 still stands for the same note."""
-        return self._parts.effects.any_with(BRAIN, note_id)
-
-    def _pop_effect(self, reply: ReplyRecord, reaction: str, user: str) -> str | None:
-        return self._parts.effects.pop(reply.channel, reply.ts, reaction, user)
