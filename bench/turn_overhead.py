@@ -56,6 +56,7 @@ class InstantModel:
     """Streams a fixed reply with no delay: what is left is the pipeline's own time."""
 
     name = "claude-sonnet-4-6"
+    memory_only = False
 
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
         for piece in REPLY:

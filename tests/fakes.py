@@ -81,6 +81,10 @@ class ScriptedModel:
     def name(self) -> str:
         return self._name
 
+    @property
+    def memory_only(self) -> bool:
+        return False
+
     async def respond(self, request: object, on_text: object) -> object:
         from bridge.model.protocol import ModelResult
 

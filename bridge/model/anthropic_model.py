@@ -69,6 +69,10 @@ class AnthropicModel:
     def name(self) -> str:
         return self._model
 
+    @property
+    def memory_only(self) -> bool:
+        return False
+
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
         params = api_params(request, self._catalogue.capabilities(request.model))
         try:

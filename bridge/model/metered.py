@@ -65,6 +65,10 @@ class MeteredModel:
     def name(self) -> str:
         return self._inner.name
 
+    @property
+    def memory_only(self) -> bool:
+        return self._inner.memory_only
+
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
         price = price_of(request.model, self._prices)
         reservation = await asyncio.to_thread(

@@ -41,6 +41,10 @@ class OfflineResponder:
     def name(self) -> str:
         return OFFLINE_MODEL
 
+    @property
+    def memory_only(self) -> bool:
+        return True
+
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
         last = request.messages[-1] if request.messages else {"content": ""}
         tool_results = _tool_results(last)

@@ -51,6 +51,10 @@ class RetryingModel:
     def name(self) -> str:
         return self._inner.name
 
+    @property
+    def memory_only(self) -> bool:
+        return self._inner.memory_only
+
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
         streamed = False
 

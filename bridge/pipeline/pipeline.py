@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bridge import messages
-from bridge.model.offline import OFFLINE_MODEL
 from bridge.model.pricing import Usage
 from bridge.model.protocol import (
     LanguageModel,
@@ -406,7 +405,7 @@ class TurnPipeline:
             self._after.learn(
                 TurnMessages(turn.person, session.id, turn.text, answer.text, turn.received_at)
             )
-        if answer.model == OFFLINE_MODEL and _only_asks(turn.text):
+        if self._model.memory_only and _only_asks(turn.text):
             # Decided: a question that got no answer (no model) carries nothing to recall,
             # and stored it would outrank the turns that hold the facts it asked about.
             # The transcript keeps it; with a model the reply's summary makes it worth
@@ -416,7 +415,7 @@ class TurnPipeline:
             id=uuid.uuid4().hex,
             user_text=turn.text,
             # The offline responder's text is about the missing model, not an answer.
-            summary="" if answer.model == OFFLINE_MODEL else summarize_reply(answer.text),
+            summary="" if self._model.memory_only else summarize_reply(answer.text),
             created_at=turn.received_at,
             team=turn.place.team,
             channel=turn.place.channel,
