@@ -7,8 +7,8 @@ them; the Anthropic implementation turns them into the API's text blocks.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from bridge.model.pricing import Usage
@@ -61,12 +61,37 @@ class ModelRequest:
     def section(self, name: str) -> str | None:
         return next((s.text for s in (*self.system, *self.context) if s.name == name), None)
 
+    def after_tools(self, result: ModelResult, outcomes: Sequence[ToolOutcome]) -> ModelRequest:
+        """The next round's request: the model's turn as it came (every block, thinking
+        and its signature included: the API refuses a tool round whose thinking was
+        dropped or changed), then what each tool answered. The wire format is the model's
+        concern; the pipeline deals in calls and outcomes."""
+        results = [
+            {"type": "tool_result", "tool_use_id": outcome.call_id, "content": outcome.text,
+             **({"is_error": True} if outcome.is_error else {})}
+            for outcome in outcomes
+        ]
+        return replace(self, messages=(
+            *self.messages,
+            {"role": "assistant", "content": list(result.content)},
+            {"role": "user", "content": results},
+        ))
+
 
 @dataclass(frozen=True)
 class ToolCall:
     id: str
     name: str
     input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one tool call answered: text for the model, and whether it is an error."""
+
+    call_id: str
+    text: str
+    is_error: bool = False
 
 
 @dataclass(frozen=True)

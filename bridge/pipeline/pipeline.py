@@ -14,8 +14,7 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field
 
 from bridge import messages
 from bridge.model.pricing import Usage
@@ -23,17 +22,16 @@ from bridge.model.protocol import (
     LanguageModel,
     ModelAsksToWait,
     ModelRefusedRequest,
-    ModelRequest,
     ModelUnavailable,
     PromptTooLong,
     SpendLimitReached,
-    ToolCall,
 )
 from bridge.pipeline.after_reply import AfterReply
 from bridge.pipeline.deadlines import MissedDeadlines, within_deadline
 from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.pipeline.prompt import GatheredContext, build_request
-from bridge.pipeline.sink import ReplySink, ReplyStopped, Step, StepStatus
+from bridge.pipeline.sink import ReplySink, ReplyStopped, Step, StepStatus, show_step
+from bridge.pipeline.tool_round import run_tool_round
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
 from layers.episodic.episode import Episode, Hit
@@ -271,7 +269,7 @@ class TurnPipeline:
         if not first_turn or self._episodic is None:
             return None
         episodic = self._episodic
-        await _show(sink, Step(MEMORY_STEP, messages.STEP_SEARCHING_MEMORY, "in_progress"))
+        await show_step(sink, Step(MEMORY_STEP, messages.STEP_SEARCHING_MEMORY, "in_progress"))
         found = await within_deadline(
             "related-episodes",
             RELATED_EPISODES_DEADLINE_S,
@@ -281,7 +279,7 @@ class TurnPipeline:
             self._misses,
         )
         status: StepStatus = "error" if found is None else "complete"
-        await _show(sink, Step(MEMORY_STEP, messages.STEP_SEARCHING_MEMORY, status))
+        await show_step(sink, Step(MEMORY_STEP, messages.STEP_SEARCHING_MEMORY, status))
         return found
 
     async def _answer(
@@ -325,7 +323,7 @@ class TurnPipeline:
                     return
                 if not result.tool_calls:
                     break
-                request = await self._with_tool_results(request, result.content, turn, sink)
+                request = await run_tool_round(request, result, turn, sink, self._tools)
             await reply.flush()
         except CostCapReached as capped:
             told = (messages.PERSON_CAP_REACHED if isinstance(capped, PersonCapReached)
@@ -351,41 +349,6 @@ class TurnPipeline:
             _failed(answer, messages.EMPTY_REPLY)
             return
         answer.text = reply.text
-
-    async def _with_tool_results(
-        self,
-        request: ModelRequest,
-        content: Sequence[dict[str, Any]],
-        turn: Turn,
-        sink: ReplySink,
-    ) -> ModelRequest:
-        results: list[dict[str, Any]] = []
-        for block in content:
-            if block.get("type") != "tool_use":
-                continue
-            call = ToolCall(str(block["id"]), str(block["name"]), dict(block.get("input") or {}))
-            title = self._tools.step_title(call.name)
-            await _show(sink, Step(call.id, title, "in_progress"), stop=True)
-            text, is_error = await self._tools.run(call, turn)
-            await _show(sink, Step(call.id, title, "error" if is_error else "complete"), stop=True)
-            result: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": call.id,
-                "content": text,
-            }
-            if is_error:
-                result["is_error"] = True
-            results.append(result)
-        # Every block goes back as it came, thinking and its signature included: the API
-        # refuses a tool round whose thinking was dropped or changed.
-        return replace(
-            request,
-            messages=(
-                *request.messages,
-                {"role": "assistant", "content": list(content)},
-                {"role": "user", "content": results},
-            ),
-        )
 
     async def _record(self, turn: Turn, session: Session, answer: _Answer) -> str | None:
         await self._after.record_turn(
@@ -454,21 +417,6 @@ def _told_for(error: ModelUnavailable, session_id: str) -> str:
         return messages.MODEL_ASKS_TO_WAIT.format(seconds=round(error.seconds))
     log.error("model failed for session %s: %s", session_id, error)
     return messages.MODEL_FAILED
-
-
-async def _show(sink: ReplySink, step: Step, *, stop: bool = False) -> None:
-    """A step on the sink; showing it never fails the turn.
-
-    A Stop is passed on when ``stop`` (between model rounds); while context is gathered
-    it shows up at the next text instead.
-    """
-    try:
-        await sink.progress(step)
-    except ReplyStopped:
-        if stop:
-            raise
-    except Exception:
-        log.exception("showing step %s failed; the turn goes on", step.id)
 
 
 class _ReplyStream:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Literal, Protocol
+
+log = logging.getLogger(__name__)
 
 StepStatus = Literal["pending", "in_progress", "complete", "error"]
 
@@ -43,3 +46,18 @@ class ReplySink(Protocol):
     async def finish(self, text: str, *, ok: bool) -> None:
         """The reply is complete; ``text`` is all of it (or the failure message)."""
         ...
+
+
+async def show_step(sink: ReplySink, step: Step, *, stop: bool = False) -> None:
+    """A step on the sink; showing it never fails the turn.
+
+    A Stop is passed on when ``stop`` (between model rounds); while context is gathered
+    it shows up at the next text instead.
+    """
+    try:
+        await sink.progress(step)
+    except ReplyStopped:
+        if stop:
+            raise
+    except Exception:
+        log.exception("showing step %s failed; the turn goes on", step.id)
