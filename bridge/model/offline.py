@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from bridge import messages
+from bridge.model.asking import asks
 from bridge.model.offline_evidence import best_evidence, rest_of_related
 from bridge.model.protocol import ModelRequest, ModelResult, OnText, ToolCall
 
@@ -79,21 +80,6 @@ async def _said(text: str, on_text: OnText) -> ModelResult:
         text=text, content=({"type": "text", "text": text},), stop_reason="end_turn",
         model=OFFLINE_MODEL,
     )
-
-
-_ASKING = re.compile(
-    r"^\s*(what|who|whom|whose|when|where|why|how|which|do|does|did|can|could|should|would"
-    r"|will|is|are|was|were|have|has|had|tell me|show me|remind me|find|recall|search|list"
-    r"|any)\b",
-    re.IGNORECASE,
-)
-
-
-def asks(message: str) -> bool:
-    """Whether the message asks something (a question or a request to look something up),
-    rather than tells."""
-    text = message.strip()
-    return text.endswith("?") or _ASKING.match(text) is not None
 
 
 def _first_turn(request: ModelRequest) -> bool:

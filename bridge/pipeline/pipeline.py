@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bridge import messages
+from bridge.model.asking import asks
 from bridge.model.pricing import Usage
 from bridge.model.protocol import (
     LanguageModel,
@@ -368,7 +368,7 @@ class TurnPipeline:
             self._after.learn(
                 TurnMessages(turn.person, session.id, turn.text, answer.text, turn.received_at)
             )
-        if self._model.memory_only and _only_asks(turn.text):
+        if self._model.memory_only and asks(turn.text):
             # Decided: a question that got no answer (no model) carries nothing to recall,
             # and stored it would outrank the turns that hold the facts it asked about.
             # The transcript keeps it; with a model the reply's summary makes it worth
@@ -392,12 +392,6 @@ class TurnPipeline:
         )
         self._after.remember(episode)
         return episode.id
-
-
-def _only_asks(text: str) -> bool:
-    """Every sentence of ``text`` is a question."""
-    sentences = [part for part in re.split(r"(?<=[.!?])\s+", text.strip()) if part.strip()]
-    return bool(sentences) and all(sentence.rstrip().endswith("?") for sentence in sentences)
 
 
 def _told_for(error: ModelUnavailable, session_id: str) -> str:

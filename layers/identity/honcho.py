@@ -180,12 +180,11 @@ class HonchoIdentity:
         )
 
     async def user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
-        if await self._forget_unswept(person) is not None:
+        # One trip to the database on the turn's path: both questions in one thread.
+        unswept, sessions = await asyncio.to_thread(self._model_inputs, person, viewer)
+        if unswept:
             # Nothing was sent about them since the forget: whatever Honcho holds is late.
             return None
-        sessions = await asyncio.to_thread(
-            self._readable_sessions, person, viewer, limit=MAX_SESSIONS
-        )
         if not sessions:
             return None  # nothing said anywhere this reader may read
         peer = await self._person(person)
@@ -331,6 +330,13 @@ class HonchoIdentity:
         # Honcho replaces a peer's metadata whole, and an empty card is no card.
         await peer.aio.set_card([])
         await peer.aio.set_metadata({})
+
+    def _model_inputs(self, person: Person, viewer: Viewer) -> tuple[bool, list[str]]:
+        """Whether a forget of ``person`` is still to be swept, and the sessions the
+        reader may read (both database reads: run in a thread)."""
+        if self._unswept is not None and self._unswept(person) is not None:
+            return True, []
+        return False, self._readable_sessions(person, viewer, limit=MAX_SESSIONS)
 
     async def _forget_unswept(self, person: Person) -> float | None:
         """When the person asked to be forgotten, while that forget's sweep is to come."""

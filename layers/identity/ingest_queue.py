@@ -164,9 +164,7 @@ class IngestQueue:
             if not self._resumed and self._outbox is not None:
                 self._resumed = True
                 # Another process may have sent some of them: each is checked first.
-                free = self._outbox.claim(hold_s=HELD_WHILE_SENDING_S)
-                left = [(i, replace(turn, retry=True)) for i, turn in free]
-                waiting = [*left, *waiting]
+                waiting = [*self._claim_outbox(retried=True), *waiting]
             self._queue = asyncio.Queue(self._capacity)
             for entry in waiting:
                 self._put(self._queue, entry)
@@ -212,10 +210,17 @@ class IngestQueue:
         if self._outbox is None or not self._send_here:
             return 0
         queue = self._started()
-        free = self._outbox.claim(hold_s=HELD_WHILE_SENDING_S)
-        for entry_id, turn in free:
-            self._put(queue, (entry_id, turn))
+        free = self._claim_outbox(retried=False)
+        for entry in free:
+            self._put(queue, entry)
         return len(free)
+
+    def _claim_outbox(self, *, retried: bool) -> list[Entry]:
+        """The outbox's free turns, held for this process; ``retried``: each may have been
+        sent already (a restart), so the backend checks first."""
+        assert self._outbox is not None
+        return [(entry_id, replace(turn, retry=turn.retry or retried))
+                for entry_id, turn in self._outbox.claim(hold_s=HELD_WHILE_SENDING_S)]
 
     async def _send(self, turn: TurnMessages) -> bool:
         """True when the turn is settled: sent, or refused for good."""

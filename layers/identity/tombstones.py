@@ -96,10 +96,6 @@ class Tombstones:
             return SEND
         return Fate(wait_until=sweep_at if sweep_at > self._clock() else self._clock() + RECHECK_S)
 
-    def buried(self, turn: TurnMessages) -> bool:
-        """Whether the turn was said before its person asked to be forgotten."""
-        return self.fate(turn).dropped
-
     def said_before_forget(self, person: Person, said_at: float) -> bool:
         """Whether words said at ``said_at`` come from before the person's forget, or the
         forget's sweep is still to run (what is written now would be swept)."""

@@ -103,3 +103,12 @@ def test_offline_a_statement_is_acknowledged_and_the_banner_is_said_once() -> No
                                          {"role": "user", "content": "When do we deploy?"}),
                          (RECALL_MEMORY,))
     assert asyncio.run(responder.respond(asked, on_text)).tool_calls  # a question looks
+
+
+def test_a_message_asks_only_when_every_sentence_asks() -> None:
+    from bridge.model.asking import asks
+
+    assert asks("When do we deploy?") and asks("what do we deploy on fridays")
+    assert asks("Where is staging? Who moved it?")
+    assert not asks("We moved staging to pelican-db-7. Did you know?")  # a fact to keep
+    assert not asks("We deploy on Fridays") and not asks("   ")
