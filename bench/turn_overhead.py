@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from recall_speed import TEAM, build_store, load_locomo, percentile, store_path  # noqa: E402
+from recall_speed import TEAM, build_store, load_locomo, percentile  # noqa: E402
 
 from bridge.app import build  # noqa: E402
 from bridge.model.pricing import Usage  # noqa: E402
@@ -64,7 +64,6 @@ class InstantModel:
         text = "".join(REPLY)
         return ModelResult(
             text=text,
-            content=({"type": "text", "text": text},),
             usage=Usage(input_tokens=1800, output_tokens=40),
             model=self.name,
         )
@@ -125,10 +124,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.workdir or Path(scratch) / "stores"
         workdir.mkdir(parents=True, exist_ok=True)
-        source = store_path(workdir, args.episodes)
+        source = workdir / f"bench-{args.episodes}.db"
         if not source.exists():
             print(f"building a store of {args.episodes:,} episodes…", file=sys.stderr)
-            build_store(source, args.episodes, MiniLMEmbedder())
+            build_store("sqlite", str(source), args.episodes, MiniLMEmbedder(), "insert",
+                        workdir / "locomo-turn-vectors.npy")
         home = Path(scratch) / "home"
         home.mkdir()
         shutil.copy(source, home / "thoth.db")

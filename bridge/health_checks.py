@@ -303,7 +303,7 @@ async def _probe_model(app: Thoth, model: str, effort: str) -> None:
     import anthropic
 
     from bridge.model.anthropic_model import AnthropicModel, client_options
-    from bridge.model.protocol import ModelRequest
+    from bridge.model.protocol import ModelRequest, Said
 
     client = anthropic.AsyncAnthropic(
         **client_options(
@@ -314,7 +314,7 @@ async def _probe_model(app: Thoth, model: str, effort: str) -> None:
         )
     )
     probe = ModelRequest(model=model, system=(), effort=effort, max_tokens=PROBE_MAX_TOKENS,
-                         messages=({"role": "user", "content": "ping"},), purpose="doctor")
+                         messages=(Said("user", "ping"),), purpose="doctor")
     try:
         await AnthropicModel(client, model).respond(probe, _ignored)
     finally:

@@ -101,7 +101,7 @@ class ScriptedModel:
             return step
         text = str(step)
         await on_text(text)  # type: ignore[operator]
-        return ModelResult(text=text, content=({"type": "text", "text": text},), model=self._name)
+        return ModelResult(text=text, model=self._name)
 
     async def aclose(self) -> None:
         return None

@@ -21,8 +21,11 @@ from bridge.model.protocol import (
     ModelUnavailable,
     OnText,
     PromptTooLong,
+    Said,
     SpendLimitReached,
+    SystemSection,
     ToolCall,
+    ToolExchange,
 )
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
@@ -105,7 +108,7 @@ def api_params(request: ModelRequest, capabilities: Capabilities) -> dict[str, A
         "model": request.model,
         "max_tokens": min(request.max_tokens, capabilities.max_output),
         "system": system,
-        "messages": _with_context(request),
+        "messages": wire_messages(request),
     }
     if capabilities.thinks:
         params["thinking"] = dict(THINKING)
@@ -128,17 +131,41 @@ def api_params(request: ModelRequest, capabilities: Capabilities) -> dict[str, A
     return params
 
 
-def _with_context(request: ModelRequest) -> list[dict[str, Any]]:
-    """The messages, with the turn's context as text blocks ahead of the person's words."""
-    messages = list(request.messages)
-    if not request.context:
-        return messages
-    turn = messages[request.turn_index]
-    words = turn["content"]
-    blocks = [{"type": "text", "text": section.text} for section in request.context]
-    blocks.extend([{"type": "text", "text": words}] if isinstance(words, str) else words)
-    messages[request.turn_index] = {**turn, "content": blocks}
-    return messages
+def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
+    """The conversation as Messages API params, the turn's context as text blocks ahead of
+    the person's words (``request.turn_index``)."""
+    wire: list[dict[str, Any]] = []
+    for at, message in enumerate(request.messages):
+        if isinstance(message, ToolExchange):
+            wire.extend(_tool_round(message))
+            continue
+        context = request.context if at == request.turn_index else ()
+        wire.append({"role": message.role, "content": _content(message, context)})
+    return wire
+
+
+def _content(said: Said, context: tuple[SystemSection, ...]) -> str | list[dict[str, Any]]:
+    if not context and not said.cache:
+        return said.text
+    words: dict[str, Any] = {"type": "text", "text": said.text}
+    if said.cache:
+        words["cache_control"] = {"type": "ephemeral"}
+    return [*({"type": "text", "text": section.text} for section in context), words]
+
+
+def _tool_round(exchange: ToolExchange) -> list[dict[str, Any]]:
+    """The model's turn as it came (every block, thinking and its signature included: the
+    API refuses a tool round whose thinking was dropped or changed), then the results."""
+    asked = list(exchange.echo) or [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
+        for call in exchange.calls
+    ]
+    results = [
+        {"type": "tool_result", "tool_use_id": outcome.call_id, "content": outcome.text,
+         **({"is_error": True} if outcome.is_error else {})}
+        for outcome in exchange.outcomes
+    ]
+    return [{"role": "assistant", "content": asked}, {"role": "user", "content": results}]
 
 
 def _result(message: Any) -> ModelResult:
@@ -153,7 +180,7 @@ def _result(message: Any) -> ModelResult:
     usage = message.usage
     return ModelResult(
         text="".join(texts),
-        content=tuple(
+        echo=tuple(
             _as_sent_back(block) for block in message.content if not _empty_text(block)
         ),
         tool_calls=tuple(calls),

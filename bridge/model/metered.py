@@ -40,9 +40,7 @@ def estimated_cost(request: ModelRequest, price: ModelPrice) -> float:
 
 def prompt_tokens(request: ModelRequest) -> int:
     """The prompt's size, estimated as the transcript budget estimates text."""
-    characters = sum(len(section.text) for section in (*request.system, *request.context))
-    characters += sum(len(str(message.get("content"))) for message in request.messages)
-    return int(characters / CHARS_PER_TOKEN) + 1
+    return int(request.characters / CHARS_PER_TOKEN) + 1
 
 
 class MeteredModel:

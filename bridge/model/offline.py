@@ -14,12 +14,11 @@ import html
 import logging
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from bridge import messages
 from bridge.model.asking import asks
 from bridge.model.offline_evidence import best_evidence, rest_of_related
-from bridge.model.protocol import ModelRequest, ModelResult, OnText, ToolCall
+from bridge.model.protocol import ModelRequest, ModelResult, OnText, Said, ToolCall, ToolExchange
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +46,10 @@ class OfflineResponder:
         return True
 
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
-        last = request.messages[-1] if request.messages else {"content": ""}
-        tool_results = _tool_results(last)
+        last = request.messages[-1] if request.messages else None
+        tool_results = (
+            [outcome.text for outcome in last.outcomes] if isinstance(last, ToolExchange) else []
+        )
         can_recall = any(tool.name == RECALL_TOOL for tool in request.tools)
         message = _turn_message(request)
         if not tool_results and not asks(message):
@@ -56,11 +57,9 @@ class OfflineResponder:
             # whatever memory holds about its words.
             return await _said(_noted(request, message), on_text)
         if request.section("related-episodes") is None and not tool_results and can_recall:
-            call = ToolCall("offline-recall", RECALL_TOOL, {"query": _text_of(last)})
-            block = {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
+            call = ToolCall("offline-recall", RECALL_TOOL, {"query": message})
             return ModelResult(
-                text="", content=(block,), tool_calls=(call,), stop_reason="tool_use",
-                model=OFFLINE_MODEL,
+                text="", tool_calls=(call,), stop_reason="tool_use", model=OFFLINE_MODEL
             )
         skills: Sequence[tuple[str, str]] = ()
         if self._find_skills is not None:
@@ -76,10 +75,7 @@ class OfflineResponder:
 
 async def _said(text: str, on_text: OnText) -> ModelResult:
     await on_text(text)
-    return ModelResult(
-        text=text, content=({"type": "text", "text": text},), stop_reason="end_turn",
-        model=OFFLINE_MODEL,
-    )
+    return ModelResult(text=text, stop_reason="end_turn", model=OFFLINE_MODEL)
 
 
 def _first_turn(request: ModelRequest) -> bool:
@@ -87,11 +83,11 @@ def _first_turn(request: ModelRequest) -> bool:
     conversation (its own tool round, after its message, does not count)."""
     turn_at = next(
         (at for at in range(len(request.messages) - 1, -1, -1)
-         if request.messages[at].get("role") == "user"
-         and isinstance(request.messages[at].get("content"), str)),
+         if _said_by_user(request.messages[at])),
         0,
     )
-    return not any(m.get("role") == "assistant" for m in request.messages[:turn_at])
+    return not any(
+        isinstance(m, Said) and m.role == "assistant" for m in request.messages[:turn_at])
 
 
 def _noted(request: ModelRequest, message: str) -> str:
@@ -132,10 +128,12 @@ def _answer(
 
 def _turn_message(request: ModelRequest) -> str:
     """The message of this turn: the last user message that is text, not tool results."""
-    for message in reversed(request.messages):
-        if message.get("role") == "user" and isinstance(message.get("content"), str):
-            return str(message["content"])
-    return ""
+    said = next((m for m in reversed(request.messages) if _said_by_user(m)), None)
+    return said.text if isinstance(said, Said) else ""
+
+
+def _said_by_user(message: object) -> bool:
+    return isinstance(message, Said) and message.role == "user"
 
 
 def _untagged(section: str | None) -> str:
@@ -143,27 +141,3 @@ def _untagged(section: str | None) -> str:
         return ""
     match = _TAG.fullmatch(section.strip())
     return html.unescape((match.group("body") if match else section).strip())
-
-
-def _tool_results(message: dict[str, Any]) -> list[str]:
-    content = message.get("content")
-    if not isinstance(content, list):
-        return []
-    return [
-        str(block.get("content", ""))
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "tool_result"
-    ]
-
-
-def _text_of(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return " ".join(
-            str(block.get("text", ""))
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "text"
-        )
-    return ""

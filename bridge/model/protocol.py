@@ -2,14 +2,17 @@
 
 A request keeps its prompt as named sections — the system prompt's (persona, skill
 index) and the turn's context blocks — so wrappers and the offline responder can read
-them; the Anthropic implementation turns them into the API's text blocks.
+them, and its conversation as neutral messages: what was said (``Said``) and the tool
+rounds (``ToolExchange``). Only a model's adapter knows its API's wire format (content
+blocks, what must be echoed back, which blocks the API refuses): the Anthropic one turns
+all of it into the Messages API's params.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from bridge.model.pricing import Usage
 
@@ -33,11 +36,58 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one tool call answered: text for the model, and whether it is an error."""
+
+    call_id: str
+    text: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message of the conversation as text: the person's (``user``) or the agent's."""
+
+    role: Literal["user", "assistant"]
+    text: str
+    # The stable prefix for prompt caching ends after this message.
+    cache: bool = False
+
+    @property
+    def characters(self) -> int:
+        return len(self.text)
+
+
+@dataclass(frozen=True)
+class ToolExchange:
+    """A model turn that called tools, and what each tool answered."""
+
+    calls: tuple[ToolCall, ...]
+    outcomes: tuple[ToolOutcome, ...]
+    # The model's turn as its adapter needs it sent back (``ModelResult.echo``).
+    echo: tuple[object, ...] = ()
+
+    @property
+    def characters(self) -> int:
+        return sum(len(str(call.input)) for call in self.calls) + sum(
+            len(outcome.text) for outcome in self.outcomes)
+
+
+Message = Said | ToolExchange
+
+
+@dataclass(frozen=True)
 class ModelRequest:
     model: str
     system: tuple[SystemSection, ...]
-    # Anthropic message params: {"role": "user" | "assistant", "content": str | [blocks]}.
-    messages: tuple[dict[str, Any], ...]
+    messages: tuple[Message, ...]
     tools: tuple[ToolSpec, ...] = ()
     # Thinking and text together, on a model that thinks (``output_budget.py``).
     max_tokens: int = 2048
@@ -62,45 +112,26 @@ class ModelRequest:
         return next((s.text for s in (*self.system, *self.context) if s.name == name), None)
 
     def after_tools(self, result: ModelResult, outcomes: Sequence[ToolOutcome]) -> ModelRequest:
-        """The next round's request: the model's turn as it came (every block, thinking
-        and its signature included: the API refuses a tool round whose thinking was
-        dropped or changed), then what each tool answered. The wire format is the model's
-        concern; the pipeline deals in calls and outcomes."""
-        results = [
-            {"type": "tool_result", "tool_use_id": outcome.call_id, "content": outcome.text,
-             **({"is_error": True} if outcome.is_error else {})}
-            for outcome in outcomes
-        ]
-        return replace(self, messages=(
-            *self.messages,
-            {"role": "assistant", "content": list(result.content)},
-            {"role": "user", "content": results},
-        ))
+        """The next round's request: the conversation so far, then the model's tool calls
+        with what each answered (and the model's echo of its turn)."""
+        exchange = ToolExchange(result.tool_calls, tuple(outcomes), result.echo)
+        return replace(self, messages=(*self.messages, exchange))
 
-
-@dataclass(frozen=True)
-class ToolCall:
-    id: str
-    name: str
-    input: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """What one tool call answered: text for the model, and whether it is an error."""
-
-    call_id: str
-    text: str
-    is_error: bool = False
+    @property
+    def characters(self) -> int:
+        """The prompt's length in characters: its sections and its messages."""
+        return sum(len(section.text) for section in (*self.system, *self.context)) + sum(
+            message.characters for message in self.messages)
 
 
 @dataclass(frozen=True)
 class ModelResult:
     # The text blocks only: never thinking, which is neither shown nor stored.
     text: str
-    # The assistant turn's every content block (thinking, redacted thinking, text,
-    # tool_use) in order and as received: a tool round sends them back unmodified.
-    content: tuple[dict[str, Any], ...]
+    # The turn as the model's adapter must send it back in a tool round, opaque to
+    # everyone else (Anthropic: every content block in order, thinking and its signature
+    # as received, since the API refuses a round whose thinking was dropped or changed).
+    echo: tuple[object, ...] = ()
     tool_calls: tuple[ToolCall, ...] = ()
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None

@@ -15,6 +15,7 @@ from bridge.model.protocol import (
     ModelRequest,
     ModelResult,
     ModelUnavailable,
+    Said,
     SystemSection,
     ToolSpec,
 )
@@ -37,15 +38,15 @@ class LanguageReportModel:
         self, *, system: str, prompt: str, tool: Tool, max_tokens: int, session_id: str,
         reminder: str | None = None,
     ) -> ToolAnswer:
-        messages: tuple[dict[str, Any], ...] = ({"role": "user", "content": prompt},)
+        asked = Said("user", prompt)
         if reminder is not None:
             # Said beside the prompt, not as a reply to one: the answer that did not call
             # the tool is not sent back (it may hold thinking bound to that request).
-            messages = ({"role": "user", "content": f"{prompt}\n\n{reminder}"},)
+            asked = Said("user", f"{prompt}\n\n{reminder}")
         request = ModelRequest(
             model=self._model_id,
             system=(SystemSection("instructions", system),),
-            messages=messages,
+            messages=(asked,),
             tools=(ToolSpec(tool.name, tool.description, tool.input_schema),),
             tool_choice=tool.name,
             max_tokens=max_tokens,

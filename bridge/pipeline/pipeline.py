@@ -1,9 +1,10 @@
 """One turn end to end (DESIGN.md "One turn", steps 3-7).
 
 Lock the session; gather persona, transcript, user model and related episodes
-concurrently, each under its own deadline; build the prompt; stream the model's
-answer (answering its tool calls) to the transport's sink; then, with the reply
-already shown, write the transcript and the episode.
+concurrently, each under its own deadline; build the prompt; let the model answer
+through the transport's sink (``answering.py``: the stream, the tool rounds, what a
+reply that fell short says); then, with the reply already shown, write the transcript
+and the episode (``turn_episode.py``).
 """
 
 from __future__ import annotations
@@ -11,40 +12,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from bridge import messages
-from bridge.model.asking import asks
-from bridge.model.pricing import Usage
-from bridge.model.protocol import (
-    LanguageModel,
-    ModelAsksToWait,
-    ModelRefusedRequest,
-    ModelUnavailable,
-    PromptTooLong,
-    SpendLimitReached,
-)
+from bridge.model.protocol import LanguageModel
 from bridge.pipeline.after_reply import AfterReply
+from bridge.pipeline.answering import Answer, answer_turn
 from bridge.pipeline.deadlines import MissedDeadlines, within_deadline
 from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.pipeline.prompt import GatheredContext, build_request
 from bridge.pipeline.sink import ReplySink, ReplyStopped, Step, StepStatus, show_step
-from bridge.pipeline.tool_round import run_tool_round
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
-from layers.episodic.episode import Episode, Hit
+from bridge.pipeline.turn_episode import episode_of
+from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
-from layers.episodic.summary import summarize_reply
-from layers.errors import CostCapReached, PersonCapReached
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
 from layers.identity.user_models import UserModels
 from layers.notes.store import Note, NoteStore
 from layers.procedural.persona import PersonaLoader
 from layers.procedural.skills import SkillLibrary
-from layers.redaction.stream import RedactingStream
 from layers.working.budget import TrimmedTranscript, trim_to_budget
 from layers.working.sessions import Session, SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
@@ -57,18 +46,7 @@ PERSONA_DEADLINE_S = 1.0
 TRANSCRIPT_DEADLINE_S = 1.0
 RELATED_EPISODES_DEADLINE_S = 2.0
 NOTES_DEADLINE_S = 1.0
-# A model that keeps asking for tools is cut off and its text so far is the reply.
-MAX_TOOL_ROUNDS = 4
 MEMORY_STEP = "related-episodes"
-# Stop reasons that end a reply short of an answer (the Messages API reference).
-STOP_NOTICES = {
-    "max_tokens": messages.REPLY_CUT,
-    # A server tool's loop paused; Thoth offers no server tools, so it is an unfinished
-    # reply, shown as such rather than continued.
-    "pause_turn": messages.REPLY_PAUSED,
-    "model_context_window_exceeded": messages.CONTEXT_FULL,
-    "refusal": messages.MODEL_REFUSED,
-}
 
 
 @dataclass(frozen=True)
@@ -101,19 +79,6 @@ class TurnOutcome:
     cost_usd: float = 0.0
     first_turn: bool = False
     timings: TurnTimings = field(default_factory=TurnTimings)
-
-
-@dataclass
-class _Answer:
-    text: str = ""
-    ok: bool = True
-    stopped: bool = False
-    # What to show at the end when the reply already streamed and then fell short (cut at
-    # the length limit, refused): the transcript keeps the text and this note together.
-    notice: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float = 0.0
-    model: str = ""
 
 
 class TurnPipeline:
@@ -170,22 +135,33 @@ class TurnPipeline:
             first_turn = await asyncio.to_thread(self._transcript.count, session.id) == 0
             context = await self._gather(turn, session, sink, first_turn=first_turn)
             timings.context_ready = time.monotonic()
-            answer = _Answer(model=self._model.name)
+            answer = Answer(model=self._model.name)
+            request = build_request(
+                turn,
+                context,
+                model=self._model.name,
+                tools=self._tools.specs,
+                max_tokens=self._config.max_tokens,
+                effort=self._config.effort,
+                session_id=session.id,
+            )
             try:
-                await self._answer(answer, turn, session, context, sink, timings)
+                await answer_turn(answer, self._model, request, turn, sink, self._tools,
+                                  session.id)
             except asyncio.CancelledError:
                 # The transport gave up on the turn (Ctrl-C, shutdown): what was already
                 # spent still counts toward the cap, and the message is kept.
-                _failed(answer, messages.INTERRUPTED)
+                answer.failed(messages.INTERRUPTED)
                 await asyncio.shield(self._record(turn, session, answer))
                 raise
+            timings.model_seconds = answer.model_seconds
             timings.last_token = time.monotonic()
             try:
                 await sink.finish(answer.notice or answer.text, ok=answer.ok)
             except ReplyStopped:
                 # Stop pressed while the reply was being closed: not a complete answer.
                 answer.stopped = True
-                _failed(answer, f"{answer.text}\n\n{messages.STOPPED}".strip())
+                answer.failed(f"{answer.text}\n\n{messages.STOPPED}".strip())
             timings.shown = time.monotonic()
             episode_id = await self._record(turn, session, answer)
             timings.recorded = time.monotonic()
@@ -282,75 +258,7 @@ class TurnPipeline:
         await show_step(sink, Step(MEMORY_STEP, messages.STEP_SEARCHING_MEMORY, status))
         return found
 
-    async def _answer(
-        self,
-        answer: _Answer,
-        turn: Turn,
-        session: Session,
-        context: GatheredContext,
-        sink: ReplySink,
-        timings: TurnTimings,
-    ) -> None:
-        """Fill ``answer``: the streamed reply, or a failure message, and what it cost."""
-        request = build_request(
-            turn,
-            context,
-            model=self._model.name,
-            tools=self._tools.specs,
-            max_tokens=self._config.max_tokens,
-            effort=self._config.effort,
-            session_id=session.id,
-        )
-        reply = _ReplyStream(sink)
-        try:
-            for round_number in range(MAX_TOOL_ROUNDS + 1):
-                reply.next_round()
-                started = time.monotonic()
-                result = await self._model.respond(request, reply.write)
-                timings.model_seconds += time.monotonic() - started
-                answer.usage = answer.usage + result.usage
-                answer.cost_usd += result.cost_usd
-                notice = STOP_NOTICES.get(result.stop_reason or "")
-                if notice is None and result.tool_calls and round_number == MAX_TOOL_ROUNDS:
-                    notice = messages.TOOL_ROUNDS_USED.format(rounds=MAX_TOOL_ROUNDS)
-                if notice is not None:
-                    # Cut, refused, out of room or out of tool rounds: shown as such, never
-                    # run (a tool call cut mid-input), never stored as an answer or replayed.
-                    log.warning("model stopped (%s) in session %s", notice, session.id)
-                    answer.notice = notice
-                    await reply.flush()
-                    _failed(answer, f"{reply.text}\n\n{notice}".strip())
-                    return
-                if not result.tool_calls:
-                    break
-                request = await run_tool_round(request, result, turn, sink, self._tools)
-            await reply.flush()
-        except CostCapReached as capped:
-            told = (messages.PERSON_CAP_REACHED if isinstance(capped, PersonCapReached)
-                    else messages.COST_CAP_REACHED)
-            _failed(answer, told.format(cap=capped.cap_usd))
-            return
-        except ReplyStopped:
-            log.info("the reply was stopped by its reader in session %s", session.id)
-            answer.stopped = True
-            _failed(answer, f"{reply.text}\n\n{messages.STOPPED}".strip())
-            return
-        except ModelUnavailable as error:
-            _failed(answer, _told_for(error, session.id))
-            return
-        except Exception:
-            log.exception("turn failed for session %s", session.id)
-            _failed(answer, messages.INTERNAL_ERROR)
-            return
-        if not reply.text:
-            # Only tool calls and no words (or an empty answer): not a reply to store or
-            # replay — the API refuses an empty assistant message in the transcript.
-            log.error("the model gave no text for session %s", session.id)
-            _failed(answer, messages.EMPTY_REPLY)
-            return
-        answer.text = reply.text
-
-    async def _record(self, turn: Turn, session: Session, answer: _Answer) -> str | None:
+    async def _record(self, turn: Turn, session: Session, answer: Answer) -> str | None:
         await self._after.record_turn(
             session.id,
             TranscriptTurn(
@@ -362,97 +270,12 @@ class TurnPipeline:
                 created_at=turn.received_at,
             ),
         )
-        if not answer.ok:
-            return None
-        if turn.person is not None:
+        if answer.ok and turn.person is not None:
             self._after.learn(
                 TurnMessages(turn.person, session.id, turn.text, answer.text, turn.received_at)
             )
-        if self._model.memory_only and asks(turn.text):
-            # Decided: a question that got no answer (no model) carries nothing to recall,
-            # and stored it would outrank the turns that hold the facts it asked about.
-            # The transcript keeps it; with a model the reply's summary makes it worth
-            # an episode.
+        episode = episode_of(turn, session.id, answer, memory_only=self._model.memory_only)
+        if episode is None:
             return None
-        episode = Episode(
-            id=uuid.uuid4().hex,
-            user_text=turn.text,
-            # The offline responder's text is about the missing model, not an answer.
-            summary="" if self._model.memory_only else summarize_reply(answer.text),
-            created_at=turn.received_at,
-            team=turn.place.team,
-            channel=turn.place.channel,
-            channel_type=turn.place.channel_type,
-            thread_ts=turn.place.thread_ts,
-            user=turn.user,
-            user_name=turn.user_name,
-            session_id=session.id,
-            cost_usd=answer.cost_usd,
-            reply_model=answer.model,
-        )
         self._after.remember(episode)
         return episode.id
-
-
-def _told_for(error: ModelUnavailable, session_id: str) -> str:
-    """What the person reads when the model failed, and the line the operator gets."""
-    if isinstance(error, SpendLimitReached):
-        log.error("model spend limit for session %s: %s", session_id, error)
-        return messages.MODEL_SPEND_LIMIT
-    if isinstance(error, PromptTooLong):
-        log.warning("the prompt no longer fits the model in session %s: %s", session_id, error)
-        return messages.CONTEXT_FULL
-    if isinstance(error, ModelRefusedRequest):
-        # Never goes away by itself: the operator has something to fix (doctor says it).
-        log.error("model refused the request for session %s: %s", session_id, error)
-        return messages.MODEL_MISCONFIGURED
-    if isinstance(error, ModelAsksToWait):
-        log.warning("model asks to wait %.0fs in session %s", error.seconds, session_id)
-        return messages.MODEL_ASKS_TO_WAIT.format(seconds=round(error.seconds))
-    log.error("model failed for session %s: %s", session_id, error)
-    return messages.MODEL_FAILED
-
-
-class _ReplyStream:
-    """Forwards streamed text to the sink, redacted, and keeps the whole reply.
-
-    The model may repeat a secret the person pasted; it is redacted before anyone
-    sees it, whichever transport shows the reply.
-    """
-
-    def __init__(self, sink: ReplySink) -> None:
-        self._sink = sink
-        self._redacting = RedactingStream()
-        self._new_round = False
-        self._started = False
-
-    def next_round(self) -> None:
-        # Text after a tool call starts a new paragraph.
-        self._new_round = self._started
-
-    async def write(self, text: str) -> None:
-        if not text:
-            return
-        if self._new_round:
-            self._new_round = False
-            text = "\n\n" + text
-        self._started = True
-        shown = self._redacting.feed(text)
-        if shown:
-            await self._sink.stream(shown)
-
-    async def flush(self) -> None:
-        """Show what was held back to be redacted with what followed it."""
-        rest = self._redacting.end()
-        if rest:
-            await self._sink.stream(rest)
-
-    @property
-    def text(self) -> str:
-        return self._redacting.text.strip()
-
-
-def _failed(answer: _Answer, message: str) -> _Answer:
-    answer.text = message
-    answer.ok = False
-    return answer

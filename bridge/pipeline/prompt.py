@@ -13,11 +13,10 @@ make every turn pay to cache the whole conversation again instead of reading it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any
 
-from bridge.model.protocol import ModelRequest, SystemSection, ToolSpec
+from bridge.model.protocol import ModelRequest, Said, SystemSection, ToolSpec
 from bridge.pipeline.episodes_block import episodes_text, where_said
 from bridge.pipeline.quoting import quoted
 from bridge.pipeline.turn import Turn
@@ -135,8 +134,8 @@ def _tagged(tag: str, body: str) -> str:
     return f"<{tag}>\n{body}\n</{tag}>"
 
 
-def _messages(turn: Turn, transcript: TrimmedTranscript | None) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
+def _messages(turn: Turn, transcript: TrimmedTranscript | None) -> list[Said]:
+    messages: list[Said] = []
     turns = transcript.turns if transcript else []
     # Speakers are named only when several people share the conversation.
     speakers = {t.user for t in turns} | {turn.user}
@@ -144,17 +143,14 @@ def _messages(turn: Turn, transcript: TrimmedTranscript | None) -> list[dict[str
         said = past.user_text
         if len(speakers) > 1 and (past.user_name or past.user):
             said = f"{past.user_name or past.user}: {said}"
-        messages.append({"role": "user", "content": said})
-        messages.append({"role": "assistant", "content": past.reply_text})
+        messages.append(Said("user", said))
+        messages.append(Said("assistant", past.reply_text))
     if messages:
         # The conversation so far is the same next turn: cached, it is read at a tenth of
         # the price, and with the stable part before it it passes the minimum length.
-        last = messages[-1]
-        last["content"] = [
-            {"type": "text", "text": last["content"], "cache_control": {"type": "ephemeral"}}
-        ]
+        messages[-1] = replace(messages[-1], cache=True)
     current = turn.text
     if len(speakers) > 1 and (turn.user_name or turn.user):
         current = f"{turn.user_name or turn.user}: {current}"
-    messages.append({"role": "user", "content": current})
+    messages.append(Said("user", current))
     return messages

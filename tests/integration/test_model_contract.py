@@ -339,7 +339,7 @@ def test_a_refusal_that_will_not_go_away_is_not_retried_and_is_told_as_it_is(
 
 
 def test_the_tool_round_limit_says_so(app: Thoth, fake_anthropic: FakeAnthropic) -> None:
-    from bridge.pipeline.pipeline import MAX_TOOL_ROUNDS
+    from bridge.pipeline.answering import MAX_TOOL_ROUNDS
 
     fake_anthropic.push(*[api.tool_use("recall_memory", {"query": f"try {n}"})
                           for n in range(MAX_TOOL_ROUNDS + 1)])

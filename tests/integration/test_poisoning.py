@@ -169,7 +169,7 @@ def test_slack_connect_guests_and_other_organisations_see_only_their_channels_me
 def test_the_cost_caps_hold_under_sixteen_calls_at_once(
     model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
 ) -> None:
-    from bridge.model.protocol import ModelRequest, SystemSection
+    from bridge.model.protocol import ModelRequest, Said, SystemSection
     from layers.errors import CostCapReached, PersonCapReached
 
     settings = model_settings.model_copy(update={
@@ -181,7 +181,7 @@ def test_the_cost_caps_hold_under_sixteen_calls_at_once(
 
     async def call(person: str) -> str:
         request = ModelRequest(model="claude-opus-5-5", system=(SystemSection("s", "x"),),
-                               messages=({"role": "user", "content": "go"},), person=person,
+                               messages=(Said("user", "go"),), person=person,
                                max_tokens=4_000)
 
         async def nowhere(text: str) -> None:

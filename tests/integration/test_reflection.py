@@ -399,7 +399,6 @@ def test_a_stand_in_model_drives_reflection_through_the_turns_model_stack(app: T
     session_id = _session(app)
     report = ModelResult(
         text="",
-        content=({"type": "tool_use", "id": "t1", "name": "report_reflection", "input": REPORT},),
         tool_calls=(ToolCall("t1", "report_reflection", REPORT),),
         usage=Usage(input_tokens=1_000_000),
         stop_reason="tool_use",

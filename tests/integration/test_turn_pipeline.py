@@ -15,7 +15,8 @@ from bridge.model.anthropic_model import AnthropicModel
 from bridge.model.catalogue import DEFAULT_PRICES
 from bridge.model.pricing import Usage
 from bridge.model.retrying import RetryingModel
-from bridge.pipeline.pipeline import MAX_TOOL_ROUNDS, TurnOutcome
+from bridge.pipeline.answering import MAX_TOOL_ROUNDS
+from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
 from layers.places import Place
@@ -440,10 +441,8 @@ def test_an_interrupted_turn_keeps_its_cost_and_its_message(
             return await super().respond(request, on_text)
 
     call = ToolCall("t1", "recall_memory", {"query": "x"})
-    block = {"type": "tool_use", "id": call.id, "name": call.name, "input": call.input}
     first_round = ModelResult(
         text="",
-        content=(block,),
         tool_calls=(call,),
         usage=ModelUsage(input_tokens=1_000_000),
         model="claude-sonnet-4-6",

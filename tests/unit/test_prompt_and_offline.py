@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from bridge import messages
+from bridge.model.anthropic_model import wire_messages
 from bridge.model.offline import OfflineResponder
-from bridge.model.protocol import ModelRequest
+from bridge.model.protocol import ModelRequest, Said, ToolOutcome
 from bridge.pipeline.prompt import GatheredContext, build_request
 from bridge.pipeline.tools.recall_memory import RECALL_MEMORY
 from bridge.pipeline.turn import Turn
@@ -27,11 +28,10 @@ def test_several_speakers_are_named_and_the_turns_context_rides_with_its_message
         model="m",
     )
     first, reply, current = request.messages
-    assert first == {"role": "user", "content": "Ari: Deploy now?"}
+    assert first == Said("user", "Ari: Deploy now?")
     # The last replayed reply carries the conversation's cache breakpoint.
-    assert reply == {"role": "assistant", "content": [
-        {"type": "text", "text": "Not yet.", "cache_control": {"type": "ephemeral"}}]}
-    assert current == {"role": "user", "content": "Dana: Why not?"}
+    assert reply == Said("assistant", "Not yet.", cache=True)
+    assert current == Said("user", "Dana: Why not?")
     # Only what stays put is in the system prompt; what may change each turn heads the
     # turn's own message, after the cached conversation.
     assert [s.name for s in request.system] == ["persona", "skill-index"]
@@ -40,6 +40,36 @@ def test_several_speakers_are_named_and_the_turns_context_rides_with_its_message
     assert "#eng (private channel)" in request.context[0].text
     assert "thread: 1712.5" in request.context[0].text
     assert request.context[1].text.startswith("[2 earlier turns")
+    # The Anthropic adapter alone knows the wire: the breakpoint as cache_control, the
+    # turn's context as text blocks ahead of the person's words.
+    wire = wire_messages(request)
+    assert wire[0] == {"role": "user", "content": "Ari: Deploy now?"}
+    assert wire[1] == {"role": "assistant", "content": [
+        {"type": "text", "text": "Not yet.", "cache_control": {"type": "ephemeral"}}]}
+    assert [block["text"] for block in wire[2]["content"]] == [
+        request.context[0].text, request.context[1].text, "Dana: Why not?"]
+
+
+def test_a_tool_round_goes_on_the_wire_as_the_model_sent_it_then_the_results() -> None:
+    from bridge.model.protocol import ModelResult, ToolCall
+
+    call = ToolCall("toolu_1", "recall_memory", {"query": "q"})
+    thinking = {"type": "thinking", "thinking": "", "signature": "sig"}
+    asked = ModelRequest("m", (), (Said("user", "q?"),))
+    result = ModelResult(text="", echo=(thinking, {"type": "tool_use", "id": call.id,
+                                                    "name": call.name, "input": call.input}),
+                         tool_calls=(call,))
+    later = asked.after_tools(result, [ToolOutcome(call.id, "nothing", is_error=True)])
+    _, assistant, results = wire_messages(later)
+    assert assistant == {"role": "assistant", "content": list(result.echo)}
+    assert results == {"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "toolu_1", "content": "nothing",
+         "is_error": True}]}
+    # A model that echoes nothing (the offline responder) gets its calls as tool_use.
+    plain = asked.after_tools(ModelResult(text="", tool_calls=(call,)),
+                              [ToolOutcome(call.id, "x")])
+    assert wire_messages(plain)[1]["content"] == [
+        {"type": "tool_use", "id": "toolu_1", "name": "recall_memory", "input": {"query": "q"}}]
 
 
 def test_offline_responder_asks_memory_then_answers_from_it() -> None:
@@ -49,30 +79,14 @@ def test_offline_responder_asks_memory_then_answers_from_it() -> None:
     async def on_text(text: str) -> None:
         shown.append(text)
 
-    request = ModelRequest(
-        "offline", (), ({"role": "user", "content": "deploy day?"},), (RECALL_MEMORY,)
-    )
+    request = ModelRequest("offline", (), (Said("user", "deploy day?"),), (RECALL_MEMORY,))
     ask = asyncio.run(responder.respond(request, on_text))
     (call,) = ask.tool_calls
     assert call.name == "recall_memory" and call.input == {"query": "deploy day?"}
     assert shown == []
 
-    answered = ModelRequest(
-        "offline",
-        (),
-        (
-            *request.messages,
-            {"role": "assistant", "content": list(ask.content)},
-            {
-                "role": "user",
-                "content": [
-                    {"type": "tool_result", "tool_use_id": call.id,
-                     "content": "- 2026-11-01, #ops, Dana: we deploy on Fridays"}
-                ],
-            },
-        ),
-        (RECALL_MEMORY,),
-    )
+    answered = request.after_tools(
+        ask, [ToolOutcome(call.id, "- 2026-11-01, #ops, Dana: we deploy on Fridays")])
     result = asyncio.run(responder.respond(answered, on_text))
     assert not result.tool_calls
     assert result.text.startswith(messages.NO_MODEL_CONFIGURED)
@@ -87,20 +101,20 @@ def test_offline_a_statement_is_acknowledged_and_the_banner_is_said_once() -> No
         return None
 
     said = "We moved the api deploys to Fridays after the demo"
-    first = ModelRequest("offline", (), ({"role": "user", "content": said},), (RECALL_MEMORY,))
+    first = ModelRequest("offline", (), (Said("user", said),), (RECALL_MEMORY,))
     noted = asyncio.run(responder.respond(first, on_text))
     assert not noted.tool_calls  # nothing is looked up for a statement
     assert noted.text.startswith(messages.NO_MODEL_CONFIGURED) and f"> {said}" in noted.text
     later = ModelRequest("offline", (), (
-        *first.messages, {"role": "assistant", "content": noted.text},
-        {"role": "user", "content": "Steps: 1. Page the on-call. 2. Roll back."},
+        *first.messages, Said("assistant", noted.text),
+        Said("user", "Steps: 1. Page the on-call. 2. Roll back."),
     ), (RECALL_MEMORY,))
     again = asyncio.run(responder.respond(later, on_text))
     assert messages.NO_MODEL_CONFIGURED not in again.text
     assert "> Steps: 1. Page the on-call. 2. Roll back." in again.text
     asked = ModelRequest("offline", (), (*later.messages,
-                                         {"role": "assistant", "content": again.text},
-                                         {"role": "user", "content": "When do we deploy?"}),
+                                         Said("assistant", again.text),
+                                         Said("user", "When do we deploy?")),
                          (RECALL_MEMORY,))
     assert asyncio.run(responder.respond(asked, on_text)).tool_calls  # a question looks
 

@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from bridge.model.protocol import ModelRequest, ModelUnavailable
+from bridge.model.protocol import ModelRequest, ModelUnavailable, Said
 from bridge.model.retrying import RetryingModel
 from tests.fakes import ScriptedModel
 
-REQUEST = ModelRequest(model="m", system=(), messages=({"role": "user", "content": "hi"},))
+REQUEST = ModelRequest(model="m", system=(), messages=(Said("user", "hi"),))
 
 
 class Sleeps:

@@ -1,0 +1,180 @@
+"""The model's answer to one turn: stream it, run the tools it calls, and decide what the
+person reads when it falls short (cut, refused, out of tool rounds, out of budget).
+
+Nothing here knows a model's wire format: the request and its tool rounds are neutral
+(``bridge/model/protocol.py``), and the model's adapter turns them into its API's calls.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from bridge import messages
+from bridge.model.pricing import Usage
+from bridge.model.protocol import (
+    LanguageModel,
+    ModelAsksToWait,
+    ModelRefusedRequest,
+    ModelRequest,
+    ModelUnavailable,
+    PromptTooLong,
+    SpendLimitReached,
+)
+from bridge.pipeline.sink import ReplySink, ReplyStopped
+from bridge.pipeline.tool_round import run_tool_round
+from bridge.pipeline.tools import ToolBox
+from bridge.pipeline.turn import Turn
+from layers.errors import CostCapReached, PersonCapReached
+from layers.redaction.stream import RedactingStream
+
+log = logging.getLogger(__name__)
+
+# A model that keeps asking for tools is cut off and its text so far is the reply.
+MAX_TOOL_ROUNDS = 4
+# Stop reasons that end a reply short of an answer (the Messages API reference).
+STOP_NOTICES = {
+    "max_tokens": messages.REPLY_CUT,
+    # A server tool's loop paused; Thoth offers no server tools, so it is an unfinished
+    # reply, shown as such rather than continued.
+    "pause_turn": messages.REPLY_PAUSED,
+    "model_context_window_exceeded": messages.CONTEXT_FULL,
+    "refusal": messages.MODEL_REFUSED,
+}
+
+
+@dataclass
+class Answer:
+    """What the turn answered: the reply, or what the person reads instead, and its cost."""
+
+    text: str = ""
+    ok: bool = True
+    stopped: bool = False
+    # What to show at the end when the reply already streamed and then fell short (cut at
+    # the length limit, refused): the transcript keeps the text and this note together.
+    notice: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    model: str = ""
+    # Seconds spent waiting on the model, every round together.
+    model_seconds: float = 0.0
+
+    def failed(self, message: str) -> None:
+        self.text = message
+        self.ok = False
+
+
+async def answer_turn(
+    answer: Answer, model: LanguageModel, request: ModelRequest, turn: Turn, sink: ReplySink,
+    tools: ToolBox, session_id: str,
+) -> None:
+    """Fill ``answer``: the streamed reply, or a failure message, and what it cost. Never
+    raises for a model or tool failure; a cancelled turn leaves ``answer`` as far as it got.
+    """
+    reply = ReplyStream(sink)
+    try:
+        for round_number in range(MAX_TOOL_ROUNDS + 1):
+            reply.next_round()
+            started = time.monotonic()
+            result = await model.respond(request, reply.write)
+            answer.model_seconds += time.monotonic() - started
+            answer.usage = answer.usage + result.usage
+            answer.cost_usd += result.cost_usd
+            notice = STOP_NOTICES.get(result.stop_reason or "")
+            if notice is None and result.tool_calls and round_number == MAX_TOOL_ROUNDS:
+                notice = messages.TOOL_ROUNDS_USED.format(rounds=MAX_TOOL_ROUNDS)
+            if notice is not None:
+                # Cut, refused, out of room or out of tool rounds: shown as such, never
+                # run (a tool call cut mid-input), never stored as an answer or replayed.
+                log.warning("model stopped (%s) in session %s", notice, session_id)
+                answer.notice = notice
+                await reply.flush()
+                answer.failed(f"{reply.text}\n\n{notice}".strip())
+                return
+            if not result.tool_calls:
+                break
+            request = await run_tool_round(request, result, turn, sink, tools)
+        await reply.flush()
+    except CostCapReached as capped:
+        told = (messages.PERSON_CAP_REACHED if isinstance(capped, PersonCapReached)
+                else messages.COST_CAP_REACHED)
+        answer.failed(told.format(cap=capped.cap_usd))
+        return
+    except ReplyStopped:
+        log.info("the reply was stopped by its reader in session %s", session_id)
+        answer.stopped = True
+        answer.failed(f"{reply.text}\n\n{messages.STOPPED}".strip())
+        return
+    except ModelUnavailable as error:
+        answer.failed(told_for(error, session_id))
+        return
+    except Exception:
+        log.exception("turn failed for session %s", session_id)
+        answer.failed(messages.INTERNAL_ERROR)
+        return
+    if not reply.text:
+        # Only tool calls and no words (or an empty answer): not a reply to store or
+        # replay, since a conversation with an empty reply in it is refused next turn.
+        log.error("the model gave no text for session %s", session_id)
+        answer.failed(messages.EMPTY_REPLY)
+        return
+    answer.text = reply.text
+
+
+def told_for(error: ModelUnavailable, session_id: str) -> str:
+    """What the person reads when the model failed, and the line the operator gets."""
+    if isinstance(error, SpendLimitReached):
+        log.error("model spend limit for session %s: %s", session_id, error)
+        return messages.MODEL_SPEND_LIMIT
+    if isinstance(error, PromptTooLong):
+        log.warning("the prompt no longer fits the model in session %s: %s", session_id, error)
+        return messages.CONTEXT_FULL
+    if isinstance(error, ModelRefusedRequest):
+        # Never goes away by itself: the operator has something to fix (doctor says it).
+        log.error("model refused the request for session %s: %s", session_id, error)
+        return messages.MODEL_MISCONFIGURED
+    if isinstance(error, ModelAsksToWait):
+        log.warning("model asks to wait %.0fs in session %s", error.seconds, session_id)
+        return messages.MODEL_ASKS_TO_WAIT.format(seconds=round(error.seconds))
+    log.error("model failed for session %s: %s", session_id, error)
+    return messages.MODEL_FAILED
+
+
+class ReplyStream:
+    """Forwards streamed text to the sink, redacted, and keeps the whole reply.
+
+    The model may repeat a secret the person pasted; it is redacted before anyone
+    sees it, whichever transport shows the reply.
+    """
+
+    def __init__(self, sink: ReplySink) -> None:
+        self._sink = sink
+        self._redacting = RedactingStream()
+        self._new_round = False
+        self._started = False
+
+    def next_round(self) -> None:
+        # Text after a tool call starts a new paragraph.
+        self._new_round = self._started
+
+    async def write(self, text: str) -> None:
+        if not text:
+            return
+        if self._new_round:
+            self._new_round = False
+            text = "\n\n" + text
+        self._started = True
+        shown = self._redacting.feed(text)
+        if shown:
+            await self._sink.stream(shown)
+
+    async def flush(self) -> None:
+        """Show what was held back to be redacted with what followed it."""
+        rest = self._redacting.end()
+        if rest:
+            await self._sink.stream(rest)
+
+    @property
+    def text(self) -> str:
+        return self._redacting.text.strip()
