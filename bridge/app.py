@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bridge.housekeeping import Housekeeping
@@ -38,6 +38,7 @@ from layers.identity.tombstones import Tombstones
 from layers.identity.user_models import UserModels
 from layers.notes.governance import NoteGovernance
 from layers.notes.store import NoteStore
+from layers.offloaded import Offloaded
 from layers.places import Viewer
 from layers.procedural.brain import Brain, BrainError
 from layers.procedural.brain_peers import BrainFollower, BrainPeers
@@ -191,7 +192,8 @@ def build(
     if not isinstance(chosen_model, OfflineResponder):
         # Every call a turn or a reflection makes is capped and charged here, once.
         chosen_model = MeteredModel(
-            chosen_model, ledger, settings.model_prices, daily_cap_usd=settings.daily_cost_cap_usd,
+            chosen_model, Offloaded(ledger), settings.model_prices,
+            daily_cap_usd=settings.daily_cost_cap_usd,
             person_cap_usd=settings.daily_cost_cap_per_person_usd,
         )
     memory_record = MemoryNotes(brain)
@@ -199,12 +201,16 @@ def build(
         NoteStore(db), memory_record, founders=settings.founder_user_ids,
         auto=settings.memory_notes == "auto",
     )
+    # The turns run on a loop: each store they use reaches them offloaded (layers/offloaded).
+    off_episodic = Offloaded(episodic)
+    off_skills = Offloaded(skills)
+    off_tombstones = Offloaded(tombstones)
     pipeline = TurnPipeline(
-        sessions=sessions,
-        transcript=transcript,
-        persona=persona,
-        skills=skills,
-        episodic=None if settings.episodic_disabled else episodic,
+        sessions=Offloaded(sessions),
+        transcript=Offloaded(transcript),
+        persona=Offloaded(persona),
+        skills=off_skills,
+        episodic=None if settings.episodic_disabled else off_episodic,
         model=chosen_model,
         config=PipelineConfig(
             recall_top_k=settings.recall_top_k,
@@ -218,9 +224,10 @@ def build(
         ),
         user_models=user_models,
         identity_ingest=ingest,
-        notes=notes.store,
+        notes=Offloaded(notes.store),
         tools=ToolBox(model_tools(
-            settings, episodic, skills, identity, user_models, stop_ingest=tombstones.record
+            settings, off_episodic, off_skills, identity, user_models,
+            stop_ingest=lambda person: off_tombstones.run(lambda stones: stones.record(person)),
         )),
     )
     drafts = SkillDrafts(db, brain, skills)
@@ -278,12 +285,12 @@ def build(
 
 def model_tools(
     settings: Settings,
-    episodic: EpisodicMemory,
-    skills: SkillLibrary,
+    episodic: Offloaded[EpisodicMemory],
+    skills: Offloaded[SkillLibrary],
     identity: IdentityBackend | None,
     user_models: UserModels | None,
     *,
-    stop_ingest: Callable[[Person], object],
+    stop_ingest: Callable[[Person], Awaitable[object]],
 ) -> list[Tool]:
     """Every tool the model may call, from the parts that are on. A new tool is its
     module in ``bridge/pipeline/tools/`` and a line here."""

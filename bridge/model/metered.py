@@ -23,6 +23,7 @@ from bridge.model.protocol import (
     ModelUnavailable,
     OnText,
 )
+from layers.offloaded import Offloaded
 from layers.storage.retried import write_retried
 from layers.working.budget import CHARS_PER_TOKEN
 
@@ -47,7 +48,7 @@ class MeteredModel:
     def __init__(
         self,
         inner: LanguageModel,
-        ledger: CostLedger,
+        ledger: Offloaded[CostLedger],
         prices: Mapping[str, ModelPrice],
         *,
         daily_cap_usd: float,
@@ -69,26 +70,26 @@ class MeteredModel:
 
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
         price = price_of(request.model, self._prices)
-        reservation = await asyncio.to_thread(
-            self._ledger.reserve, estimated_cost(request, price), cap_usd=self._cap,
-            person=request.person, person_cap_usd=self._person_cap,
-        )
+        estimate = estimated_cost(request, price)
+        reservation = await self._ledger.run(lambda ledger: ledger.reserve(
+            estimate, cap_usd=self._cap, person=request.person,
+            person_cap_usd=self._person_cap,
+        ))
         try:
             result = await self._inner.respond(request, on_text)
         except ModelUnavailable:
             # Refused or failed: Anthropic charges nothing for an error.
-            await asyncio.shield(asyncio.to_thread(self._ledger.release, reservation))
+            await asyncio.shield(self._ledger.run(lambda ledger: ledger.release(reservation)))
             raise
         except BaseException:
             # Stopped by its reader, or cut off, once the request was out: the prompt was
             # billed. Charged as estimated (what it wrote is not known), so stopping
             # replies cannot get around the caps.
             prompt = Usage(input_tokens=prompt_tokens(request))
-            await asyncio.shield(asyncio.to_thread(
-                self._ledger.record_all, [(request.model, prompt, price.cost(prompt))],
-                purpose=request.purpose, session_id=request.session_id,
-                person=request.person, settles=reservation,
-            ))
+            await asyncio.shield(self._ledger.run(lambda ledger: ledger.record_all(
+                [(request.model, prompt, price.cost(prompt))], purpose=request.purpose,
+                session_id=request.session_id, person=request.person, settles=reservation,
+            )))
             raise
         model = result.model or request.model
         if model != request.model:  # the API answered with a dated id of it, say
@@ -98,10 +99,10 @@ class MeteredModel:
         # cap undercounts this call (its reservation lapses after RESERVATION_TTL_S).
         await write_retried(
             f"the spend of a {request.purpose} call",
-            lambda: self._ledger.record_all(
+            lambda: self._ledger.run(lambda ledger: ledger.record_all(
                 [(model, result.usage, cost)], purpose=request.purpose,
                 session_id=request.session_id, person=request.person, settles=reservation,
-            ),
+            )),
             delays_s=RECORD_RETRY_S,
         )
         return replace(result, cost_usd=cost)

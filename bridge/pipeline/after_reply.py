@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
+from layers.offloaded import Offloaded
 from layers.storage.retried import Sleep, write_retried
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
@@ -28,9 +29,9 @@ RETRY_DELAYS_S: tuple[float, ...] = (0.2, 1.0, 5.0)
 class AfterReply:
     def __init__(
         self,
-        transcript: TranscriptStore,
-        sessions: SessionStore,
-        episodic: EpisodicMemory | None,
+        transcript: Offloaded[TranscriptStore],
+        sessions: Offloaded[SessionStore],
+        episodic: Offloaded[EpisodicMemory] | None,
         identity: IngestQueue | None = None,
         *,
         retry_delays_s: Sequence[float] = RETRY_DELAYS_S,
@@ -48,9 +49,9 @@ class AfterReply:
         """Append the turn to the transcript and touch the session (the model's spend
         is already in the ledger: ``MeteredModel``). False if the writes failed for good.
         """
-        def write() -> None:
-            self._transcript.append(session_id, turn)
-            self._sessions.touch(session_id)
+        async def write() -> None:
+            await self._transcript.run(lambda transcript: transcript.append(session_id, turn))
+            await self._sessions.run(lambda sessions: sessions.touch(session_id))
 
         return await self._retried(f"transcript of session {session_id}", write)
 
@@ -60,7 +61,8 @@ class AfterReply:
         if episodic is None:
             return
         task: asyncio.Task[bool] = asyncio.create_task(
-            self._retried(f"episode {episode.id}", lambda: episodic.remember([episode]))
+            self._retried(f"episode {episode.id}",
+                          lambda: episodic.run(lambda memory: memory.remember([episode])))
         )
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -79,5 +81,5 @@ class AfterReply:
             log.error("%d background writes did not finish before shutdown", len(unfinished))
         return len(unfinished)
 
-    async def _retried(self, what: str, write: Callable[[], object]) -> bool:
+    async def _retried(self, what: str, write: Callable[[], Awaitable[object]]) -> bool:
         return await write_retried(what, write, delays_s=self._delays, sleep=self._sleep)

@@ -32,9 +32,10 @@ from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
 from layers.identity.user_models import UserModels
 from layers.notes.store import Note, NoteStore
+from layers.offloaded import Offloaded
 from layers.procedural.persona import PersonaLoader
 from layers.procedural.skills import SkillLibrary
-from layers.working.budget import TrimmedTranscript, trim_to_budget
+from layers.working.budget import trim_to_budget
 from layers.working.sessions import Session, SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
 
@@ -87,21 +88,23 @@ class TurnPipeline:
     def __init__(
         self,
         *,
-        sessions: SessionStore,
-        transcript: TranscriptStore,
-        persona: PersonaLoader,
-        skills: SkillLibrary | None,
-        episodic: EpisodicMemory | None,
+        sessions: Offloaded[SessionStore],
+        transcript: Offloaded[TranscriptStore],
+        persona: Offloaded[PersonaLoader],
+        skills: Offloaded[SkillLibrary] | None,
+        episodic: Offloaded[EpisodicMemory] | None,
         model: LanguageModel,
         config: PipelineConfig,
         user_models: UserModels | None = None,
         identity_ingest: IngestQueue | None = None,
         after_reply: AfterReply | None = None,
-        notes: NoteStore | None = None,
+        notes: Offloaded[NoteStore] | None = None,
         tools: ToolBox | None = None,
     ) -> None:
         """``model`` comes with its cost cap and charge around it (``MeteredModel``);
-        ``tools`` are the ones the model may call (``bridge/app.py`` builds the list)."""
+        ``tools`` are the ones the model may call (``bridge/app.py`` builds the list).
+        The stores come ``Offloaded``: a turn runs on the loop and reaches them only
+        through a worker thread."""
         self._sessions = sessions
         self._transcript = transcript
         self._persona = persona
@@ -129,10 +132,13 @@ class TurnPipeline:
         """
         timings = TurnTimings(started=time.monotonic())
         if session is None:
-            session = await asyncio.to_thread(self._sessions.open, turn.session_key, turn.place)
+            session = await self._sessions.run(
+                lambda sessions: sessions.open(turn.session_key, turn.place))
         async with self._locks.hold(session.id):
             await sink.thinking()
-            first_turn = await asyncio.to_thread(self._transcript.count, session.id) == 0
+            opened = session
+            first_turn = await self._transcript.run(
+                lambda transcript: transcript.count(opened.id)) == 0
             context = await self._gather(turn, session, sink, first_turn=first_turn)
             timings.context_ready = time.monotonic()
             answer = Answer(model=self._model.name)
@@ -187,13 +193,14 @@ class TurnPipeline:
             within_deadline(
                 "persona and skills",
                 PERSONA_DEADLINE_S,
-                asyncio.to_thread(self._procedural),
+                self._procedural(),
                 self._misses,
             ),
             within_deadline(
                 "transcript",
                 TRANSCRIPT_DEADLINE_S,
-                asyncio.to_thread(self._transcript_of, session),
+                self._transcript.run(lambda transcript: trim_to_budget(
+                    transcript.turns(session.id), self._config.transcript_token_budget)),
                 self._misses,
             ),
             self._user_model(turn),
@@ -210,14 +217,11 @@ class TurnPipeline:
             notes=notes,
         )
 
-    def _procedural(self) -> tuple[str, str | None]:
+    async def _procedural(self) -> tuple[str, str | None]:
         """The persona stack and the skill index (L4), both cached until files change."""
-        index = self._skills.index_text() if self._skills is not None else None
-        return self._persona.load().render(), index
-
-    def _transcript_of(self, session: Session) -> TrimmedTranscript:
-        turns = self._transcript.turns(session.id)
-        return trim_to_budget(turns, self._config.transcript_token_budget)
+        index = (None if self._skills is None
+                 else await self._skills.run(lambda skills: skills.index_text()))
+        return await self._persona.run(lambda persona: persona.load().render()), index
 
     async def _memory_notes(self, turn: Turn) -> Sequence[Note] | None:
         """The kept notes the speaker may read here (never a pending one)."""
@@ -225,7 +229,7 @@ class TurnPipeline:
             return None
         return await within_deadline(
             "memory-notes", NOTES_DEADLINE_S,
-            asyncio.to_thread(self._notes.kept_for, turn.viewer), self._misses,
+            self._notes.run(lambda notes: notes.kept_for(turn.viewer)), self._misses,
         )
 
     async def _user_model(self, turn: Turn) -> str | None:
@@ -249,8 +253,8 @@ class TurnPipeline:
         found = await within_deadline(
             "related-episodes",
             RELATED_EPISODES_DEADLINE_S,
-            asyncio.to_thread(
-                episodic.recall, turn.text, turn.viewer, k=self._config.recall_top_k
+            episodic.run(
+                lambda memory: memory.recall(turn.text, turn.viewer, k=self._config.recall_top_k)
             ),
             self._misses,
         )

@@ -13,16 +13,17 @@ Sleep = Callable[[float], Awaitable[None]]
 
 async def write_retried(
     what: str,
-    write: Callable[[], object],
+    write: Callable[[], Awaitable[object]],
     *,
     delays_s: Sequence[float],
     sleep: Sleep = asyncio.sleep,
 ) -> bool:
-    """Run ``write`` in a thread, again after each of ``delays_s`` while it fails;
-    False (logged, never raised) when it failed every time."""
+    """Await ``write`` (a store's ``Offloaded.run``: the write itself runs in a thread),
+    again after each of ``delays_s`` while it fails; False (logged, never raised) when it
+    failed every time."""
     for attempt in range(len(delays_s) + 1):
         try:
-            await asyncio.to_thread(write)
+            await write()
             return True
         except Exception:
             if attempt == len(delays_s):

@@ -393,6 +393,7 @@ def test_a_stand_in_model_drives_reflection_through_the_turns_model_stack(app: T
     from bridge.model.pricing import ModelPrice, Usage
     from bridge.model.protocol import ModelResult, ToolCall
     from bridge.model.report_model import LanguageReportModel
+    from layers.offloaded import Offloaded
     from reflection.reflector import ModelReflector
     from tests.fakes import ScriptedModel
 
@@ -407,7 +408,8 @@ def test_a_stand_in_model_drives_reflection_through_the_turns_model_stack(app: T
     stand_in = ScriptedModel(report)
     ledger = CostLedger(app.db)
     price = ModelPrice(input=2.0, output=0.0, cache_read=0.0, cache_write=0.0)
-    metered = MeteredModel(stand_in, ledger, {"scripted-model": price}, daily_cap_usd=5.0)
+    metered = MeteredModel(stand_in, Offloaded(ledger), {"scripted-model": price},
+                           daily_cap_usd=5.0)
     loop = asyncio.new_event_loop()
     asking = LanguageReportModel(metered, "reflection-model", loop.run_until_complete)
     reflector = ModelReflector(asking)
@@ -429,7 +431,7 @@ def test_a_stand_in_model_drives_reflection_through_the_turns_model_stack(app: T
     assert ledger.spent_in_session(session_id) == pytest.approx(2.0)
     # At the cap the stand-in is not asked: the run waits for tomorrow, no attempt used.
     other = _session(app, key="slack:T1:C1:1700000000.000200")
-    capped = MeteredModel(stand_in, ledger, {"scripted-model": price}, daily_cap_usd=2.0)
+    capped = MeteredModel(stand_in, Offloaded(ledger), {"scripted-model": price}, daily_cap_usd=2.0)
     waiting = reflect_session(
         other,
         sessions=app.sessions,

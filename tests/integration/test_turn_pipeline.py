@@ -416,8 +416,10 @@ def test_failing_persona_and_transcript_sources_are_left_out(
         def count(self, session_id: str) -> int:
             return 1  # not a first turn: no related episodes either
 
-    app.pipeline._persona = Broken()  # type: ignore[assignment]
-    app.pipeline._transcript = Broken()  # type: ignore[assignment]
+    from layers.offloaded import Offloaded
+
+    app.pipeline._persona = Offloaded(Broken())  # type: ignore[arg-type]
+    app.pipeline._transcript = Offloaded(Broken())  # type: ignore[arg-type]
     outcome = ask(app, "still there?")
     assert outcome.ok
     texts = fake_anthropic.requests[-1].system_texts()

@@ -5,9 +5,9 @@ the layers and gets everything else (its model, its notifier) through Protocols 
 owns; ``bridge/`` is the composition root and the transports.
 
 Inside ``layers/`` the four memory layers stand side by side on one floor: none imports
-another, and the floor (places, embedding, storage, redaction, errors, backoff) imports
-no layer. ``notes`` governs what procedural memory keeps (``MEMORY.md``), so it may use
-procedural, and only it.
+another, and the floor (places, embedding, storage, redaction, errors, backoff,
+offloaded) imports no layer. ``notes`` governs what procedural memory keeps
+(``MEMORY.md``), so it may use procedural, and only it.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ FORBIDDEN = {"layers": {"bridge", "reflection"}, "reflection": {"bridge"}}
 
 
 MEMORY_LAYERS = {"working", "identity", "episodic", "procedural"}
-FLOOR = {"places", "embedding", "storage", "redaction", "errors", "backoff"}
+FLOOR = {"places", "embedding", "storage", "redaction", "errors", "backoff", "offloaded"}
 MAY_ALSO_USE = {"notes": {"procedural"}}
 
 

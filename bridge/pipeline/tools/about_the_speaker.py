@@ -3,10 +3,9 @@ deletes, what identity memory holds about them — only ever about themselves.""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from bridge.model.protocol import ToolSpec
@@ -54,7 +53,7 @@ def about_the_speaker(
     identity: IdentityBackend,
     *,
     on_forget: Callable[[Person], None] | None = None,
-    stop_ingest: Callable[[Person], object] | None = None,
+    stop_ingest: Callable[[Person], Awaitable[object]] | None = None,
 ) -> list[Tool]:
     """``stop_ingest`` runs before everything is forgotten: nothing said before (this very
     turn included) is sent to the identity backend afterwards (layers/identity/tombstones)."""
@@ -80,7 +79,7 @@ def about_the_speaker(
             return FORGET_ALL_ASKS, False
         else:
             if stop_ingest is not None:
-                await asyncio.to_thread(stop_ingest, person)
+                await stop_ingest(person)
             said = (await identity.forget_person(person)).describe()
         if on_forget is not None:
             on_forget(person)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -12,6 +11,7 @@ from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools import Tool, ToolResult
 from bridge.pipeline.turn import Turn
 from layers.episodic.memory import EpisodicMemory
+from layers.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +30,13 @@ RECALL_MEMORY = ToolSpec(
 )
 
 
-def recall_memory(episodic: EpisodicMemory, *, k: int) -> Tool:
+def recall_memory(episodic: Offloaded[EpisodicMemory], *, k: int) -> Tool:
     async def handle(arguments: dict[str, Any], turn: Turn) -> ToolResult:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             return "recall_memory needs a non-empty 'query' string.", True
         try:
-            hits = await asyncio.to_thread(episodic.recall, query, turn.viewer, k=k)
+            hits = await episodic.run(lambda memory: memory.recall(query, turn.viewer, k=k))
         except Exception:
             log.exception("recall_memory failed")
             return "Memory search is unavailable right now.", True

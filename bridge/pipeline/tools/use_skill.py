@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
 from bridge.model.protocol import ToolSpec
 from bridge.pipeline.tools import Tool, ToolResult
 from bridge.pipeline.turn import Turn
+from layers.offloaded import Offloaded
 from layers.procedural.skills import SkillLibrary
 
 log = logging.getLogger(__name__)
@@ -27,8 +27,8 @@ USE_SKILL = ToolSpec(
 )
 
 
-def use_skill(skills: SkillLibrary) -> Tool:
-    def body(name: object) -> ToolResult:
+def use_skill(skills: Offloaded[SkillLibrary]) -> Tool:
+    def body(skills: SkillLibrary, name: object) -> ToolResult:
         skill = skills.get(name) if isinstance(name, str) else None
         if skill is None:
             known = ", ".join(skills.skills()) or "none"
@@ -37,6 +37,7 @@ def use_skill(skills: SkillLibrary) -> Tool:
         return f"# Skill {skill.slug} {skill.manifest.version}\n\n{skill.body}", False
 
     async def handle(arguments: dict[str, Any], turn: Turn) -> ToolResult:
-        return await asyncio.to_thread(body, arguments.get("name"))
+        name = arguments.get("name")
+        return await skills.run(lambda library: body(library, name))
 
     return Tool(USE_SKILL, "Loading a skill", handle)
