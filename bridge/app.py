@@ -169,6 +169,8 @@ def build(
     skills = SkillLibrary((brain.skills_dir, SHIPPED_SKILLS))
     matcher = SkillMatcher(skills, chosen_embedder)
     tombstones = Tombstones(db, settle_s=forget_settle_s(settings))
+    # What runs on a loop reaches a store only offloaded to a thread (layers/offloaded).
+    off_tombstones = Offloaded(tombstones)
     identity = (
         None if settings.honcho_disabled
         else build_identity(settings, db, chosen_embedder, tombstones)
@@ -176,9 +178,9 @@ def build(
     ingest = (
         IngestQueue(
             identity,
-            outbox=IngestOutbox(db),
+            outbox=Offloaded(IngestOutbox(db)),
             send_here=settings.background_work == "inline",
-            tombstones=tombstones,
+            tombstones=off_tombstones,
         )
         if identity is not None
         else None
@@ -201,12 +203,11 @@ def build(
         NoteStore(db), memory_record, founders=settings.founder_user_ids,
         auto=settings.memory_notes == "auto",
     )
-    # The turns run on a loop: each store they use reaches them offloaded (layers/offloaded).
     off_episodic = Offloaded(episodic)
     off_skills = Offloaded(skills)
-    off_tombstones = Offloaded(tombstones)
+    off_sessions = Offloaded(sessions)
     pipeline = TurnPipeline(
-        sessions=Offloaded(sessions),
+        sessions=off_sessions,
         transcript=Offloaded(transcript),
         persona=Offloaded(persona),
         skills=off_skills,
@@ -233,8 +234,8 @@ def build(
     drafts = SkillDrafts(db, brain, skills)
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
     session_end = SessionEnd(
-        sessions,
-        None if settings.reflection_disabled else reflections,
+        off_sessions,
+        None if settings.reflection_disabled else Offloaded(reflections),
         drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
         reflect=(
             None
@@ -273,7 +274,7 @@ def build(
             ),
             retention_days=settings.episode_retention_days,
             leases=leases,
-            tombstones=tombstones,
+            tombstones=off_tombstones,
             identity=identity,
             identity_ingest=ingest,
         ),

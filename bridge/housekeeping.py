@@ -18,6 +18,7 @@ from layers.identity.forget_sweep import sweep_forgotten
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import Tombstones
+from layers.offloaded import Offloaded
 from layers.procedural.drafts import SkillDrafts
 from layers.storage.leases import Leases
 
@@ -51,7 +52,7 @@ class Housekeeping:
     # With replicas on one database, one of them sweeps at a time.
     leases: Leases
     # Forgets to sweep once the identity backend has settled (none without a backend).
-    tombstones: Tombstones | None = None
+    tombstones: Offloaded[Tombstones] | None = None
     identity: IdentityBackend | None = None
     identity_ingest: IngestQueue | None = None
 
@@ -86,7 +87,7 @@ class Housekeeping:
             return []
         swept = await sweep_forgotten(self.tombstones, self.identity)
         if swept and self.identity_ingest is not None:
-            self.identity_ingest.take_up_outbox()
+            await self.identity_ingest.take_up_outbox()
         return swept
 
     def expire_drafts(self) -> None:

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from layers.offloaded import Offloaded
 from layers.working.sessions import SessionStore
 from reflection.state import ReflectionState
 
@@ -34,8 +35,8 @@ class Ended:
 class SessionEnd:
     def __init__(
         self,
-        sessions: SessionStore,
-        reflections: ReflectionState | None,
+        sessions: Offloaded[SessionStore],
+        reflections: Offloaded[ReflectionState] | None,
         *,
         drain: Drain,
         reflect: Reflect | None,
@@ -50,14 +51,15 @@ class SessionEnd:
     async def end_open(self, key: str) -> Ended | None:
         """End the open session under ``key`` and reflect on it now, with a summary;
         None when no session is open there (an idle sweep may have ended it)."""
-        session = await asyncio.to_thread(self._sessions.find_open, key)
+        session = await self._sessions.run(lambda sessions: sessions.find_open(key))
         if session is None:
             return None
-        await asyncio.to_thread(self._sessions.end, session.id)
+        ending = session.id
+        await self._sessions.run(lambda sessions: sessions.end(ending))
         await self._drain()
         if self._reflections is None:
             return Ended(session.id, reflected=False)
-        await asyncio.to_thread(self._reflections.queue, session.id, summary=True)
+        await self._reflections.run(lambda reflections: reflections.queue(ending, summary=True))
         if self._reflect is None:
             # A worker reflects, and posts the summary in the thread.
             return Ended(session.id, reflected=True)
@@ -67,17 +69,22 @@ class SessionEnd:
     async def end_idle(self, *, idle_s: float, now: float) -> list[str]:
         """End the sessions idle longer than ``idle_s`` at ``now``, then run every
         reflection that is due (theirs, and earlier ones to retry); returns those."""
-        idle = await asyncio.to_thread(self._sessions.idle_since, now - idle_s)
-        for session in idle:
-            await asyncio.to_thread(self._sessions.end, session.id, now=now)
-        if idle:
+        def end_idle(sessions: SessionStore) -> list[str]:
+            idle = sessions.idle_since(now - idle_s)
+            for session in idle:
+                sessions.end(session.id, now=now)
+            return [session.id for session in idle]
+
+        ended = await self._sessions.run(end_idle)
+        if ended:
             await self._drain()
-        for session in idle:
-            if self._reflections is not None:
-                await asyncio.to_thread(self._reflections.queue, session.id)
-        if self._reflections is None or self._reflect is None:
+        if self._reflections is None:
             return []
-        due = await asyncio.to_thread(self._reflections.due)
+        await self._reflections.run(
+            lambda reflections: [reflections.queue(session_id) for session_id in ended])
+        if self._reflect is None:
+            return []
+        due = await self._reflections.run(lambda reflections: reflections.due())
         for session_id in due:
             await asyncio.to_thread(self._reflect, session_id, False)
         return due

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Concatenate, Generic, ParamSpec, TypeVar
 
 Store = TypeVar("Store")
 Result = TypeVar("Result")
+Arguments = ParamSpec("Arguments")
 
 
 class Offloaded(Generic[Store]):
@@ -24,6 +25,15 @@ class Offloaded(Generic[Store]):
     def __init__(self, store: Store) -> None:
         self._store = store
 
-    async def run(self, use: Callable[[Store], Result]) -> Result:
-        """``use(store)`` in a worker thread: one hop, however many calls ``use`` makes."""
-        return await asyncio.to_thread(use, self._store)
+    async def run(
+        self,
+        use: Callable[Concatenate[Store, Arguments], Result],
+        /,
+        *args: Arguments.args,
+        **kwargs: Arguments.kwargs,
+    ) -> Result:
+        """``use(store, *args, **kwargs)`` in a worker thread: one hop, however many calls
+        ``use`` makes. ``use`` is a function of the store (``lambda sessions: …``, or a
+        method of its class with the arguments after it: ``run(IngestOutbox.hold, id,
+        until)``, as a loop passes its variable)."""
+        return await asyncio.to_thread(use, self._store, *args, **kwargs)

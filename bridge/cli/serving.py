@@ -28,6 +28,7 @@ from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
 from bridge.slack.web import build_async_web_client
 from layers.errors import BackendUnavailable, ConfigurationError
+from layers.offloaded import Offloaded
 from layers.procedural.brain_peers import FOLLOW_EVERY_S
 
 log = logging.getLogger(__name__)
@@ -57,14 +58,14 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     _warm_identity(app, runner, bridge.team)
     scheduler = BackgroundScheduler(timezone=UTC)
     app.housekeeping.schedule(scheduler, runner.wait_for)
-    scheduler.add_job(bridge.seen.sweep, "interval", hours=1, id="slack-seen-sweep")
+    scheduler.add_job(bridge.stores.seen.sweep, "interval", hours=1, id="slack-seen-sweep")
     follower = app.brain_follower()
     if follower is not None:
         scheduler.add_job(follower.step, "interval", seconds=FOLLOW_EVERY_S, id="brain-follow",
                           coalesce=True, max_instances=1)
 
     def post_followups() -> None:
-        runner.wait_for(post_due_followups(app.followups, client))
+        runner.wait_for(post_due_followups(Offloaded(bridge.stores.followups), client))
 
     if settings.background_work == "inline":
         scheduler.add_job(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from bridge.app import Thoth
 from bridge.reflection_launcher import run_reflection
 from layers.identity.outbox import IngestOutbox
+from layers.offloaded import Offloaded
 from layers.procedural.brain_peers import FOLLOW_EVERY_S, BrainFollower
 
 if TYPE_CHECKING:
@@ -45,13 +46,13 @@ def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
     worker = Worker(
         Queues(
-            reflections=None if settings.reflection_disabled else app.reflections,
+            reflections=None if settings.reflection_disabled else Offloaded(app.reflections),
             launch=launch,
-            outbox=IngestOutbox(app.db) if app.identity is not None else None,
+            outbox=Offloaded(IngestOutbox(app.db)) if app.identity is not None else None,
             identity=app.identity,
-            followups=app.followups,
+            followups=Offloaded(app.followups),
             slack=slack,
-            tombstones=app.tombstones,
+            tombstones=Offloaded(app.tombstones),
         )
     )
     jobs = ", ".join(worker.jobs()) or "nothing (every queue is turned off)"

@@ -20,7 +20,6 @@ nothing.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -28,11 +27,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
 from bridge.slack.directory import Directory, confined_reader
-from bridge.slack.thread_contexts import ThreadContexts, app_context_of
+from bridge.slack.stores import SlackStores
+from bridge.slack.thread_contexts import app_context_of
 from bridge.slack.web import SLACK_FAILURES
-from layers.episodic.store import EpisodeStore
+from layers.offloaded import Offloaded
 from layers.places import Viewer
-from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +43,13 @@ TITLE_CHARS = 80
 class AssistantThreads:
     def __init__(
         self,
-        contexts: ThreadContexts,
+        stores: Offloaded[SlackStores],
         client: AsyncWebClient,
         directory: Directory,
-        episodes: EpisodeStore | None,
-        followups: Followups,
     ) -> None:
-        self.contexts = contexts
+        self._stores = stores
         self._client = client
         self._directory = directory
-        self._episodes = episodes
-        self._followups = followups
 
     async def started(self, event: dict[str, Any], team: str) -> None:
         """Keep the thread's context and offer prompts from this person's own memory."""
@@ -63,12 +58,11 @@ class AssistantThreads:
         user = str(thread.get("user_id") or "")
         if not (channel and thread_ts and user):
             return
-        await asyncio.to_thread(self.contexts.keep, event)
+        await self.keep_context(event)
         looking_at = await self.viewing(team, channel, thread_ts, user)
         confined = await self._confined(team, channel, user)
-        prompts = await asyncio.to_thread(
-            self._suggestions, team, channel, user, looking_at, confined
-        )
+        prompts = await self._stores.run(
+            lambda stores: _suggestions(stores, team, channel, user, looking_at, confined))
         await self._offer(prompts, channel_id=channel, thread_ts=thread_ts)
 
     async def opened(self, event: dict[str, Any], team: str) -> None:
@@ -83,9 +77,8 @@ class AssistantThreads:
         await self.looking_at(event, team, user)
         confined = await self._confined(team, channel, user)
         looking_at = await self.viewing(team, channel, "", user)
-        prompts = await asyncio.to_thread(
-            self._suggestions, team, channel, user, looking_at, confined
-        )
+        prompts = await self._stores.run(
+            lambda stores: _suggestions(stores, team, channel, user, looking_at, confined))
         await self._offer(prompts, channel_id=channel)
 
     async def looking_at(self, event: dict[str, Any], team: str, user: str) -> None:
@@ -94,7 +87,12 @@ class AssistantThreads:
         context = event.get("context") if event.get("type") == "app_context_changed" else (
             app_context_of(event))
         if context is not None and team and user:
-            await asyncio.to_thread(self.contexts.keep_app_context, team, user, context)
+            await self._stores.run(
+                lambda stores: stores.contexts.keep_app_context(team, user, context))
+
+    async def keep_context(self, event: dict[str, Any]) -> None:
+        """Keep the older pane's context of one thread (``assistant_thread_*``)."""
+        await self._stores.run(lambda stores: stores.contexts.keep(event))
 
     async def _offer(self, prompts: list[dict[str, str]], **where: str) -> None:
         try:
@@ -107,9 +105,9 @@ class AssistantThreads:
     async def viewing(self, team: str, channel: str, thread_ts: str, user: str) -> str | None:
         """The channel this person is looking at beside the thread (the older pane's, per
         thread; else the agent view's, per person), if it may widen recall."""
-        context = await asyncio.to_thread(self.contexts.find, channel, thread_ts)
-        if context is None:
-            context = await asyncio.to_thread(self.contexts.find_app_context, team, user)
+        context = await self._stores.run(
+            lambda stores: stores.contexts.find(channel, thread_ts)
+            or stores.contexts.find_app_context(team, user))
         if context is None or context.user != user or context.team not in (None, team):
             return None
         if not context.channel or not await self._directory.is_member(context.channel, user):
@@ -122,29 +120,6 @@ class AssistantThreads:
     async def _confined(self, team: str, channel: str, user: str) -> bool:
         here = await self._directory.channel(channel, "im")
         return confined_reader(here, await self._directory.user(user), team)
-
-    def _suggestions(
-        self, team: str, channel: str, user: str, looking_at: str | None, confined: bool
-    ) -> list[dict[str, str]]:
-        """Open follow-ups first, then recent topics of this person, then starters (reads
-        the database: run in a thread)."""
-        prompts: list[dict[str, str]] = []
-        for followup in self._followups.open_for(
-            team=team, user=user, dm_channel=channel, shared_channel=looking_at, limit=2
-        ):
-            topic = _clip(followup.text, PROMPT_TITLE_CHARS - 11)
-            prompts.append({"title": f"Follow up: {topic}", "message": followup.text})
-        if self._episodes is not None:
-            viewer = Viewer(team, looking_at or channel, "im", user, confined=confined)
-            for episode in self._episodes.recent_asked_by(user, viewer, MAX_PROMPTS):
-                topic = _clip(episode.user_text, PROMPT_TITLE_CHARS - 10)
-                prompts.append(
-                    {"title": messages.CONTINUE_TITLE.format(topic=topic),
-                     "message": messages.CONTINUE_MESSAGE.format(said=episode.user_text)}
-                )
-        prompts.extend({"title": text, "message": text} for text in messages.STARTER_PROMPTS)
-        unique = {prompt["message"]: prompt for prompt in prompts}
-        return list(unique.values())[:MAX_PROMPTS]
 
     async def name_thread(self, channel: str, thread_ts: str, first_message: str) -> None:
         """Title an assistant thread after its first message (elsewhere Slack refuses)."""
@@ -159,3 +134,28 @@ class AssistantThreads:
 def _clip(text: str, chars: int) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= chars else flat[: chars - 1] + "…"
+
+
+def _suggestions(
+    stores: SlackStores, team: str, channel: str, user: str, looking_at: str | None,
+    confined: bool,
+) -> list[dict[str, str]]:
+    """Open follow-ups first, then recent topics of this person, then starters (reads
+    the database: run in a thread)."""
+    prompts: list[dict[str, str]] = []
+    for followup in stores.followups.open_for(
+        team=team, user=user, dm_channel=channel, shared_channel=looking_at, limit=2
+    ):
+        topic = _clip(followup.text, PROMPT_TITLE_CHARS - 11)
+        prompts.append({"title": f"Follow up: {topic}", "message": followup.text})
+    if stores.recent_episodes is not None:
+        viewer = Viewer(team, looking_at or channel, "im", user, confined=confined)
+        for episode in stores.recent_episodes.recent_asked_by(user, viewer, MAX_PROMPTS):
+            topic = _clip(episode.user_text, PROMPT_TITLE_CHARS - 10)
+            prompts.append(
+                {"title": messages.CONTINUE_TITLE.format(topic=topic),
+                 "message": messages.CONTINUE_MESSAGE.format(said=episode.user_text)}
+            )
+    prompts.extend({"title": text, "message": text} for text in messages.STARTER_PROMPTS)
+    unique = {prompt["message"]: prompt for prompt in prompts}
+    return list(unique.values())[:MAX_PROMPTS]

@@ -3,13 +3,13 @@
 Bolt's async app, with the async Slack client: listeners run on the loop that takes
 Slack's requests (uvicorn's, or Socket Mode's), the work they hand on runs on the
 turns' loop (``runner.py``), and neither loop has a Slack call that could block it.
-What is left that blocks — the database — goes to a thread (``asyncio.to_thread``),
-which ``tests/unit/test_blocking_calls.py`` checks.
+What is left that blocks — the database — is reached only through the stores offloaded
+to a thread (``stores.py``, ``layers/offloaded.py``), which
+``tests/unit/test_blocking_calls.py`` checks.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from dataclasses import dataclass
@@ -25,24 +25,19 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 from bridge import messages
 from bridge.app import Thoth
 from bridge.slack.assistant import AssistantThreads
-from bridge.slack.cards import APPROVE_ACTION, REJECT_ACTION, CardStore
+from bridge.slack.cards import APPROVE_ACTION, REJECT_ACTION
 from bridge.slack.commands import done_command, recall_command
 from bridge.slack.conversation import Conversation, ConversationParts
 from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming, from_event, mentions
 from bridge.slack.feedback import FEEDBACK_ACTION
-from bridge.slack.inbox import InboxEntry, SlackInbox
+from bridge.slack.inbox import InboxEntry
 from bridge.slack.lanes import Lanes
-from bridge.slack.note_cards import NoteCardStore
-from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.reactions import Reactions
-from bridge.slack.replies import SlackReplies
-from bridge.slack.reply_reactions import ReactionParts
 from bridge.slack.runner import TurnRunner
-from bridge.slack.seen import SeenDeliveries
-from bridge.slack.thread_contexts import ThreadContexts
+from bridge.slack.stores import SlackStores, slack_stores
+from layers.offloaded import Offloaded
 from layers.redaction import redact
-from layers.working.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +48,11 @@ class SlackTransport:
     runner: TurnRunner
     conversation: Conversation
     reactions: Reactions
-    cards: CardStore
     assistant: AssistantThreads
-    # Deliveries already taken (Slack retries; a mention is also a message event).
-    seen: SeenDeliveries
+    # Every store the transport uses: as is, for the scheduler's jobs (threads of their
+    # own), and offloaded for the listeners and handlers on the loops.
+    stores: SlackStores
+    offloaded: Offloaded[SlackStores]
     # Deliveries taken and not yet done, shared by every replica, run in lane order.
     lanes: Lanes
     bot_user: str | None
@@ -83,45 +79,28 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
     _authorized_as(app, identity)
     bot_user = str(identity.get("user_id") or "") or None
     directory = Directory(client)
-    replies = SlackReplies(thoth.db)
-    cards = CardStore(thoth.db)
-    episodes = None if settings.episodic_disabled else thoth.episodic.store
-    assistant = AssistantThreads(
-        ThreadContexts(thoth.db), client, directory, episodes, thoth.followups
-    )
+    stores = slack_stores(thoth)
+    offloaded = Offloaded(stores)
+    assistant = AssistantThreads(offloaded, client, directory)
     parts = ConversationParts(
-        sessions=thoth.sessions,
-        transcript=thoth.transcript,
+        stores=offloaded,
         pipeline=thoth.pipeline,
-        episodic=thoth.episodic,
         recall_top_k=settings.recall_top_k,
         session_end=thoth.session_end,
-        followups=thoth.followups,
     )
-    conversation = Conversation(
-        parts, client, directory, replies, assistant, bot_user=bot_user
-    )
+    conversation = Conversation(parts, client, directory, assistant, bot_user=bot_user)
     reactions = Reactions(
-        ReactionParts(
-            episodic=thoth.episodic,
-            transcript=thoth.transcript,
-            notes=thoth.notes,
-            drafts=thoth.drafts,
-            identity=thoth.identity,
-            effects=ReactionEffects(thoth.db),
-            tombstones=thoth.tombstones,
-            founders=frozenset(settings.founder_user_ids),
-        ),
-        client, directory, replies, cards, NoteCardStore(thoth.db), bot_user=bot_user,
+        offloaded, thoth.identity, client, directory,
+        founders=frozenset(settings.founder_user_ids), bot_user=bot_user,
     )
-    inbox = SlackInbox(thoth.db, owner=thoth.leases.owner, lease_s=settings.inbox_lease_s)
     bridge = SlackTransport(
-        app, runner, conversation, reactions, cards, assistant, SeenDeliveries(thoth.db),
-        Lanes(inbox), bot_user, team=str(identity.get("team_id") or "") or None,
+        app, runner, conversation, reactions, assistant, stores, offloaded,
+        Lanes(offloaded, lease_s=settings.inbox_lease_s), bot_user,
+        team=str(identity.get("team_id") or "") or None,
     )
-    _listen_to_messages(bridge, replies, inbox)
-    _listen_to_reactions_and_clicks(bridge, inbox)
-    _listen_to_the_ai_pane_and_commands(bridge, thoth.sessions, client)
+    _listen_to_messages(bridge)
+    _listen_to_reactions_and_clicks(bridge)
+    _listen_to_the_ai_pane_and_commands(bridge, client)
     return bridge
 
 
@@ -134,8 +113,8 @@ def _authorized_as(app: AsyncApp, identity: AsyncSlackResponse) -> None:
             middleware.auth_test_result = identity
 
 
-def _listen_to_messages(bridge: SlackTransport, replies: SlackReplies, inbox: SlackInbox) -> None:
-    app, runner, bot_user = bridge.app, bridge.runner, bridge.bot_user
+def _listen_to_messages(bridge: SlackTransport) -> None:
+    app, runner, bot_user, stores = bridge.app, bridge.runner, bridge.bot_user, bridge.offloaded
 
     async def accept(body: dict[str, Any], event: dict[str, Any], *, addressed: bool) -> None:
         """On the runner: a delivery acked is never lost to the intake loop's shutdown
@@ -146,20 +125,19 @@ def _listen_to_messages(bridge: SlackTransport, replies: SlackReplies, inbox: Sl
         )
         if incoming is None:
             return
-        if not (addressed or await _followed(incoming, event, replies, bot_user)):
+        if not (addressed or await _followed(incoming, event, stores, bot_user)):
             return
         if incoming.event_channel_type == "im":
             # The agent view says what the person is looking at as they write: kept before
             # the turn, which reads it to widen recall.
             await bridge.assistant.looking_at(event, incoming.team, incoming.user)
         # A retry has the same event id; a mention also arrives as a message event.
-        entry = await asyncio.to_thread(
-            inbox.take,
+        entry = await stores.run(lambda stores: stores.inbox.take(
             (f"event:{incoming.event_id}", f"msg:{incoming.channel}:{incoming.ts}"),
             lane=incoming.session_key,
             kind=MESSAGE,
             payload=message_payload(incoming),
-        )
+        ))
         if entry is not None:
             handle = bridge.conversation.handle
             await bridge.lanes.run(
@@ -201,20 +179,19 @@ def take_over(bridge: SlackTransport, entry: InboxEntry) -> None:
     bridge.runner.submit(bridge.lanes.run(entry, work), turn=False)
 
 
-def _listen_to_reactions_and_clicks(bridge: SlackTransport, inbox: SlackInbox) -> None:
-    app, runner, reactions = bridge.app, bridge.runner, bridge.reactions
+def _listen_to_reactions_and_clicks(bridge: SlackTransport) -> None:
+    app, runner, reactions, stores = bridge.app, bridge.runner, bridge.reactions, bridge.offloaded
 
     async def accept(body: dict[str, Any], event: dict[str, Any], *, added: bool) -> None:
         item = event.get("item") or {}
         # Reactions on one message apply in the order Slack sent them, across replicas
         # (an add and its removal a moment later must not swap).
-        entry = await asyncio.to_thread(
-            inbox.take,
+        entry = await stores.run(lambda stores: stores.inbox.take(
             (f"event:{body['event_id']}",) if body.get("event_id") else (),
             lane=f"reaction:{item.get('channel')}:{item.get('ts')}",
             kind=REACTION,
             payload={"event": event, "added": added},
-        )
+        ))
         if entry is not None:
             await bridge.lanes.run(entry, lambda: reactions.handle(event, added=added))
 
@@ -242,9 +219,7 @@ def _listen_to_reactions_and_clicks(bridge: SlackTransport, inbox: SlackInbox) -
         runner.submit(_decide(reactions, body, approve=False), turn=False)
 
 
-def _listen_to_the_ai_pane_and_commands(
-    bridge: SlackTransport, sessions: SessionStore, client: AsyncWebClient
-) -> None:
+def _listen_to_the_ai_pane_and_commands(bridge: SlackTransport, client: AsyncWebClient) -> None:
     app, runner, assistant, conversation = (
         bridge.app, bridge.runner, bridge.assistant, bridge.conversation
     )
@@ -261,7 +236,7 @@ def _listen_to_the_ai_pane_and_commands(
 
     @app.event("assistant_thread_context_changed")
     async def on_context_changed(event: dict[str, Any]) -> None:
-        runner.submit(asyncio.to_thread(assistant.contexts.keep, event), turn=False)
+        runner.submit(assistant.keep_context(event), turn=False)
 
     @app.event("app_context_changed")
     async def on_app_context_changed(body: dict[str, Any], event: dict[str, Any]) -> None:
@@ -280,18 +255,18 @@ def _listen_to_the_ai_pane_and_commands(
     @app.command("/done")
     async def on_done(ack: AsyncAck, command: dict[str, Any]) -> None:
         await ack()
-        runner.submit(done_command(sessions, conversation, client, command), turn=False)
+        runner.submit(done_command(bridge.offloaded, conversation, client, command), turn=False)
 
 
 async def _followed(
-    incoming: Incoming, event: dict[str, Any], replies: SlackReplies, bot_user: str | None
+    incoming: Incoming, event: dict[str, Any], stores: Offloaded[SlackStores],
+    bot_user: str | None,
 ) -> bool:
     """A message the agent answers without being named: in a thread it is part of."""
     if mentions(str(event.get("text") or ""), bot_user):
         return True
-    return event.get("thread_ts") is not None and await asyncio.to_thread(
-        replies.in_thread, incoming.channel, incoming.thread_root
-    )
+    return event.get("thread_ts") is not None and await stores.run(
+        lambda stores: stores.replies.in_thread(incoming.channel, incoming.thread_root))
 
 
 async def _decide(reactions: Reactions, body: dict[str, Any], *, approve: bool) -> None:

@@ -3,7 +3,6 @@ only to the person who typed them."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -14,9 +13,10 @@ from bridge import messages
 from bridge.slack.conversation import Conversation
 from bridge.slack.directory import confined_reader
 from bridge.slack.escaping import escape, preview, split_message
+from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
+from layers.offloaded import Offloaded
 from layers.places import Place
-from layers.working.sessions import SessionStore
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +43,14 @@ async def recall_command(
 
 
 async def done_command(
-    sessions: SessionStore,
+    stores: Offloaded[SlackStores],
     conversation: Conversation,
     client: AsyncWebClient,
     command: dict[str, Any],
 ) -> None:
     channel = str(command.get("channel_id"))
     prefix = f"slack:{command.get('team_id')}:{channel}:"
-    session = await asyncio.to_thread(sessions.latest_open_with_prefix, prefix)
+    session = await stores.run(lambda stores: stores.sessions.latest_open_with_prefix(prefix))
     if session is None:
         await answer_privately(client, command, escape(messages.NOTHING_TO_END))
         return

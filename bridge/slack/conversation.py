@@ -24,16 +24,14 @@ from bridge.slack.directory import Directory, confined_reader
 from bridge.slack.escaping import escape, split_message
 from bridge.slack.events import Incoming
 from bridge.slack.followup_posts import CANCEL
-from bridge.slack.replies import ReplyRecord, SlackReplies
+from bridge.slack.replies import ReplyRecord
 from bridge.slack.sink import SlackSink
+from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
 from layers.episodic.episode import Episode
-from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
+from layers.offloaded import Offloaded
 from layers.places import LOCAL_TEAM, Place
-from layers.working.sessions import SessionStore
-from layers.working.transcript import TranscriptStore
-from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +43,10 @@ _RECALL = re.compile(r"^\s*/?recall\s+(?P<query>.+)$", re.IGNORECASE | re.DOTALL
 class ConversationParts:
     """What a Slack conversation uses of the app (built once, in ``bolt_app.build_bridge``)."""
 
-    sessions: SessionStore
-    transcript: TranscriptStore
+    stores: Offloaded[SlackStores]
     pipeline: TurnPipeline
-    episodic: EpisodicMemory
     recall_top_k: int
     session_end: SessionEnd
-    followups: Followups
 
 
 class Conversation:
@@ -62,16 +57,15 @@ class Conversation:
         parts: ConversationParts,
         client: AsyncWebClient,
         directory: Directory,
-        replies: SlackReplies,
         assistant: AssistantThreads,
         *,
         bot_user: str | None,
     ) -> None:
         self._parts = parts
+        self._stores = parts.stores
         self._bot_user = bot_user
         self._client = client
         self._directory = directory
-        self._replies = replies
         self._assistant = assistant
 
     async def handle(self, incoming: Incoming) -> None:
@@ -82,11 +76,8 @@ class Conversation:
             )
             return
         if CANCEL.search(incoming.text):
-            cancelled = await asyncio.to_thread(
-                self._parts.followups.cancel,
-                channel=incoming.channel,
-                thread_ts=incoming.thread_root,
-            )
+            cancelled = await self._stores.run(lambda stores: stores.followups.cancel(
+                channel=incoming.channel, thread_ts=incoming.thread_root))
             if cancelled:
                 text = messages.FOLLOWUP_CANCELLED
                 await self._post(incoming.channel, incoming.thread_root, text)
@@ -119,24 +110,15 @@ class Conversation:
             looking_at=looking_at,
             confined=confined,
         )
-        session = await asyncio.to_thread(
-            self._parts.sessions.open, incoming.session_key, place
-        )
+        session = await self._stores.run(
+            lambda stores: stores.sessions.open(incoming.session_key, place))
 
-        def posted(ts: str) -> None:
+        async def posted(ts: str) -> None:
             # Recorded as soon as it exists: a reaction or a follow-up in the thread may
             # come while the reply is still streaming. The episode is filled in after.
-            self._replies.record(
-                ReplyRecord(
-                    incoming.channel,
-                    ts,
-                    incoming.team,
-                    incoming.thread_root,
-                    session.id,
-                    None,
-                    incoming.user,
-                )
-            )
+            record = ReplyRecord(incoming.channel, ts, incoming.team, incoming.thread_root,
+                                 session.id, None, incoming.user)
+            await self._stores.run(lambda stores: stores.replies.record(record))
 
         sink = SlackSink(
             self._client,
@@ -146,7 +128,8 @@ class Conversation:
             recipient_team=incoming.team,
             on_posted=posted,
         )
-        turns_so_far = await asyncio.to_thread(self._parts.transcript.count, session.id)
+        turns_so_far = await self._stores.run(
+            lambda stores: stores.transcript.count(session.id))
         # A DM thread's first message names it in Slack's AI pane (beside the turn, so the
         # reply never waits for it; Slack refuses titles elsewhere, quietly).
         naming = (
@@ -157,11 +140,15 @@ class Conversation:
         outcome, _ = await asyncio.gather(
             self._parts.pipeline.handle(turn, sink, session=session), naming
         )
-        if outcome.episode_id is not None:
-            for ts in sink.posted:
-                await asyncio.to_thread(
-                    self._replies.set_episode, incoming.channel, ts, outcome.episode_id
-                )
+        episode_id = outcome.episode_id
+        if episode_id is not None:
+            posted_ts = list(sink.posted)
+
+            def link(stores: SlackStores) -> None:
+                for ts in posted_ts:
+                    stores.replies.set_episode(incoming.channel, ts, episode_id)
+
+            await self._stores.run(link)
 
     async def take_over(self, incoming: Incoming) -> None:
         """A message a process that died had taken (its text redacted): answered unless
@@ -173,9 +160,12 @@ class Conversation:
         given. (Decided: the same words said twice in a row, the second taken over,
         count as answered.)
         """
-        session = await asyncio.to_thread(self._parts.sessions.find_open, incoming.session_key)
+        session = await self._stores.run(
+            lambda stores: stores.sessions.find_open(incoming.session_key))
         if session is not None:
-            last = await asyncio.to_thread(self._parts.transcript.last_user_text, session.id)
+            open_id = session.id
+            last = await self._stores.run(
+                lambda stores: stores.transcript.last_user_text(open_id))
             if last == incoming.text:
                 log.info("a message taken over in %s was answered already", incoming.channel)
                 return
@@ -192,9 +182,8 @@ class Conversation:
         those Slack has (a process can die between Slack making a message and the
         record of it). If Slack will not show the thread (a token without the history
         scope, say), those recorded are all there is: the turn goes on with them."""
-        recorded = await asyncio.to_thread(
-            self._replies.posted_after, incoming.channel, incoming.thread_root, incoming.ts
-        )
+        recorded = await self._stores.run(lambda stores: stores.replies.posted_after(
+            incoming.channel, incoming.thread_root, incoming.ts))
         found = set(recorded)
         if self._bot_user is not None:
             try:
@@ -221,10 +210,6 @@ class Conversation:
     def directory(self) -> Directory:
         return self._directory
 
-    @property
-    def replies(self) -> SlackReplies:
-        return self._replies
-
     async def recall_markdown(
         self,
         query: str,
@@ -239,12 +224,9 @@ class Conversation:
         as Slack Markdown: what memory holds is escaped, the links Thoth adds are live."""
         viewer = viewer_at(place, user, looking_at, confined=confined)
         try:
-            hits = await asyncio.to_thread(
-                self._parts.episodic.recall,
-                query,
-                viewer,
-                k=self._parts.recall_top_k,
-            )
+            k = self._parts.recall_top_k
+            hits = await self._stores.run(
+                lambda stores: stores.episodic.recall(query, viewer, k=k))
         except BadInput as error:
             return escape(f"Sorry: {error}.")
         if not hits:
@@ -272,9 +254,9 @@ class Conversation:
     async def end_session(self, key: str, channel: str, thread_ts: str, user: str) -> None:
         """End the open session under ``key`` for ``user``, who must have taken part in it:
         ending a session starts its reflection, which is not a bystander's to start."""
-        session = await asyncio.to_thread(self._parts.sessions.find_open, key)
-        if session is not None and not await asyncio.to_thread(
-            self._parts.transcript.took_part, session.id, user
+        session = await self._stores.run(lambda stores: stores.sessions.find_open(key))
+        if session is not None and not await self._stores.run(
+            lambda stores: stores.transcript.took_part(session.id, user)
         ):
             log.info("%s may not end session %s: they took no part in it", user, session.id)
             await self._post(channel, thread_ts, messages.NOT_YOUR_SESSION)

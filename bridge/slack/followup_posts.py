@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 import time
@@ -12,6 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.escaping import escaped_pieces
 from bridge.slack.web import SLACK_FAILURES
+from layers.offloaded import Offloaded
 from reflection.followups import Followups
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,7 @@ CANCEL = re.compile(
 
 
 async def post_due_followups(
-    followups: Followups, client: AsyncWebClient, *, now: float | None = None
+    followups: Offloaded[Followups], client: AsyncWebClient, *, now: float | None = None
 ) -> int:
     """Post every pending follow-up whose time has come; returns how many were posted.
 
@@ -38,7 +38,7 @@ async def post_due_followups(
     """
     moment = time.time() if now is None else now
     posted = 0
-    for due in await asyncio.to_thread(followups.claim_due, moment, hold_s=POST_HOLD_S):
+    for due in await followups.run(lambda store: store.claim_due(moment, hold_s=POST_HOLD_S)):
         try:
             for piece in escaped_pieces(due.text):
                 await client.chat_postMessage(
@@ -46,8 +46,8 @@ async def post_due_followups(
                 )
         except SLACK_FAILURES as error:
             log.warning("follow-up for session %s failed: %s", due.session_id, error)
-            await asyncio.to_thread(followups.retry_at, due.session_id, moment + RETRY_AFTER_S)
+            await followups.run(Followups.retry_at, due.session_id, moment + RETRY_AFTER_S)
             continue
-        await asyncio.to_thread(followups.mark_sent, due.session_id, moment)
+        await followups.run(Followups.mark_sent, due.session_id, moment)
         posted += 1
     return posted

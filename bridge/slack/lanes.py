@@ -12,7 +12,9 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from bridge.slack.inbox import InboxEntry, SlackInbox
+from bridge.slack.inbox import InboxEntry
+from bridge.slack.stores import SlackStores
+from layers.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 
@@ -23,8 +25,10 @@ Work = Callable[[], Awaitable[object]]
 
 
 class Lanes:
-    def __init__(self, inbox: SlackInbox) -> None:
-        self._inbox = inbox
+    def __init__(self, stores: Offloaded[SlackStores], *, lease_s: float) -> None:
+        """``lease_s``: how long the inbox's leases last (renewed a few times in one)."""
+        self._stores = stores
+        self._lease_s = lease_s
 
     async def run(self, entry: InboxEntry, work: Work) -> None:
         """Run ``work`` once ``entry`` is next in its lane, then mark it done.
@@ -39,11 +43,11 @@ class Lanes:
             await work()
         except Exception:
             log.exception("a Slack delivery (%s) failed", entry.kind)
-        await asyncio.to_thread(self._inbox.done, entry)
+        await self._stores.run(lambda stores: stores.inbox.done(entry))
 
     async def _next_in_lane(self, entry: InboxEntry) -> None:
         wait_s = FIRST_POLL_S
-        while not await asyncio.to_thread(self._inbox.is_next, entry):
+        while not await self._stores.run(lambda stores: stores.inbox.is_next(entry)):
             await asyncio.sleep(wait_s)
             wait_s = min(wait_s * 2, LONGEST_POLL_S)
 
@@ -51,10 +55,10 @@ class Lanes:
         """Forever: renew this process's leases a few times per lease, and hand each row
         whose lease ran out to ``take_over``."""
         while True:
-            await asyncio.sleep(self._inbox.lease_s / 3)
+            await asyncio.sleep(self._lease_s / 3)
             try:
-                await asyncio.to_thread(self._inbox.renew)
-                orphans = await asyncio.to_thread(self._inbox.orphans)
+                await self._stores.run(lambda stores: stores.inbox.renew())
+                orphans = await self._stores.run(lambda stores: stores.inbox.orphans())
             except Exception:
                 # The database is away: the next round tries again (leases outlive a few).
                 log.exception("renewing the Slack inbox's leases failed")

@@ -11,7 +11,6 @@ cannot bring it back.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -20,19 +19,22 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
 from bridge.pipeline.keyed_locks import KeyedLocks
-from bridge.slack.cards import CardStore, show_outcome
+from bridge.slack.cards import show_outcome
 from bridge.slack.directory import Directory
 from bridge.slack.escaping import escape
 from bridge.slack.feedback import HELPFUL, NOT_HELPFUL
-from bridge.slack.note_cards import NoteCardStore, note_card_message
-from bridge.slack.replies import ReplyRecord, SlackReplies
-from bridge.slack.reply_reactions import Kit, Reacted, ReactionParts, ReplyReaction
+from bridge.slack.note_cards import note_card_message
+from bridge.slack.replies import ReplyRecord
+from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction, keep_effect, pop_effect
 from bridge.slack.reply_reactions.brain import brain
 from bridge.slack.reply_reactions.bust import bust
 from bridge.slack.reply_reactions.wastebasket import wastebasket
+from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
 from layers.episodic.episode import Feedback
 from layers.errors import ThothError
+from layers.identity.protocol import IdentityBackend
+from layers.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 
@@ -48,25 +50,22 @@ BUTTON_EFFECTS = {HELPFUL: WORKED, NOT_HELPFUL: DID_NOT_WORK}
 class Reactions:
     def __init__(
         self,
-        parts: ReactionParts,
+        stores: Offloaded[SlackStores],
+        identity: IdentityBackend | None,
         client: AsyncWebClient,
         directory: Directory,
-        replies: SlackReplies,
-        cards: CardStore,
-        note_cards: NoteCardStore,
         *,
+        founders: frozenset[str],
         bot_user: str | None,
     ) -> None:
-        self._parts = parts
+        """``founders`` may approve skill drafts and memory notes (FOUNDER_USER_IDS)."""
+        self._stores = stores
+        self._founders = founders
         self._client = client
         self._directory = directory
-        self._replies = replies
-        self._cards = cards
-        self._note_cards = note_cards
         self._bot_user = bot_user
         self._per_message = KeyedLocks()
-        kit = Kit(parts, client, directory, note_cards, self._tell)
-        self._kit = kit
+        kit = Kit(stores, identity, founders, client, directory, self._tell)
         feedback = ReplyReaction((WORKED, DID_NOT_WORK), asker_only=False,
                                  handle=self._feedback_reacted)
         self._on_replies = {name: reaction
@@ -88,13 +87,13 @@ class Reactions:
             return
         if (await self._directory.user(user)).is_bot:
             return
-        note_id = await asyncio.to_thread(self._note_cards.find, channel, ts)
+        note_id = await self._stores.run(lambda stores: stores.note_cards.find(channel, ts))
         if note_id is not None:
             if added and name in (WORKED, DID_NOT_WORK):
                 await self._decide_note(note_id, keep=name == WORKED, user=user,
                                         channel=channel, ts=ts, thread_ts=item.get("thread_ts"))
             return
-        card = await asyncio.to_thread(self._cards.find, channel, ts)
+        card = await self._stores.run(lambda stores: stores.cards.find(channel, ts))
         if card is not None:
             if added and name in (WORKED, DID_NOT_WORK):
                 await self.decide(
@@ -102,7 +101,7 @@ class Reactions:
                     thread_ts=card.thread_ts,
                 )
             return
-        reply = await asyncio.to_thread(self._replies.find, channel, ts)
+        reply = await self._stores.run(lambda stores: stores.replies.find(channel, ts))
         if reply is None or not reply.episode_id:
             return
         reaction = self._on_replies.get(name)
@@ -125,13 +124,13 @@ class Reactions:
         thread_ts: str | None,
     ) -> None:
         """Approve or reject a draft from its card (a button or a reaction)."""
-        if user not in self._parts.founders:
+        if user not in self._founders:
             await self._tell(user, channel, thread_ts, messages.NOT_A_FOUNDER)
             return
-        drafts = self._parts.drafts
         try:
-            draft = await asyncio.to_thread(
-                drafts.approve if approve else drafts.reject, draft_id, by=user
+            draft = await self._stores.run(
+                lambda stores: (stores.drafts.approve if approve else stores.drafts.reject)(
+                    draft_id, by=user)
             )
         except ThothError as error:
             await self._tell(user, channel, thread_ts, f"Sorry: {error}")
@@ -143,11 +142,12 @@ class Reactions:
         thread_ts: str | None,
     ) -> None:
         """Keep or reject a memory note from its card: a founder's ✅ or ❌."""
-        if user not in self._parts.founders:
+        if user not in self._founders:
             await self._tell(user, channel, thread_ts, messages.NOT_A_FOUNDER_NOTES)
             return
         try:
-            note = await asyncio.to_thread(self._parts.notes.decide, note_id, keep=keep, by=user)
+            note = await self._stores.run(
+                lambda stores: stores.notes.decide(note_id, keep=keep, by=user))
         except ThothError as error:
             await self._tell(user, channel, thread_ts, f"Sorry: {error}")
             return
@@ -160,19 +160,14 @@ class Reactions:
         if effect is None:
             return
         async with self._per_message.hold(f"{channel}:{ts}"):
-            reply = await asyncio.to_thread(self._replies.find, channel, ts)
+            reply = await self._stores.run(lambda stores: stores.replies.find(channel, ts))
             if reply is None or not reply.episode_id:
                 return
-            taken_back = await asyncio.to_thread(self._click, reply, reply.episode_id, user, effect)
+            clicked, episode_id = reply, reply.episode_id
+            taken_back = await self._stores.run(
+                lambda stores: _click(stores, clicked, episode_id, user, effect))
         text = messages.FEEDBACK_TAKEN_BACK if taken_back else messages.FEEDBACK_THANKS
         await self._tell(user, channel, reply.thread_ts, text)
-
-    def _click(self, reply: ReplyRecord, episode_id: str, user: str, effect: str) -> bool:
-        previous = self._kit.pop_effect(reply, BUTTON, user)
-        if previous != effect:
-            self._kit.keep_effect(reply, BUTTON, user, effect)
-        self._apply_feedback(reply, episode_id)
-        return previous == effect
 
     async def _tell(self, user: str, channel: str, thread_ts: str | None, text: str) -> None:
         """An ephemeral note to one person, in the thread it is about."""
@@ -184,32 +179,43 @@ class Reactions:
             log.warning("could not tell %s in %s: %s", user, channel, error)
 
     async def _feedback_reacted(self, reacted: Reacted) -> None:
-        await asyncio.to_thread(self._feedback, reacted.reply, reacted.episode_id,
-                                reacted.name, reacted.user, reacted.added)
+        await self._stores.run(lambda stores: _feedback(
+            stores, reacted.reply, reacted.episode_id, reacted.name, reacted.user,
+            reacted.added))
 
-    def _feedback(
-        self, reply: ReplyRecord, episode_id: str, name: str, user: str, added: bool
-    ) -> None:
-        """Each person's ✅ / ❌ counts once; the episode shows what the reactions add up to.
 
-        Any ❌ standing makes it "did not work" (a failure report outweighs praise),
-        else any ✅ makes it "worked", else no feedback.
-        """
-        if added:
-            self._kit.keep_effect(reply, name, user, name)
-        elif self._kit.pop_effect(reply, name, user) is None:
-            return  # removing a reaction that never counted changes nothing
-        self._apply_feedback(reply, episode_id)
+def _click(stores: SlackStores, reply: ReplyRecord, episode_id: str, user: str,
+           effect: str) -> bool:
+    previous = pop_effect(stores, reply, BUTTON, user)
+    if previous != effect:
+        keep_effect(stores, reply, BUTTON, user, effect)
+    _apply_feedback(stores, reply, episode_id)
+    return previous == effect
 
-    def _apply_feedback(self, reply: ReplyRecord, episode_id: str) -> None:
-        standing = self._effects(reply, (WORKED, DID_NOT_WORK))
-        if DID_NOT_WORK in standing:
-            feedback = Feedback.DID_NOT_WORK
-        elif WORKED in standing:
-            feedback = Feedback.WORKED
-        else:
-            feedback = Feedback.NONE
-        self._parts.episodic.set_feedback(episode_id, feedback)
 
-    def _effects(self, reply: ReplyRecord, reactions: tuple[str, ...]) -> set[str]:
-        return self._parts.effects.standing(reply.channel, reply.ts, reactions, clicks=BUTTON)
+def _feedback(
+    stores: SlackStores, reply: ReplyRecord, episode_id: str, name: str, user: str,
+    added: bool,
+) -> None:
+    """Each person's ✅ / ❌ counts once; the episode shows what the reactions add up to.
+
+    Any ❌ standing makes it "did not work" (a failure report outweighs praise),
+    else any ✅ makes it "worked", else no feedback.
+    """
+    if added:
+        keep_effect(stores, reply, name, user, name)
+    elif pop_effect(stores, reply, name, user) is None:
+        return  # removing a reaction that never counted changes nothing
+    _apply_feedback(stores, reply, episode_id)
+
+
+def _apply_feedback(stores: SlackStores, reply: ReplyRecord, episode_id: str) -> None:
+    standing = stores.effects.standing(reply.channel, reply.ts, (WORKED, DID_NOT_WORK),
+                                       clicks=BUTTON)
+    if DID_NOT_WORK in standing:
+        feedback = Feedback.DID_NOT_WORK
+    elif WORKED in standing:
+        feedback = Feedback.WORKED
+    else:
+        feedback = Feedback.NONE
+    stores.episodic.set_feedback(episode_id, feedback)

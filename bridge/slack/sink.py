@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -65,7 +65,7 @@ class SlackSink:
         thread_ts: str,
         recipient_user: str | None,
         recipient_team: str | None,
-        on_posted: Callable[[str], None] | None = None,
+        on_posted: Callable[[str], Awaitable[None]] | None = None,
         clock: Callable[[], float] = time.monotonic,
         status_refresh_s: float = STATUS_REFRESH_SECONDS,
     ) -> None:
@@ -326,7 +326,7 @@ class SlackSink:
     async def _posted(self, ts: str) -> None:
         self.posted.append(ts)
         if self._on_posted is not None:
-            await asyncio.to_thread(self._on_posted, ts)
+            await self._on_posted(ts)
 
     def _shown_so_far(self) -> str:
         pieces = escaped_pieces(self._text)

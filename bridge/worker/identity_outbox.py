@@ -12,6 +12,7 @@ from layers.identity.ingest_queue import described, refused
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import SEND, Tombstones
+from layers.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 
@@ -23,15 +24,16 @@ RETRY_MAX_S = 600.0
 
 
 async def send_outbox(
-    outbox: IngestOutbox, backend: IdentityBackend, tombstones: Tombstones | None = None
+    outbox: Offloaded[IngestOutbox], backend: IdentityBackend,
+    tombstones: Offloaded[Tombstones] | None = None,
 ) -> int:
     """Send one batch of the turns no process holds; returns how many were settled."""
-    claimed = await asyncio.to_thread(outbox.claim, hold_s=BATCH_HOLD_S, limit=BATCH)
+    claimed = await outbox.run(lambda box: box.claim(hold_s=BATCH_HOLD_S, limit=BATCH))
     settled = 0
     for entry_id, turn in claimed:
-        fate = SEND if tombstones is None else await asyncio.to_thread(tombstones.fate, turn)
+        fate = SEND if tombstones is None else await tombstones.run(Tombstones.fate, turn)
         if fate.wait_until is not None:
-            await asyncio.to_thread(outbox.hold, entry_id, fate.wait_until)
+            await outbox.run(IngestOutbox.hold, entry_id, fate.wait_until)
             continue  # its person's forget is still to be swept
         try:
             if not fate.dropped:
@@ -40,12 +42,12 @@ async def send_outbox(
             raise
         except Exception as error:
             if not refused(error):
-                delay = await asyncio.to_thread(outbox.retry_later, entry_id, _delay)
+                delay = await outbox.run(IngestOutbox.retry_later, entry_id, _delay)
                 log.info("identity ingest failed (%s); retry in %.0fs", described(error), delay)
                 continue
             log.error("the identity backend refused a turn of session %s: %s",
                       turn.session_id, described(error))
-        await asyncio.to_thread(outbox.remove, entry_id)
+        await outbox.run(IngestOutbox.remove, entry_id)
         settled += 1
     return settled
 

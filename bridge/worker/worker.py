@@ -23,6 +23,7 @@ from layers.identity.forget_sweep import sweep_forgotten
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import Tombstones
+from layers.offloaded import Offloaded
 from reflection.followups import Followups
 from reflection.state import ReflectionState
 
@@ -40,14 +41,14 @@ class Queues:
     """What a worker works on; a queue left None is not worked on (reflection off, no
     identity backend, no Slack token)."""
 
-    reflections: ReflectionState | None
+    reflections: Offloaded[ReflectionState] | None
     launch: Launch
-    outbox: IngestOutbox | None
+    outbox: Offloaded[IngestOutbox] | None
     identity: IdentityBackend | None
-    followups: Followups
+    followups: Offloaded[Followups]
     slack: AsyncWebClient | None
     # Who asked to be forgotten (their earlier turns are never sent).
-    tombstones: Tombstones | None = None
+    tombstones: Offloaded[Tombstones] | None = None
 
 
 class Worker:
@@ -86,7 +87,7 @@ class Worker:
     async def reflect_once(self) -> int:
         """Claim the reflection due longest and run it (a process of its own)."""
         assert self._queues.reflections is not None
-        claimed = await asyncio.to_thread(self._queues.reflections.claim_next)
+        claimed = await self._queues.reflections.run(lambda state: state.claim_next())
         if claimed is None:
             return 0
         log.info("reflecting on session %s", claimed.session_id)

@@ -7,21 +7,23 @@ nothing twice, so replicas need no lease for it.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import Tombstones
+from layers.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 
 
-async def sweep_forgotten(tombstones: Tombstones, backend: IdentityBackend) -> list[str]:
+async def sweep_forgotten(
+    tombstones: Offloaded[Tombstones], backend: IdentityBackend
+) -> list[str]:
     """Sweep each forget whose settling time is over; returns the swept people's keys."""
     swept: list[str] = []
-    for stone in await asyncio.to_thread(tombstones.due):
+    for stone in await tombstones.run(lambda stones: stones.due()):
         deleted = await backend.sweep(stone.person, stone.forgotten_at)
-        await asyncio.to_thread(tombstones.mark_swept, stone)
+        await tombstones.run(Tombstones.mark_swept, stone)
         log.info("forget of %s swept: %d fact(s) made late deleted; their new turns go now",
                  stone.person.key, deleted)
         swept.append(stone.person.key)

@@ -31,6 +31,7 @@ from layers.backoff import backoff_delay
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend, TurnMessages
 from layers.identity.tombstones import SEND, Fate, Tombstones
+from layers.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +63,10 @@ class IngestQueue:
         base_delay_s: float = 0.5,
         max_delay_s: float = 60.0,
         sleep: Sleep = asyncio.sleep,
-        outbox: IngestOutbox | None = None,
+        outbox: Offloaded[IngestOutbox] | None = None,
         send_here: bool = True,
         clock: Callable[[], float] = time.monotonic,
-        tombstones: Tombstones | None = None,
+        tombstones: Offloaded[Tombstones] | None = None,
     ) -> None:
         """``send_here`` False: turns only go to the outbox, for `thoth worker` to send."""
         self._backend = backend
@@ -112,22 +113,32 @@ class IngestQueue:
             # In the order they were said: a later "I prefer X" must supersede an earlier.
             await asyncio.wait([before])
         if not self._send_here:
-            await asyncio.to_thread(self._outbox.add, turn)  # for `thoth worker` to send
+            await self._outbox.run(lambda box: box.add(turn))  # for `thoth worker` to send
             return
-        entry_id = await asyncio.to_thread(self._outbox.add, turn, hold_s=HELD_WHILE_SENDING_S)
+        entry_id = await self._outbox.run(lambda box: box.add(turn, hold_s=HELD_WHILE_SENDING_S))
+        await self._resume_once()
         self._put(self._started(), (entry_id, turn))
 
     async def resume(self) -> int:
-        """Start sending what an earlier run left in the outbox; returns how many."""
-        waiting = self._started().qsize()
-        return waiting
+        """Start sending what an earlier run left in the outbox; returns how many wait."""
+        await self._resume_once()
+        return self._started().qsize()
+
+    async def _resume_once(self) -> None:
+        """Queue the outbox's turns an earlier run left, before this run's first turn."""
+        if self._resumed or self._outbox is None or not self._send_here:
+            return
+        self._resumed = True
+        # Another process may have sent some of them: each is checked first.
+        for entry in await self._claim_outbox(retried=True):
+            self._put(self._started(), entry)
 
     def _put(self, queue: asyncio.Queue[Entry], entry: Entry) -> None:
         if queue.full():
             dropped, _ = queue.get_nowait()
             queue.task_done()
             self.stats.dropped += 1
-            self._let_go(dropped)
+            self._let_go_later(dropped)
             kept = " (kept in the outbox for the next start)" if self._outbox else ""
             log.warning("identity ingest queue full; the oldest turn left memory%s", kept)
         queue.put_nowait(entry)
@@ -144,8 +155,8 @@ class IngestQueue:
         left = self._queue.qsize() + self._in_flight
         self._worker.cancel()
         for entry_id, _ in _take_all(self._queue):
-            self._let_go(entry_id)
-        self._let_go(self._in_flight_id)
+            await self._let_go(entry_id)
+        await self._let_go(self._in_flight_id)
         # A later submit (a process that goes on after draining) starts a fresh queue.
         self._queue, self._worker = None, None
         # The caller says it (chat in its one closing line, serve in its log): every one
@@ -161,10 +172,6 @@ class IngestQueue:
             # First use, or the loop that ran the worker is gone (one asyncio.run after
             # another): carry over what was waiting, on a queue of this loop.
             waiting = _take_all(self._queue) if self._queue is not None else []
-            if not self._resumed and self._outbox is not None:
-                self._resumed = True
-                # Another process may have sent some of them: each is checked first.
-                waiting = [*self._claim_outbox(retried=True), *waiting]
             self._queue = asyncio.Queue(self._capacity)
             for entry in waiting:
                 self._put(self._queue, entry)
@@ -180,47 +187,56 @@ class IngestQueue:
             try:
                 fate = await self._fate(turn)
                 if fate.wait_until is not None and entry_id is not None and self._outbox:
-                    await asyncio.to_thread(self._outbox.hold, entry_id, fate.wait_until)
+                    await self._outbox.run(IngestOutbox.hold, entry_id, fate.wait_until)
                     continue
                 # Without an outbox a turn cannot wait out a forget's sweep: it is not sent.
                 settled = fate != SEND or await self._send(turn)
                 if entry_id is not None and self._outbox:
                     if settled:
-                        await asyncio.to_thread(self._outbox.remove, entry_id)
+                        await self._outbox.run(IngestOutbox.remove, entry_id)
                     else:
-                        await asyncio.to_thread(self._let_go, entry_id)
+                        await self._let_go(entry_id)
             finally:
                 self._in_flight, self._in_flight_id = 0, None
                 queue.task_done()
 
-    def _let_go(self, entry_id: int | None) -> None:
+    async def _let_go(self, entry_id: int | None) -> None:
         """This process will not send the turn: free its outbox row for the next claim
         (a worker's, or this process's next start)."""
         if entry_id is not None and self._outbox is not None:
-            self._outbox.release(entry_id)
+            await self._outbox.run(lambda box: box.release(entry_id))
+
+    def _let_go_later(self, entry_id: int | None) -> None:
+        """``_let_go`` from the loop's sync code, as a task ``drain`` waits for."""
+        if entry_id is not None and self._outbox is not None:
+            letting_go = asyncio.get_running_loop().create_task(self._let_go(entry_id))
+            self._keeping.add(letting_go)
+            letting_go.add_done_callback(self._keeping.discard)
 
     async def _fate(self, turn: TurnMessages) -> Fate:
         if self._tombstones is None:
             return SEND
-        return await asyncio.to_thread(self._tombstones.fate, turn)
+        return await self._tombstones.run(lambda stones: stones.fate(turn))
 
-    def take_up_outbox(self) -> int:
+    async def take_up_outbox(self) -> int:
         """Queue the outbox's free turns (those that waited out a forget's sweep, or a
-        retry time); returns how many. Call from the event loop."""
+        retry time); returns how many."""
         if self._outbox is None or not self._send_here:
             return 0
+        await self._resume_once()
         queue = self._started()
-        free = self._claim_outbox(retried=False)
+        free = await self._claim_outbox(retried=False)
         for entry in free:
             self._put(queue, entry)
         return len(free)
 
-    def _claim_outbox(self, *, retried: bool) -> list[Entry]:
+    async def _claim_outbox(self, *, retried: bool) -> list[Entry]:
         """The outbox's free turns, held for this process; ``retried``: each may have been
         sent already (a restart), so the backend checks first."""
         assert self._outbox is not None
+        claimed = await self._outbox.run(lambda box: box.claim(hold_s=HELD_WHILE_SENDING_S))
         return [(entry_id, replace(turn, retry=turn.retry or retried))
-                for entry_id, turn in self._outbox.claim(hold_s=HELD_WHILE_SENDING_S)]
+                for entry_id, turn in claimed]
 
     async def _send(self, turn: TurnMessages) -> bool:
         """True when the turn is settled: sent, or refused for good."""
@@ -285,7 +301,9 @@ def _status(error: Exception) -> int | None:
 
 
 def _take_all(queue: asyncio.Queue[Entry]) -> list[Entry]:
+    """Everything waiting, taken off ``queue`` as done (its ``join`` counts none of it)."""
     items: list[Entry] = []
     while not queue.empty():
         items.append(queue.get_nowait())
+        queue.task_done()
     return items

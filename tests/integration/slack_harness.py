@@ -129,7 +129,7 @@ class Harness:
 
     def answered(self, thread_ts: str) -> tuple[str, str]:
         """The first reply in the thread and its stored episode, once both exist."""
-        replies = self.bridge.conversation.replies
+        replies = self.bridge.stores.replies
         reply_ts = str(wait_until(lambda: streamed_text(self, thread_ts)) and
                        self.replies_in(thread_ts)[0]["ts"])
 

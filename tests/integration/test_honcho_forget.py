@@ -227,20 +227,22 @@ def test_a_worker_holds_turns_said_after_a_forget_until_its_sweep_then_sends_the
     from bridge.worker.worker import Queues, Worker
     from layers.identity.outbox import IngestOutbox
     from layers.identity.protocol import TurnMessages
+    from layers.offloaded import Offloaded
 
     backend = _backend(app)
     asyncio.run(backend.warm_up("T1"))
     outbox = IngestOutbox(app.db)
     app.tombstones.record(DANA)
     outbox.add(TurnMessages(DANA, "s-after", "I prefer the red design", "Noted.", time.time()))
-    assert asyncio.run(send_outbox(outbox, backend, app.tombstones)) == 0
+    offloaded, tombstones = Offloaded(outbox), Offloaded(app.tombstones)
+    assert asyncio.run(send_outbox(offloaded, backend, tombstones)) == 0
     assert outbox.count() == 1 and _said_by_dana(honcho) == []
-    worker = Worker(Queues(reflections=None, launch=lambda _s, _b: 0, outbox=outbox,
-                           identity=backend, followups=app.followups, slack=None,
-                           tombstones=app.tombstones))
+    worker = Worker(Queues(reflections=None, launch=lambda _s, _b: 0, outbox=offloaded,
+                           identity=backend, followups=Offloaded(app.followups), slack=None,
+                           tombstones=tombstones))
     assert {"identity ingest", "forget sweep"} <= set(worker.jobs())
     assert asyncio.run(worker.sweep_once()) == 0  # not settled yet: nothing is swept
     time.sleep(SETTLE_S + 0.1)
     assert asyncio.run(worker.sweep_once()) == 1
-    assert asyncio.run(send_outbox(outbox, backend, app.tombstones)) == 1
+    assert asyncio.run(send_outbox(offloaded, backend, tombstones)) == 1
     assert _said_by_dana(honcho) == ["I prefer the red design"] and outbox.count() == 0

@@ -17,6 +17,7 @@ from layers.identity.honcho import AGENT_PEER, HonchoIdentity, person_peer_id
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Person
 from layers.identity.scope import ReadableSessions
+from layers.offloaded import Offloaded
 from layers.places import Place, Viewer
 from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
@@ -349,7 +350,7 @@ def test_a_slow_store_then_a_retry_keeps_one_copy_and_waiting_turns_survive_a_re
     honcho.answer_late(1.5, match="/messages")
 
     async def first_run() -> None:
-        queue = IngestQueue(identity, base_delay_s=0.01, outbox=IngestOutbox(db))
+        queue = IngestQueue(identity, base_delay_s=0.01, outbox=Offloaded(IngestOutbox(db)))
         queue.submit(turn)
         assert await queue.drain(10) == 0
 
@@ -363,7 +364,8 @@ def test_a_slow_store_then_a_retry_keeps_one_copy_and_waiting_turns_survive_a_re
     waiting = TurnMessages(dana, "s-restart", "I work from Porto now", "Noted.", time.time())
 
     async def second_run() -> None:
-        queue = IngestQueue(identity, attempts=2, base_delay_s=0.01, outbox=IngestOutbox(db))
+        queue = IngestQueue(identity, attempts=2, base_delay_s=0.01,
+                            outbox=Offloaded(IngestOutbox(db)))
         queue.submit(waiting)
         await queue.drain(5)
 
@@ -372,7 +374,7 @@ def test_a_slow_store_then_a_retry_keeps_one_copy_and_waiting_turns_survive_a_re
     honcho.clear_faults()
 
     async def restarted() -> int:
-        queue = IngestQueue(identity, base_delay_s=0.01, outbox=IngestOutbox(db))
+        queue = IngestQueue(identity, base_delay_s=0.01, outbox=Offloaded(IngestOutbox(db)))
         resumed = await queue.resume()
         assert await queue.drain(10) == 0
         return resumed
@@ -467,7 +469,7 @@ def test_a_refused_key_keeps_every_turn_and_they_go_once_the_key_works(
 
         async def with_key(key: str) -> int:
             queue = IngestQueue(_direct_identity(honcho, db, key=key), base_delay_s=0.01,
-                                outbox=IngestOutbox(db))
+                                outbox=Offloaded(IngestOutbox(db)))
             for turn in turns if key.endswith("rotated") else []:
                 queue.submit(turn)
             await queue.resume()

@@ -16,6 +16,7 @@ from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Fact, Person, TurnMessages
 from layers.identity.schema import SCHEMA as IDENTITY
 from layers.identity.user_models import UserModels
+from layers.offloaded import Offloaded
 from layers.places import Viewer
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
@@ -283,7 +284,7 @@ def test_the_outbox_row_is_written_off_the_turns_loop_and_turns_keep_their_order
     backend = FlakyBackend(0)
 
     async def run() -> int:
-        queue = IngestQueue(backend, outbox=outbox)  # type: ignore[arg-type]
+        queue = IngestQueue(backend, outbox=Offloaded(outbox))  # type: ignore[arg-type]
         for text in ("I prefer tea", "I prefer coffee", "I prefer water"):
             queue.submit(_said(text))
         assert outbox.written_on == []  # submit returned before any write
@@ -294,3 +295,27 @@ def test_the_outbox_row_is_written_off_the_turns_loop_and_turns_keep_their_order
     assert [t.user_text for t in backend.received] == [
         "I prefer tea", "I prefer coffee", "I prefer water"]
     assert outbox.count() == 0  # each row went once its turn was sent
+
+
+def test_turns_an_earlier_run_left_go_first_and_drain_waits_for_nothing_else(
+    open_database: Callable[[Sequence[Schema]], Database],
+) -> None:
+    import time
+
+    outbox = IngestOutbox(open_database([IDENTITY]))
+    outbox.add(_said("I prefer tea"))  # left by a run that stopped
+    backend = FlakyBackend(0)
+
+    async def run() -> tuple[int, float]:
+        queue = IngestQueue(backend, outbox=Offloaded(outbox))  # type: ignore[arg-type]
+        queue.submit(_said("I prefer coffee"))
+        await asyncio.sleep(0.2)
+        started = time.monotonic()
+        unsent = await queue.drain(60)
+        return unsent, time.monotonic() - started
+
+    unsent, drained_in = asyncio.run(run())
+    assert unsent == 0 and outbox.count() == 0
+    assert [t.user_text for t in backend.received] == ["I prefer tea", "I prefer coffee"]
+    # Nothing was left to send: drain returns, it does not sit out its 60 s.
+    assert drained_in < 30

@@ -21,6 +21,7 @@ from bridge.reflection_launcher import child_environment
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from layers.identity.protocol import Person
+from layers.offloaded import Offloaded
 from layers.places import Place
 from layers.working.transcript import TranscriptTurn
 from reflection.fanout import Writers
@@ -209,7 +210,8 @@ def test_the_idle_sweep_follows_the_clock_it_is_given(app: Thoth) -> None:
         launched.append((session, summary))
         return 0, ""
 
-    ending = SessionEnd(app.sessions, app.reflections, drain=drain, reflect=reflect)
+    ending = SessionEnd(Offloaded(app.sessions), Offloaded(app.reflections), drain=drain,
+                        reflect=reflect)
     assert asyncio.run(ending.end_idle(idle_s=30 * 60, now=1_000_000.0 + 29 * 60)) == []
     assert app.sessions.get(session_id).ended_at is None  # type: ignore[union-attr]
     assert not drained
@@ -231,14 +233,15 @@ def test_done_ends_the_open_session_and_asks_for_a_summary(app: Thoth) -> None:
         launched.append((session, summary))
         return 0, "  the summary\n"
 
-    ending = SessionEnd(app.sessions, app.reflections, drain=drain, reflect=reflect)
+    ending = SessionEnd(Offloaded(app.sessions), Offloaded(app.reflections), drain=drain,
+                        reflect=reflect)
     ended = asyncio.run(ending.end_open(key))
     assert ended is not None and (ended.session_id, ended.printed) == (session_id, "the summary")
     assert launched == [(session_id, True)] and app.reflections.get(session_id) is not None
     assert asyncio.run(ending.end_open(key)) is None  # nothing open there any more
     # With reflection off the session only ends.
     other = _session(app)
-    quiet = SessionEnd(app.sessions, None, drain=drain, reflect=reflect)
+    quiet = SessionEnd(Offloaded(app.sessions), None, drain=drain, reflect=reflect)
     other_key = app.sessions.get(other).key  # type: ignore[union-attr]
     ended = asyncio.run(quiet.end_open(other_key))
     assert ended is not None and not ended.reflected and len(launched) == 1
@@ -393,7 +396,6 @@ def test_a_stand_in_model_drives_reflection_through_the_turns_model_stack(app: T
     from bridge.model.pricing import ModelPrice, Usage
     from bridge.model.protocol import ModelResult, ToolCall
     from bridge.model.report_model import LanguageReportModel
-    from layers.offloaded import Offloaded
     from reflection.reflector import ModelReflector
     from tests.fakes import ScriptedModel
 

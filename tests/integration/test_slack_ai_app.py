@@ -64,7 +64,7 @@ def test_the_pane_context_widens_recall_to_the_channel_being_looked_at(
     thread = "1700002100.000100"
     _pane_event(harness, "assistant_thread_started", thread, None)
     _pane_event(harness, "assistant_thread_context_changed", thread, "C7")
-    wait_until(lambda: harness.bridge.assistant.contexts.find(DM, thread))
+    wait_until(lambda: harness.bridge.stores.contexts.find(DM, thread))
     harness.model.push(api.text("Here is what I found."))
     _dm(harness, "what came out of the incident review?", "1700002100.000200", thread)
     (request,) = harness.model.wait_for_requests(1)
@@ -80,7 +80,7 @@ def test_the_pane_context_widens_recall_to_the_channel_being_looked_at(
     harness.slack.add_channel("C9", "hr-exits", kind="private", members=["UBOT", "U2"])
     harness.thoth.episodic.remember([_episode("the incident review of exits", "C9", "private")])
     _pane_event(harness, "assistant_thread_context_changed", thread, "C9")
-    wait_until(lambda: getattr(harness.bridge.assistant.contexts.find(DM, thread), "channel", None)
+    wait_until(lambda: getattr(harness.bridge.stores.contexts.find(DM, thread), "channel", None)
                == "C9")
     _dm(harness, "recall incident review", "1700002100.000300", thread)
     answer = wait_until(lambda: [m["text"] for m in harness.slack.messages(DM)
@@ -102,7 +102,7 @@ def test_the_agent_view_context_widens_recall_as_the_older_pane_does(harness: Ha
         _episode("the incident review of the hiring plan", "C8", "private"),
         _episode("the incident review of exits", "C9", "private"),
     ])
-    contexts = harness.bridge.assistant.contexts
+    contexts = harness.bridge.stores.contexts
     # app_context_changed as Slack's reference shows it: the person in the envelope only.
     assert harness.event({"type": "app_context_changed", "context": _viewing("C7")},
                          authorizations=[{"team_id": "T1", "user_id": "UBOT", "is_bot": True},

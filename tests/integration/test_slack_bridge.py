@@ -380,7 +380,9 @@ def test_follow_ups_are_posted_when_due_and_can_be_cancelled(harness: Harness) -
                 (session, CHANNEL, thread, time.time() + 3600),
             )
     client = build_async_web_client(harness.thoth.settings)
-    followups = harness.thoth.followups
+    from layers.offloaded import Offloaded
+
+    followups = Offloaded(harness.thoth.followups)
 
     def post(**when: float) -> int:
         return asyncio.run(post_due_followups(followups, client, **when))

@@ -3,6 +3,7 @@ thread's order (the inbox, ``bridge/slack/inbox.py``), over the real bridge."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import pytest
@@ -13,6 +14,7 @@ from bridge.slack.inbox import SlackInbox
 from bridge.slack.lanes import Lanes
 from bridge.slack.replies import ReplyRecord
 from bridge.slack.web import build_web_client
+from layers.offloaded import Offloaded
 from tests.integration.slack_harness import CHANNEL, Harness, streamed_text
 from tests.servers import anthropic_api as api
 from tests.waiting import wait_until
@@ -41,8 +43,8 @@ def test_a_message_a_dead_replica_took_is_answered_before_the_next_in_its_thread
     wait_until(lambda: SlackInbox(harness.thoth.db, owner="r", lease_s=1).waiting() == 2)
     assert harness.model.requests == []
     bridge = harness.bridge
-    quick = Lanes(SlackInbox(harness.thoth.db, owner=harness.thoth.leases.owner, lease_s=0.3))
-    bridge.runner.keep_running(quick.keep(lambda entry: take_over(bridge, entry)))
+    quick = SlackInbox(harness.thoth.db, owner=harness.thoth.leases.owner, lease_s=0.3)
+    bridge.runner.keep_running(_lanes(harness, quick).keep(lambda entry: take_over(bridge, entry)))
     wait_until(lambda: len(harness.model.requests) == 2, 30)
     first, second = (r.conversation()[-1]["content"] for r in harness.model.requests)
     # Taken over from its stored text: redacted, so the token never reached the inbox.
@@ -50,6 +52,12 @@ def test_a_message_a_dead_replica_took_is_answered_before_the_next_in_its_thread
     assert second == "and then?"
     assert wait_until(lambda: streamed_text(harness, thread)) == "first answer"
     wait_until(lambda: quick_inbox_is_empty(harness))
+
+
+def _lanes(harness: Harness, inbox: SlackInbox) -> Lanes:
+    """The bridge's lanes over ``inbox``, whose leases run out quickly."""
+    stores = dataclasses.replace(harness.bridge.stores, inbox=inbox)
+    return Lanes(Offloaded(stores), lease_s=inbox.lease_s)
 
 
 def quick_inbox_is_empty(harness: Harness) -> bool:
@@ -68,7 +76,7 @@ def test_a_message_a_dead_replica_had_answered_is_not_answered_twice(
     _left_by_a_dead_replica(harness, "hello", thread, thread)
     bridge = harness.bridge
     quick = SlackInbox(harness.thoth.db, owner=harness.thoth.leases.owner, lease_s=0.3)
-    bridge.runner.keep_running(Lanes(quick).keep(lambda entry: take_over(bridge, entry)))
+    bridge.runner.keep_running(_lanes(harness, quick).keep(lambda entry: take_over(bridge, entry)))
     wait_until(lambda: quick.waiting() == 0, 30)
     assert len(harness.model.requests) == 1
     assert len(harness.replies_in(thread)) == 1
@@ -82,12 +90,12 @@ def test_a_reply_a_dead_replica_had_begun_is_replaced_by_the_whole_answer(
     # The dead replica had begun its reply (recorded, as a reply is as soon as it exists).
     cut = build_web_client(harness.thoth.settings).chat_postMessage(
         channel=CHANNEL, thread_ts=thread, text="Deploys are on")
-    harness.bridge.conversation.replies.record(
+    harness.bridge.stores.replies.record(
         ReplyRecord(CHANNEL, str(cut["ts"]), "T1", thread, "dead-session", None, "U1"))
     harness.model.push(api.text("Deploys are on Fridays."))
     bridge = harness.bridge
     quick = SlackInbox(harness.thoth.db, owner=harness.thoth.leases.owner, lease_s=0.3)
-    bridge.runner.keep_running(Lanes(quick).keep(lambda entry: take_over(bridge, entry)))
+    bridge.runner.keep_running(_lanes(harness, quick).keep(lambda entry: take_over(bridge, entry)))
     wait_until(lambda: quick.waiting() == 0)
     (only,) = harness.replies_in(thread)  # the cut one is gone
     assert only["ts"] != cut["ts"]
@@ -102,7 +110,7 @@ def test_a_takeover_without_the_history_scope_still_replaces_the_reply_on_record
     _left_by_a_dead_replica(harness, "what is our deploy day?", thread, thread)
     cut = build_web_client(harness.thoth.settings).chat_postMessage(
         channel=CHANNEL, thread_ts=thread, text="Deploys are on")
-    harness.bridge.conversation.replies.record(
+    harness.bridge.stores.replies.record(
         ReplyRecord(CHANNEL, str(cut["ts"]), "T1", thread, "dead-session", None, "U1"))
     # Installed without channels:history: Slack will not show the thread to the bot.
     harness.slack.scopes = "chat:write,reactions:write,users:read,im:history"
@@ -110,7 +118,8 @@ def test_a_takeover_without_the_history_scope_still_replaces_the_reply_on_record
     bridge = harness.bridge
     quick = SlackInbox(harness.thoth.db, owner=harness.thoth.leases.owner, lease_s=0.3)
     with caplog.at_level(logging.INFO, logger="bridge.slack.conversation"):
-        bridge.runner.keep_running(Lanes(quick).keep(lambda entry: take_over(bridge, entry)))
+        lanes = _lanes(harness, quick)
+        bridge.runner.keep_running(lanes.keep(lambda entry: take_over(bridge, entry)))
         wait_until(lambda: quick.waiting() == 0)
 
     assert harness.slack.calls("conversations.replies")  # it asked, and was refused

@@ -92,6 +92,34 @@ async def handle(self):
     ]
 
 
+def stores_handed_to_threads(source: str) -> list[str]:
+    """``line: argument`` for each ``asyncio.to_thread`` handed a store's method: a store
+    reaches a coroutine ``Offloaded``, built by the composition root, never by hand."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "to_thread" and node.args
+                and isinstance(node.args[0], ast.Attribute)
+                and BLOCKING & set(_names(node.args[0].value))):
+            found.append(f"{node.lineno}: {ast.unparse(node.args[0])}")
+    return found
+
+
+@pytest.mark.parametrize("path", CHECKED, ids=lambda path: str(path.relative_to(ROOT)))
+def test_stores_reach_coroutines_only_offloaded(path: Path) -> None:
+    assert stores_handed_to_threads(path.read_text(encoding="utf-8")) == []
+
+
+def test_the_offload_check_finds_a_store_handed_to_a_thread_by_hand() -> None:
+    source = (
+        "async def f(self):\n"
+        "    await asyncio.to_thread(self._outbox.add, turn)\n"
+        "    await asyncio.to_thread(self._find_skills, text)\n"
+        "    await self._outbox.run(IngestOutbox.add, turn)\n"
+    )
+    assert stores_handed_to_threads(source) == ["2: self._outbox.add"]
+
+
 # The reflection child's notifier (a batch process with no loop) and the clients' builder.
 SYNC_SLACK_ALLOWED = frozenset({"notifier.py", "founders.py", "web.py"})
 SYNC_SLACK_NAMES = frozenset(

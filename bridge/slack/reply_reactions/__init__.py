@@ -15,52 +15,37 @@ from dataclasses import dataclass
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.directory import Directory
-from bridge.slack.note_cards import NoteCardStore
-from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.replies import ReplyRecord
-from layers.episodic.memory import EpisodicMemory
+from bridge.slack.stores import SlackStores
 from layers.identity.protocol import IdentityBackend
-from layers.identity.tombstones import Tombstones
-from layers.notes.governance import NoteGovernance
-from layers.procedural.drafts import SkillDrafts
-from layers.working.transcript import TranscriptStore
+from layers.offloaded import Offloaded
 
 # An ephemeral note to one person in a thread: (user, channel, thread_ts, text).
 Tell = Callable[[str, str, "str | None", str], Awaitable[None]]
 
 
 @dataclass(frozen=True)
-class ReactionParts:
-    """What reactions act on (built once, in ``bolt_app.build_bridge``)."""
-
-    episodic: EpisodicMemory
-    transcript: TranscriptStore
-    notes: NoteGovernance
-    drafts: SkillDrafts
-    identity: IdentityBackend | None
-    effects: ReactionEffects
-    # Who asked to be forgotten: nothing they said before it is learned again.
-    tombstones: Tombstones
-    # Who may approve a skill draft (FOUNDER_USER_IDS).
-    founders: frozenset[str]
-
-
-@dataclass(frozen=True)
 class Kit:
     """What a reaction's handler may use."""
 
-    parts: ReactionParts
+    stores: Offloaded[SlackStores]
+    identity: IdentityBackend | None
+    # Who may approve a skill draft or a memory note (FOUNDER_USER_IDS).
+    founders: frozenset[str]
     client: AsyncWebClient
     directory: Directory
-    note_cards: NoteCardStore
     tell: Tell
 
-    def keep_effect(self, reply: ReplyRecord, reaction: str, user: str, effect: str) -> None:
-        """What ``user``'s ``reaction`` did, kept so that removing it undoes that."""
-        self.parts.effects.keep(reply.channel, reply.ts, reaction, user, effect)
 
-    def pop_effect(self, reply: ReplyRecord, reaction: str, user: str) -> str | None:
-        return self.parts.effects.pop(reply.channel, reply.ts, reaction, user)
+def keep_effect(
+    stores: SlackStores, reply: ReplyRecord, reaction: str, user: str, effect: str
+) -> None:
+    """What ``user``'s ``reaction`` did, kept so that removing it undoes that."""
+    stores.effects.keep(reply.channel, reply.ts, reaction, user, effect)
+
+
+def pop_effect(stores: SlackStores, reply: ReplyRecord, reaction: str, user: str) -> str | None:
+    return stores.effects.pop(reply.channel, reply.ts, reaction, user)
 
 
 @dataclass(frozen=True)

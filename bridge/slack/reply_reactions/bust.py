@@ -3,9 +3,7 @@ removing it deletes the fact this reaction made (and only that one)."""
 
 from __future__ import annotations
 
-import asyncio
-
-from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction
+from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction, keep_effect, pop_effect
 from layers.identity.protocol import Person
 
 BUST = "bust_in_silhouette"
@@ -13,29 +11,30 @@ BUST = "bust_in_silhouette"
 
 def bust(kit: Kit) -> ReplyReaction:
     async def handle(reacted: Reacted) -> None:
-        identity, reply, user = kit.parts.identity, reacted.reply, reacted.user
+        identity, reply, user = kit.identity, reacted.reply, reacted.user
         if identity is None:
             return
         person = Person(reply.team, user, (await kit.directory.user(user)).name)
         if not reacted.added:
-            kept = await asyncio.to_thread(kit.pop_effect, reply, BUST, user)
+            kept = await kit.stores.run(lambda stores: pop_effect(stores, reply, BUST, user))
             if kept:
                 await identity.forget(person, kept)
             return
-        episode = await asyncio.to_thread(kit.parts.episodic.store.get, reacted.episode_id)
+        episode = await kit.stores.run(lambda stores: stores.episodic.store.get(
+            reacted.episode_id))
         if episode is None:
             return
-        if await asyncio.to_thread(
-            kit.parts.tombstones.said_before_forget, person, episode.created_at
-        ):
+        if await kit.stores.run(lambda stores: stores.tombstones.said_before_forget(
+                person, episode.created_at)):
             return  # asked before they asked to be forgotten
         text = f"marked as about them the answer to: {episode.user_text[:160]}"
         made = await identity.observe(
             person, [text], session_id=reply.session_id, source="👤 reaction"
         )
         # Only the fact this reaction made is undone by removing it (a duplicate makes none).
-        for fact_id in made[:1]:
-            await asyncio.to_thread(kit.keep_effect, reply, BUST, user, fact_id)
+        if made:
+            fact_id = made[0]
+            await kit.stores.run(lambda stores: keep_effect(stores, reply, BUST, user, fact_id))
 
     # Silently the asker's: someone else's 👤 says nothing about them, so nothing is said.
     return ReplyReaction((BUST,), asker_only=True, handle=handle, says_it_is_the_askers=False)

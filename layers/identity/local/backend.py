@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -14,6 +13,7 @@ from layers.embedding.embedder import Embedder
 from layers.identity.local.extraction import extract
 from layers.identity.local.store import Observation, ObservationStore
 from layers.identity.protocol import Fact, Forgotten, Person, TurnMessages
+from layers.offloaded import Offloaded
 from layers.places import Viewer
 from layers.redaction import redact
 from layers.storage.database import Database
@@ -34,18 +34,21 @@ class LocalIdentity:
         self, db: Database, embedder: Embedder, *, clock: Callable[[], float] = time.time
     ) -> None:
         self._store = ObservationStore(db)
+        # The backend's coroutines reach the store only through a thread.
+        self._observations = Offloaded(self._store)
         self._embedder = embedder
         self._clock = clock
 
     @property
     def store(self) -> ObservationStore:
+        """The store itself, for the commands (no loop)."""
         return self._store
 
     async def ingest(self, turn: TurnMessages) -> None:
         # Only the person's message: the reply is the agent's paraphrase, not their word.
         statements = extract(redact(turn.user_text))
         if statements:
-            await asyncio.to_thread(
+            await self._observations.run(
                 self._add,
                 turn.person,
                 [(s.text, s.slot) for s in statements],
@@ -61,17 +64,17 @@ class LocalIdentity:
         ]
         if not texts:
             return []
-        return await asyncio.to_thread(self._add, person, texts, source, session_id)
+        return await self._observations.run(self._add, person, texts, source, session_id)
 
     async def user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
-        return await asyncio.to_thread(self._user_model, person, message, viewer)
+        return await self._observations.run(self._user_model, person, message, viewer)
 
     async def facts(self, person: Person, viewer: Viewer | None = None) -> list[Fact]:
-        current = await asyncio.to_thread(self._store.current, person, viewer)
+        current = await self._observations.run(ObservationStore.current, person, viewer)
         return [Fact(o.id, o.text, o.created_at, o.source, o.session_id) for o in current]
 
     async def forget(self, person: Person, fact_id: str | None = None) -> int:
-        return await asyncio.to_thread(self._store.forget, person, fact_id)
+        return await self._observations.run(ObservationStore.forget, person, fact_id)
 
     async def forget_person(self, person: Person) -> Forgotten:
         # The local backend keeps no messages: the observations are all it holds.
@@ -88,6 +91,7 @@ class LocalIdentity:
 
     def _add(
         self,
+        store: ObservationStore,
         person: Person,
         texts: list[tuple[str, str | None]],
         source: str,
@@ -97,15 +101,15 @@ class LocalIdentity:
         vectors = self._embedder.embed([text for text, _ in texts])
         now = self._clock()
         made = [
-            self._store.add(
-                person, text, slot, vector, source=source, session_id=session_id, now=now
-            )
+            store.add(person, text, slot, vector, source=source, session_id=session_id, now=now)
             for (text, slot), vector in zip(texts, vectors, strict=True)
         ]
         return [new_id for new_id in made if new_id is not None]
 
-    def _user_model(self, person: Person, message: str, viewer: Viewer) -> str | None:
-        current = self._store.current(person, viewer)
+    def _user_model(
+        self, store: ObservationStore, person: Person, message: str, viewer: Viewer
+    ) -> str | None:
+        current = store.current(person, viewer)
         if not current:
             return None
         chosen = current
