@@ -29,7 +29,7 @@ from layers.identity.honcho import HonchoIdentity, person_peer_id  # noqa: E402
 from layers.identity.ids import honcho_id  # noqa: E402
 from layers.identity.protocol import Person  # noqa: E402
 from layers.identity.scope import ReadableSessions  # noqa: E402
-from layers.schemas import LAYER_SCHEMAS  # noqa: E402
+from layers.layer_tables import LAYER_SCHEMAS  # noqa: E402
 from layers.storage.engines import open_sqlite  # noqa: E402
 from tests.servers.honcho_api import FakeHoncho  # noqa: E402
 

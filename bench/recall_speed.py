@@ -64,7 +64,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bridge.schemas import ALL_SCHEMAS  # noqa: E402
+from bridge.all_tables import ALL_SCHEMAS  # noqa: E402
 from layers.embedding.embedder import MiniLMEmbedder  # noqa: E402
 from layers.episodic.episode import Episode  # noqa: E402
 from layers.episodic.memory import EpisodicMemory, RecallQuery  # noqa: E402

@@ -38,7 +38,7 @@ from bridge.app import build  # noqa: E402
 from bridge.model.pricing import Usage  # noqa: E402
 from bridge.model.protocol import ModelRequest, ModelResult, OnText  # noqa: E402
 from bridge.pipeline.pipeline import TurnOutcome  # noqa: E402
-from bridge.pipeline.sink import Step  # noqa: E402
+from bridge.pipeline.reply_sink import Step  # noqa: E402
 from bridge.pipeline.turn import Turn  # noqa: E402
 from bridge.settings import Settings  # noqa: E402
 from layers.embedding.embedder import MiniLMEmbedder  # noqa: E402

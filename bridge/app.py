@@ -6,6 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from bridge.all_tables import ALL_SCHEMAS
 from bridge.housekeeping import Housekeeping
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.metered import MeteredModel
@@ -19,7 +20,6 @@ from bridge.pipeline.tools.about_the_speaker import about_the_speaker
 from bridge.pipeline.tools.recall_memory import recall_memory
 from bridge.pipeline.tools.use_skill import use_skill
 from bridge.reflection_launcher import run_reflection
-from bridge.schemas import ALL_SCHEMAS
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from layers.embedding.embedder import Embedder, MiniLMEmbedder

@@ -7,10 +7,10 @@ import importlib.util
 from dataclasses import dataclass
 from enum import StrEnum
 
+from bridge.all_tables import ALL_SCHEMAS
 from bridge.app import Thoth
 from bridge.model.catalogue import CATALOGUE, ModelInfo
 from bridge.model.pricing import dearest, listed_id
-from bridge.schemas import ALL_SCHEMAS
 from layers.episodic.pg_search import RecallFootprint, recall_footprint
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from bridge.pipeline.sink import Step
+from bridge.pipeline.reply_sink import Step
 
 _WORD = re.compile(r"\w+")
 

@@ -15,8 +15,8 @@ from typing import Any, TextIO
 
 from tqdm import tqdm
 
+from bridge.all_tables import ALL_SCHEMAS
 from bridge.app import Thoth
-from bridge.schemas import ALL_SCHEMAS
 from layers.errors import BadInput, ConfigurationError
 from layers.storage.copy_database import check_copy, copy_database, plan_copy
 from layers.storage.engines import connect_postgres

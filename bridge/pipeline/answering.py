@@ -22,7 +22,7 @@ from bridge.model.protocol import (
     PromptTooLong,
     SpendLimitReached,
 )
-from bridge.pipeline.sink import ReplySink, ReplyStopped
+from bridge.pipeline.reply_sink import ReplySink, ReplyStopped
 from bridge.pipeline.tool_round import run_tool_round
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn

@@ -22,7 +22,7 @@ from bridge.pipeline.answering import Answer, answer_turn
 from bridge.pipeline.deadlines import MissedDeadlines, within_deadline
 from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.pipeline.prompt import GatheredContext, build_request
-from bridge.pipeline.sink import ReplySink, ReplyStopped, Step, StepStatus, show_step
+from bridge.pipeline.reply_sink import ReplySink, ReplyStopped, Step, StepStatus, show_step
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
 from bridge.pipeline.turn_episode import episode_of

@@ -4,7 +4,7 @@ build the next request from what they answered."""
 from __future__ import annotations
 
 from bridge.model.protocol import ModelRequest, ModelResult, ToolOutcome
-from bridge.pipeline.sink import ReplySink, Step, show_step
+from bridge.pipeline.reply_sink import ReplySink, Step, show_step
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
 

@@ -25,8 +25,8 @@ from bridge.slack.escaping import escape, split_message
 from bridge.slack.events import Incoming
 from bridge.slack.followup_posts import CANCEL
 from bridge.slack.replies import ReplyRecord
-from bridge.slack.sink import SlackSink
 from bridge.slack.stores import SlackStores
+from bridge.slack.thread_reply import SlackSink
 from bridge.slack.web import SLACK_FAILURES
 from layers.episodic.episode import Episode
 from layers.errors import BadInput

@@ -2,7 +2,7 @@
 
 One row per (message, reaction, person): the effect to undo — the memory note a 🧠
 proposed, the fact a 👤 created, the verdict a ✅/❌ or a feedback click stands for. The
-table is the Slack bridge's (``schema.py``).
+table is the Slack transport's (``bridge/slack_tables.py``).
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message
 from bridge.session_end import SessionEnd
-from bridge.terminal.sink import TerminalSink
+from bridge.terminal.printed_reply import TerminalSink
 from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
 from layers.identity.ingest_queue import IngestQueue

@@ -1,11 +1,11 @@
 """Named, ordered, forward-only schema migrations, declared by each table's owner.
 
 Each owner (a layer, the Slack bridge, reflection, the model's spend) declares its
-tables as a ``Schema`` in its own ``schema.py``: its migrations, numbered from 1 in
+tables as a ``Schema`` in its own ``tables.py``: its migrations, numbered from 1 in
 order. Each migration runs once, in its own transaction, and is recorded in
 ``schema_migrations`` by owner and number. Never edit a migration that has shipped:
 add the next one. The process's composition root decides which schemas a database
-carries (``bridge/schemas.py``); the storage layer knows none of them.
+carries (``bridge/all_tables.py``); the storage layer knows none of them.
 
 A second SQL dialect (PostgreSQL) was a second text per migration, chosen by the engine
 that runs it; the names, order and record stay one. A new migration is one portable

@@ -15,12 +15,12 @@ import git
 import pytest
 
 from layers.errors import BadInput
+from layers.layer_tables import LAYER_SCHEMAS
 from layers.procedural.brain import Brain, BrainError
 from layers.procedural.drafts import DraftState, SkillDrafts, remove_skill
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skills import SkillLibrary
-from layers.schemas import LAYER_SCHEMAS
 from layers.storage.engines import open_sqlite
 from tests.waiting import wait_until
 

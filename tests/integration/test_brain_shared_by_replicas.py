@@ -11,13 +11,13 @@ from pathlib import Path
 import git
 import pytest
 
+from layers.layer_tables import LAYER_SCHEMAS
 from layers.procedural.brain import Brain
 from layers.procedural.brain_peers import BrainFollower, BrainPeers
 from layers.procedural.drafts import DraftState, SkillDrafts
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skills import SkillLibrary
-from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
 

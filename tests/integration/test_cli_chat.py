@@ -19,8 +19,8 @@ import psycopg
 import pytest
 
 from bridge import messages
+from bridge.all_tables import ALL_SCHEMAS
 from bridge.cli.main import main
-from bridge.schemas import ALL_SCHEMAS
 from bridge.settings import Settings
 from layers.embedding.embedder import MiniLMEmbedder
 from tests.postgres import PostgresForTests

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from bridge.all_tables import ALL_SCHEMAS
 from bridge.cli.main import main
-from bridge.schemas import ALL_SCHEMAS
 from bridge.settings import Settings
 from layers.embedding.embedder import MiniLMEmbedder
 from layers.storage.engines import open_sqlite

@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from bridge.schemas import ALL_SCHEMAS
+from bridge.all_tables import ALL_SCHEMAS
 from layers.errors import ConfigurationError
 from layers.storage.engines import connect_postgres, open_sqlite
 from layers.storage.migrations import LEGACY_VERSIONS, Migration, Schema
@@ -96,7 +96,7 @@ def test_committed_writes_survive_a_killed_process(tmp_path: Path) -> None:
         import sys
         from pathlib import Path
         from layers.storage.engines import open_sqlite
-        from bridge.schemas import ALL_SCHEMAS
+        from bridge.all_tables import ALL_SCHEMAS
         db = open_sqlite(Path({str(path)!r}), schemas=ALL_SCHEMAS)
         for i in range(3):
             with db.write() as conn:

@@ -15,8 +15,8 @@ from layers.episodic.episode import Episode, Feedback
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.errors import BadInput
+from layers.layer_tables import LAYER_SCHEMAS
 from layers.places import Viewer
-from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
 from layers.storage.engines import connect_postgres
 from layers.storage.migrations import Schema

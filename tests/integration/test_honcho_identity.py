@@ -17,9 +17,9 @@ from layers.identity.honcho import AGENT_PEER, HonchoIdentity, person_peer_id
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Person
 from layers.identity.scope import ReadableSessions
+from layers.layer_tables import LAYER_SCHEMAS
 from layers.offloaded import Offloaded
 from layers.places import Place, Viewer
-from layers.schemas import LAYER_SCHEMAS
 from layers.storage.database import Database
 from layers.storage.engines import open_sqlite
 from layers.working.transcript import TranscriptTurn

@@ -14,13 +14,13 @@ from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Fact, Person, TurnMessages
-from layers.identity.schema import SCHEMA as IDENTITY
+from layers.identity.tables import SCHEMA as IDENTITY
 from layers.identity.user_models import UserModels
 from layers.offloaded import Offloaded
 from layers.places import Viewer
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
-from layers.working.schema import SCHEMA as WORKING
+from layers.working.tables import SCHEMA as WORKING
 
 DANA = Person("T1", "U1", "Dana")
 # A DM with Dana: facts of sessions the store does not know count as said there.

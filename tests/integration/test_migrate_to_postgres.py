@@ -14,7 +14,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from bridge.schemas import ALL_SCHEMAS
+from bridge.all_tables import ALL_SCHEMAS
 from bridge.slack.inbox import SlackInbox
 from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory

@@ -24,7 +24,7 @@ import git
 import psycopg
 from slack_sdk.signature import SignatureVerifier
 
-from bridge.schemas import ALL_SCHEMAS
+from bridge.all_tables import ALL_SCHEMAS
 from bridge.slack.cards import CardStore
 from layers.procedural.brain import Brain
 from layers.procedural.drafts import SkillDrafts

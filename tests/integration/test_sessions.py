@@ -7,14 +7,14 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from bridge.model.schema import SCHEMA as MODEL_USAGE
+from bridge.model.tables import SCHEMA as MODEL_USAGE
 from bridge.pipeline.keyed_locks import KeyedLocks
 from layers.errors import BadInput
 from layers.places import Place
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
-from layers.working.schema import SCHEMA as WORKING_SCHEMA
 from layers.working.sessions import SessionStore
+from layers.working.tables import SCHEMA as WORKING_SCHEMA
 from layers.working.transcript import TranscriptStore, TranscriptTurn
 
 PLACE = Place("T1", "C1", "public", "1712.5")

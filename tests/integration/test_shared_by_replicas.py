@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from bridge.schemas import ALL_SCHEMAS
+from bridge.all_tables import ALL_SCHEMAS
 from bridge.slack.inbox import SlackInbox
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages

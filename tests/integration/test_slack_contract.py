@@ -137,7 +137,7 @@ def test_bodies_slack_never_sends_are_refused_with_4xx(harness: Harness) -> None
 def test_the_status_is_kept_alive_until_the_reply_is_finished(harness: Harness) -> None:
     import asyncio
 
-    from bridge.slack.sink import SlackSink
+    from bridge.slack.thread_reply import SlackSink
     from bridge.slack.web import build_async_web_client
 
     client = build_async_web_client(harness.thoth.settings)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from bridge.schemas import ALL_SCHEMAS
+from bridge.all_tables import ALL_SCHEMAS
 from bridge.slack.cards import CardStore
 from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.replies import ReplyRecord, SlackReplies

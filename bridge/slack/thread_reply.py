@@ -28,7 +28,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
 from bridge.pipeline.quoting import quoted
-from bridge.pipeline.sink import ReplyStopped, Step
+from bridge.pipeline.reply_sink import ReplyStopped, Step
 from bridge.slack.escaping import MARKDOWN_CHARS, escape, escaped_pieces, preview
 from bridge.slack.feedback import feedback_block
 from bridge.slack.web import SLACK_FAILURES

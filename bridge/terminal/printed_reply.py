@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from bridge.pipeline.sink import Step
+from bridge.pipeline.reply_sink import Step
 
 
 class TerminalSink:
