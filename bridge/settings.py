@@ -98,6 +98,9 @@ class Settings(BaseSettings):
     # in the thread, or `thoth notes approve`); "auto", kept at once when it rests on
     # founders' own words only (every other note still waits for a founder).
     memory_notes: Literal["approval", "auto"] = "approval"
+    # Signs the memory console's session cookies. Unset: a new secret each start, so a
+    # restart signs everyone out; set it (the same on every replica) to keep sign-ins.
+    console_secret: SecretStr | None = None
     daily_cost_cap_usd: Annotated[float, Field(ge=0)] = 5.0
     # Each person's share of the day's spend (their turns; reflection is the team's).
     # Unset: no share, only DAILY_COST_CAP_USD.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from layers.audit.tables import SCHEMA as AUDIT
 from layers.episodic.tables import SCHEMA as EPISODIC
 from layers.identity.tables import SCHEMA as IDENTITY
 from layers.notes.tables import SCHEMA as NOTES
@@ -10,4 +11,5 @@ from layers.storage.migrations import Schema
 from layers.storage.tables import SCHEMA as STORAGE
 from layers.working.tables import SCHEMA as WORKING
 
-LAYER_SCHEMAS: tuple[Schema, ...] = (STORAGE, WORKING, EPISODIC, PROCEDURAL, IDENTITY, NOTES)
+LAYER_SCHEMAS: tuple[Schema, ...] = (
+    STORAGE, WORKING, EPISODIC, PROCEDURAL, IDENTITY, NOTES, AUDIT)

@@ -26,6 +26,7 @@ from pydantic_settings.exceptions import SettingsError
 from bridge.app import Thoth, build
 from bridge.cli import (
     chat,
+    console,
     doctor,
     episodes,
     init,
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.register(commands)
     people.register(commands)
     serve.register(commands)
+    console.register(commands)
     reflect.register(commands)
     worker.register(commands)
     migrate.register(commands)

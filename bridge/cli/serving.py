@@ -21,6 +21,8 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.app import Thoth
+from bridge.console.serving import console_mount, sign_in_link
+from bridge.console.sign_in import OneTimeLogin
 from bridge.slack.bolt_app import SlackTransport, build_bridge, take_over
 from bridge.slack.followup_posts import post_due_followups
 from bridge.slack.http_server import SlackHttpServer
@@ -115,17 +117,23 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
     if settings.slack_app_token is not None:
         connection = SocketModeConnection(bolt_app, settings.slack_app_token.get_secret_value())
         connection.start()
-        print("Thoth is connected to Slack (Socket Mode)", file=out, flush=True)
+        print("Thoth is connected to Slack (Socket Mode); its memory console is"
+              " `thoth console` (Socket Mode listens on no port)", file=out, flush=True)
         return connection.stop
     assert settings.slack_signing_secret is not None  # checked by run_serve
+    # The memory console on the same port, under /console.
+    login = OneTimeLogin()
     server = SlackHttpServer(
         bolt_app,
         signing_secret=settings.slack_signing_secret.get_secret_value(),
         host=args.host,
         port=args.port,
+        also=(console_mount(app, login),),
     )
     server.start()
     print(f"Thoth listens on http://{args.host}:{server.port}/slack/events", file=out, flush=True)
+    print(f"Its memory console: open {sign_in_link(args.host, server.port, login)}"
+          " (signs you in once, as the operator)", file=out, flush=True)
     return server.stop
 
 

@@ -33,7 +33,8 @@ from slack_sdk.signature import SignatureVerifier
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp
 
 from bridge.slack.guarded_http import guarded_h11
 from layers.errors import ConfigurationError
@@ -67,18 +68,13 @@ class BodyTooLarge(ValueError):
     """More than MAX_BODY_BYTES arrived."""
 
 
-class SlackHttpServer:
-    def __init__(
-        self, app: AsyncApp, *, signing_secret: str, host: str = "0.0.0.0", port: int = 3000
-    ) -> None:
-        self._bolt = app
-        self._verifier = SignatureVerifier(signing_secret)
-        routes = [
-            Route(EVENTS_PATH, self._events, methods=["POST"]),
-            Route("/health", self._health, methods=["GET"]),
-        ]
+class WebServer:
+    """An ASGI app served by uvicorn in a thread of its own, guarded against connections
+    that never finish a request (``guarded_http.py``): Slack's endpoint, the console."""
+
+    def __init__(self, app: ASGIApp, *, host: str, port: int) -> None:
         config = uvicorn.Config(
-            Starlette(routes=routes),
+            app,
             host=host,
             port=port,
             lifespan="off",
@@ -114,6 +110,34 @@ class SlackHttpServer:
         """Stop accepting, let requests in flight finish, then return."""
         self._server.should_exit = True
         self._thread.join(timeout=GRACEFUL_SHUTDOWN_S + 5)
+
+
+class SlackHttpServer:
+    def __init__(
+        self, app: AsyncApp, *, signing_secret: str, host: str = "0.0.0.0", port: int = 3000,
+        also: tuple[BaseRoute, ...] = (),
+    ) -> None:
+        """``also``: more routes on the same port (the console, under /console)."""
+        self._bolt = app
+        self._verifier = SignatureVerifier(signing_secret)
+        routes = [
+            Route(EVENTS_PATH, self._events, methods=["POST"]),
+            Route("/health", self._health, methods=["GET"]),
+            *also,
+        ]
+        self._web = WebServer(Starlette(routes=routes), host=host, port=port)
+
+    @property
+    def port(self) -> int:
+        return self._web.port
+
+    def start(self) -> None:
+        """Start serving; returns once the socket listens (raises if it cannot)."""
+        self._web.start()
+
+    def stop(self) -> None:
+        """Stop accepting, let requests in flight finish, then return."""
+        self._web.stop()
 
     async def _health(self, request: Request) -> Response:
         return PlainTextResponse("ok")

@@ -9,6 +9,7 @@ Every command runs from an empty directory, so nothing is found next to the sour
 
 from __future__ import annotations
 
+import http.cookiejar
 import json
 import os
 import shutil
@@ -150,6 +151,17 @@ def test_serve_from_the_wheel_answers_a_mention_in_its_thread(
                 assert response.status == 200
             replies = wait_until(lambda: slack.messages("C1", ts), 60)
             assert replies and replies[-1]["thread_ts"] == ts
+            # The memory console on the same port, its templates and style from the wheel.
+            line = serve.stdout.readline()
+            link = next((word for word in line.split() if "/console/login/" in word), line)
+            assert link.startswith(f"{address.removesuffix('/slack/events')}/console/login/")
+            browser = urllib.request.build_opener(
+                urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+            with browser.open(link, timeout=30) as page:
+                assert "What Thoth keeps" in page.read().decode()
+            style = link.split("/login/")[0] + "/static/console.css"
+            with browser.open(style, timeout=30) as sheet:
+                assert b"font" in sheet.read()
         finally:
             serve.send_signal(signal.SIGTERM)
             _, errors = serve.communicate(timeout=60)

@@ -22,7 +22,8 @@ FORBIDDEN = {"layers": {"bridge", "reflection"}, "reflection": {"bridge"}}
 
 
 MEMORY_LAYERS = {"working", "identity", "episodic", "procedural"}
-FLOOR = {"places", "embedding", "storage", "redaction", "errors", "backoff", "offloaded"}
+FLOOR = {"places", "embedding", "storage", "redaction", "errors", "backoff", "offloaded",
+         "audit"}
 MAY_ALSO_USE = {"notes": {"procedural"}}
 
 

@@ -1,0 +1,1 @@
+"""One module a page: what it reads, what it may change, and the template it fills."""

@@ -1,0 +1,48 @@
+"""Episodes: searched with the turns' own recall, as the signed-in person may see them;
+forgotten for good by the person who asked, or the operator."""
+
+from __future__ import annotations
+
+from bridge.console.parts import ConsoleParts, ConsoleStores
+from bridge.console.sign_in import ConsoleUser
+from layers.episodic.episode import Episode, Hit
+from layers.places import Viewer
+
+
+def viewer_of(user: ConsoleUser) -> Viewer:
+    """What the person may read. Decided, until Slack sign-in tells a member's channels:
+    a member sees what they would from a DM with Thoth (theirs, and public channels)."""
+    if user.sees_everything:
+        return Viewer(sees_everything=True)
+    team, _, person = user.actor.partition(":")
+    return Viewer(team, f"D-{person}", "im", person)
+
+
+async def search(parts: ConsoleParts, user: ConsoleUser, query: str) -> list[Hit]:
+    if not query.strip():
+        return []
+    viewer = viewer_of(user)
+    return await parts.stores.run(
+        lambda stores: stores.episodic.recall(query, viewer, k=parts.results))
+
+
+def may_forget(user: ConsoleUser, episode: Episode) -> bool:
+    return user.sees_everything or (
+        episode.user is not None and user.actor == f"{episode.team}:{episode.user}")
+
+
+async def forget(parts: ConsoleParts, user: ConsoleUser, episode_id: str,
+                 origin: str) -> bool:
+    """Forget one episode; False when it is not there or not theirs to forget."""
+
+    def change(stores: ConsoleStores) -> bool:
+        episode = stores.episodic.store.get(episode_id)
+        if episode is None or not may_forget(user, episode):
+            return False
+        if not stores.episodic.forget(episode_id):
+            return False
+        stores.audit.record(actor=user.actor, action="episode.forget",
+                            target=f"episode:{episode_id}", origin=origin)
+        return True
+
+    return await parts.stores.run(change)

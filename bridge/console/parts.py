@@ -1,0 +1,37 @@
+"""What the console reads and changes, built once (``console_parts``) and reached only
+offloaded: its pages are coroutines on the server's loop."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bridge.app import Thoth
+from bridge.model.cost_ledger import CostLedger
+from layers.audit.log import AuditLog
+from layers.episodic.memory import EpisodicMemory
+from layers.notes.governance import NoteGovernance
+from layers.offloaded import Offloaded
+from layers.procedural.skills import SkillLibrary
+
+
+@dataclass(frozen=True)
+class ConsoleStores:
+    episodic: EpisodicMemory
+    notes: NoteGovernance
+    skills: SkillLibrary
+    ledger: CostLedger
+    audit: AuditLog
+
+
+@dataclass(frozen=True)
+class ConsoleParts:
+    stores: Offloaded[ConsoleStores]
+    daily_cap_usd: float
+    # How many episodes a search shows.
+    results: int = 20
+
+
+def console_parts(thoth: Thoth) -> ConsoleParts:
+    stores = ConsoleStores(thoth.episodic, thoth.notes, thoth.skills, thoth.ledger,
+                           AuditLog(thoth.db))
+    return ConsoleParts(Offloaded(stores), thoth.settings.daily_cost_cap_usd)

@@ -1,0 +1,56 @@
+"""The console on its own (`thoth console`) or beside Slack's endpoint (`thoth serve`):
+mounted at /console, with the operator's one-time sign-in link."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import TextIO
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Mount, Route
+
+from bridge.app import Thoth
+from bridge.console.parts import console_parts
+from bridge.console.sign_in import OneTimeLogin
+from bridge.console.web_app import console_app
+
+PATH = "/console"
+
+
+def console_mount(app: Thoth, login: OneTimeLogin) -> Mount:
+    secret = app.settings.console_secret
+    return Mount(PATH, console_app(
+        console_parts(app), secret=secret.get_secret_value() if secret else None, login=login))
+
+
+def sign_in_link(host: str, port: int, login: OneTimeLogin) -> str:
+    shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+    # In the path, not as ``?token=``: a line with "token=" in it is redacted as a secret
+    # wherever Thoth prints or logs it.
+    return f"http://{shown}:{port}{PATH}/login/{login.token}"
+
+
+def serve_console(app: Thoth, out: TextIO, *, host: str, port: int) -> int:
+    from bridge.slack.http_server import WebServer
+
+    login = OneTimeLogin()
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse(f"{PATH}/", status_code=307)
+
+    server = WebServer(Starlette(routes=[Route("/", home), console_mount(app, login)]),
+                       host=host, port=port)
+    server.start()
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    print(f"Thoth's memory console: open {sign_in_link(host, server.port, login)}"
+          " (the link signs you in once, as the operator)", file=out, flush=True)
+    try:
+        stop.wait()
+    finally:
+        server.stop()
+    return 0

@@ -1,0 +1,210 @@
+"""The console's routes: sign-in, the pages, and the changes they make.
+
+Every page needs a signed-in person (else the signed-out page, 401); every change is a
+POST carrying the session's CSRF token (else 403) and is written to the audit log with
+who, when and from where.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
+
+from bridge.console import csrf
+from bridge.console.pages import audit, episodes, notes, overview
+from bridge.console.parts import ConsoleParts
+from bridge.console.security_headers import SecurityHeaders
+from bridge.console.sign_in import ConsoleUser, OneTimeLogin, user_of
+from layers.errors import ThothError
+
+HERE = Path(__file__).parent
+SESSION_COOKIE = "thoth_console"
+# A sign-in lasts a working day.
+SESSION_MAX_AGE_S = 12 * 3600
+
+
+def console_app(
+    parts: ConsoleParts, *, secret: str | None, login: OneTimeLogin | None,
+    https_only: bool = False,
+) -> Starlette:
+    """The console as an ASGI app, to mount at /console. ``secret`` signs its cookies
+    (None: a new one for this process); ``login`` is the operator's one-time link."""
+    # Autoescaped: what memory holds is people's words, shown as text, never as markup.
+    templates = Jinja2Templates(env=jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True))
+    templates.env.filters["when"] = _when
+    pages = _Pages(parts, templates, login)
+    return Starlette(
+        routes=[
+            Route("/", pages.overview),
+            Route("/login", pages.login),
+            Route("/login/{token}", pages.login),
+            Route("/logout", pages.logout, methods=["POST"]),
+            Route("/episodes", pages.episodes),
+            Route("/episodes/{episode_id}/forget", pages.forget_episode, methods=["POST"]),
+            Route("/notes", pages.notes),
+            Route("/notes/{note_id}/{decision}", pages.decide_note, methods=["POST"]),
+            Route("/audit", pages.audit),
+            Route("/audit.jsonl", pages.audit_export),
+            Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        ],
+        middleware=[
+            Middleware(SecurityHeaders),
+            Middleware(SessionMiddleware, secret_key=secret or secrets.token_urlsafe(32),
+                       session_cookie=SESSION_COOKIE, max_age=SESSION_MAX_AGE_S,
+                       same_site="strict", https_only=https_only),
+        ],
+    )
+
+
+class _Pages:
+    def __init__(self, parts: ConsoleParts, templates: Jinja2Templates,
+                 login: OneTimeLogin | None) -> None:
+        self._parts = parts
+        self._templates = templates
+        self._login = login
+
+    async def overview(self, request: Request) -> Response:
+        user = user_of(request.session)
+        if user is None:
+            return self._signed_out(request)
+        return self._page(request, user, "overview.html",
+                          overview=await overview.overview(self._parts))
+
+    async def login(self, request: Request) -> Response:
+        offered = str(request.path_params.get("token", ""))
+        user = self._login.redeem(offered) if self._login is not None and offered else None
+        if user is None:
+            return self._signed_out(request, "That sign-in link is used up, lapsed or wrong:"
+                                             " start the console again for a new one.")
+        request.session.clear()
+        request.session.update(user.as_session())
+        await self._parts.stores.run(lambda stores: stores.audit.record(
+            actor=user.actor, action="login", target="console", origin=_origin(request)))
+        return RedirectResponse(_base(request) + "/", status_code=303)
+
+    async def logout(self, request: Request) -> Response:
+        refused = await self._refused(request)
+        if refused is not None:
+            return refused
+        request.session.clear()
+        return RedirectResponse(_base(request) + "/", status_code=303)
+
+    async def episodes(self, request: Request) -> Response:
+        user = user_of(request.session)
+        if user is None:
+            return self._signed_out(request)
+        query = request.query_params.get("q", "")
+        hits = await episodes.search(self._parts, user, query)
+        return self._page(request, user, "episodes.html", query=query, hits=hits,
+                          may_forget=lambda episode: episodes.may_forget(user, episode))
+
+    async def forget_episode(self, request: Request) -> Response:
+        refused = await self._refused(request)
+        if refused is not None:
+            return refused
+        user = user_of(request.session)
+        assert user is not None
+        episode_id = request.path_params["episode_id"]
+        if not await episodes.forget(self._parts, user, episode_id, _origin(request)):
+            return PlainTextResponse("No such episode of yours.", status_code=404)
+        form = await request.form()
+        return RedirectResponse(
+            f"{_base(request)}/episodes?q={_quoted(str(form.get('q') or ''))}", status_code=303)
+
+    async def notes(self, request: Request) -> Response:
+        user = user_of(request.session)
+        if user is None:
+            return self._signed_out(request)
+        status = request.query_params.get("status", "proposed")
+        listed = await notes.listed(self._parts, status)
+        return self._page(request, user, "notes.html", status=status, listed=listed)
+
+    async def decide_note(self, request: Request) -> Response:
+        refused = await self._refused(request, founders_only=True)
+        if refused is not None:
+            return refused
+        user = user_of(request.session)
+        assert user is not None
+        decision = request.path_params["decision"]
+        if decision not in ("keep", "reject"):
+            return PlainTextResponse("Keep or reject.", status_code=404)
+        try:
+            await notes.decide(self._parts, user, request.path_params["note_id"],
+                               keep=decision == "keep", origin=_origin(request))
+        except ThothError as error:
+            return PlainTextResponse(f"Sorry: {error}", status_code=409)
+        return RedirectResponse(f"{_base(request)}/notes", status_code=303)
+
+    async def audit(self, request: Request) -> Response:
+        user = user_of(request.session)
+        if user is None:
+            return self._signed_out(request)
+        if not user.sees_everything:
+            return PlainTextResponse("The audit log is the operator's.", status_code=403)
+        action = request.query_params.get("action", "")
+        return self._page(request, user, "audit.html", action=action,
+                          entries=await audit.entries(self._parts, action))
+
+    async def audit_export(self, request: Request) -> Response:
+        user = user_of(request.session)
+        if user is None or not user.sees_everything:
+            return PlainTextResponse("The audit log is the operator's.", status_code=403)
+        return PlainTextResponse(await audit.as_json_lines(self._parts),
+                                 media_type="application/x-ndjson")
+
+    async def _refused(self, request: Request, *, founders_only: bool = False) -> Response | None:
+        """The answer to a change that may not be made, or None to go on."""
+        user = user_of(request.session)
+        if user is None:
+            return self._signed_out(request)
+        form = await request.form()
+        if not csrf.sent_back(request.session, form.get(csrf.FIELD)):
+            return PlainTextResponse("This form is out of date: reload the page.",
+                                     status_code=403)
+        if founders_only and not user.founder:
+            return PlainTextResponse("Only a founder may decide this.", status_code=403)
+        return None
+
+    def _page(self, request: Request, user: ConsoleUser, template: str,
+              **context: Any) -> Response:
+        return self._templates.TemplateResponse(request, template, {
+            "user": user, "base": _base(request),
+            "csrf_field": csrf.FIELD, "csrf_token": csrf.token_for(request.session),
+            **context,
+        })
+
+    def _signed_out(self, request: Request, why: str | None = None) -> Response:
+        return self._templates.TemplateResponse(
+            request, "signed_out.html", {"base": _base(request), "why": why}, status_code=401)
+
+
+def _base(request: Request) -> str:
+    """Where the console is mounted (/console), for its links."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def _origin(request: Request) -> str:
+    return f"console {request.client.host if request.client else 'unknown'}"
+
+
+def _when(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _quoted(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")

@@ -1,0 +1,1 @@
+"""The audit log: every change people make to what Thoth keeps, append-only."""

@@ -1,0 +1,155 @@
+"""The memory console end to end: `thoth console` as a real process, driven in the
+machine's Chromium (Debian's package; Playwright launches it, nothing is downloaded).
+
+Screenshots of each page are kept in build/test-artifacts/console/.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bridge.all_tables import ALL_SCHEMAS
+from layers.notes.store import NoteStore
+from layers.places import Place
+from layers.storage.engines import open_sqlite
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+SHOTS = ROOT / "build" / "test-artifacts" / "console"
+# What the machine's closed network needs of Chromium (docs: the browser's background
+# connections are refused, many at a time).
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+EPISODES = [
+    {"id": "e-deploy", "user_text": "we deploy the api with blue-green on Thursdays",
+     "summary": "Blue-green, Thursdays.", "created_at": 1_790_000_000, "team": "T1",
+     "channel": "C1", "channel_type": "public", "user": "U1", "user_name": "dana"},
+    {"id": "e-lunch", "user_text": "the team lunch moved to Fridays at noon",
+     "summary": "", "created_at": 1_790_000_100, "team": "T1", "channel": "C1",
+     "channel_type": "public", "user": "U2", "user_name": "ari"},
+]
+
+if not Path(CHROMIUM).exists():  # pragma: no cover - .ci/run installs it
+    pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does)",
+                allow_module_level=True)
+
+
+def _env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "THOTH_"))}
+    env.update(THOTH_HOME=str(home), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    return env
+
+
+@pytest.fixture
+def console(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A home with two episodes and a proposed note, and its console's sign-in link."""
+    home = tmp_path / "home"
+    run = [sys.executable, "-m", "bridge"]
+    subprocess.run([*run, "init"], env=_env(home), check=True, capture_output=True)
+    lines = tmp_path / "episodes.jsonl"
+    lines.write_text("".join(json.dumps(e) + "\n" for e in EPISODES))
+    subprocess.run([*run, "episodes", "import", str(lines)], env=_env(home), check=True,
+                   capture_output=True, timeout=180)
+    db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
+    NoteStore(db).propose("Releases need a second reviewer", Place("T1", "C1", "public"),
+                          user="U1", author_name="dana", source="🧠 reaction",
+                          session_id=None)
+    db.close()
+    process = subprocess.Popen([*run, "console", "--port", "0"], env=_env(home),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        found = re.search(r"http://\S+/console/login/\S+", line)
+        assert found, f"no sign-in link in {line!r}"
+        yield found.group(0), home
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit_log(
+    console: tuple[str, Path],
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    link, home = console
+    base = link.split("/console/")[0] + "/console"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            assert page.goto(f"{base}/").status == 401  # signed out: nothing shown
+            assert "Sign in" in page.inner_text("h1")
+            page.goto(link)
+            assert page.inner_text("#episodes") == "2"
+            assert page.inner_text("#notes-proposed") == "1"
+            page.screenshot(path=str(SHOTS / "overview.png"))
+
+            page.click("nav a:text('Episodes')")
+            page.fill("input[name=q]", "how do we deploy the api")
+            page.click("form.search button")
+            assert "blue-green on Thursdays" in page.inner_text("ol.episodes")
+            page.screenshot(path=str(SHOTS / "episodes.png"))
+            page.click("#episode-e-deploy button.danger")
+            assert page.locator("#episode-e-deploy").count() == 0  # forgotten for good
+
+            page.goto(f"{base}/notes")
+            assert "Releases need a second reviewer" in page.inner_text("ol.notes")
+            page.click("ol.notes button:text('Keep')")
+            page.goto(f"{base}/notes?status=kept")
+            assert "Releases need a second reviewer" in page.inner_text("ol.notes")
+            memory = (home / "brain" / "persona" / "MEMORY.md").read_text()
+            assert "Releases need a second reviewer" in memory
+            page.screenshot(path=str(SHOTS / "notes.png"))
+
+            page.goto(f"{base}/audit")
+            actions = page.locator("tr.entry td:nth-child(3)").all_inner_texts()
+            assert actions == ["note.keep", "episode.forget", "login"]
+            page.screenshot(path=str(SHOTS / "audit.png"))
+            exported = page.request.get(f"{base}/audit.jsonl").text()
+            assert [json.loads(line)["action"] for line in exported.splitlines()] == actions
+
+            # A change without the page's CSRF token is refused, and changes nothing.
+            refused = page.request.post(f"{base}/episodes/e-lunch/forget", form={"q": "x"})
+            assert refused.status == 403
+            page.goto(f"{base}/episodes?q=team+lunch")
+            assert page.locator("#episode-e-lunch").count() == 1
+        finally:
+            browser.close()
+
+
+def test_a_forged_cookie_and_a_used_link_sign_nobody_in(console: tuple[str, Path]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    link, _ = console
+    base = link.split("/console/")[0] + "/console"
+    forged = base64.b64encode(json.dumps({
+        "actor": "operator", "name": "mallory", "sees_everything": True, "founder": True,
+    }).encode()).decode()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context()
+            context.add_cookies([{"name": "thoth_console", "value": forged,
+                                  "url": base}])
+            page = context.new_page()
+            assert page.goto(f"{base}/").status == 401
+            assert page.goto(f"{base}/audit.jsonl").status == 403
+            assert page.goto(link).status == 200  # the operator's one use
+            other = browser.new_page()
+            assert other.goto(link).status == 401  # used once: nobody else gets in
+            assert "used up" in other.inner_text("p.problem")
+        finally:
+            browser.close()
