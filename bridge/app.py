@@ -22,6 +22,7 @@ from bridge.pipeline.tools.use_skill import use_skill
 from bridge.reflection_launcher import run_reflection
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
+from layers.audit.log import AuditLog
 from layers.embedding.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
@@ -87,6 +88,8 @@ class Thoth:
     pipeline: TurnPipeline
     # Every model call's cost, for the daily cap and the closing summary.
     ledger: CostLedger
+    # Who changed what Thoth keeps, when and from where (the console, Slack, the CLI).
+    audit: AuditLog
     # Reflection state; a run older than REFLECTION_TIMEOUT_S counts as dead.
     reflections: ReflectionState
     # Checks back that reflection scheduled, posted in their threads when due.
@@ -262,6 +265,7 @@ def build(
         identity_ingest=ingest,
         user_models=user_models,
         ledger=ledger,
+        audit=AuditLog(db),
         reflections=reflections,
         followups=Followups(db),
         session_end=session_end,

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 from tqdm import tqdm
 
 from bridge.app import Thoth
+from bridge.cli.login import login_name
 from layers.episodic.episode import Episode
 from layers.episodic.jsonl import LineError, episode_to_json, parse_episode_line, read_json_lines
 from layers.errors import BadInput
@@ -73,6 +74,8 @@ def run_import(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     except BaseException:
         app.episodic.forget_many(stored)
         raise
+    app.audit.record(actor=login_name(), action="episodes.import", target=str(args.file),
+                     origin="cli", detail=f"{len(stored)} episodes")
     print(f"imported {len(stored)} episodes", file=out)
     if errors:
         print(f"skipped {len(errors)} bad lines; first: {errors[0]}", file=out)
@@ -160,5 +163,7 @@ def run_purge(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         print("EPISODE_RETENTION_DAYS is 0: episodes are kept forever; nothing purged", file=out)
         return 0
     removed = app.episodic.purge_older_than(days)
+    app.audit.record(actor=login_name(), action="episodes.purge", target="episodes",
+                     origin="cli", detail=f"{removed} older than {days} days")
     print(f"purged {removed} episodes older than {days} days", file=out)
     return 0

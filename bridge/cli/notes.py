@@ -50,7 +50,10 @@ def run_list(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 
 def run_decide(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    note = app.notes.decide(args.note_id, keep=args.keep, by=args.by or login_name())
+    by = args.by or login_name()
+    note = app.notes.decide(args.note_id, keep=args.keep, by=by)
+    app.audit.record(actor=by, action="note.keep" if args.keep else "note.reject",
+                     target=f"note:{note.id}", origin="cli")
     print(f"{note.status} note {note.id}: {note.text}", file=out)
     return 0
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bridge.app import Thoth
+from bridge.cli.login import login_name
 from layers.errors import BadInput, ConfigurationError
 from layers.identity.protocol import IdentityBackend, Person
 from layers.places import CHANNEL_TYPES, LOCAL_TEAM, Viewer
@@ -87,6 +88,9 @@ def run_forget(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         said = asyncio.run(backend.forget_person(person)).describe()
     if app.user_models is not None:
         app.user_models.forget(person)
+    app.audit.record(actor=login_name(), action="fact.forget" if args.fact else "person.forget",
+                     target=f"fact:{args.fact}" if args.fact else f"person:{person.key}",
+                     origin="cli", detail=said)
     print(f"forgot {args.user}: {said}", file=out)
     return 0
 

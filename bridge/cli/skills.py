@@ -119,21 +119,30 @@ def run_propose(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 def run_approve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     _brain_usable(app)
-    draft = app.drafts.approve(args.draft_id, by=args.by or login_name())
+    by = args.by or login_name()
+    draft = app.drafts.approve(args.draft_id, by=by)
+    app.audit.record(actor=by, action="skill.approve", target=f"draft:{draft.id}",
+                     origin="cli", detail=f"{draft.slug} {draft.version}")
     commit = (draft.commit_sha or "")[:10]
     print(f"approved {draft.slug} {draft.version} (commit {commit})", file=out)
     return 0
 
 
 def run_reject(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    draft = app.drafts.reject(args.draft_id, by=args.by or login_name())
+    by = args.by or login_name()
+    draft = app.drafts.reject(args.draft_id, by=by)
+    app.audit.record(actor=by, action="skill.reject", target=f"draft:{draft.id}",
+                     origin="cli", detail=f"{draft.slug} {draft.version}")
     print(f"rejected draft {draft.id} ({draft.slug} {draft.version})", file=out)
     return 0
 
 
 def run_remove(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     _brain_usable(app)
-    sha = remove_skill(app.brain, args.slug, by=args.by or login_name())
+    by = args.by or login_name()
+    sha = remove_skill(app.brain, args.slug, by=by)
+    app.audit.record(actor=by, action="skill.remove", target=f"skill:{args.slug}",
+                     origin="cli", detail=f"commit {(sha or '')[:10]}")
     print(f"removed {args.slug} (commit {(sha or '')[:10]})", file=out)
     return 0
 

@@ -33,5 +33,5 @@ class ConsoleParts:
 
 def console_parts(thoth: Thoth) -> ConsoleParts:
     stores = ConsoleStores(thoth.episodic, thoth.notes, thoth.skills, thoth.ledger,
-                           AuditLog(thoth.db))
+                           thoth.audit)
     return ConsoleParts(Offloaded(stores), thoth.settings.daily_cost_cap_usd)

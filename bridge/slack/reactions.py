@@ -31,10 +31,13 @@ from bridge.slack.reply_reactions.bust import bust
 from bridge.slack.reply_reactions.wastebasket import wastebasket
 from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
+from layers.audit.log import slack_actor
 from layers.episodic.episode import Feedback
 from layers.errors import ThothError
 from layers.identity.protocol import IdentityBackend
+from layers.notes.store import Note
 from layers.offloaded import Offloaded
+from layers.procedural.drafts import Draft
 
 log = logging.getLogger(__name__)
 
@@ -127,11 +130,15 @@ class Reactions:
         if user not in self._founders:
             await self._tell(user, channel, thread_ts, messages.NOT_A_FOUNDER)
             return
+        def change(stores: SlackStores) -> Draft:
+            draft = (stores.drafts.approve if approve else stores.drafts.reject)(draft_id, by=user)
+            stores.audit.record(actor=slack_actor(user),
+                                action="skill.approve" if approve else "skill.reject",
+                                target=f"draft:{draft_id}", origin="slack")
+            return draft
+
         try:
-            draft = await self._stores.run(
-                lambda stores: (stores.drafts.approve if approve else stores.drafts.reject)(
-                    draft_id, by=user)
-            )
+            draft = await self._stores.run(change)
         except ThothError as error:
             await self._tell(user, channel, thread_ts, f"Sorry: {error}")
             return
@@ -145,9 +152,15 @@ class Reactions:
         if user not in self._founders:
             await self._tell(user, channel, thread_ts, messages.NOT_A_FOUNDER_NOTES)
             return
+        def change(stores: SlackStores) -> Note:
+            note = stores.notes.decide(note_id, keep=keep, by=user)
+            stores.audit.record(actor=slack_actor(user),
+                                action="note.keep" if keep else "note.reject",
+                                target=f"note:{note_id}", origin="slack")
+            return note
+
         try:
-            note = await self._stores.run(
-                lambda stores: stores.notes.decide(note_id, keep=keep, by=user))
+            note = await self._stores.run(change)
         except ThothError as error:
             await self._tell(user, channel, thread_ts, f"Sorry: {error}")
             return

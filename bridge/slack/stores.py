@@ -19,6 +19,7 @@ from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.replies import SlackReplies
 from bridge.slack.seen import SeenDeliveries
 from bridge.slack.thread_contexts import ThreadContexts
+from layers.audit.log import AuditLog
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.store import EpisodeStore
 from layers.identity.tombstones import Tombstones
@@ -50,6 +51,8 @@ class SlackStores:
     contexts: ThreadContexts
     inbox: SlackInbox
     seen: SeenDeliveries
+    # Each change a reaction or a click makes, as the console's are (layers/audit).
+    audit: AuditLog
 
 
 def slack_stores(thoth: Thoth) -> SlackStores:
@@ -70,4 +73,5 @@ def slack_stores(thoth: Thoth) -> SlackStores:
         contexts=ThreadContexts(db),
         inbox=SlackInbox(db, owner=thoth.leases.owner, lease_s=settings.inbox_lease_s),
         seen=SeenDeliveries(db),
+        audit=thoth.audit,
     )

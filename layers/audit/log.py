@@ -23,9 +23,12 @@ PAGE = 100
 class AuditEntry:
     id: int
     at: float
-    # Who: "operator", or a Slack user ("T1:U1").
+    # Who: "operator" (the console's one-time sign-in), a Slack person ("slack:U1",
+    # ``slack_actor``), or the login name a command ran under (origin "cli").
     actor: str
-    # What kind of change: "note.keep", "note.reject", "episode.forget", "login", …
+    # What kind of change: "login", "episode.forget", "note.propose", "note.keep",
+    # "note.reject", "note.withdraw", "skill.approve", "skill.reject", "skill.remove",
+    # "fact.add", "fact.forget", "person.forget", "episodes.import", "episodes.purge".
     action: str
     # What it was done to: "note:ab12…", "episode:…".
     target: str
@@ -72,6 +75,10 @@ class AuditLog:
                 (*values, limit),
             ).fetchall()
         return [_entry(row) for row in rows]
+
+
+def slack_actor(user: str) -> str:
+    return f"slack:{user}"
 
 
 def _entry(row: tuple[object, ...]) -> AuditEntry:

@@ -58,6 +58,17 @@ def test_propose_approve_show_and_remove(settings: Settings, tmp_path: Path) -> 
     assert code == 0
     summaries = [c.summary for c in git.Repo(settings.brain_path).iter_commits()]
     assert summaries[:2] == ["Remove skill standup-digest", "Add skill standup-digest 1.0.0"]
+    # Each decision is in the audit log, by whom, from the command line.
+    from bridge.all_tables import ALL_SCHEMAS
+    from layers.audit.log import AuditLog
+    from layers.storage.engines import open_sqlite
+
+    db = open_sqlite(settings.thoth_home / "thoth.db", schemas=ALL_SCHEMAS)
+    try:
+        logged = [(e.actor, e.action, e.origin) for e in AuditLog(db).entries(action="skill")]
+    finally:
+        db.close()
+    assert logged == [("ari", "skill.remove", "cli"), ("ari", "skill.approve", "cli")]
 
 
 def test_bad_skill_input_is_one_line_and_exit_2(settings: Settings, tmp_path: Path) -> None:

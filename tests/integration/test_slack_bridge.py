@@ -226,6 +226,14 @@ def test_reactions_do_what_the_table_says_and_removing_undoes_it(harness: Harnes
     wait_until(lambda: any("Forgotten" in m.get("text", "") for m in harness.replies_in(ts)))
     # Gone from the transcript too: never replayed, never reflected on.
     assert harness.thoth.transcript.count(session.id) == 0
+    # Each change is in the audit log, by whom, from Slack: oldest first here.
+    changes = [(e.actor, e.action) for e in reversed(harness.thoth.audit.entries())]
+    assert changes == [
+        ("slack:U1", "note.propose"), (f"slack:{FOUNDER}", "note.keep"),
+        ("slack:U1", "note.withdraw"), ("slack:U1", "fact.add"), ("slack:U1", "fact.forget"),
+        ("slack:U1", "episode.forget"),
+    ]
+    assert {e.origin for e in harness.thoth.audit.entries()} == {"slack"}
 
 
 def test_skill_cards_need_a_founder(harness: Harness) -> None:
@@ -260,6 +268,9 @@ def test_skill_cards_need_a_founder(harness: Harness) -> None:
         "text", "") and harness.slack.message(CHANNEL, card_ts))
     assert FOUNDER in card["text"]
     assert harness.thoth.skills.get("standup-digest") is not None
+    (approved,) = harness.thoth.audit.entries(action="skill")
+    assert (approved.actor, approved.action, approved.target) == (
+        f"slack:{FOUNDER}", "skill.approve", f"draft:{draft.id}")
 
 
 def test_a_rate_limited_call_is_retried(harness: Harness) -> None:

@@ -8,6 +8,7 @@ from bridge.slack.note_cards import NOTE_CARD_REACTIONS, note_card_message
 from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction, keep_effect, pop_effect
 from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
+from layers.audit.log import slack_actor
 from layers.notes.store import Note
 from layers.places import Place
 
@@ -39,6 +40,8 @@ def brain(kit: Kit) -> ReplyReaction:
                 session_id=reply.session_id, speakers=[user],
             )
             keep_effect(stores, reply, BRAIN, user, note.id)
+            stores.audit.record(actor=slack_actor(user), action="note.propose",
+                                target=f"note:{note.id}", origin="slack")
             return note
 
         note = await kit.stores.run(propose)
@@ -53,6 +56,8 @@ def _unkeep_note(stores: SlackStores, reacted: Reacted, who: str) -> None:
     # The same note may stand for another 🧠 (the same question answered twice).
     if note_id and not stores.effects.any_with(BRAIN, note_id):
         stores.notes.withdraw(note_id, by=who, why="🧠 reaction removed")
+        stores.audit.record(actor=slack_actor(reacted.user), action="note.withdraw",
+                            target=f"note:{note_id}", origin="slack")
 
 
 async def _post_note_card(kit: Kit, note: Note, channel: str, thread_ts: str | None) -> None:

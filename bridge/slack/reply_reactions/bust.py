@@ -4,6 +4,8 @@ removing it deletes the fact this reaction made (and only that one)."""
 from __future__ import annotations
 
 from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction, keep_effect, pop_effect
+from bridge.slack.stores import SlackStores
+from layers.audit.log import slack_actor
 from layers.identity.protocol import Person
 
 BUST = "bust_in_silhouette"
@@ -19,6 +21,9 @@ def bust(kit: Kit) -> ReplyReaction:
             kept = await kit.stores.run(lambda stores: pop_effect(stores, reply, BUST, user))
             if kept:
                 await identity.forget(person, kept)
+                await kit.stores.run(lambda stores: stores.audit.record(
+                    actor=slack_actor(user), action="fact.forget", target=f"fact:{kept}",
+                    origin="slack"))
             return
         episode = await kit.stores.run(lambda stores: stores.episodic.store.get(
             reacted.episode_id))
@@ -34,7 +39,13 @@ def bust(kit: Kit) -> ReplyReaction:
         # Only the fact this reaction made is undone by removing it (a duplicate makes none).
         if made:
             fact_id = made[0]
-            await kit.stores.run(lambda stores: keep_effect(stores, reply, BUST, user, fact_id))
+
+            def keep(stores: SlackStores) -> None:
+                keep_effect(stores, reply, BUST, user, fact_id)
+                stores.audit.record(actor=slack_actor(user), action="fact.add",
+                                    target=f"fact:{fact_id}", origin="slack")
+
+            await kit.stores.run(keep)
 
     # Silently the asker's: someone else's 👤 says nothing about them, so nothing is said.
     return ReplyReaction((BUST,), asker_only=True, handle=handle, says_it_is_the_askers=False)

@@ -8,6 +8,7 @@ from bridge import messages
 from bridge.slack.escaping import escape
 from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction
 from bridge.slack.stores import SlackStores
+from layers.audit.log import slack_actor
 
 WASTEBASKET = "wastebasket"
 
@@ -36,4 +37,6 @@ def forget_everywhere(stores: SlackStores, episode_id: str, user: str) -> bool:
         stores.transcript.forget_turn(episode.session_id, episode.created_at, episode.user_text)
         stores.notes.reject_pending_of(episode.session_id,
                                        by=f"{user} (🗑️ forgot the exchange)")
+    stores.audit.record(actor=slack_actor(user), action="episode.forget",
+                        target=f"episode:{episode_id}", origin="slack")
     return True
