@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from bridge.app import Thoth
 from bridge.model.cost_ledger import CostLedger
+from bridge.model.spend_report import SpendReader
 from layers.audit.log import AuditLog
 from layers.episodic.memory import EpisodicMemory
 from layers.notes.governance import NoteGovernance
@@ -20,6 +21,7 @@ class ConsoleStores:
     notes: NoteGovernance
     skills: SkillLibrary
     ledger: CostLedger
+    spend: SpendReader
     audit: AuditLog
 
 
@@ -33,5 +35,5 @@ class ConsoleParts:
 
 def console_parts(thoth: Thoth) -> ConsoleParts:
     stores = ConsoleStores(thoth.episodic, thoth.notes, thoth.skills, thoth.ledger,
-                           thoth.audit)
+                           SpendReader(thoth.db), thoth.audit)
     return ConsoleParts(Offloaded(stores), thoth.settings.daily_cost_cap_usd)

@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from bridge.console import csrf
-from bridge.console.pages import audit, episodes, notes, overview
+from bridge.console.pages import audit, episodes, notes, overview, spend
 from bridge.console.parts import ConsoleParts
 from bridge.console.security_headers import SecurityHeaders
 from bridge.console.sign_in import ConsoleUser, OneTimeLogin, user_of
@@ -56,6 +56,7 @@ def console_app(
             Route("/episodes/{episode_id}/forget", pages.forget_episode, methods=["POST"]),
             Route("/notes", pages.notes),
             Route("/notes/{note_id}/{decision}", pages.decide_note, methods=["POST"]),
+            Route("/spend", pages.spend),
             Route("/audit", pages.audit),
             Route("/audit.jsonl", pages.audit_export),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
@@ -147,6 +148,15 @@ class _Pages:
         except ThothError as error:
             return PlainTextResponse(f"Sorry: {error}", status_code=409)
         return RedirectResponse(f"{_base(request)}/notes", status_code=303)
+
+    async def spend(self, request: Request) -> Response:
+        user = user_of(request.session)
+        if user is None:
+            return self._signed_out(request)
+        if not user.sees_everything:
+            return PlainTextResponse("What the model cost is the operator's.", status_code=403)
+        return self._page(request, user, "spend.html", report=await spend.spend(self._parts),
+                          cap_usd=self._parts.daily_cap_usd)
 
     async def audit(self, request: Request) -> Response:
         user = user_of(request.session)

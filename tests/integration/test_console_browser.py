@@ -121,6 +121,10 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             exported = page.request.get(f"{base}/audit.jsonl").text()
             assert [json.loads(line)["action"] for line in exported.splitlines()] == actions
 
+            page.click("nav a:text('Spend')")
+            assert page.inner_text("#total") == "$0.00"  # offline: no model, no spend
+            assert page.locator("#per-person").count() == 1
+
             # A change without the page's CSRF token is refused, and changes nothing.
             refused = page.request.post(f"{base}/episodes/e-lunch/forget", form={"q": "x"})
             assert refused.status == 403

@@ -177,3 +177,40 @@ def test_a_forget_drops_earlier_turns_holds_later_ones_and_frees_them_once_swept
     # Without a settling time (the local backend) nothing waits.
     assert Tombstones(db, clock=lambda: clock[0]).record(lee) == 1_700.0
     assert Tombstones(db).fate(TurnMessages(lee, "s1", "hi", "Hi.", 1_800.0)) == SEND
+
+
+def test_spend_is_summed_per_day_person_and_channel_and_the_audit_log_only_grows(
+    open_database: OpenDatabase,
+) -> None:
+    from bridge.model.cost_ledger import CostLedger
+    from bridge.model.pricing import Usage
+    from bridge.model.spend_report import DAY_S, SpendReader
+    from layers.audit.log import AuditLog
+
+    db = open_database(ALL_SCHEMAS)
+    sessions = SessionStore(db)
+    general = sessions.open("k1", Place("T1", "C1", "public", "1.0"))
+    ops = sessions.open("k2", Place("T1", "C2", "private", "2.0"))
+    ledger = CostLedger(db)
+    today = 20_000 * DAY_S + 3600.0  # 01:00 UTC
+    calls = [("m", Usage(10, 10), 0.25)]
+    ledger.record_all(calls, session_id=general.id, person="U1", now=today)
+    ledger.record_all(calls, session_id=ops.id, person="U2", now=today + 7200)
+    ledger.record_all(calls, session_id=general.id, person="U1", now=today - DAY_S)
+    ledger.record_all(calls, session_id=ops.id, purpose="reflection", now=today - 40 * DAY_S)
+    report = SpendReader(db).report(days=30, now=today + 60)
+    assert [(d.label, d.calls, d.cost_usd) for d in report.days] == [
+        ("2024-10-04", 2, 0.5), ("2024-10-03", 1, 0.25)]  # the 40-day-old call is out
+    assert [(p.label, p.calls) for p in report.people] == [("U1", 2), ("U2", 1)]
+    assert {c.label: c.calls for c in report.channels} == {"T1 C1": 2, "T1 C2": 1}
+    assert report.total_usd == 0.75
+
+    audit = AuditLog(db, clock=lambda: today)
+    audit.record(actor="operator", action="note.keep", target="note:n1", origin="console")
+    audit.record(actor="slack:U1", action="episode.forget", target="episode:e1",
+                 origin="slack", detail="token ghp_" + "a" * 36)
+    newest, oldest = audit.entries()
+    assert (newest.action, oldest.action) == ("episode.forget", "note.keep")
+    assert "ghp_" not in newest.detail  # redacted like everything stored
+    assert audit.entries(action="note") == [oldest]
+    assert audit.entries(before_id=newest.id) == [oldest]
