@@ -10,6 +10,9 @@ from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
 from layers.audit.log import AuditLog
 from layers.episodic.memory import EpisodicMemory
+from layers.identity.protocol import IdentityBackend
+from layers.identity.tombstones import Tombstones
+from layers.identity.user_models import UserModels
 from layers.notes.governance import NoteGovernance
 from layers.offloaded import Offloaded
 from layers.procedural.skills import SkillLibrary
@@ -23,17 +26,23 @@ class ConsoleStores:
     ledger: CostLedger
     spend: SpendReader
     audit: AuditLog
+    # Who asked to be forgotten: nothing they said before it is learned again.
+    tombstones: Tombstones
 
 
 @dataclass(frozen=True)
 class ConsoleParts:
     stores: Offloaded[ConsoleStores]
     daily_cap_usd: float
+    # The identity layer (async; None when HONCHO_DISABLED) and its cached user models.
+    identity: IdentityBackend | None
+    user_models: UserModels | None
     # How many episodes a search shows.
     results: int = 20
 
 
 def console_parts(thoth: Thoth) -> ConsoleParts:
     stores = ConsoleStores(thoth.episodic, thoth.notes, thoth.skills, thoth.ledger,
-                           SpendReader(thoth.db), thoth.audit)
-    return ConsoleParts(Offloaded(stores), thoth.settings.daily_cost_cap_usd)
+                           SpendReader(thoth.db), thoth.audit, thoth.tombstones)
+    return ConsoleParts(Offloaded(stores), thoth.settings.daily_cost_cap_usd,
+                        thoth.identity, thoth.user_models)

@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from bridge.console import csrf
-from bridge.console.pages import audit, episodes, notes, overview, spend
+from bridge.console.pages import audit, episodes, notes, overview, people, spend
 from bridge.console.parts import ConsoleParts
 from bridge.console.security_headers import SecurityHeaders
 from bridge.console.sign_in import ConsoleUser, OneTimeLogin, user_of
@@ -56,6 +56,10 @@ def console_app(
             Route("/episodes/{episode_id}/forget", pages.forget_episode, methods=["POST"]),
             Route("/notes", pages.notes),
             Route("/notes/{note_id}/{decision}", pages.decide_note, methods=["POST"]),
+            Route("/people", pages.people),
+            Route("/people/{team}/{user}/facts/{fact_id}/forget", pages.forget_fact,
+                  methods=["POST"]),
+            Route("/people/{team}/{user}/forget", pages.forget_person, methods=["POST"]),
             Route("/spend", pages.spend),
             Route("/audit", pages.audit),
             Route("/audit.jsonl", pages.audit_export),
@@ -149,6 +153,52 @@ class _Pages:
             return PlainTextResponse(f"Sorry: {error}", status_code=409)
         return RedirectResponse(f"{_base(request)}/notes", status_code=303)
 
+    async def people(self, request: Request) -> Response:
+        user = user_of(request.session)
+        if user is None:
+            return self._signed_out(request)
+        if not user.sees_everything:
+            return PlainTextResponse("Everyone's facts are the operator's.", status_code=403)
+        team = request.query_params.get("team", "")
+        who = request.query_params.get("user", "")
+        found = None
+        if team or who:
+            try:
+                found = await people.facts(self._parts, people.person_of(team, who))
+            except ThothError as error:
+                return PlainTextResponse(f"Sorry: {error}", status_code=400)
+        return self._page(request, user, "people.html", team=team, who=who, facts=found,
+                          identity_on=self._parts.identity is not None,
+                          said=request.query_params.get("said", ""))
+
+    async def forget_fact(self, request: Request) -> Response:
+        refused = await self._refused(request, operator_only=True)
+        if refused is not None:
+            return refused
+        user = user_of(request.session)
+        assert user is not None
+        team, who = request.path_params["team"], request.path_params["user"]
+        deleted = await people.forget_fact(self._parts, user, people.person_of(team, who),
+                                           request.path_params["fact_id"], _origin(request))
+        return self._back_to_person(request, team, who, f"deleted {deleted} fact(s)")
+
+    async def forget_person(self, request: Request) -> Response:
+        refused = await self._refused(request, operator_only=True)
+        if refused is not None:
+            return refused
+        user = user_of(request.session)
+        assert user is not None
+        team, who = request.path_params["team"], request.path_params["user"]
+        forgotten = await people.forget_everything(
+            self._parts, user, people.person_of(team, who), _origin(request))
+        said = forgotten.describe() if forgotten is not None else "no identity layer"
+        return self._back_to_person(request, team, who, said)
+
+    def _back_to_person(self, request: Request, team: str, who: str, said: str) -> Response:
+        query = "&".join(f"{k}={_quoted(v)}" for k, v in
+                         (("team", team), ("user", who), ("said", said)))
+        return RedirectResponse(f"{_base(request)}/people?{query}", status_code=303)
+
     async def spend(self, request: Request) -> Response:
         user = user_of(request.session)
         if user is None:
@@ -175,7 +225,8 @@ class _Pages:
         return PlainTextResponse(await audit.as_json_lines(self._parts),
                                  media_type="application/x-ndjson")
 
-    async def _refused(self, request: Request, *, founders_only: bool = False) -> Response | None:
+    async def _refused(self, request: Request, *, founders_only: bool = False,
+                       operator_only: bool = False) -> Response | None:
         """The answer to a change that may not be made, or None to go on."""
         user = user_of(request.session)
         if user is None:
@@ -186,6 +237,8 @@ class _Pages:
                                      status_code=403)
         if founders_only and not user.founder:
             return PlainTextResponse("Only a founder may decide this.", status_code=403)
+        if operator_only and not user.sees_everything:
+            return PlainTextResponse("Only the operator may do this.", status_code=403)
         return None
 
     def _page(self, request: Request, user: ConsoleUser, template: str,

@@ -20,7 +20,7 @@ import pytest
 
 from bridge.all_tables import ALL_SCHEMAS
 from layers.notes.store import NoteStore
-from layers.places import Place
+from layers.places import LOCAL_TEAM, Place
 from layers.storage.engines import open_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,6 +60,10 @@ def console(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     lines.write_text("".join(json.dumps(e) + "\n" for e in EPISODES))
     subprocess.run([*run, "episodes", "import", str(lines)], env=_env(home), check=True,
                    capture_output=True, timeout=180)
+    # Something the identity layer learns about dana (the local backend, offline).
+    subprocess.run([*run, "chat", "--user", "dana"], env=_env(home), check=True,
+                   capture_output=True, timeout=180, text=True,
+                   input="I prefer short answers in threads\n")
     db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
     NoteStore(db).propose("Releases need a second reviewer", Place("T1", "C1", "public"),
                           user="U1", author_name="dana", source="🧠 reaction",
@@ -93,7 +97,7 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             assert page.goto(f"{base}/").status == 401  # signed out: nothing shown
             assert "Sign in" in page.inner_text("h1")
             page.goto(link)
-            assert page.inner_text("#episodes") == "2"
+            assert page.inner_text("#episodes") == "3"  # two imported, dana's chat turn
             assert page.inner_text("#notes-proposed") == "1"
             page.screenshot(path=str(SHOTS / "overview.png"))
 
@@ -121,6 +125,26 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             page.screenshot(path=str(SHOTS / "audit.png"))
             exported = page.request.get(f"{base}/audit.jsonl").text()
             assert [json.loads(line)["action"] for line in exported.splitlines()] == actions
+
+            page.click("nav a:text('People')")
+            page.fill("input[name=team]", LOCAL_TEAM)
+            page.fill("input[name=user]", "dana")
+            page.click("form.search button")
+            assert "short answers" in page.inner_text("ol.facts")
+            page.screenshot(path=str(SHOTS / "people.png"))
+            page.click("ol.facts button.danger")
+            assert page.inner_text("#said") == "deleted 1 fact(s)"
+            assert page.locator("ol.facts li").count() == 0
+            # Forgetting everything, as the page's button posts it (with its CSRF token).
+            token = page.locator("input[name=csrf_token]").first.get_attribute("value")
+            everything = page.request.post(f"{base}/people/{LOCAL_TEAM}/dana/forget",
+                                           form={"csrf_token": token or ""})
+            assert everything.ok and "deleted 0 fact(s)" in everything.text()
+            page.goto(f"{base}/audit?action=person")
+            assert page.locator("tr.entry td:nth-child(3)").all_inner_texts() == [
+                "person.forget"]
+            page.goto(f"{base}/audit?action=fact")
+            assert page.locator("tr.entry td:nth-child(3)").all_inner_texts() == ["fact.forget"]
 
             page.click("nav a:text('Spend')")
             assert page.inner_text("#total") == "$0.00"  # offline: no model, no spend
