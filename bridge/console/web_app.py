@@ -82,9 +82,9 @@ class _Pages:
         self._login = login
 
     async def overview(self, request: Request) -> Response:
-        user = user_of(request.session)
-        if user is None:
-            return self._signed_out(request)
+        user = self._reader(request)
+        if isinstance(user, Response):
+            return user
         return self._page(request, user, "overview.html",
                           overview=await overview.overview(self._parts))
 
@@ -101,27 +101,25 @@ class _Pages:
         return RedirectResponse(_base(request) + "/", status_code=303)
 
     async def logout(self, request: Request) -> Response:
-        refused = await self._refused(request)
-        if refused is not None:
-            return refused
+        user = await self._changer(request)
+        if isinstance(user, Response):
+            return user
         request.session.clear()
         return RedirectResponse(_base(request) + "/", status_code=303)
 
     async def episodes(self, request: Request) -> Response:
-        user = user_of(request.session)
-        if user is None:
-            return self._signed_out(request)
+        user = self._reader(request)
+        if isinstance(user, Response):
+            return user
         query = request.query_params.get("q", "")
         hits = await episodes.search(self._parts, user, query)
         return self._page(request, user, "episodes.html", query=query, hits=hits,
                           may_forget=lambda episode: episodes.may_forget(user, episode))
 
     async def forget_episode(self, request: Request) -> Response:
-        refused = await self._refused(request)
-        if refused is not None:
-            return refused
-        user = user_of(request.session)
-        assert user is not None
+        user = await self._changer(request)
+        if isinstance(user, Response):
+            return user
         episode_id = request.path_params["episode_id"]
         if not await episodes.forget(self._parts, user, episode_id, _origin(request)):
             return PlainTextResponse("No such episode of yours.", status_code=404)
@@ -130,19 +128,17 @@ class _Pages:
             f"{_base(request)}/episodes?q={_quoted(str(form.get('q') or ''))}", status_code=303)
 
     async def notes(self, request: Request) -> Response:
-        user = user_of(request.session)
-        if user is None:
-            return self._signed_out(request)
+        user = self._reader(request)
+        if isinstance(user, Response):
+            return user
         status = request.query_params.get("status", "proposed")
         listed = await notes.listed(self._parts, status)
         return self._page(request, user, "notes.html", status=status, listed=listed)
 
     async def decide_note(self, request: Request) -> Response:
-        refused = await self._refused(request, founders_only=True)
-        if refused is not None:
-            return refused
-        user = user_of(request.session)
-        assert user is not None
+        user = await self._changer(request, founders_only=True)
+        if isinstance(user, Response):
+            return user
         decision = request.path_params["decision"]
         if decision not in ("keep", "reject"):
             return PlainTextResponse("Keep or reject.", status_code=404)
@@ -154,11 +150,9 @@ class _Pages:
         return RedirectResponse(f"{_base(request)}/notes", status_code=303)
 
     async def people(self, request: Request) -> Response:
-        user = user_of(request.session)
-        if user is None:
-            return self._signed_out(request)
-        if not user.sees_everything:
-            return PlainTextResponse("Everyone's facts are the operator's.", status_code=403)
+        user = self._reader(request, operators_only="Everyone's facts are the operator's.")
+        if isinstance(user, Response):
+            return user
         team = request.query_params.get("team", "")
         who = request.query_params.get("user", "")
         found = None
@@ -172,22 +166,18 @@ class _Pages:
                           said=request.query_params.get("said", ""))
 
     async def forget_fact(self, request: Request) -> Response:
-        refused = await self._refused(request, operator_only=True)
-        if refused is not None:
-            return refused
-        user = user_of(request.session)
-        assert user is not None
+        user = await self._changer(request, operator_only=True)
+        if isinstance(user, Response):
+            return user
         team, who = request.path_params["team"], request.path_params["user"]
         deleted = await people.forget_fact(self._parts, user, people.person_of(team, who),
                                            request.path_params["fact_id"], _origin(request))
         return self._back_to_person(request, team, who, f"deleted {deleted} fact(s)")
 
     async def forget_person(self, request: Request) -> Response:
-        refused = await self._refused(request, operator_only=True)
-        if refused is not None:
-            return refused
-        user = user_of(request.session)
-        assert user is not None
+        user = await self._changer(request, operator_only=True)
+        if isinstance(user, Response):
+            return user
         team, who = request.path_params["team"], request.path_params["user"]
         forgotten = await people.forget_everything(
             self._parts, user, people.person_of(team, who), _origin(request))
@@ -200,20 +190,16 @@ class _Pages:
         return RedirectResponse(f"{_base(request)}/people?{query}", status_code=303)
 
     async def spend(self, request: Request) -> Response:
-        user = user_of(request.session)
-        if user is None:
-            return self._signed_out(request)
-        if not user.sees_everything:
-            return PlainTextResponse("What the model cost is the operator's.", status_code=403)
+        user = self._reader(request, operators_only="What the model cost is the operator's.")
+        if isinstance(user, Response):
+            return user
         return self._page(request, user, "spend.html", report=await spend.spend(self._parts),
                           cap_usd=self._parts.daily_cap_usd)
 
     async def audit(self, request: Request) -> Response:
-        user = user_of(request.session)
-        if user is None:
-            return self._signed_out(request)
-        if not user.sees_everything:
-            return PlainTextResponse("The audit log is the operator's.", status_code=403)
+        user = self._reader(request, operators_only="The audit log is the operator's.")
+        if isinstance(user, Response):
+            return user
         action = request.query_params.get("action", "")
         return self._page(request, user, "audit.html", action=action,
                           entries=await audit.entries(self._parts, action))
@@ -225,9 +211,20 @@ class _Pages:
         return PlainTextResponse(await audit.as_json_lines(self._parts),
                                  media_type="application/x-ndjson")
 
-    async def _refused(self, request: Request, *, founders_only: bool = False,
-                       operator_only: bool = False) -> Response | None:
-        """The answer to a change that may not be made, or None to go on."""
+    def _reader(self, request: Request, *,
+                operators_only: str | None = None) -> ConsoleUser | Response:
+        """Who reads the page, or the answer to one who may not (``operators_only``: why
+        only the operator may)."""
+        user = user_of(request.session)
+        if user is None:
+            return self._signed_out(request)
+        if operators_only is not None and not user.sees_everything:
+            return PlainTextResponse(operators_only, status_code=403)
+        return user
+
+    async def _changer(self, request: Request, *, founders_only: bool = False,
+                       operator_only: bool = False) -> ConsoleUser | Response:
+        """Who makes the change, or the answer to a change that may not be made."""
         user = user_of(request.session)
         if user is None:
             return self._signed_out(request)
@@ -239,7 +236,7 @@ class _Pages:
             return PlainTextResponse("Only a founder may decide this.", status_code=403)
         if operator_only and not user.sees_everything:
             return PlainTextResponse("Only the operator may do this.", status_code=403)
-        return None
+        return user
 
     def _page(self, request: Request, user: ConsoleUser, template: str,
               **context: Any) -> Response:
