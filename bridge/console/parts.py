@@ -15,6 +15,8 @@ from layers.identity.tombstones import Tombstones
 from layers.identity.user_models import UserModels
 from layers.notes.governance import NoteGovernance
 from layers.offloaded import Offloaded
+from layers.procedural.brain import Brain
+from layers.procedural.drafts import SkillDrafts
 from layers.procedural.skills import SkillLibrary
 
 
@@ -23,6 +25,8 @@ class ConsoleStores:
     episodic: EpisodicMemory
     notes: NoteGovernance
     skills: SkillLibrary
+    drafts: SkillDrafts
+    brain: Brain
     ledger: CostLedger
     spend: SpendReader
     audit: AuditLog
@@ -42,7 +46,8 @@ class ConsoleParts:
 
 
 def console_parts(thoth: Thoth) -> ConsoleParts:
-    stores = ConsoleStores(thoth.episodic, thoth.notes, thoth.skills, thoth.ledger,
-                           SpendReader(thoth.db), thoth.audit, thoth.tombstones)
+    stores = ConsoleStores(thoth.episodic, thoth.notes, thoth.skills, thoth.drafts,
+                           thoth.brain, thoth.ledger, SpendReader(thoth.db), thoth.audit,
+                           thoth.tombstones)
     return ConsoleParts(Offloaded(stores), thoth.settings.daily_cost_cap_usd,
                         thoth.identity, thoth.user_models)

@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from bridge.console import csrf
-from bridge.console.pages import audit, episodes, notes, overview, people, spend
+from bridge.console.pages import audit, episodes, notes, overview, people, skills, spend
 from bridge.console.parts import ConsoleParts
 from bridge.console.security_headers import SecurityHeaders
 from bridge.console.sign_in import ConsoleUser, OneTimeLogin, user_of
@@ -56,6 +56,10 @@ def console_app(
             Route("/episodes/{episode_id}/forget", pages.forget_episode, methods=["POST"]),
             Route("/notes", pages.notes),
             Route("/notes/{note_id}/{decision}", pages.decide_note, methods=["POST"]),
+            Route("/skills", pages.skills),
+            Route("/skills/commits/{sha}", pages.commit),
+            Route("/skills/commits/{sha}/revert", pages.revert, methods=["POST"]),
+            Route("/skills/drafts/{draft_id}/{decision}", pages.decide_draft, methods=["POST"]),
             Route("/people", pages.people),
             Route("/people/{team}/{user}/facts/{fact_id}/forget", pages.forget_fact,
                   methods=["POST"]),
@@ -148,6 +152,48 @@ class _Pages:
         except ThothError as error:
             return PlainTextResponse(f"Sorry: {error}", status_code=409)
         return RedirectResponse(f"{_base(request)}/notes", status_code=303)
+
+    async def skills(self, request: Request) -> Response:
+        user = self._reader(request)
+        if isinstance(user, Response):
+            return user
+        return self._page(request, user, "skills.html",
+                          view=await skills.skills_view(self._parts))
+
+    async def commit(self, request: Request) -> Response:
+        user = self._reader(request)
+        if isinstance(user, Response):
+            return user
+        sha = request.path_params["sha"]
+        try:
+            diff = await skills.commit_diff(self._parts, sha)
+        except ThothError as error:
+            return PlainTextResponse(f"Sorry: {error}", status_code=404)
+        return self._page(request, user, "commit.html", sha=sha, diff=diff)
+
+    async def revert(self, request: Request) -> Response:
+        user = await self._changer(request, founders_only=True)
+        if isinstance(user, Response):
+            return user
+        try:
+            await skills.undo(self._parts, user, request.path_params["sha"], _origin(request))
+        except ThothError as error:
+            return PlainTextResponse(f"Sorry: {error}", status_code=409)
+        return RedirectResponse(f"{_base(request)}/skills", status_code=303)
+
+    async def decide_draft(self, request: Request) -> Response:
+        user = await self._changer(request, founders_only=True)
+        if isinstance(user, Response):
+            return user
+        decision = request.path_params["decision"]
+        if decision not in ("approve", "reject"):
+            return PlainTextResponse("Approve or reject.", status_code=404)
+        try:
+            await skills.decide(self._parts, user, request.path_params["draft_id"],
+                                approve=decision == "approve", origin=_origin(request))
+        except ThothError as error:
+            return PlainTextResponse(f"Sorry: {error}", status_code=409)
+        return RedirectResponse(f"{_base(request)}/skills", status_code=303)
 
     async def people(self, request: Request) -> Response:
         user = self._reader(request, operators_only="Everyone's facts are the operator's.")

@@ -28,7 +28,8 @@ class AuditEntry:
     actor: str
     # What kind of change: "login", "episode.forget", "note.propose", "note.keep",
     # "note.reject", "note.withdraw", "skill.approve", "skill.reject", "skill.remove",
-    # "fact.add", "fact.forget", "person.forget", "episodes.import", "episodes.purge".
+    # "brain.revert", "fact.add", "fact.forget", "person.forget", "episodes.import",
+    # "episodes.purge".
     action: str
     # What it was done to: "note:ab12…", "episode:…".
     target: str

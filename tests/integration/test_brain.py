@@ -433,3 +433,35 @@ def test_the_home_the_database_and_the_brain_are_the_owners_alone(tmp_path: Path
     assert (home.stat().st_mode & 0o777) == 0o700
     assert ((home / "thoth.db").stat().st_mode & 0o777) == 0o600
     assert (brain.path.stat().st_mode & 0o777) == 0o700
+
+
+def test_a_change_is_undone_by_a_new_commit_and_one_built_upon_is_refused(
+    tmp_path: Path,
+) -> None:
+    from layers.errors import BadInput
+    from layers.procedural.brain_history import diff_of, history, revert
+
+    brain = _brain(tmp_path)
+    rules = "persona/RULES.md"
+    original = (brain.path / rules).read_text()
+    first = brain.apply({rules: original + "- Answer in English.\n"}, "Add a rule")
+    second = brain.apply({"persona/USER.md": "The team ships on Thursdays.\n"}, "About us")
+    assert first and second
+    assert "+- Answer in English." in diff_of(brain, first)
+    undone = revert(brain, first, by="ari")
+    assert (brain.path / rules).read_text() == original
+    assert (brain.path / "persona/USER.md").read_text() == "The team ships on Thursdays.\n"
+    newest = history(brain, 3)
+    assert [c.sha for c in newest][:1] == [undone]
+    assert newest[0].summary == 'Revert "Add a rule"' and newest[0].author == "ari"
+
+    # A change a later commit built on cannot be undone cleanly: refused, nothing changed.
+    third = brain.apply({rules: original + "- Be brief.\n"}, "Another rule")
+    fourth = brain.apply({rules: original + "- Be very brief.\n"}, "Sharper")
+    assert third and fourth
+    with pytest.raises(BadInput, match="cannot be undone cleanly"):
+        revert(brain, third, by="ari")
+    assert (brain.path / rules).read_text() == original + "- Be very brief.\n"
+    assert not git.Repo(brain.path).is_dirty(untracked_files=True)
+    with pytest.raises(BadInput, match="not a commit id"):
+        diff_of(brain, "../../etc")

@@ -182,3 +182,47 @@ def test_a_forged_cookie_and_a_used_link_sign_nobody_in(console: tuple[str, Path
             assert "used up" in other.inner_text("p.problem")
         finally:
             browser.close()
+
+
+def test_a_draft_is_read_as_a_diff_approved_and_its_commit_undone(
+    console: tuple[str, Path], tmp_path: Path,
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    link, home = console
+    base = link.split("/console/")[0] + "/console"
+    body = tmp_path / "standup.md"
+    body.write_text("# Standup digest\n\n1. Collect the updates from the thread.\n"
+                    "2. Group them by person, newest first.\n"
+                    "3. Flag every blocker with its owner.\n")
+    subprocess.run([sys.executable, "-m", "bridge", "skills", "propose", "standup-digest",
+                    "--description", "Digest a standup", "--body-file", str(body),
+                    "--by", "dana"], env=_env(home), check=True, capture_output=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(link)
+            page.click("nav a:text('Skills')")
+            draft = page.locator("ol.drafts li").first
+            assert "+3. Flag every blocker with its owner." in draft.inner_text()
+            page.screenshot(path=str(SHOTS / "skills.png"))
+            draft.locator("button:text('Approve')").click()
+            assert page.locator("#skill-standup-digest").count() == 1
+            latest = page.locator("tr.commit").first
+            assert "Add skill standup-digest 1.0.0" in latest.inner_text()
+            latest.locator("a").click()
+            assert "+3. Flag every blocker" in page.inner_text("#diff")
+            page.go_back()
+            page.locator("tr.commit").first.locator("button:text('Undo')").click()
+            assert page.locator("#skill-standup-digest").count() == 0  # a new commit undid it
+            assert page.locator("tr.commit").first.inner_text().count("Revert") == 1
+            assert not (home / "brain" / "skills" / "standup-digest").exists()
+            page.goto(f"{base}/audit?action=skill")
+            assert page.locator("tr.entry td:nth-child(3)").all_inner_texts() == [
+                "skill.approve"]
+            page.goto(f"{base}/audit?action=brain")
+            assert page.locator("tr.entry td:nth-child(3)").all_inner_texts() == [
+                "brain.revert"]
+        finally:
+            browser.close()

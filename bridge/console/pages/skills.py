@@ -1,0 +1,79 @@
+"""Skills and persona: what is installed, the drafts waiting (each as a diff against the
+skill it would replace), the brain's history with what each commit changed, and undoing
+one change (a new commit). Deciding and undoing are founders' and the operator's."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from bridge.console.parts import ConsoleParts, ConsoleStores
+from bridge.console.sign_in import ConsoleUser
+from layers.procedural.brain_history import BrainCommit, diff_of, history, revert
+from layers.procedural.drafts import Draft, DraftState
+from layers.procedural.skills import Skill
+
+HISTORY = 30
+
+
+@dataclass(frozen=True)
+class PendingDraft:
+    draft: Draft
+    # The draft's body against the installed skill's ("" before: a new skill).
+    diff: str
+
+
+@dataclass(frozen=True)
+class SkillsView:
+    installed: list[Skill]
+    pending: list[PendingDraft]
+    commits: list[BrainCommit]
+
+
+async def skills_view(parts: ConsoleParts) -> SkillsView:
+    def read(stores: ConsoleStores) -> SkillsView:
+        installed = stores.skills.skills()
+        pending = [
+            PendingDraft(draft, _diff(installed.get(draft.slug), draft))
+            for draft in stores.drafts.list(DraftState.PENDING)
+        ]
+        return SkillsView(sorted(installed.values(), key=lambda skill: skill.slug), pending,
+                          history(stores.brain, HISTORY))
+
+    return await parts.stores.run(read)
+
+
+async def commit_diff(parts: ConsoleParts, sha: str) -> str:
+    return await parts.stores.run(lambda stores: diff_of(stores.brain, sha))
+
+
+async def decide(parts: ConsoleParts, user: ConsoleUser, draft_id: str, *, approve: bool,
+                 origin: str) -> Draft:
+    def change(stores: ConsoleStores) -> Draft:
+        draft = (stores.drafts.approve if approve else stores.drafts.reject)(
+            draft_id, by=user.name)
+        stores.audit.record(actor=user.actor,
+                            action="skill.approve" if approve else "skill.reject",
+                            target=f"draft:{draft_id}", origin=origin,
+                            detail=f"{draft.slug} {draft.version}")
+        return draft
+
+    return await parts.stores.run(change)
+
+
+async def undo(parts: ConsoleParts, user: ConsoleUser, sha: str, origin: str) -> str:
+    def change(stores: ConsoleStores) -> str:
+        new_sha = revert(stores.brain, sha, by=user.name)
+        stores.audit.record(actor=user.actor, action="brain.revert", target=f"commit:{sha}",
+                            origin=origin, detail=f"reverted by {new_sha[:10]}")
+        return new_sha
+
+    return await parts.stores.run(change)
+
+
+def _diff(installed: Skill | None, draft: Draft) -> str:
+    before = installed.body.splitlines(keepends=True) if installed is not None else []
+    after = draft.body.splitlines(keepends=True)
+    return "".join(difflib.unified_diff(
+        before, after, fromfile=f"{draft.slug} {draft.base_version or '(new)'}",
+        tofile=f"{draft.slug} {draft.version}"))
