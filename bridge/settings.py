@@ -101,6 +101,13 @@ class Settings(BaseSettings):
     # Signs the memory console's session cookies. Unset: a new secret each start, so a
     # restart signs everyone out; set it (the same on every replica) to keep sign-ins.
     console_secret: SecretStr | None = None
+    # Sign in with Slack for the console (the app's Basic Information page): members sign
+    # in and see what Slack lets them read; unset, only the operator's link signs in.
+    slack_client_id: str | None = None
+    slack_client_secret: SecretStr | None = None
+    # Where people reach the console (https://thoth.example.com), for Slack's redirect
+    # back; unset, the address the browser used.
+    console_url: str | None = None
     daily_cost_cap_usd: Annotated[float, Field(ge=0)] = 5.0
     # Each person's share of the day's spend (their turns; reflection is the team's).
     # Unset: no share, only DAILY_COST_CAP_USD.

@@ -15,15 +15,25 @@ from starlette.routing import Mount, Route
 from bridge.app import Thoth
 from bridge.console.parts import console_parts
 from bridge.console.sign_in import OneTimeLogin
+from bridge.console.slack_sign_in import SlackSignIn
 from bridge.console.web_app import console_app
 
 PATH = "/console"
 
 
 def console_mount(app: Thoth, login: OneTimeLogin) -> Mount:
-    secret = app.settings.console_secret
+    settings = app.settings
+    secret = settings.console_secret
+    slack = None
+    if settings.slack_client_id and settings.slack_client_secret:
+        slack = SlackSignIn(client_id=settings.slack_client_id,
+                            client_secret=settings.slack_client_secret.get_secret_value(),
+                            api_url=settings.slack_api_url,
+                            founders=frozenset(settings.founder_user_ids))
     return Mount(PATH, console_app(
-        console_parts(app), secret=secret.get_secret_value() if secret else None, login=login))
+        console_parts(app), secret=secret.get_secret_value() if secret else None, login=login,
+        slack=slack, public_url=settings.console_url,
+        https_only=(settings.console_url or "").startswith("https://")))
 
 
 def sign_in_link(host: str, port: int, login: OneTimeLogin) -> str:

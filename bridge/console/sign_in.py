@@ -2,9 +2,8 @@
 
 Decided: the local operator signs in as Jupyter does — a link with a one-time token is
 printed where the console starts, and opening it sets the signed session cookie. The
-token works once and for ``LINK_TTL_S``; a new start prints a new one. Sign in with Slack
-(OpenID Connect) is how team members will sign in; until then the console has only its
-operator.
+token works once and for ``LINK_TTL_S``; a new start prints a new one. Team members sign
+in with Slack (``slack_sign_in.py``).
 """
 
 from __future__ import annotations
@@ -29,10 +28,13 @@ class ConsoleUser:
     sees_everything: bool
     # May approve and reject what waits (FOUNDER_USER_IDS, and the operator).
     founder: bool
+    # A Slack person's workspace and user id (None for the operator).
+    team: str | None = None
+    user: str | None = None
 
     def as_session(self) -> dict[str, Any]:
-        return {"actor": self.actor, "name": self.name,
-                "sees_everything": self.sees_everything, "founder": self.founder}
+        return {"actor": self.actor, "name": self.name, "sees_everything": self.sees_everything,
+                "founder": self.founder, "team": self.team, "user": self.user}
 
 
 def user_of(session: dict[str, Any]) -> ConsoleUser | None:
@@ -40,8 +42,10 @@ def user_of(session: dict[str, Any]) -> ConsoleUser | None:
     actor, name = session.get("actor"), session.get("name")
     if not isinstance(actor, str) or not isinstance(name, str):
         return None
+    team, user = session.get("team"), session.get("user")
     return ConsoleUser(actor, name, bool(session.get("sees_everything")),
-                       bool(session.get("founder")))
+                       bool(session.get("founder")), team if isinstance(team, str) else None,
+                       user if isinstance(user, str) else None)
 
 
 class OneTimeLogin:

@@ -27,6 +27,7 @@ from bridge.console.pages import audit, episodes, notes, overview, people, skill
 from bridge.console.parts import ConsoleParts
 from bridge.console.security_headers import SecurityHeaders
 from bridge.console.sign_in import ConsoleUser, OneTimeLogin, user_of
+from bridge.console.slack_sign_in import SlackSignIn
 from layers.errors import ThothError
 
 HERE = Path(__file__).parent
@@ -37,21 +38,24 @@ SESSION_MAX_AGE_S = 12 * 3600
 
 def console_app(
     parts: ConsoleParts, *, secret: str | None, login: OneTimeLogin | None,
-    https_only: bool = False,
+    slack: SlackSignIn | None = None, public_url: str | None = None, https_only: bool = False,
 ) -> Starlette:
     """The console as an ASGI app, to mount at /console. ``secret`` signs its cookies
-    (None: a new one for this process); ``login`` is the operator's one-time link."""
+    (None: a new one for this process); ``login`` is the operator's one-time link;
+    ``slack`` signs members in; ``public_url`` is where browsers reach it (CONSOLE_URL)."""
     # Autoescaped: what memory holds is people's words, shown as text, never as markup.
     templates = Jinja2Templates(env=jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True))
     templates.env.filters["when"] = _when
-    pages = _Pages(parts, templates, login)
+    pages = _Pages(parts, templates, login, slack, public_url)
     return Starlette(
         routes=[
             Route("/", pages.overview),
             Route("/login", pages.login),
             Route("/login/{token}", pages.login),
             Route("/logout", pages.logout, methods=["POST"]),
+            Route("/signin/slack", pages.slack_sign_in),
+            Route("/signin/slack/callback", pages.slack_callback),
             Route("/episodes", pages.episodes),
             Route("/episodes/{episode_id}/forget", pages.forget_episode, methods=["POST"]),
             Route("/notes", pages.notes),
@@ -73,17 +77,20 @@ def console_app(
             Middleware(SecurityHeaders),
             Middleware(SessionMiddleware, secret_key=secret or secrets.token_urlsafe(32),
                        session_cookie=SESSION_COOKIE, max_age=SESSION_MAX_AGE_S,
-                       same_site="strict", https_only=https_only),
+                       same_site="lax", https_only=https_only),
         ],
     )
 
 
 class _Pages:
     def __init__(self, parts: ConsoleParts, templates: Jinja2Templates,
-                 login: OneTimeLogin | None) -> None:
+                 login: OneTimeLogin | None, slack: SlackSignIn | None,
+                 public_url: str | None) -> None:
         self._parts = parts
         self._templates = templates
         self._login = login
+        self._slack = slack
+        self._public_url = public_url
 
     async def overview(self, request: Request) -> Response:
         user = self._reader(request)
@@ -98,11 +105,42 @@ class _Pages:
         if user is None:
             return self._signed_out(request, "That sign-in link is used up, lapsed or wrong:"
                                              " start the console again for a new one.")
+        return await self._signed_in(request, user)
+
+    async def slack_sign_in(self, request: Request) -> Response:
+        if self._slack is None:
+            return self._signed_out(request, "Sign in with Slack is not set up here"
+                                             " (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET).")
+        url, state, nonce = self._slack.authorize_url(self._callback(request))
+        request.session["slack_state"], request.session["slack_nonce"] = state, nonce
+        return RedirectResponse(url, status_code=303)
+
+    async def slack_callback(self, request: Request) -> Response:
+        expected = request.session.pop("slack_state", None)
+        request.session.pop("slack_nonce", None)
+        state, code = request.query_params.get("state"), request.query_params.get("code")
+        if self._slack is None or not expected or not state or not code or not (
+                secrets.compare_digest(str(expected), state)):
+            return self._signed_out(request, "That sign-in did not start here, or has been"
+                                             " used: sign in with Slack again.")
+        try:
+            user = await self._slack.complete(code, self._callback(request))
+        except ThothError as error:
+            return self._signed_out(request, str(error))
+        return await self._signed_in(request, user)
+
+    async def _signed_in(self, request: Request, user: ConsoleUser) -> Response:
         request.session.clear()
         request.session.update(user.as_session())
         await self._parts.stores.run(lambda stores: stores.audit.record(
             actor=user.actor, action="login", target="console", origin=_origin(request)))
         return RedirectResponse(_base(request) + "/", status_code=303)
+
+    def _callback(self, request: Request) -> str:
+        """Where Slack sends the browser back: the same on the way there and back."""
+        root = self._public_url.rstrip("/") if self._public_url else (
+            f"{request.url.scheme}://{request.url.netloc}")
+        return f"{root}{_base(request)}/signin/slack/callback"
 
     async def logout(self, request: Request) -> Response:
         user = await self._changer(request)
@@ -294,7 +332,9 @@ class _Pages:
 
     def _signed_out(self, request: Request, why: str | None = None) -> Response:
         return self._templates.TemplateResponse(
-            request, "signed_out.html", {"base": _base(request), "why": why}, status_code=401)
+            request, "signed_out.html",
+            {"base": _base(request), "why": why, "slack": self._slack is not None},
+            status_code=401)
 
 
 def _base(request: Request) -> str:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,6 +23,8 @@ from bridge.all_tables import ALL_SCHEMAS
 from layers.notes.store import NoteStore
 from layers.places import LOCAL_TEAM, Place
 from layers.storage.engines import open_sqlite
+from tests.servers.slack_api import FakeSlack
+from tests.servers.slack_sign_in import SignInWithSlack
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -226,3 +229,97 @@ def test_a_draft_is_read_as_a_diff_approved_and_its_commit_undone(
                 "brain.revert"]
         finally:
             browser.close()
+
+
+SIGNED_IN_EPISODES = [
+    {"id": "e-public", "user_text": "the release train leaves on Thursdays", "summary": "",
+     "created_at": 1_790_000_000, "team": "T1", "channel": "C1", "channel_type": "public",
+     "user": "U2", "user_name": "ari"},
+    {"id": "e-private", "user_text": "the release train salary budget is secret",
+     "summary": "", "created_at": 1_790_000_100, "team": "T1", "channel": "G1",
+     "channel_type": "private", "user": "U2", "user_name": "ari"},
+    {"id": "e-own-dm", "user_text": "remind me the release train checklist", "summary": "",
+     "created_at": 1_790_000_200, "team": "T1", "channel": "D1", "channel_type": "im",
+     "user": "U1", "user_name": "dana"},
+    {"id": "e-other-dm", "user_text": "my release train worries, between us", "summary": "",
+     "created_at": 1_790_000_300, "team": "T1", "channel": "D2", "channel_type": "im",
+     "user": "U2", "user_name": "ari"},
+]
+
+
+@pytest.fixture
+def slack_console(tmp_path: Path) -> Iterator[tuple[str, SignInWithSlack]]:
+    """A console whose members sign in with the loopback Slack; its base URL."""
+    home = tmp_path / "home"
+    run = [sys.executable, "-m", "bridge"]
+    lines = tmp_path / "episodes.jsonl"
+    lines.write_text("".join(json.dumps(e) + "\n" for e in SIGNED_IN_EPISODES))
+    subprocess.run([*run, "episodes", "import", str(lines)], env=_env(home), check=True,
+                   capture_output=True, timeout=180)
+    with FakeSlack() as slack:
+        slack.add_user("U1", "dana")
+        slack.add_user("UFOUNDER", "fia")
+        sign_in = SignInWithSlack(slack, client_id="111.222", client_secret="s3cret",
+                                  redirect_uris=())
+        env = {**_env(home), "SLACK_CLIENT_ID": "111.222", "SLACK_CLIENT_SECRET": "s3cret",
+               "SLACK_API_URL": slack.url, "FOUNDER_USER_IDS": "UFOUNDER"}
+        process = subprocess.Popen([*run, "console", "--port", "0"], env=env,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert process.stdout is not None
+            found = re.search(r"(http://\S+/console)/login/", process.stdout.readline())
+            assert found
+            base = found.group(1)
+            sign_in.redirect_uris = (f"{base}/signin/slack/callback",)
+            yield base, sign_in
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
+    slack_console: tuple[str, SignInWithSlack],
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    base, sign_in = slack_console
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            def signed_in_as(user: str) -> Any:
+                sign_in.signed_in_as = user
+                page = browser.new_context().new_page()
+                page.goto(f"{base}/")
+                page.click("#slack-sign-in")  # to Slack's authorize page, and back
+                return page
+
+            dana = signed_in_as("U1")
+            assert dana.inner_text("header .who") == "dana"
+            assert dana.locator("nav a:text('Audit log')").count() == 0
+            dana.goto(f"{base}/episodes?q=release+train")
+            shown = set(dana.locator("ol.episodes li").evaluate_all(
+                "items => items.map(item => item.id)"))
+            # Public channels and her own DMs; never a private channel's, or another's DM.
+            assert shown == {"episode-e-public", "episode-e-own-dm"}
+            dana.screenshot(path=str(SHOTS / "member-episodes.png"))
+            assert dana.locator("#episode-e-own-dm button.danger").count() == 1  # hers
+            assert dana.locator("#episode-e-public button.danger").count() == 0  # ari's
+            assert dana.goto(f"{base}/audit").status == 403
+
+            fia = signed_in_as("UFOUNDER")  # a founder: the operator's view
+            fia.goto(f"{base}/episodes?q=release+train")
+            assert fia.locator("ol.episodes li").count() == 4
+            fia.goto(f"{base}/audit?action=login")
+            assert fia.locator("tr.entry td:nth-child(2)").all_inner_texts() == [
+                "slack:UFOUNDER", "slack:U1"]
+
+            # Slack's code is good once; a callback that did not start here is refused.
+            stranger = browser.new_context().new_page()
+            forged = stranger.goto(f"{base}/signin/slack/callback?code=T1.x&state=forged")
+            assert forged is not None and forged.status == 401
+            assert "did not start here" in stranger.inner_text("p.problem")
+        finally:
+            browser.close()
+    codes = [call.args.get("code") for call in sign_in.fake.requests
+             if call.method == "openid.connect.token"]
+    assert len(codes) == 2 and len(set(codes)) == 2

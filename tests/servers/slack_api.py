@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from tests.servers.loopback import LoopbackHandler, LoopbackServer
@@ -63,6 +63,11 @@ from tests.servers.slack_rules import (
     check_scope,
 )
 
+if TYPE_CHECKING:
+    from tests.servers.slack_sign_in import SignInWithSlack
+
+# The browser's step of Sign in with Slack (on slack.com, not under /api/).
+AUTHORIZE_PATH = "/openid/connect/authorize"
 # Fields Slack takes as JSON; in a form they arrive as JSON text.
 STRUCTURED_FIELDS = frozenset({
     "blocks", "attachments", "metadata", "chunks", "loading_messages", "unfurls",
@@ -76,7 +81,10 @@ ERRORS_BY_STATUS = {
 }
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 RESPONSE_URL_PATH = "/commands/"
-NO_AUTH_METHODS = frozenset({"api.test"})
+# openid.connect.token: the app authenticates itself (client id and secret), no token.
+NO_AUTH_METHODS = frozenset({"api.test", "openid.connect.token"})
+# Sign in with Slack's user token (``slack_sign_in.py``).
+USER_TOKEN_METHODS = frozenset({"openid.connect.userInfo"})
 
 
 @dataclass(frozen=True)
@@ -230,6 +238,8 @@ class FakeSlack(LoopbackServer):
         self._responses: list[dict[str, Any]] = []
         self._prompts: list[dict[str, Any]] = []
         self._rate_limits = RateLimits() if rate_limits else None
+        # Sign in with Slack, once a test sets it up (``slack_sign_in.SignInWithSlack``).
+        self.sign_in: SignInWithSlack | None = None
         self._lock = threading.Condition()
         self._epoch = int(time.time())
         self._ticks = itertools.count(1)
@@ -572,6 +582,8 @@ class FakeSlack(LoopbackServer):
             return "not_authed"
         wants_app = call.method in APP_TOKEN_METHODS
         prefix, pinned = ("xapp-", self.app_token) if wants_app else ("xoxb-", self.bot_token)
+        if call.method in USER_TOKEN_METHODS:
+            prefix, pinned = "xoxp-", None
         if not token.startswith(("xoxb-", "xapp-", "xoxp-")):
             return "invalid_auth"
         if not token.startswith(prefix):
@@ -618,6 +630,18 @@ class FakeSlack(LoopbackServer):
             raise SlackError(str(_text(call, "error")))
         echoed = {k: v for k, v in call.args.items() if isinstance(v, str) and k != "token"}
         return {"args": echoed} if echoed else {}
+
+    @api("openid.connect.token")
+    def _openid_connect_token(self, call: RecordedCall) -> dict[str, Any]:
+        if self.sign_in is None:
+            raise SlackError("invalid_client_id")  # the app has no Sign in with Slack
+        return self.sign_in.token(call)
+
+    @api("openid.connect.userInfo")
+    def _openid_connect_user_info(self, call: RecordedCall) -> dict[str, Any]:
+        if self.sign_in is None:
+            raise SlackError("invalid_auth")
+        return self.sign_in.user_info(call)
 
     @api("auth.test")
     def _auth_test(self, call: RecordedCall) -> dict[str, Any]:
@@ -1026,6 +1050,20 @@ class _Handler(LoopbackHandler):
 
     def _handle(self) -> None:
         call = self._read()
+        if call.path == AUTHORIZE_PATH:
+            # The browser's step of Sign in with Slack, on slack.com itself.
+            sign_in = self.fake.sign_in
+            status, headers, text = (400, {}, "invalid_client_id") if sign_in is None else (
+                sign_in.authorize(call.query))
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            body = text.encode()
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         if call.path.startswith(RESPONSE_URL_PATH):
             self.fake._responded(call)
             self._send_text(200, "ok")

@@ -10,12 +10,12 @@ from layers.places import Viewer
 
 
 def viewer_of(user: ConsoleUser) -> Viewer:
-    """What the person may read. Decided, until Slack sign-in tells a member's channels:
-    a member sees what they would from a DM with Thoth (theirs, and public channels)."""
-    if user.sees_everything:
-        return Viewer(sees_everything=True)
-    team, _, person = user.actor.partition(":")
-    return Viewer(team, f"D-{person}", "im", person)
+    """What the person may read. Decided, until the console asks Slack which private
+    channels a member is in: a member sees what they would in a DM with Thoth — their own
+    DMs and the public channels of their workspace, never a private channel's."""
+    if user.sees_everything or user.team is None or user.user is None:
+        return Viewer(sees_everything=user.sees_everything)
+    return Viewer(user.team, "console", "im", user.user)
 
 
 async def search(parts: ConsoleParts, user: ConsoleUser, query: str) -> list[Hit]:
@@ -28,7 +28,7 @@ async def search(parts: ConsoleParts, user: ConsoleUser, query: str) -> list[Hit
 
 def may_forget(user: ConsoleUser, episode: Episode) -> bool:
     return user.sees_everything or (
-        episode.user is not None and user.actor == f"{episode.team}:{episode.user}")
+        episode.user is not None and (episode.team, episode.user) == (user.team, user.user))
 
 
 async def forget(parts: ConsoleParts, user: ConsoleUser, episode_id: str,
