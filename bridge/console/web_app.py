@@ -154,9 +154,12 @@ class _Pages:
         if isinstance(user, Response):
             return user
         query = request.query_params.get("q", "")
-        hits = await episodes.search(self._parts, user, query)
+        view_as = request.query_params.get("as", "")
+        reader = episodes.seen_as(user, view_as)
+        hits = await episodes.search(self._parts, reader, query)
         return self._page(request, user, "episodes.html", query=query, hits=hits,
-                          may_forget=lambda episode: episodes.may_forget(user, episode))
+                          view_as=view_as if reader is not user else "",
+                          may_forget=lambda episode: episodes.may_forget(reader, episode))
 
     async def forget_episode(self, request: Request) -> Response:
         user = await self._changer(request)

@@ -309,6 +309,15 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             fia = signed_in_as("UFOUNDER")  # a founder: the operator's view
             fia.goto(f"{base}/episodes?q=release+train")
             assert fia.locator("ol.episodes li").count() == 4
+            # "View as" dana shows the founder exactly what dana saw.
+            fia.goto(f"{base}/episodes?q=release+train&as=T1:U1")
+            assert fia.inner_text("#viewing-as") == "Seen as T1:U1 would see it."
+            assert set(fia.locator("ol.episodes li").evaluate_all(
+                "items => items.map(item => item.id)")) == shown
+            assert dana.goto(f"{base}/episodes?q=release+train&as=T1:U2") is not None
+            assert dana.locator("#viewing-as").count() == 0  # only founders preview
+            assert set(dana.locator("ol.episodes li").evaluate_all(
+                "items => items.map(item => item.id)")) == shown  # still her own view
             fia.goto(f"{base}/audit?action=login")
             assert fia.locator("tr.entry td:nth-child(2)").all_inner_texts() == [
                 "slack:UFOUNDER", "slack:U1"]

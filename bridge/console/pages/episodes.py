@@ -18,6 +18,16 @@ def viewer_of(user: ConsoleUser) -> Viewer:
     return Viewer(user.team, "console", "im", user.user)
 
 
+def seen_as(user: ConsoleUser, view_as: str) -> ConsoleUser:
+    """``user``, or for a founder asking "view as TEAM:USER", that member as they would
+    sign in: the preview proves what someone else would see, by the same rule."""
+    team, _, person = view_as.strip().partition(":")
+    if not (user.founder and team and person):
+        return user
+    return ConsoleUser(f"slack:{person}", person, sees_everything=False, founder=False,
+                       team=team, user=person)
+
+
 async def search(parts: ConsoleParts, user: ConsoleUser, query: str) -> list[Hit]:
     if not query.strip():
         return []
