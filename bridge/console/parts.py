@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from slack_sdk.web.async_client import AsyncWebClient
+
 from bridge.app import Thoth
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
+from bridge.slack.cards import CardStore
+from bridge.slack.note_cards import NoteCardStore
+from bridge.slack.web import build_async_web_client
 from layers.audit.log import AuditLog
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.protocol import IdentityBackend
@@ -32,6 +37,9 @@ class ConsoleStores:
     audit: AuditLog
     # Who asked to be forgotten: nothing they said before it is learned again.
     tombstones: Tombstones
+    # Which Slack messages are which note's and which draft's cards.
+    note_cards: NoteCardStore
+    cards: CardStore
 
 
 @dataclass(frozen=True)
@@ -41,6 +49,8 @@ class ConsoleParts:
     # The identity layer (async; None when HONCHO_DISABLED) and its cached user models.
     identity: IdentityBackend | None
     user_models: UserModels | None
+    # Slack, to show a decision made here on its cards (None without SLACK_BOT_TOKEN).
+    slack: AsyncWebClient | None = None
     # How many episodes a search shows.
     results: int = 20
 
@@ -48,6 +58,8 @@ class ConsoleParts:
 def console_parts(thoth: Thoth) -> ConsoleParts:
     stores = ConsoleStores(thoth.episodic, thoth.notes, thoth.skills, thoth.drafts,
                            thoth.brain, thoth.ledger, SpendReader(thoth.db), thoth.audit,
-                           thoth.tombstones)
-    return ConsoleParts(Offloaded(stores), thoth.settings.daily_cost_cap_usd,
-                        thoth.identity, thoth.user_models)
+                           thoth.tombstones, NoteCardStore(thoth.db), CardStore(thoth.db))
+    settings = thoth.settings
+    slack = build_async_web_client(settings) if settings.slack_bot_token else None
+    return ConsoleParts(Offloaded(stores), settings.daily_cost_cap_usd,
+                        thoth.identity, thoth.user_models, slack)

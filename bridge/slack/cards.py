@@ -57,6 +57,14 @@ class CardStore:
             ).fetchone()
         return None if row is None else Card(str(row[0]), row[1])
 
+    def cards_of(self, draft_id: str) -> list[tuple[str, str]]:
+        """Every card of the draft, as (channel, ts)."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT channel, ts FROM slack_cards WHERE draft_id = ?", (draft_id,)
+            ).fetchall()
+        return [(str(channel), str(ts)) for channel, ts in rows]
+
 
 
 def card_message(draft: Draft) -> dict[str, Any]:

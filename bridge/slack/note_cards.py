@@ -38,6 +38,14 @@ class NoteCardStore:
             ).fetchone()
         return None if row is None else str(row[0])
 
+    def cards_of(self, note_id: str) -> list[tuple[str, str]]:
+        """Every card of the note, as (channel, ts)."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT channel, ts FROM slack_note_cards WHERE note_id = ?", (note_id,)
+            ).fetchall()
+        return [(str(channel), str(ts)) for channel, ts in rows]
+
 
 def note_card_message(note: Note) -> dict[str, Any]:
     """The card as Slack markdown: the note quoted whole, escaped, and what a founder

@@ -248,8 +248,9 @@ SIGNED_IN_EPISODES = [
 
 
 @pytest.fixture
-def slack_console(tmp_path: Path) -> Iterator[tuple[str, SignInWithSlack]]:
-    """A console whose members sign in with the loopback Slack; its base URL."""
+def slack_console(tmp_path: Path) -> Iterator[tuple[str, SignInWithSlack, Path]]:
+    """A console whose members sign in with the loopback Slack: its base URL, Slack's
+    sign-in, and its home."""
     home = tmp_path / "home"
     run = [sys.executable, "-m", "bridge"]
     lines = tmp_path / "episodes.jsonl"
@@ -259,10 +260,12 @@ def slack_console(tmp_path: Path) -> Iterator[tuple[str, SignInWithSlack]]:
     with FakeSlack() as slack:
         slack.add_user("U1", "dana")
         slack.add_user("UFOUNDER", "fia")
+        slack.add_channel("C1", "general")
         sign_in = SignInWithSlack(slack, client_id="111.222", client_secret="s3cret",
                                   redirect_uris=())
         env = {**_env(home), "SLACK_CLIENT_ID": "111.222", "SLACK_CLIENT_SECRET": "s3cret",
-               "SLACK_API_URL": slack.url, "FOUNDER_USER_IDS": "UFOUNDER"}
+               "SLACK_API_URL": slack.url, "FOUNDER_USER_IDS": "UFOUNDER",
+               "SLACK_BOT_TOKEN": "xoxb-test"}
         process = subprocess.Popen([*run, "console", "--port", "0"], env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
@@ -271,18 +274,18 @@ def slack_console(tmp_path: Path) -> Iterator[tuple[str, SignInWithSlack]]:
             assert found
             base = found.group(1)
             sign_in.redirect_uris = (f"{base}/signin/slack/callback",)
-            yield base, sign_in
+            yield base, sign_in, home
         finally:
             process.terminate()
             process.wait(timeout=30)
 
 
 def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
-    slack_console: tuple[str, SignInWithSlack],
+    slack_console: tuple[str, SignInWithSlack, Path],
 ) -> None:
     from playwright.sync_api import sync_playwright
 
-    base, sign_in = slack_console
+    base, sign_in, _ = slack_console
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -332,3 +335,41 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
     codes = [call.args.get("code") for call in sign_in.fake.requests
              if call.method == "openid.connect.token"]
     assert len(codes) == 2 and len(set(codes)) == 2
+
+
+def test_a_note_kept_in_the_console_shows_so_on_its_card_in_slack(
+    slack_console: tuple[str, SignInWithSlack, Path],
+) -> None:
+    from playwright.sync_api import sync_playwright
+    from slack_sdk import WebClient
+
+    from bridge.slack.note_cards import NoteCardStore, note_card_message
+
+    base, sign_in, home = slack_console
+    db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
+    try:
+        note = NoteStore(db).propose("Deploys need two approvals", Place("T1", "C1", "public"),
+                                     user="U1", author_name="dana", source="🧠 reaction",
+                                     session_id=None)
+        slack = sign_in.fake
+        posted = WebClient(token="xoxb-test", base_url=slack.url).chat_postMessage(
+            channel="C1", **note_card_message(note))
+        card_ts = str(posted["ts"])
+        NoteCardStore(db).record(note.id, channel="C1", ts=card_ts)
+    finally:
+        db.close()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            sign_in.signed_in_as = "UFOUNDER"
+            page = browser.new_page()
+            page.goto(f"{base}/")
+            page.click("#slack-sign-in")
+            page.goto(f"{base}/notes")
+            page.click(f"#note-{note.id} button:text('Keep')")
+            assert page.locator(f"#note-{note.id}").count() == 0  # no longer waiting
+        finally:
+            browser.close()
+    card = slack.message("C1", card_ts) or {}
+    # One state: the card says it was kept, by whom, as a ✅ on it would have.
+    assert "Kept by" in str(card.get("markdown_text") or card.get("text"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bridge.console.parts import ConsoleParts, ConsoleStores
 from bridge.console.sign_in import ConsoleUser
+from bridge.console.slack_cards import show_note_decided
 from layers.notes.store import STATUSES, Note
 
 
@@ -23,4 +24,6 @@ async def decide(parts: ConsoleParts, user: ConsoleUser, note_id: str, *, keep: 
                             target=f"note:{note_id}", origin=origin)
         return note
 
-    return await parts.stores.run(change)
+    decided = await parts.stores.run(change)
+    await show_note_decided(parts, decided)
+    return decided

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from bridge.console.parts import ConsoleParts, ConsoleStores
 from bridge.console.sign_in import ConsoleUser
+from bridge.console.slack_cards import show_draft_decided
 from layers.procedural.brain_history import BrainCommit, diff_of, history, revert
 from layers.procedural.drafts import Draft, DraftState
 from layers.procedural.skills import Skill
@@ -58,7 +59,9 @@ async def decide(parts: ConsoleParts, user: ConsoleUser, draft_id: str, *, appro
                             detail=f"{draft.slug} {draft.version}")
         return draft
 
-    return await parts.stores.run(change)
+    decided = await parts.stores.run(change)
+    await show_draft_decided(parts, decided)
+    return decided
 
 
 async def undo(parts: ConsoleParts, user: ConsoleUser, sha: str, origin: str) -> str:

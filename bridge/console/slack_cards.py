@@ -1,0 +1,42 @@
+"""One state: a note or a draft decided in the console shows so on its cards in Slack,
+as one decided there shows so here (they share the stores).
+
+A card Slack will not update (deleted, the token gone) is logged; the decision stands.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from bridge.console.parts import ConsoleParts
+from bridge.slack.cards import show_outcome
+from bridge.slack.note_cards import note_card_message
+from bridge.slack.web import SLACK_FAILURES
+from layers.notes.store import Note
+from layers.procedural.drafts import Draft
+
+log = logging.getLogger(__name__)
+
+
+async def show_note_decided(parts: ConsoleParts, note: Note) -> None:
+    if parts.slack is None:
+        return
+    client = parts.slack
+    for channel, ts in await parts.stores.run(lambda s: s.note_cards.cards_of(note.id)):
+        try:
+            await client.chat_update(channel=channel, ts=ts, **note_card_message(note))
+        except SLACK_FAILURES as error:
+            log.warning("the card of note %s in %s was not updated: %s", note.id, channel,
+                        error)
+
+
+async def show_draft_decided(parts: ConsoleParts, draft: Draft) -> None:
+    if parts.slack is None:
+        return
+    client = parts.slack
+    for channel, ts in await parts.stores.run(lambda s: s.cards.cards_of(draft.id)):
+        try:
+            await show_outcome(client, draft, channel=channel, ts=ts)
+        except SLACK_FAILURES as error:
+            log.warning("the card of draft %s in %s was not updated: %s", draft.id, channel,
+                        error)
