@@ -23,7 +23,16 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from bridge.console import csrf
-from bridge.console.pages import audit, episodes, notes, overview, people, skills, spend
+from bridge.console.pages import (
+    audit,
+    episodes,
+    export,
+    notes,
+    overview,
+    people,
+    skills,
+    spend,
+)
 from bridge.console.parts import ConsoleParts
 from bridge.console.security_headers import SecurityHeaders
 from bridge.console.sign_in import ConsoleUser, OneTimeLogin, user_of
@@ -69,6 +78,9 @@ def console_app(
                   methods=["POST"]),
             Route("/people/{team}/{user}/forget", pages.forget_person, methods=["POST"]),
             Route("/spend", pages.spend),
+            Route("/export", pages.export),
+            Route("/export/episodes.jsonl", pages.export_episodes),
+            Route("/export/brain.bundle", pages.export_brain),
             Route("/audit", pages.audit),
             Route("/audit.jsonl", pages.audit_export),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
@@ -282,6 +294,28 @@ class _Pages:
             return user
         return self._page(request, user, "spend.html", report=await spend.spend(self._parts),
                           cap_usd=self._parts.daily_cap_usd)
+
+    async def export(self, request: Request) -> Response:
+        user = self._reader(request)
+        if isinstance(user, Response):
+            return user
+        return self._page(request, user, "export.html")
+
+    async def export_episodes(self, request: Request) -> Response:
+        user = self._reader(request)
+        if isinstance(user, Response):
+            return user
+        return Response(await export.episodes_jsonl(self._parts, user, _origin(request)),
+                        media_type="application/x-ndjson",
+                        headers={"Content-Disposition": 'attachment; filename="episodes.jsonl"'})
+
+    async def export_brain(self, request: Request) -> Response:
+        user = self._reader(request, operators_only="The brain's export is the operator's.")
+        if isinstance(user, Response):
+            return user
+        return Response(await export.brain_bundle(self._parts, user, _origin(request)),
+                        media_type="application/octet-stream",
+                        headers={"Content-Disposition": 'attachment; filename="brain.bundle"'})
 
     async def audit(self, request: Request) -> Response:
         user = self._reader(request, operators_only="The audit log is the operator's.")

@@ -162,15 +162,19 @@ class EpisodeStore:
             ).fetchall()
         return [Feedback(int(row[0])) for row in rows]
 
-    def iter_episodes(self, batch_size: int = 1000) -> Iterator[Episode]:
-        """Every episode, oldest first, read in batches so export stays flat in memory."""
+    def iter_episodes(
+        self, batch_size: int = 1000, viewer: Viewer | None = None
+    ) -> Iterator[Episode]:
+        """Every episode (``viewer``: every one they may see), oldest first, read in
+        batches so export stays flat in memory."""
+        predicate, params = sql_predicate(viewer) if viewer is not None else ("1 = 1", {})
         last = 0
         while True:
             with self._db.read() as conn:
                 rows = conn.execute(
-                    f"SELECT rowid, {EPISODE_COLUMNS} FROM episodes WHERE rowid > ?"
-                    " ORDER BY rowid LIMIT ?",
-                    (last, batch_size),
+                    f"SELECT e.rowid, {_prefixed('e.')} FROM episodes e"
+                    f" WHERE e.rowid > :last AND {predicate} ORDER BY e.rowid LIMIT :batch",
+                    {**params, "last": last, "batch": batch_size},
                 ).fetchall()
             if not rows:
                 return

@@ -86,7 +86,7 @@ def console(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 
 
 def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit_log(
-    console: tuple[str, Path],
+    console: tuple[str, Path], tmp_path: Path,
 ) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -128,6 +128,16 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             page.screenshot(path=str(SHOTS / "audit.png"))
             exported = page.request.get(f"{base}/audit.jsonl").text()
             assert [json.loads(line)["action"] for line in exported.splitlines()] == actions
+            # The brain as a git bundle: a clone of it has the kept note.
+            page.click("nav a:text('Export')")
+            with page.expect_download() as download:
+                page.click("#export-brain")
+            bundle = tmp_path / "brain.bundle"
+            download.value.save_as(bundle)
+            clone = tmp_path / "brain-clone"
+            subprocess.run(["git", "clone", "-q", str(bundle), str(clone)], check=True)
+            assert "Releases need a second reviewer" in (
+                clone / "persona" / "MEMORY.md").read_text()
 
             page.click("nav a:text('People')")
             page.fill("input[name=team]", LOCAL_TEAM)
@@ -308,10 +318,16 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             assert dana.locator("#episode-e-own-dm button.danger").count() == 1  # hers
             assert dana.locator("#episode-e-public button.danger").count() == 0  # ari's
             assert dana.goto(f"{base}/audit").status == 403
+            exported = dana.request.get(f"{base}/export/episodes.jsonl").text()
+            assert {json.loads(line)["id"] for line in exported.splitlines()} == {
+                "e-public", "e-own-dm"}  # her export is her view, no more
+            assert dana.request.get(f"{base}/export/brain.bundle").status == 403
 
             fia = signed_in_as("UFOUNDER")  # a founder: the operator's view
             fia.goto(f"{base}/episodes?q=release+train")
             assert fia.locator("ol.episodes li").count() == 4
+            everything = fia.request.get(f"{base}/export/episodes.jsonl").text()
+            assert len(everything.splitlines()) == 4
             # "View as" dana shows the founder exactly what dana saw.
             fia.goto(f"{base}/episodes?q=release+train&as=T1:U1")
             assert fia.inner_text("#viewing-as") == "Seen as T1:U1 would see it."

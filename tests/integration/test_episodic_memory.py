@@ -432,3 +432,17 @@ def test_on_postgresql_word_counts_start_from_the_episodes_already_stored(
     counted, matching = _counted_and_matching(db, ["deploy", "notes", "1"])
     assert counted == matching == {"deploy": 4, "notes": 4, "1": 2}
     db.close()
+
+
+def test_an_export_holds_what_its_viewer_may_see_and_no_more(memory: EpisodicMemory) -> None:
+    memory.remember([
+        _episode("pub", "public words", team="T1", channel="C1", channel_type="public"),
+        _episode("priv", "private words", team="T1", channel="G1", channel_type="private"),
+        _episode("dm", "dana's dm", team="T1", channel="D1", channel_type="im", user="U1"),
+        _episode("other", "another team", team="T2", channel="C9", channel_type="public"),
+    ])
+    store = memory.store
+    dana = Viewer("T1", "console", "im", "U1")
+    assert [e.id for e in store.iter_episodes(viewer=dana)] == ["pub", "dm"]
+    assert [e.id for e in store.iter_episodes(batch_size=1, viewer=dana)] == ["pub", "dm"]
+    assert len(list(store.iter_episodes())) == 4
