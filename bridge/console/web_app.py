@@ -249,11 +249,12 @@ class _Pages:
         return RedirectResponse(f"{_base(request)}/skills", status_code=303)
 
     async def people(self, request: Request) -> Response:
-        user = self._reader(request, operators_only="Everyone's facts are the operator's.")
+        user = self._reader(request)
         if isinstance(user, Response):
             return user
-        team = request.query_params.get("team", "")
-        who = request.query_params.get("user", "")
+        # A member's page is their own: "what Thoth knows about me".
+        team, who = people.whose_page(user, request.query_params.get("team", ""),
+                                      request.query_params.get("user", ""))
         found = None
         if team or who:
             try:
@@ -265,19 +266,23 @@ class _Pages:
                           said=request.query_params.get("said", ""))
 
     async def forget_fact(self, request: Request) -> Response:
-        user = await self._changer(request, operator_only=True)
+        user = await self._changer(request)
         if isinstance(user, Response):
             return user
         team, who = request.path_params["team"], request.path_params["user"]
+        if not people.may_forget(user, team, who):
+            return PlainTextResponse("Only what is known about you.", status_code=403)
         deleted = await people.forget_fact(self._parts, user, people.person_of(team, who),
                                            request.path_params["fact_id"], _origin(request))
         return self._back_to_person(request, team, who, f"deleted {deleted} fact(s)")
 
     async def forget_person(self, request: Request) -> Response:
-        user = await self._changer(request, operator_only=True)
+        user = await self._changer(request)
         if isinstance(user, Response):
             return user
         team, who = request.path_params["team"], request.path_params["user"]
+        if not people.may_forget(user, team, who):
+            return PlainTextResponse("Only what is known about you.", status_code=403)
         forgotten = await people.forget_everything(
             self._parts, user, people.person_of(team, who), _origin(request))
         said = forgotten.describe() if forgotten is not None else "no identity layer"

@@ -17,9 +17,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from bridge.all_tables import ALL_SCHEMAS
+from layers.identity.local.store import ObservationStore
+from layers.identity.protocol import Person
 from layers.notes.store import NoteStore
 from layers.places import LOCAL_TEAM, Place
 from layers.storage.engines import open_sqlite
@@ -267,6 +270,14 @@ def slack_console(tmp_path: Path) -> Iterator[tuple[str, SignInWithSlack, Path]]
     lines.write_text("".join(json.dumps(e) + "\n" for e in SIGNED_IN_EPISODES))
     subprocess.run([*run, "episodes", "import", str(lines)], env=_env(home), check=True,
                    capture_output=True, timeout=180)
+    db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
+    try:  # what the identity layer knows of dana, and of ari
+        observations = ObservationStore(db)
+        for who, text in (("U1", "prefers tea over coffee"), ("U2", "is moving to Lisbon")):
+            observations.add(Person("T1", who), text, None, np.ones(384, np.float32) / 20,
+                             source="message", session_id=None, now=1_790_000_000.0)
+    finally:
+        db.close()
     with FakeSlack() as slack:
         slack.add_user("U1", "dana")
         slack.add_user("UFOUNDER", "fia")
@@ -322,6 +333,15 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             assert {json.loads(line)["id"] for line in exported.splitlines()} == {
                 "e-public", "e-own-dm"}  # her export is her view, no more
             assert dana.request.get(f"{base}/export/brain.bundle").status == 403
+            # Her own page: what Thoth knows about her, and only her.
+            dana.goto(f"{base}/people?team=T1&user=U2")
+            assert "tea" in dana.inner_text("ol.facts") and "Lisbon" not in dana.content()
+            token = dana.locator("input[name=csrf_token]").first.get_attribute("value")
+            refused = dana.request.post(f"{base}/people/T1/U2/forget",
+                                        form={"csrf_token": token or ""})
+            assert refused.status == 403  # ari's facts are not hers to forget
+            dana.click("ol.facts button.danger")
+            assert dana.inner_text("#said") == "deleted 1 fact(s)"
 
             fia = signed_in_as("UFOUNDER")  # a founder: the operator's view
             fia.goto(f"{base}/episodes?q=release+train")

@@ -10,6 +10,17 @@ from layers.errors import BadInput
 from layers.identity.protocol import Fact, Forgotten, Person
 
 
+def whose_page(user: ConsoleUser, team: str, who: str) -> tuple[str, str]:
+    """The person whose facts the page shows: anyone for the operator, else oneself."""
+    if user.sees_everything or user.team is None or user.user is None:
+        return team, who
+    return user.team, user.user
+
+
+def may_forget(user: ConsoleUser, team: str, who: str) -> bool:
+    return user.sees_everything or (team, who) == (user.team, user.user)
+
+
 def person_of(team: str, user: str) -> Person:
     if not team.strip() or not user.strip():
         raise BadInput("say whose page: a workspace id and a user id")
@@ -17,8 +28,8 @@ def person_of(team: str, user: str) -> Person:
 
 
 async def facts(parts: ConsoleParts, person: Person) -> list[Fact] | None:
-    """Everything known about them, in every place (the operator's view); None without
-    an identity layer."""
+    """Everything known about them, in every place (shown to the operator, or to the
+    person themselves); None without an identity layer."""
     if parts.identity is None:
         return None
     return await parts.identity.facts(person, None)
