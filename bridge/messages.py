@@ -56,6 +56,12 @@ FORGOTTEN = "Forgotten: that exchange is deleted from my memory (text and vector
 NOT_A_FOUNDER = "Only founders (FOUNDER_USER_IDS) can approve or reject skills."
 NOT_A_FOUNDER_NOTES = "Only founders (FOUNDER_USER_IDS) can keep or reject memory notes."
 ASKER_ONLY = "Only the person who asked can save (🧠) or forget (🗑️) this exchange."
+# The message shortcuts (bridge/slack/shortcuts.py).
+NOTE_PROPOSED = "Proposed as a memory note here; a founder keeps or rejects it (its card)."
+NOTE_KEPT_AT_ONCE = "Kept as a memory note here."
+FORGET_THIS_NOT_YOURS = (
+    "Only an answer of mine to something you asked can be forgotten this way.")
+ALREADY_FORGOTTEN = "That exchange is already forgotten."
 FEEDBACK_THANKS = "Thanks, noted. It shapes which answers I lean on next time."
 FEEDBACK_TAKEN_BACK = "Okay, your feedback on that reply is taken back."
 STOPPED = "(stopped before the reply was complete)"

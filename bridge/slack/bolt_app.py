@@ -24,6 +24,13 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bridge import messages
 from bridge.app import Thoth
+from bridge.slack.app_home import (
+    FORGET_EVERYTHING,
+    FORGET_FACT,
+    KEEP_NOTE,
+    REJECT_NOTE,
+    AppHome,
+)
 from bridge.slack.assistant import AssistantThreads
 from bridge.slack.cards import APPROVE_ACTION, REJECT_ACTION
 from bridge.slack.commands import done_command, recall_command
@@ -35,6 +42,7 @@ from bridge.slack.inbox import InboxEntry
 from bridge.slack.lanes import Lanes
 from bridge.slack.reactions import Reactions
 from bridge.slack.runner import TurnRunner
+from bridge.slack.shortcuts import FORGET_THIS, REMEMBER_THIS, Shortcuts
 from bridge.slack.stores import SlackStores, slack_stores
 from layers.offloaded import Offloaded
 from layers.redaction import redact
@@ -49,6 +57,8 @@ class SlackTransport:
     conversation: Conversation
     reactions: Reactions
     assistant: AssistantThreads
+    home: AppHome
+    shortcuts: Shortcuts
     # Every store the transport uses: as is, for the scheduler's jobs (threads of their
     # own), and offloaded for the listeners and handlers on the loops.
     stores: SlackStores
@@ -93,14 +103,18 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
         offloaded, thoth.identity, client, directory,
         founders=frozenset(settings.founder_user_ids), bot_user=bot_user,
     )
+    home = AppHome(offloaded, thoth.identity, client,
+                   founders=frozenset(settings.founder_user_ids), console_url=settings.console_url)
     bridge = SlackTransport(
-        app, runner, conversation, reactions, assistant, stores, offloaded,
+        app, runner, conversation, reactions, assistant, home, Shortcuts(reactions.kit),
+        stores, offloaded,
         Lanes(offloaded, lease_s=settings.inbox_lease_s), bot_user,
         team=str(identity.get("team_id") or "") or None,
     )
     _listen_to_messages(bridge)
     _listen_to_reactions_and_clicks(bridge)
     _listen_to_the_ai_pane_and_commands(bridge, client)
+    _listen_to_the_home_tab_and_shortcuts(bridge)
     return bridge
 
 
@@ -232,6 +246,9 @@ def _listen_to_the_ai_pane_and_commands(bridge: SlackTransport, client: AsyncWeb
     @app.event("app_home_opened")
     async def on_home_opened(body: dict[str, Any], event: dict[str, Any]) -> None:
         team = str(body.get("team_id") or "")
+        if event.get("tab") == "home" and event.get("user"):
+            runner.submit(bridge.home.publish(team, str(event["user"])), turn=False)
+            return
         runner.submit(assistant.opened(event, team), turn=False)
 
     @app.event("assistant_thread_context_changed")
@@ -256,6 +273,51 @@ def _listen_to_the_ai_pane_and_commands(bridge: SlackTransport, client: AsyncWeb
     async def on_done(ack: AsyncAck, command: dict[str, Any]) -> None:
         await ack()
         runner.submit(done_command(bridge.offloaded, conversation, client, command), turn=False)
+
+
+def _listen_to_the_home_tab_and_shortcuts(bridge: SlackTransport) -> None:
+    app, runner, home, shortcuts = bridge.app, bridge.runner, bridge.home, bridge.shortcuts
+
+    def clicked(body: dict[str, Any]) -> tuple[str, str, str]:
+        """Who clicked on their Home tab (workspace, user) and the button's value."""
+        action = (body.get("actions") or [{}])[0]
+        team = str((body.get("team") or {}).get("id") or (body.get("user") or {}).get(
+            "team_id") or "")
+        return team, str((body.get("user") or {}).get("id") or ""), str(action.get("value"))
+
+    @app.action(FORGET_FACT)
+    async def on_forget_fact(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        team, user, fact_id = clicked(body)
+        runner.submit(home.forget_fact(team, user, fact_id), turn=False)
+
+    @app.action(FORGET_EVERYTHING)
+    async def on_forget_everything(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        team, user, _ = clicked(body)
+        runner.submit(home.forget_everything(team, user), turn=False)
+
+    @app.action(KEEP_NOTE)
+    async def on_keep_note(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        team, user, note_id = clicked(body)
+        runner.submit(home.decide_note(team, user, note_id, keep=True), turn=False)
+
+    @app.action(REJECT_NOTE)
+    async def on_reject_note(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        team, user, note_id = clicked(body)
+        runner.submit(home.decide_note(team, user, note_id, keep=False), turn=False)
+
+    @app.shortcut(REMEMBER_THIS)
+    async def on_remember_this(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        runner.submit(shortcuts.remember(body), turn=False)
+
+    @app.shortcut(FORGET_THIS)
+    async def on_forget_this(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        runner.submit(shortcuts.forget(body), turn=False)
 
 
 async def _followed(

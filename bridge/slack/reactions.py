@@ -69,6 +69,8 @@ class Reactions:
         self._bot_user = bot_user
         self._per_message = KeyedLocks()
         kit = Kit(stores, identity, founders, client, directory, self._tell)
+        # What a reaction's handler may use; the message shortcuts use it too.
+        self.kit = kit
         feedback = ReplyReaction((WORKED, DID_NOT_WORK), asker_only=False,
                                  handle=self._feedback_reacted)
         self._on_replies = {name: reaction

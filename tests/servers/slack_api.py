@@ -240,6 +240,10 @@ class FakeSlack(LoopbackServer):
         self._rate_limits = RateLimits() if rate_limits else None
         # Sign in with Slack, once a test sets it up (``slack_sign_in.SignInWithSlack``).
         self.sign_in: SignInWithSlack | None = None
+        # The app's Home tab (manifest ``features.app_home.home_tab_enabled``), and the
+        # view published to each person's.
+        self.home_tab_enabled = True
+        self._homes: dict[str, dict[str, Any]] = {}
         self._lock = threading.Condition()
         self._epoch = int(time.time())
         self._ticks = itertools.count(1)
@@ -631,6 +635,31 @@ class FakeSlack(LoopbackServer):
         echoed = {k: v for k, v in call.args.items() if isinstance(v, str) and k != "token"}
         return {"args": echoed} if echoed else {}
 
+    @api("views.publish")
+    def _views_publish(self, call: RecordedCall) -> dict[str, Any]:
+        """A person's Home tab. Refused as Slack's method page says: ``not_enabled`` when
+        the app has no Home tab, ``view_too_large`` past 250 kB, ``invalid_arguments`` for
+        a view that is not a ``home`` view of valid blocks, or an unknown person."""
+        user = _text(call, "user_id", missing="invalid_arguments")
+        view = _structured_view(call)
+        if not self.home_tab_enabled:
+            raise SlackError("not_enabled")
+        if len(json.dumps(view)) > 250_000:
+            raise SlackError("view_too_large")
+        if view.get("type") != "home" or user not in self._users:
+            raise SlackError("invalid_arguments")
+        blocks = view.get("blocks")
+        if not isinstance(blocks, list) or len(blocks) > 100:
+            raise SlackError("invalid_arguments")
+        check_blocks(blocks)
+        self._homes[str(user)] = view
+        return {"view": {"id": f"V{next(self._ids):08d}", "type": "home", **view}}
+
+    def home_of(self, user: str) -> dict[str, Any] | None:
+        """The view last published to ``user``'s Home tab."""
+        with self._lock:
+            return copy.deepcopy(self._homes.get(user))
+
     @api("openid.connect.token")
     def _openid_connect_token(self, call: RecordedCall) -> dict[str, Any]:
         if self.sign_in is None:
@@ -909,6 +938,18 @@ class FakeSlack(LoopbackServer):
                if m.get("thread_ts") in (None, m["ts"])]
         newest_first = [self._visible(channel, m) for m in reversed(top)]
         return _page(newest_first, call, default_limit=100)
+
+
+def _structured_view(call: RecordedCall) -> dict[str, Any]:
+    view = call.args.get("view")
+    if isinstance(view, str):
+        try:
+            view = json.loads(view)
+        except json.JSONDecodeError as error:
+            raise SlackError("invalid_arguments") from error
+    if not isinstance(view, dict):
+        raise SlackError("invalid_arguments")
+    return view
 
 
 def _kind(info: dict[str, Any]) -> str:

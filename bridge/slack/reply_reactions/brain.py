@@ -46,7 +46,7 @@ def brain(kit: Kit) -> ReplyReaction:
 
         note = await kit.stores.run(propose)
         if note.status == "proposed":
-            await _post_note_card(kit, note, reply.channel, reply.thread_ts)
+            await post_note_card(kit, note, reply.channel, reply.thread_ts)
 
     return ReplyReaction((BRAIN,), asker_only=True, handle=handle)
 
@@ -60,7 +60,7 @@ def _unkeep_note(stores: SlackStores, reacted: Reacted, who: str) -> None:
                             target=f"note:{note_id}", origin="slack")
 
 
-async def _post_note_card(kit: Kit, note: Note, channel: str, thread_ts: str | None) -> None:
+async def post_note_card(kit: Kit, note: Note, channel: str, thread_ts: str | None) -> None:
     try:
         response = await kit.client.chat_postMessage(
             channel=channel, thread_ts=thread_ts, **note_card_message(note)

@@ -1,0 +1,179 @@
+"""The App Home tab: what Thoth knows about the person looking, and what waits for a
+founder — the console's own page and inbox, inside Slack (``views.publish``).
+
+Published when the person opens the tab (``app_home_opened``, tab "home") and again after
+each change made from it: a fact forgotten, everything forgotten (with Slack's own
+confirmation dialog), a memory note kept or rejected. A note decided here shows so on its
+cards, as one decided on a card shows so here the next time the tab opens.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bridge.slack.escaping import escape
+from bridge.slack.note_cards import note_card_message
+from bridge.slack.stores import SlackStores
+from bridge.slack.web import SLACK_FAILURES
+from layers.audit.log import slack_actor
+from layers.identity.protocol import IdentityBackend, Person
+from layers.notes.store import Note
+from layers.offloaded import Offloaded
+from layers.places import Viewer
+
+log = logging.getLogger(__name__)
+
+FORGET_FACT = "home_forget_fact"
+FORGET_EVERYTHING = "home_forget_everything"
+KEEP_NOTE = "home_note_keep"
+REJECT_NOTE = "home_note_reject"
+# A Home view holds at most 100 blocks: the newest of each list, the rest in the console.
+FACTS_SHOWN = 20
+RECENT_SHOWN = 5
+NOTES_SHOWN = 10
+
+
+class AppHome:
+    def __init__(
+        self, stores: Offloaded[SlackStores], identity: IdentityBackend | None,
+        client: AsyncWebClient, *, founders: frozenset[str], console_url: str | None,
+    ) -> None:
+        self._stores = stores
+        self._identity = identity
+        self._client = client
+        self._founders = founders
+        self._console_url = console_url
+
+    async def publish(self, team: str, user: str) -> None:
+        """Build and publish this person's Home tab; a refusal is logged, never raised."""
+        facts = (await self._identity.facts(Person(team, user), None)
+                 if self._identity is not None else [])
+        viewer = Viewer(team, "home", "im", user)
+
+        def read(stores: SlackStores) -> tuple[list[Any], list[Note]]:
+            recent = stores.recent_episodes.recent_asked_by(user, viewer, RECENT_SHOWN) if (
+                stores.recent_episodes is not None) else []
+            waiting = stores.notes.store.listed("proposed")[:NOTES_SHOWN] if (
+                user in self._founders) else []
+            return recent, waiting
+
+        recent, waiting = await self._stores.run(read)
+        blocks = [*_about_you(facts[:FACTS_SHOWN], self._identity is not None),
+                  *_recent(recent)]
+        if user in self._founders:
+            blocks += _waiting(waiting)
+        if self._console_url:
+            blocks.append(_context(f"Everything, and its history: {self._console_url}/console"))
+        try:
+            await self._client.views_publish(user_id=user,
+                                             view={"type": "home", "blocks": blocks})
+        except SLACK_FAILURES as error:
+            log.warning("the Home tab of %s was not published: %s", user, error)
+
+    async def forget_fact(self, team: str, user: str, fact_id: str) -> None:
+        if self._identity is not None and await self._identity.forget(Person(team, user),
+                                                                       fact_id):
+            await self._stores.run(lambda stores: stores.audit.record(
+                actor=slack_actor(user), action="fact.forget", target=f"fact:{fact_id}",
+                origin="slack home"))
+        await self.publish(team, user)
+
+    async def forget_everything(self, team: str, user: str) -> None:
+        if self._identity is not None:
+            person = Person(team, user)
+            # A tombstone first: nothing said before this is sent to the backend after it.
+            await self._stores.run(lambda stores: stores.tombstones.record(person))
+            forgotten = await self._identity.forget_person(person)
+            await self._stores.run(lambda stores: stores.audit.record(
+                actor=slack_actor(user), action="person.forget",
+                target=f"person:{person.key}", origin="slack home",
+                detail=forgotten.describe()))
+        await self.publish(team, user)
+
+    async def decide_note(self, team: str, user: str, note_id: str, *, keep: bool) -> None:
+        if user not in self._founders:
+            # The buttons are only on founders' tabs: anyone else's click decides nothing,
+            # and their tab is shown afresh.
+            await self.publish(team, user)
+            return
+
+        def change(stores: SlackStores) -> tuple[Note, list[tuple[str, str]]]:
+            note = stores.notes.decide(note_id, keep=keep, by=user)
+            stores.audit.record(actor=slack_actor(user),
+                                action="note.keep" if keep else "note.reject",
+                                target=f"note:{note_id}", origin="slack home")
+            return note, stores.note_cards.cards_of(note_id)
+
+        try:
+            note, cards = await self._stores.run(change)
+        except Exception:
+            log.exception("note %s could not be decided from the Home tab", note_id)
+        else:
+            for channel, ts in cards:  # one state: its cards say it too
+                try:
+                    await self._client.chat_update(channel=channel, ts=ts,
+                                                   **note_card_message(note))
+                except SLACK_FAILURES as error:
+                    log.warning("the card of note %s was not updated: %s", note_id, error)
+        await self.publish(team, user)
+
+
+def _about_you(facts: list[Any], identity_on: bool) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [_header("What Thoth knows about you")]
+    if not identity_on:
+        return [*blocks, _text("Nothing: Thoth keeps nothing about people here.")]
+    if not facts:
+        return [*blocks, _text("Nothing yet.")]
+    for fact in facts:
+        blocks.append({
+            "type": "section", "text": {"type": "mrkdwn", "text": escape(fact.text)},
+            "accessory": {"type": "button", "action_id": FORGET_FACT, "value": fact.id,
+                          "text": {"type": "plain_text", "text": "Forget"}},
+        })
+    blocks.append({"type": "actions", "elements": [{
+        "type": "button", "action_id": FORGET_EVERYTHING, "style": "danger",
+        "text": {"type": "plain_text", "text": "Forget everything about me"},
+        "confirm": {"title": {"type": "plain_text", "text": "Forget everything?"},
+                    "text": {"type": "plain_text",
+                             "text": "Everything Thoth knows about you is deleted for good."},
+                    "confirm": {"type": "plain_text", "text": "Forget it all"},
+                    "deny": {"type": "plain_text", "text": "Keep it"}},
+    }]})
+    return blocks
+
+
+def _recent(episodes: list[Any]) -> list[dict[str, Any]]:
+    if not episodes:
+        return []
+    listed = "\n".join(f"• {escape(episode.user_text[:150])}" for episode in episodes)
+    return [_header("What you asked lately"), _text(listed)]
+
+
+def _waiting(notes: list[Note]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [_header("Memory notes waiting for a founder")]
+    if not notes:
+        return [*blocks, _text("None.")]
+    for note in notes:
+        blocks.append(_text(f"> {escape(note.text)}"))
+        blocks.append({"type": "actions", "block_id": f"note-{note.id}", "elements": [
+            {"type": "button", "action_id": KEEP_NOTE, "value": note.id, "style": "primary",
+             "text": {"type": "plain_text", "text": "Keep"}},
+            {"type": "button", "action_id": REJECT_NOTE, "value": note.id,
+             "text": {"type": "plain_text", "text": "Reject"}},
+        ]})
+    return blocks
+
+
+def _header(text: str) -> dict[str, Any]:
+    return {"type": "header", "text": {"type": "plain_text", "text": text}}
+
+
+def _text(markdown: str) -> dict[str, Any]:
+    return {"type": "section", "text": {"type": "mrkdwn", "text": markdown}}
+
+
+def _context(markdown: str) -> dict[str, Any]:
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": markdown}]}
