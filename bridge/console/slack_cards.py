@@ -10,7 +10,7 @@ import logging
 
 from bridge.console.parts import ConsoleParts
 from bridge.slack.cards import show_outcome
-from bridge.slack.note_cards import note_card_message
+from bridge.slack.note_cards import show_on_cards
 from bridge.slack.web import SLACK_FAILURES
 from layers.notes.store import Note
 from layers.procedural.drafts import Draft
@@ -21,13 +21,8 @@ log = logging.getLogger(__name__)
 async def show_note_decided(parts: ConsoleParts, note: Note) -> None:
     if parts.slack is None:
         return
-    client = parts.slack
-    for channel, ts in await parts.stores.run(lambda s: s.note_cards.cards_of(note.id)):
-        try:
-            await client.chat_update(channel=channel, ts=ts, **note_card_message(note))
-        except SLACK_FAILURES as error:
-            log.warning("the card of note %s in %s was not updated: %s", note.id, channel,
-                        error)
+    cards = await parts.stores.run(lambda s: s.note_cards.cards_of(note.id))
+    await show_on_cards(parts.slack, note, cards)
 
 
 async def show_draft_decided(parts: ConsoleParts, draft: Draft) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.escaping import escape
-from bridge.slack.note_cards import note_card_message
+from bridge.slack.note_cards import show_on_cards
 from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
 from layers.audit.log import slack_actor
@@ -112,12 +112,7 @@ class AppHome:
         except Exception:
             log.exception("note %s could not be decided from the Home tab", note_id)
         else:
-            for channel, ts in cards:  # one state: its cards say it too
-                try:
-                    await self._client.chat_update(channel=channel, ts=ts,
-                                                   **note_card_message(note))
-                except SLACK_FAILURES as error:
-                    log.warning("the card of note %s was not updated: %s", note_id, error)
+            await show_on_cards(self._client, note, cards)  # one state: its cards say it
         await self.publish(team, user)
 
 

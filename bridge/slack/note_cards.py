@@ -7,11 +7,18 @@ decided. A note is one line (at most 300 characters), so the card always shows i
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from typing import Any
 
+from slack_sdk.web.async_client import AsyncWebClient
+
 from bridge.slack.escaping import escape, mention
+from bridge.slack.web import SLACK_FAILURES
 from layers.notes.store import Note
 from layers.storage.database import Database
+
+log = logging.getLogger(__name__)
 
 NOTE_CARD_REACTIONS = ("white_check_mark", "x")
 
@@ -60,3 +67,15 @@ def note_card_message(note: Note) -> dict[str, Any]:
     # markdown_text alone: Slack refuses it beside text (markdown_text_conflict), and
     # notifications read it.
     return {"markdown_text": f"Memory note proposed ({escape(note.source)}):\n> {said}\n{verdict}"}
+
+
+async def show_on_cards(client: AsyncWebClient, note: Note,
+                        cards: Sequence[tuple[str, str]]) -> None:
+    """Each of the note's cards (channel, ts) edited to say what became of it; a card
+    Slack will not edit is logged, and the decision stands."""
+    for channel, ts in cards:
+        try:
+            await client.chat_update(channel=channel, ts=ts, **note_card_message(note))
+        except SLACK_FAILURES as error:
+            log.warning("the card of note %s in %s was not updated: %s", note.id, channel,
+                        error)
