@@ -23,11 +23,13 @@ from layers.offloaded import Offloaded
 from layers.procedural.brain import Brain
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.skills import SkillLibrary
+from layers.working.transcript import TranscriptStore
 
 
 @dataclass(frozen=True)
 class ConsoleStores:
     episodic: EpisodicMemory
+    transcript: TranscriptStore
     notes: NoteGovernance
     skills: SkillLibrary
     drafts: SkillDrafts
@@ -56,9 +58,10 @@ class ConsoleParts:
 
 
 def console_parts(thoth: Thoth) -> ConsoleParts:
-    stores = ConsoleStores(thoth.episodic, thoth.notes, thoth.skills, thoth.drafts,
-                           thoth.brain, thoth.ledger, SpendReader(thoth.db), thoth.audit,
-                           thoth.tombstones, NoteCardStore(thoth.db), CardStore(thoth.db))
+    stores = ConsoleStores(thoth.episodic, thoth.transcript, thoth.notes, thoth.skills,
+                           thoth.drafts, thoth.brain, thoth.ledger, SpendReader(thoth.db),
+                           thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
+                           CardStore(thoth.db))
     settings = thoth.settings
     slack = build_async_web_client(settings) if settings.slack_bot_token else None
     return ConsoleParts(Offloaded(stores), settings.daily_cost_cap_usd,

@@ -24,14 +24,15 @@ PATH = "/console"
 def console_mount(app: Thoth, login: OneTimeLogin) -> Mount:
     settings = app.settings
     secret = settings.console_secret
+    parts = console_parts(app)
     slack = None
     if settings.slack_client_id and settings.slack_client_secret:
         slack = SlackSignIn(client_id=settings.slack_client_id,
                             client_secret=settings.slack_client_secret.get_secret_value(),
                             api_url=settings.slack_api_url,
-                            founders=frozenset(settings.founder_user_ids))
+                            founders=frozenset(settings.founder_user_ids), bot=parts.slack)
     return Mount(PATH, console_app(
-        console_parts(app), secret=secret.get_secret_value() if secret else None, login=login,
+        parts, secret=secret.get_secret_value() if secret else None, login=login,
         slack=slack, public_url=settings.console_url,
         https_only=(settings.console_url or "").startswith("https://")))
 

@@ -5,6 +5,12 @@ session; Slack sends it back with a one-time code, which is exchanged here for a
 token (``openid.connect.token``), whose person is then asked of Slack
 (``openid.connect.userInfo``). Through the async Slack SDK, as every Slack call of the
 serving process. Founders (``FOUNDER_USER_IDS``) get the operator's view.
+
+Decided: the console is for the full members of the workspace Thoth is installed in. The
+bot's token says which workspace that is (``auth.test``) and what Slack knows of the
+person (``users.info``): someone of another workspace, a guest (whose memory is confined
+to the channels they are in), a bot or a deactivated account is refused. Without
+``SLACK_BOT_TOKEN`` nobody can be checked, so members cannot sign in.
 """
 
 from __future__ import annotations
@@ -24,20 +30,23 @@ SCOPES = "openid profile"
 
 class SlackSignIn:
     def __init__(self, *, client_id: str, client_secret: str, api_url: str,
-                 founders: frozenset[str]) -> None:
+                 founders: frozenset[str], bot: AsyncWebClient | None) -> None:
         self._client_id = client_id
         self._client_secret = client_secret
         self._api_url = api_url
         self._founders = founders
+        self._bot = bot
+        self._installed_team: str | None = None
 
-    def authorize_url(self, redirect_uri: str) -> tuple[str, str, str]:
-        """Where to send the browser, and the state and nonce to keep in the session."""
-        state, nonce = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    def authorize_url(self, redirect_uri: str) -> tuple[str, str]:
+        """Where to send the browser, and the state to keep in the session. (No nonce:
+        the person is asked of Slack with the token, the id_token is not read.)"""
+        state = secrets.token_urlsafe(24)
         api = urlsplit(self._api_url)
         query = urlencode({"response_type": "code", "scope": SCOPES,
-                           "client_id": self._client_id, "state": state, "nonce": nonce,
+                           "client_id": self._client_id, "state": state,
                            "redirect_uri": redirect_uri})
-        return f"{api.scheme}://{api.netloc}/openid/connect/authorize?{query}", state, nonce
+        return f"{api.scheme}://{api.netloc}/openid/connect/authorize?{query}", state
 
     async def complete(self, code: str, redirect_uri: str) -> ConsoleUser:
         """The person Slack signed in (``BadInput`` with Slack's word when it refused)."""
@@ -55,6 +64,25 @@ class SlackSignIn:
         team = str(me.get("https://slack.com/team_id") or "")
         if not user or not team:
             raise BadInput("Slack did not say who signed in")
+        await self._check_member(team, user)
         founder = user in self._founders
         return ConsoleUser(slack_actor(user), str(me.get("name") or user),
                            sees_everything=founder, founder=founder, team=team, user=user)
+
+    async def _check_member(self, team: str, user: str) -> None:
+        if self._bot is None:
+            raise BadInput("members cannot sign in here: the console needs SLACK_BOT_TOKEN to"
+                           " ask Slack who they are")
+        try:
+            if self._installed_team is None:
+                self._installed_team = str((await self._bot.auth_test()).get("team_id") or "")
+            known = (await self._bot.users_info(user=user)).get("user") or {}
+        except SlackApiError as error:
+            raise BadInput(f"Slack would not say who signed in ({error.response.get('error')})"
+                           ) from error
+        if team != self._installed_team:
+            raise BadInput("this console is for the members of the workspace Thoth is in")
+        if any(known.get(flag) for flag in (
+                "is_restricted", "is_ultra_restricted", "is_stranger", "is_bot", "deleted")):
+            raise BadInput("the console is for the workspace's full members; guests and"
+                           " people of other organisations see Thoth's memory in Slack")

@@ -41,6 +41,7 @@ from layers.errors import ThothError
 
 HERE = Path(__file__).parent
 SESSION_COOKIE = "thoth_console"
+GOVERNED = "What waits for a decision, and what was decided, is the founders'."
 # A sign-in lasts a working day.
 SESSION_MAX_AGE_S = 12 * 3600
 
@@ -123,13 +124,12 @@ class _Pages:
         if self._slack is None:
             return self._signed_out(request, "Sign in with Slack is not set up here"
                                              " (SLACK_CLIENT_ID and SLACK_CLIENT_SECRET).")
-        url, state, nonce = self._slack.authorize_url(self._callback(request))
-        request.session["slack_state"], request.session["slack_nonce"] = state, nonce
+        url, state = self._slack.authorize_url(self._callback(request))
+        request.session["slack_state"] = state
         return RedirectResponse(url, status_code=303)
 
     async def slack_callback(self, request: Request) -> Response:
         expected = request.session.pop("slack_state", None)
-        request.session.pop("slack_nonce", None)
         state, code = request.query_params.get("state"), request.query_params.get("code")
         if self._slack is None or not expected or not state or not code or not (
                 secrets.compare_digest(str(expected), state)):
@@ -185,7 +185,9 @@ class _Pages:
             f"{_base(request)}/episodes?q={_quoted(str(form.get('q') or ''))}", status_code=303)
 
     async def notes(self, request: Request) -> Response:
-        user = self._reader(request)
+        # Notes, drafts and the brain's history hold words from DMs and private channels:
+        # founders' and the operator's to read, as they are theirs to decide.
+        user = self._reader(request, operators_only=GOVERNED)
         if isinstance(user, Response):
             return user
         status = request.query_params.get("status", "proposed")
@@ -207,14 +209,18 @@ class _Pages:
         return RedirectResponse(f"{_base(request)}/notes", status_code=303)
 
     async def skills(self, request: Request) -> Response:
-        user = self._reader(request)
+        # Notes, drafts and the brain's history hold words from DMs and private channels:
+        # founders' and the operator's to read, as they are theirs to decide.
+        user = self._reader(request, operators_only=GOVERNED)
         if isinstance(user, Response):
             return user
         return self._page(request, user, "skills.html",
                           view=await skills.skills_view(self._parts))
 
     async def commit(self, request: Request) -> Response:
-        user = self._reader(request)
+        # Notes, drafts and the brain's history hold words from DMs and private channels:
+        # founders' and the operator's to read, as they are theirs to decide.
+        user = self._reader(request, operators_only=GOVERNED)
         if isinstance(user, Response):
             return user
         sha = request.path_params["sha"]
@@ -272,7 +278,11 @@ class _Pages:
         team, who = request.path_params["team"], request.path_params["user"]
         if not people.may_forget(user, team, who):
             return PlainTextResponse("Only what is known about you.", status_code=403)
-        deleted = await people.forget_fact(self._parts, user, people.person_of(team, who),
+        try:
+            person = people.person_of(team, who)
+        except ThothError as error:
+            return PlainTextResponse(f"Sorry: {error}", status_code=400)
+        deleted = await people.forget_fact(self._parts, user, person,
                                            request.path_params["fact_id"], _origin(request))
         return self._back_to_person(request, team, who, f"deleted {deleted} fact(s)")
 
@@ -283,8 +293,12 @@ class _Pages:
         team, who = request.path_params["team"], request.path_params["user"]
         if not people.may_forget(user, team, who):
             return PlainTextResponse("Only what is known about you.", status_code=403)
-        forgotten = await people.forget_everything(
-            self._parts, user, people.person_of(team, who), _origin(request))
+        try:
+            person = people.person_of(team, who)
+        except ThothError as error:
+            return PlainTextResponse(f"Sorry: {error}", status_code=400)
+        forgotten = await people.forget_everything(self._parts, user, person,
+                                                   _origin(request))
         said = forgotten.describe() if forgotten is not None else "no identity layer"
         return self._back_to_person(request, team, who, said)
 

@@ -40,11 +40,11 @@ class SpendReader:
         moment = time.time() if now is None else now
         since = (moment // DAY_S - (days - 1)) * DAY_S  # the start of the oldest UTC day
         with self._db.read() as conn:
-            # Per hour in SQL (an integer division both engines do alike), per day here.
-            by_hour = conn.execute(
-                "SELECT CAST(at AS BIGINT) / 3600, COUNT(*), SUM(cost_usd)"
-                " FROM model_usage WHERE at >= ? GROUP BY 1",
-                (since,),
+            # Per day here: the engines round a float to an integer differently (PostgreSQL
+            # to the nearest, SQLite toward zero), and a call a moment before midnight
+            # belongs to its own day.
+            calls = conn.execute(
+                "SELECT at, cost_usd FROM model_usage WHERE at >= ?", (since,)
             ).fetchall()
             by_person = conn.execute(
                 "SELECT COALESCE(person, '(reflection)'), COUNT(*), SUM(cost_usd)"
@@ -58,10 +58,10 @@ class SpendReader:
                 (since,),
             ).fetchall()
         per_day: dict[int, tuple[int, float]] = {}
-        for hour, calls, cost in by_hour:
-            day = int(hour) // 24
+        for at, cost in calls:
+            day = int(float(at) // DAY_S)
             so_far = per_day.get(day, (0, 0.0))
-            per_day[day] = (so_far[0] + int(calls), so_far[1] + float(cost))
+            per_day[day] = (so_far[0] + 1, so_far[1] + float(cost))
         return SpendReport(
             days=[SpendLine(_day(day), calls, cost)
                   for day, (calls, cost) in sorted(per_day.items(), reverse=True)],

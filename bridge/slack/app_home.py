@@ -15,11 +15,12 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.escaping import escape
-from bridge.slack.note_cards import show_on_cards
+from bridge.slack.note_cards import decided, show_on_cards
 from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
 from layers.audit.log import slack_actor
 from layers.identity.protocol import IdentityBackend, Person
+from layers.identity.user_models import UserModels
 from layers.notes.store import Note
 from layers.offloaded import Offloaded
 from layers.places import Viewer
@@ -40,9 +41,13 @@ class AppHome:
     def __init__(
         self, stores: Offloaded[SlackStores], identity: IdentityBackend | None,
         client: AsyncWebClient, *, founders: frozenset[str], console_url: str | None,
+        user_models: UserModels | None = None,
     ) -> None:
+        """``user_models``: their cache is dropped for a person who forgot something, so
+        the next turn's prompt no longer carries it."""
         self._stores = stores
         self._identity = identity
+        self._user_models = user_models
         self._client = client
         self._founders = founders
         self._console_url = console_url
@@ -76,6 +81,7 @@ class AppHome:
     async def forget_fact(self, team: str, user: str, fact_id: str) -> None:
         if self._identity is not None and await self._identity.forget(Person(team, user),
                                                                        fact_id):
+            self._forgot(Person(team, user))
             await self._stores.run(lambda stores: stores.audit.record(
                 actor=slack_actor(user), action="fact.forget", target=f"fact:{fact_id}",
                 origin="slack home"))
@@ -87,11 +93,16 @@ class AppHome:
             # A tombstone first: nothing said before this is sent to the backend after it.
             await self._stores.run(lambda stores: stores.tombstones.record(person))
             forgotten = await self._identity.forget_person(person)
+            self._forgot(person)
             await self._stores.run(lambda stores: stores.audit.record(
                 actor=slack_actor(user), action="person.forget",
                 target=f"person:{person.key}", origin="slack home",
                 detail=forgotten.describe()))
         await self.publish(team, user)
+
+    def _forgot(self, person: Person) -> None:
+        if self._user_models is not None:
+            self._user_models.forget(person)
 
     async def decide_note(self, team: str, user: str, note_id: str, *, keep: bool) -> None:
         if user not in self._founders:
@@ -101,10 +112,8 @@ class AppHome:
             return
 
         def change(stores: SlackStores) -> tuple[Note, list[tuple[str, str]]]:
-            note = stores.notes.decide(note_id, keep=keep, by=user)
-            stores.audit.record(actor=slack_actor(user),
-                                action="note.keep" if keep else "note.reject",
-                                target=f"note:{note_id}", origin="slack home")
+            note = decided(stores, note_id, keep=keep, by=user, actor=slack_actor(user),
+                           origin="slack home")
             return note, stores.note_cards.cards_of(note_id)
 
         try:

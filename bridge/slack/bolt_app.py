@@ -104,7 +104,8 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
         founders=frozenset(settings.founder_user_ids), bot_user=bot_user,
     )
     home = AppHome(offloaded, thoth.identity, client,
-                   founders=frozenset(settings.founder_user_ids), console_url=settings.console_url)
+                   founders=frozenset(settings.founder_user_ids), console_url=settings.console_url,
+                   user_models=thoth.user_models)
     bridge = SlackTransport(
         app, runner, conversation, reactions, assistant, home, Shortcuts(reactions.kit),
         stores, offloaded,

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.escaping import escape, mention
 from bridge.slack.web import SLACK_FAILURES
+from layers.audit.log import AuditLog
+from layers.notes.governance import NoteGovernance
 from layers.notes.store import Note
 from layers.storage.database import Database
 
@@ -79,3 +81,23 @@ async def show_on_cards(client: AsyncWebClient, note: Note,
         except SLACK_FAILURES as error:
             log.warning("the card of note %s in %s was not updated: %s", note.id, channel,
                         error)
+
+
+class NoteDeciders(Protocol):
+    @property
+    def notes(self) -> NoteGovernance: ...
+
+    @property
+    def audit(self) -> AuditLog: ...
+
+
+def decided(stores: NoteDeciders, note_id: str, *, keep: bool, by: str, actor: str,
+            origin: str) -> Note:
+    """Keep or reject a note, written to the audit log only when this decided it (a
+    second founder's click on a note decided already changes nothing). In a thread."""
+    before = stores.notes.store.get(note_id)
+    note = stores.notes.decide(note_id, keep=keep, by=by)
+    if before is not None and before.status == "proposed" and note.status != "proposed":
+        stores.audit.record(actor=actor, action=f"note.{'keep' if keep else 'reject'}",
+                            target=f"note:{note_id}", origin=origin)
+    return note

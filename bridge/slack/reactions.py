@@ -23,7 +23,7 @@ from bridge.slack.cards import show_outcome
 from bridge.slack.directory import Directory
 from bridge.slack.escaping import escape
 from bridge.slack.feedback import HELPFUL, NOT_HELPFUL
-from bridge.slack.note_cards import note_card_message
+from bridge.slack.note_cards import decided, note_card_message
 from bridge.slack.replies import ReplyRecord
 from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction, keep_effect, pop_effect
 from bridge.slack.reply_reactions.brain import brain
@@ -35,7 +35,6 @@ from layers.audit.log import slack_actor
 from layers.episodic.episode import Feedback
 from layers.errors import ThothError
 from layers.identity.protocol import IdentityBackend
-from layers.notes.store import Note
 from layers.offloaded import Offloaded
 from layers.procedural.drafts import Draft
 
@@ -154,15 +153,9 @@ class Reactions:
         if user not in self._founders:
             await self._tell(user, channel, thread_ts, messages.NOT_A_FOUNDER_NOTES)
             return
-        def change(stores: SlackStores) -> Note:
-            note = stores.notes.decide(note_id, keep=keep, by=user)
-            stores.audit.record(actor=slack_actor(user),
-                                action="note.keep" if keep else "note.reject",
-                                target=f"note:{note_id}", origin="slack")
-            return note
-
         try:
-            note = await self._stores.run(change)
+            note = await self._stores.run(lambda stores: decided(
+                stores, note_id, keep=keep, by=user, actor=slack_actor(user), origin="slack"))
         except ThothError as error:
             await self._tell(user, channel, thread_ts, f"Sorry: {error}")
             return

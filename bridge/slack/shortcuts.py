@@ -8,9 +8,9 @@ import logging
 from typing import Any
 
 from bridge import messages
+from bridge.forget_exchange import forget_exchange
 from bridge.slack.reply_reactions import Kit
 from bridge.slack.reply_reactions.brain import post_note_card
-from bridge.slack.reply_reactions.wastebasket import forget_everywhere
 from bridge.slack.stores import SlackStores
 from layers.audit.log import slack_actor
 from layers.notes.store import Note
@@ -60,8 +60,8 @@ class Shortcuts:
             await self._kit.tell(user, channel, thread_ts, messages.FORGET_THIS_NOT_YOURS)
             return
         episode_id = reply.episode_id
-        forgotten = await self._kit.stores.run(
-            lambda stores: forget_everywhere(stores, episode_id, user))
+        forgotten = await self._kit.stores.run(lambda stores: forget_exchange(
+            stores, episode_id, actor=slack_actor(user), who=user, origin="slack shortcut"))
         await self._kit.tell(user, channel, thread_ts,
                              messages.FORGOTTEN if forgotten else messages.ALREADY_FORGOTTEN)
 

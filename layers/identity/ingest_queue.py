@@ -153,10 +153,12 @@ class IngestQueue:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), timeout_s)
         left = self._queue.qsize() + self._in_flight
+        # Read before the cancelled worker's ``finally`` clears it (at the next await).
+        in_flight = self._in_flight_id
         self._worker.cancel()
         for entry_id, _ in _take_all(self._queue):
             await self._let_go(entry_id)
-        await self._let_go(self._in_flight_id)
+        await self._let_go(in_flight)
         # A later submit (a process that goes on after draining) starts a fresh queue.
         self._queue, self._worker = None, None
         # The caller says it (chat in its one closing line, serve in its log): every one

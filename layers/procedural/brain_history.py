@@ -16,6 +16,8 @@ from layers.procedural.brain import NO_HOOKS, Author, Brain, BrainError, _gitpyt
 if TYPE_CHECKING:
     import git
 
+# Kept in step with the memory notes' statuses (layers/notes): never undone by hand.
+MEMORY_RECORD = "persona/MEMORY.md"
 # A commit's diff as shown: enough for a skill or a persona edit, bounded for the page.
 MAX_DIFF_CHARS = 20_000
 
@@ -59,10 +61,14 @@ def revert(brain: Brain, sha: str, *, by: str) -> str:
         if not commit.parents:
             raise BadInput("the brain's first commit cannot be reverted")
         paths = sorted(str(path) for path in commit.stats.files)
+        if MEMORY_RECORD in paths:
+            raise BadInput("MEMORY.md follows the memory notes: keep, reject or withdraw the"
+                           " note instead of undoing its commit")
         try:
             repo.git.revert("--no-commit", commit.hexsha)
         except gitpython.GitCommandError as error:
-            repo.git.revert("--abort")
+            # Whatever failed, nothing of it stays (a conflict leaves a revert under way).
+            repo.git.reset("-q", "--hard", "HEAD")
             raise BadInput(
                 f"{commit.hexsha[:10]} cannot be undone cleanly: later changes touch the same"
                 " lines (undo those first)"

@@ -465,3 +465,8 @@ def test_a_change_is_undone_by_a_new_commit_and_one_built_upon_is_refused(
     assert not git.Repo(brain.path).is_dirty(untracked_files=True)
     with pytest.raises(BadInput, match="not a commit id"):
         diff_of(brain, "../../etc")
+    # MEMORY.md follows the notes' statuses: a note is withdrawn, never its commit undone.
+    noted = brain.apply({"persona/MEMORY.md": "- Deploys need two approvals.\n"}, "A note")
+    assert noted
+    with pytest.raises(BadInput, match="MEMORY.md follows the memory notes"):
+        revert(brain, noted, by="ari")

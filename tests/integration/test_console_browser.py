@@ -281,6 +281,7 @@ def slack_console(tmp_path: Path) -> Iterator[tuple[str, SignInWithSlack, Path]]
     with FakeSlack() as slack:
         slack.add_user("U1", "dana")
         slack.add_user("UFOUNDER", "fia")
+        slack.add_user("UGUEST", "gus", is_restricted=True)
         slack.add_channel("C1", "general")
         sign_in = SignInWithSlack(slack, client_id="111.222", client_secret="s3cret",
                                   redirect_uris=())
@@ -329,6 +330,9 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             assert dana.locator("#episode-e-own-dm button.danger").count() == 1  # hers
             assert dana.locator("#episode-e-public button.danger").count() == 0  # ari's
             assert dana.goto(f"{base}/audit").status == 403
+            # Notes, drafts and the brain's history hold words from private places.
+            assert dana.goto(f"{base}/notes").status == 403
+            assert dana.goto(f"{base}/skills").status == 403
             exported = dana.request.get(f"{base}/export/episodes.jsonl").text()
             assert {json.loads(line)["id"] for line in exported.splitlines()} == {
                 "e-public", "e-own-dm"}  # her export is her view, no more
@@ -361,6 +365,11 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             assert fia.locator("tr.entry td:nth-child(2)").all_inner_texts() == [
                 "slack:UFOUNDER", "slack:U1"]
 
+            # A guest's memory is confined to their channels: not a console member.
+            guest = signed_in_as("UGUEST")
+            assert "full members" in guest.inner_text("p.problem")
+            assert guest.goto(f"{base}/episodes?q=release").status == 401
+
             # Slack's code is good once; a callback that did not start here is refused.
             stranger = browser.new_context().new_page()
             forged = stranger.goto(f"{base}/signin/slack/callback?code=T1.x&state=forged")
@@ -370,7 +379,7 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             browser.close()
     codes = [call.args.get("code") for call in sign_in.fake.requests
              if call.method == "openid.connect.token"]
-    assert len(codes) == 2 and len(set(codes)) == 2
+    assert len(codes) == 3 and len(set(codes)) == 3
 
 
 def test_a_note_kept_in_the_console_shows_so_on_its_card_in_slack(

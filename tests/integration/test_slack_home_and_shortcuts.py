@@ -86,6 +86,12 @@ def test_a_founder_keeps_a_waiting_note_from_the_home_tab_and_its_card_says_so(
     assert FOUNDER in card["text"]
     wait_until(lambda: "Deploys need two approvals" not in _texts(
         harness.slack.home_of(FOUNDER)))
+    # A second click on a note decided already changes nothing, and logs nothing.
+    published = sum(call.method == "views.publish" for call in harness.slack.requests)
+    assert _interaction(harness, _clicked(FOUNDER, KEEP_NOTE, note.id)) == 200
+    wait_until(lambda: sum(call.method == "views.publish" for call in harness.slack.requests)
+               > published)
+    assert [e.action for e in harness.thoth.audit.entries(action="note")] == ["note.keep"]
     # A click on someone's tab by a non-founder decides nothing.
     other = harness.thoth.notes.propose(
         "Fridays are quiet", Place("T1", CHANNEL, "public"), user="U1", author_name="dana",

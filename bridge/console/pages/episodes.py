@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from bridge.console.parts import ConsoleParts, ConsoleStores
 from bridge.console.sign_in import ConsoleUser
+from bridge.forget_exchange import forget_exchange
 from layers.episodic.episode import Episode, Hit
 from layers.places import Viewer
 
@@ -49,10 +50,7 @@ async def forget(parts: ConsoleParts, user: ConsoleUser, episode_id: str,
         episode = stores.episodic.store.get(episode_id)
         if episode is None or not may_forget(user, episode):
             return False
-        if not stores.episodic.forget(episode_id):
-            return False
-        stores.audit.record(actor=user.actor, action="episode.forget",
-                            target=f"episode:{episode_id}", origin=origin)
-        return True
+        return forget_exchange(stores, episode_id, actor=user.actor, who=user.name,
+                               origin=origin)
 
     return await parts.stores.run(change)
