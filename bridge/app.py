@@ -206,6 +206,7 @@ def build(
         NoteStore(db), memory_record, founders=settings.founder_user_ids,
         auto=settings.memory_notes == "auto",
     )
+    audit = AuditLog(db)
     off_episodic = Offloaded(episodic)
     off_skills = Offloaded(skills)
     off_sessions = Offloaded(sessions)
@@ -232,6 +233,7 @@ def build(
         tools=ToolBox(model_tools(
             settings, off_episodic, off_skills, identity, user_models,
             stop_ingest=lambda person: off_tombstones.run(lambda stones: stones.record(person)),
+            audit=Offloaded(audit),
         )),
     )
     drafts = SkillDrafts(db, brain, skills)
@@ -265,7 +267,7 @@ def build(
         identity_ingest=ingest,
         user_models=user_models,
         ledger=ledger,
-        audit=AuditLog(db),
+        audit=audit,
         reflections=reflections,
         followups=Followups(db),
         session_end=session_end,
@@ -296,6 +298,7 @@ def model_tools(
     user_models: UserModels | None,
     *,
     stop_ingest: Callable[[Person], Awaitable[object]],
+    audit: Offloaded[AuditLog] | None = None,
 ) -> list[Tool]:
     """Every tool the model may call, from the parts that are on. A new tool is its
     module in ``bridge/pipeline/tools/`` and a line here."""
@@ -306,7 +309,7 @@ def model_tools(
     if identity is not None:
         tools += about_the_speaker(
             identity, on_forget=user_models.forget if user_models else None,
-            stop_ingest=stop_ingest,
+            stop_ingest=stop_ingest, audit=audit,
         )
     return tools
 

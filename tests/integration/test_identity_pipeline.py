@@ -97,12 +97,16 @@ def test_a_person_can_ask_what_is_known_and_have_it_forgotten(
 
     try:
         dana_after, ari_after = asyncio.run(run())
+        # Her own forget, said in the conversation, is in the audit log (only once: the
+        # call before she confirmed deleted nothing).
+        logged = [(e.actor, e.action, e.origin) for e in app.audit.entries()]
     finally:
         app.close()
     listing = fake_anthropic.requests[1].body["messages"][-1]["content"][0]["content"]
     assert "Dana runs the Friday demo" in listing and "Ari" not in listing
     assert kept_before_confirming == ["Dana runs the Friday demo"]
     assert dana_after == [] and ari_after == ["Ari owns billing"]
+    assert logged == [("slack:U1", "person.forget", "conversation")]
 
 
 def test_a_forgotten_person_stays_forgotten_and_is_learned_again_from_then_on(

@@ -12,7 +12,10 @@ from bridge.model.protocol import ToolSpec
 from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools import Tool, ToolResult
 from bridge.pipeline.turn import Turn
+from layers.audit.log import AuditLog, slack_actor
 from layers.identity.protocol import IdentityBackend, Person
+from layers.offloaded import Offloaded
+from layers.places import LOCAL_TEAM
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +57,11 @@ def about_the_speaker(
     *,
     on_forget: Callable[[Person], None] | None = None,
     stop_ingest: Callable[[Person], Awaitable[object]] | None = None,
+    audit: Offloaded[AuditLog] | None = None,
 ) -> list[Tool]:
     """``stop_ingest`` runs before everything is forgotten: nothing said before (this very
-    turn included) is sent to the identity backend afterwards (layers/identity/tombstones)."""
+    turn included) is sent to the identity backend afterwards (layers/identity/tombstones).
+    ``audit``: each forget is written there, as the person's own, from the conversation."""
     confirmations = ForgetConfirmations()
 
     async def what_i_know(arguments: dict[str, Any], turn: Turn) -> ToolResult:
@@ -75,12 +80,18 @@ def about_the_speaker(
         fact_id = arguments.get("fact_id")
         if isinstance(fact_id, str):
             said = f"deleted {await identity.forget(person, fact_id)} fact(s)"
+            action, target = "fact.forget", f"fact:{fact_id}"
         elif not confirmations.confirmed(person, turn):
             return FORGET_ALL_ASKS, False
         else:
             if stop_ingest is not None:
                 await stop_ingest(person)
             said = (await identity.forget_person(person)).describe()
+            action, target = "person.forget", f"person:{person.key}"
+        if audit is not None:
+            actor = person.user if person.team == LOCAL_TEAM else slack_actor(person.user)
+            await audit.run(AuditLog.record, actor=actor, action=action, target=target,
+                            origin="conversation", detail=said)
         if on_forget is not None:
             on_forget(person)
         log.info("forgot at the speaker's request: %s", said)
