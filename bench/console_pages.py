@@ -26,14 +26,13 @@ from starlette.applications import Starlette
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from recall_speed import build_store, load_locomo, percentile  # noqa: E402
+from recall_speed import load_locomo, percentile, sqlite_store  # noqa: E402
 
 from bridge.app import build  # noqa: E402
 from bridge.console.serving import console_mount, sign_in_link  # noqa: E402
 from bridge.console.sign_in import OneTimeLogin  # noqa: E402
 from bridge.settings import Settings  # noqa: E402
 from bridge.slack.http_server import WebServer  # noqa: E402
-from layers.embedding.embedder import MiniLMEmbedder  # noqa: E402
 
 WARM_UP = 10
 
@@ -55,11 +54,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         workdir = args.workdir or Path(scratch) / "stores"
         workdir.mkdir(parents=True, exist_ok=True)
-        source = workdir / f"bench-{args.episodes}.db"
-        if not source.exists():
-            print(f"building a store of {args.episodes:,} episodes…", file=sys.stderr)
-            build_store("sqlite", str(source), args.episodes, MiniLMEmbedder(), "insert",
-                        workdir / "locomo-turn-vectors.npy")
+        source = sqlite_store(workdir, args.episodes)
         home = Path(scratch) / "home"
         home.mkdir()
         shutil.copy(source, home / "thoth.db")

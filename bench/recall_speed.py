@@ -449,6 +449,17 @@ class PostgresDatabases:
         self._server.stop()
 
 
+def sqlite_store(workdir: Path, size: int) -> Path:
+    """A SQLite store of ``size`` synthetic episodes in ``workdir``, built the first time
+    (the other benchmarks copy it into a Thoth home)."""
+    path = workdir / f"bench-{size}.db"
+    if not path.exists():
+        print(f"building a store of {size:,} episodes…", file=sys.stderr)
+        build_store("sqlite", str(path), size, MiniLMEmbedder(), "insert",
+                    workdir / "locomo-turn-vectors.npy")
+    return path
+
+
 def measure(engine: str, size: int, workdir: Path, postgres: PostgresDatabases | None,
             common: list[str]) -> tuple[dict[str, float], float]:
     """Build the store if it is not there yet, then time recall: (row, build seconds)."""

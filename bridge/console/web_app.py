@@ -8,6 +8,7 @@ who, when and from where.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,12 @@ from bridge.console.security_headers import SecurityHeaders
 from bridge.console.sign_in import ConsoleUser, OneTimeLogin, user_of
 from bridge.console.slack_sign_in import SlackSignIn
 from layers.errors import ThothError
+from layers.identity.protocol import Person
 
 HERE = Path(__file__).parent
 SESSION_COOKIE = "thoth_console"
+# Notes, drafts and the brain's history hold words from DMs and private channels:
+# founders' and the operator's to read, as they are theirs to decide.
 GOVERNED = "What waits for a decision, and what was decided, is the founders'."
 # A sign-in lasts a working day.
 SESSION_MAX_AGE_S = 12 * 3600
@@ -185,8 +189,6 @@ class _Pages:
             f"{_base(request)}/episodes?q={_quoted(str(form.get('q') or ''))}", status_code=303)
 
     async def notes(self, request: Request) -> Response:
-        # Notes, drafts and the brain's history hold words from DMs and private channels:
-        # founders' and the operator's to read, as they are theirs to decide.
         user = self._reader(request, operators_only=GOVERNED)
         if isinstance(user, Response):
             return user
@@ -201,16 +203,11 @@ class _Pages:
         decision = request.path_params["decision"]
         if decision not in ("keep", "reject"):
             return PlainTextResponse("Keep or reject.", status_code=404)
-        try:
-            await notes.decide(self._parts, user, request.path_params["note_id"],
-                               keep=decision == "keep", origin=_origin(request))
-        except ThothError as error:
-            return PlainTextResponse(f"Sorry: {error}", status_code=409)
-        return RedirectResponse(f"{_base(request)}/notes", status_code=303)
+        return await self._then_back(request, "notes", lambda: notes.decide(
+            self._parts, user, request.path_params["note_id"], keep=decision == "keep",
+            origin=_origin(request)))
 
     async def skills(self, request: Request) -> Response:
-        # Notes, drafts and the brain's history hold words from DMs and private channels:
-        # founders' and the operator's to read, as they are theirs to decide.
         user = self._reader(request, operators_only=GOVERNED)
         if isinstance(user, Response):
             return user
@@ -218,8 +215,6 @@ class _Pages:
                           view=await skills.skills_view(self._parts))
 
     async def commit(self, request: Request) -> Response:
-        # Notes, drafts and the brain's history hold words from DMs and private channels:
-        # founders' and the operator's to read, as they are theirs to decide.
         user = self._reader(request, operators_only=GOVERNED)
         if isinstance(user, Response):
             return user
@@ -234,11 +229,8 @@ class _Pages:
         user = await self._changer(request, founders_only=True)
         if isinstance(user, Response):
             return user
-        try:
-            await skills.undo(self._parts, user, request.path_params["sha"], _origin(request))
-        except ThothError as error:
-            return PlainTextResponse(f"Sorry: {error}", status_code=409)
-        return RedirectResponse(f"{_base(request)}/skills", status_code=303)
+        return await self._then_back(request, "skills", lambda: skills.undo(
+            self._parts, user, request.path_params["sha"], _origin(request)))
 
     async def decide_draft(self, request: Request) -> Response:
         user = await self._changer(request, founders_only=True)
@@ -247,12 +239,9 @@ class _Pages:
         decision = request.path_params["decision"]
         if decision not in ("approve", "reject"):
             return PlainTextResponse("Approve or reject.", status_code=404)
-        try:
-            await skills.decide(self._parts, user, request.path_params["draft_id"],
-                                approve=decision == "approve", origin=_origin(request))
-        except ThothError as error:
-            return PlainTextResponse(f"Sorry: {error}", status_code=409)
-        return RedirectResponse(f"{_base(request)}/skills", status_code=303)
+        return await self._then_back(request, "skills", lambda: skills.decide(
+            self._parts, user, request.path_params["draft_id"],
+            approve=decision == "approve", origin=_origin(request)))
 
     async def people(self, request: Request) -> Response:
         user = self._reader(request)
@@ -275,36 +264,38 @@ class _Pages:
         user = await self._changer(request)
         if isinstance(user, Response):
             return user
-        team, who = request.path_params["team"], request.path_params["user"]
-        if not people.may_forget(user, team, who):
-            return PlainTextResponse("Only what is known about you.", status_code=403)
-        try:
-            person = people.person_of(team, who)
-        except ThothError as error:
-            return PlainTextResponse(f"Sorry: {error}", status_code=400)
+        person = self._forgettable(request, user)
+        if isinstance(person, Response):
+            return person
         deleted = await people.forget_fact(self._parts, user, person,
                                            request.path_params["fact_id"], _origin(request))
-        return self._back_to_person(request, team, who, f"deleted {deleted} fact(s)")
+        return self._back_to_person(request, person, f"deleted {deleted} fact(s)")
 
     async def forget_person(self, request: Request) -> Response:
         user = await self._changer(request)
         if isinstance(user, Response):
             return user
+        person = self._forgettable(request, user)
+        if isinstance(person, Response):
+            return person
+        forgotten = await people.forget_everything(self._parts, user, person,
+                                                   _origin(request))
+        said = forgotten.describe() if forgotten is not None else "no identity layer"
+        return self._back_to_person(request, person, said)
+
+    def _forgettable(self, request: Request, user: ConsoleUser) -> Person | Response:
+        """The person a forget's path names, or the answer to one ``user`` may not make."""
         team, who = request.path_params["team"], request.path_params["user"]
         if not people.may_forget(user, team, who):
             return PlainTextResponse("Only what is known about you.", status_code=403)
         try:
-            person = people.person_of(team, who)
+            return people.person_of(team, who)
         except ThothError as error:
             return PlainTextResponse(f"Sorry: {error}", status_code=400)
-        forgotten = await people.forget_everything(self._parts, user, person,
-                                                   _origin(request))
-        said = forgotten.describe() if forgotten is not None else "no identity layer"
-        return self._back_to_person(request, team, who, said)
 
-    def _back_to_person(self, request: Request, team: str, who: str, said: str) -> Response:
+    def _back_to_person(self, request: Request, person: Person, said: str) -> Response:
         query = "&".join(f"{k}={_quoted(v)}" for k, v in
-                         (("team", team), ("user", who), ("said", said)))
+                         (("team", person.team), ("user", person.user), ("said", said)))
         return RedirectResponse(f"{_base(request)}/people?{query}", status_code=303)
 
     async def spend(self, request: Request) -> Response:
@@ -350,6 +341,16 @@ class _Pages:
             return PlainTextResponse("The audit log is the operator's.", status_code=403)
         return PlainTextResponse(await audit.as_json_lines(self._parts),
                                  media_type="application/x-ndjson")
+
+    async def _then_back(self, request: Request, page: str,
+                         change: Callable[[], Awaitable[object]]) -> Response:
+        """Make ``change``, then back to ``page``; a change refused (``ThothError``) is a
+        409 saying why."""
+        try:
+            await change()
+        except ThothError as error:
+            return PlainTextResponse(f"Sorry: {error}", status_code=409)
+        return RedirectResponse(f"{_base(request)}/{page}", status_code=303)
 
     def _reader(self, request: Request, *,
                 operators_only: str | None = None) -> ConsoleUser | Response:

@@ -125,6 +125,13 @@ class NoteStore:
             ).fetchall()
         return [_note(row) for row in rows]
 
+    def counts(self) -> dict[str, int]:
+        """How many notes each status holds (every status, 0 included)."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT status, COUNT(*) FROM memory_notes GROUP BY status").fetchall()
+        return {**dict.fromkeys(STATUSES, 0), **{str(s): int(n) for s, n in rows}}
+
     def kept_for(self, viewer: Viewer, limit: int = PROMPT_NOTES) -> list[Note]:
         """The kept notes ``viewer`` may read, oldest first (the newest ``limit``)."""
         predicate, params = sql_predicate(viewer, alias="n")

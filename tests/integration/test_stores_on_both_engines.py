@@ -214,3 +214,15 @@ def test_spend_is_summed_per_day_person_and_channel_and_the_audit_log_only_grows
     assert "ghp_" not in newest.detail  # redacted like everything stored
     assert audit.entries(action="note") == [oldest]
     assert audit.entries(before_id=newest.id) == [oldest]
+
+
+def test_notes_are_counted_by_status_past_a_listing_page(open_database: OpenDatabase) -> None:
+    from layers.notes.store import NoteStore
+
+    store = NoteStore(open_database(ALL_SCHEMAS))
+    place = Place("T1", "C1", "public")
+    made = [store.propose(f"standing fact number {n}", place, user="U1", author_name="dana",
+                          source="test", session_id=None) for n in range(203)]
+    store.decide(made[0].id, "kept", by="fia")
+    assert len(store.listed("proposed")) == 200  # a page
+    assert store.counts() == {"proposed": 202, "kept": 1, "rejected": 0, "replaced": 0}

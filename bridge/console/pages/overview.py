@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bridge.console.parts import ConsoleParts, ConsoleStores
-from layers.notes.store import STATUSES
 
 
 @dataclass(frozen=True)
@@ -19,8 +18,9 @@ class Overview:
 
 async def overview(parts: ConsoleParts) -> Overview:
     def read(stores: ConsoleStores) -> Overview:
-        notes = {status: len(stores.notes.store.listed(status)) for status in STATUSES}
-        return Overview(stores.episodic.store.count(), notes, len(stores.skills.skills()),
+        # Counted, not listed: a listing stops at its page size.
+        return Overview(stores.episodic.store.count(), stores.notes.store.counts(),
+                        len(stores.skills.skills()),
                         stores.ledger.spent_today(), parts.daily_cap_usd)
 
     return await parts.stores.run(read)
