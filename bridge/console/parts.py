@@ -3,11 +3,12 @@ offloaded: its pages are coroutines on the server's loop."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.app import Thoth
+from bridge.console.memberships import SlackMemberships
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
 from bridge.slack.cards import CardStore
@@ -53,6 +54,8 @@ class ConsoleParts:
     user_models: UserModels | None
     # Slack, to show a decision made here on its cards (None without SLACK_BOT_TOKEN).
     slack: AsyncWebClient | None = None
+    # Which private channels a member is in (asked of Slack; none without it).
+    memberships: SlackMemberships = field(default_factory=lambda: SlackMemberships(None))
     # How many episodes a search shows.
     results: int = 20
 
@@ -65,4 +68,4 @@ def console_parts(thoth: Thoth) -> ConsoleParts:
     settings = thoth.settings
     slack = build_async_web_client(settings) if settings.slack_bot_token else None
     return ConsoleParts(Offloaded(stores), settings.daily_cost_cap_usd,
-                        thoth.identity, thoth.user_models, slack)
+                        thoth.identity, thoth.user_models, slack, SlackMemberships(slack))

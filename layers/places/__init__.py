@@ -48,3 +48,12 @@ class Viewer:
     # another organisation, a guest, or anyone in a channel shared with another
     # organisation (Slack Connect). Nothing from elsewhere in the workspace reaches them.
     confined: bool = False
+    # The private channels and group DMs the viewer is a member of besides the one they
+    # ask from: a private channel's memory is its members', wherever they read it. Only
+    # the console's person view has such a set (asked of Slack, `users.conversations`);
+    # a turn reads its own channel's only.
+    member_of: frozenset[str] = frozenset()
+
+    def private_channels(self) -> frozenset[str]:
+        """The private channels and group DMs whose memory this viewer may read."""
+        return self.member_of | {self.channel}

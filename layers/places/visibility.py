@@ -2,7 +2,8 @@
 
 An episode is visible to a viewer in the same workspace when it was said
 - in a public channel: anywhere in that workspace;
-- in a private channel or a group DM: only in that same channel;
+- in a private channel or a group DM: only in that same channel, or to a person who is
+  a member of it (``Viewer.member_of``: the console's view of a person);
 - in a DM: only in a DM with the same person.
 A confined viewer (Slack Connect, a guest, another organisation's person) sees only what
 was said in the channel they are in (in a DM, their own DM). Nothing crosses
@@ -32,17 +33,19 @@ def sql_predicate(viewer: Viewer, alias: str = "e") -> tuple[str, dict[str, str 
             f" AND ({alias}.channel_type <> 'im' OR {alias}.\"user\" = :v_user)",
             {"v_team": viewer.team, "v_channel": viewer.channel, "v_user": viewer.user},
         )
+    shared_channels = sorted(viewer.private_channels())
+    members = ", ".join(f":v_in_{index}" for index in range(len(shared_channels)))
     clause = (
         f"{alias}.team = :v_team AND ("
         f"{alias}.channel_type = 'public'"
-        f" OR ({alias}.channel_type IN ('private', 'mpim') AND {alias}.channel = :v_channel)"
+        f" OR ({alias}.channel_type IN ('private', 'mpim') AND {alias}.channel IN ({members}))"
         f" OR ({alias}.channel_type = 'im' AND :v_type = 'im' AND {alias}.\"user\" = :v_user))"
     )
     params: dict[str, str | None] = {
         "v_team": viewer.team,
-        "v_channel": viewer.channel,
         "v_type": viewer.channel_type,
         "v_user": viewer.user,
+        **{f"v_in_{index}": channel for index, channel in enumerate(shared_channels)},
     }
     return clause, params
 
@@ -79,18 +82,20 @@ def visible_mask(
     if viewer.sees_everything:
         return np.ones(channel_types.shape, dtype=np.bool_)
     team_code = interner.lookup(viewer.team)
-    channel_code = interner.lookup(viewer.channel)
     if viewer.confined:
+        channel_code = interner.lookup(viewer.channel)
         user_code = interner.lookup(viewer.user)
         own = (channel_types != CHANNEL_TYPE_CODES["im"]) | (users == user_code)
         return np.asarray((channels == channel_code) & (teams == team_code) & own,
                           dtype=np.bool_)
     visible = channel_types == CHANNEL_TYPE_CODES["public"]
-    if channel_code != Interner.MISSING:
+    member_codes = [code for code in map(interner.lookup, viewer.private_channels())
+                    if code != Interner.MISSING]
+    if member_codes:
         shared = (channel_types == CHANNEL_TYPE_CODES["private"]) | (
             channel_types == CHANNEL_TYPE_CODES["mpim"]
         )
-        visible |= shared & (channels == channel_code)
+        visible |= shared & np.isin(channels, member_codes)
     user_code = interner.lookup(viewer.user)
     if viewer.channel_type == "im" and viewer.user is not None and user_code != Interner.MISSING:
         visible |= (channel_types == CHANNEL_TYPE_CODES["im"]) & (users == user_code)

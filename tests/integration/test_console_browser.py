@@ -251,6 +251,9 @@ SIGNED_IN_EPISODES = [
     {"id": "e-private", "user_text": "the release train salary budget is secret",
      "summary": "", "created_at": 1_790_000_100, "team": "T1", "channel": "G1",
      "channel_type": "private", "user": "U2", "user_name": "ari"},
+    {"id": "e-her-private", "user_text": "the release train crew rota, kept in-house",
+     "summary": "", "created_at": 1_790_000_150, "team": "T1", "channel": "G2",
+     "channel_type": "private", "user": "U2", "user_name": "ari"},
     {"id": "e-own-dm", "user_text": "remind me the release train checklist", "summary": "",
      "created_at": 1_790_000_200, "team": "T1", "channel": "D1", "channel_type": "im",
      "user": "U1", "user_name": "dana"},
@@ -283,6 +286,9 @@ def slack_console(tmp_path: Path) -> Iterator[tuple[str, SignInWithSlack, Path]]
         slack.add_user("UFOUNDER", "fia")
         slack.add_user("UGUEST", "gus", is_restricted=True)
         slack.add_channel("C1", "general")
+        # Two private channels Thoth is in: dana is a member of the second only.
+        slack.add_channel("G1", "pay", "private", members=["UBOT", "U2", "UFOUNDER"])
+        slack.add_channel("G2", "release-crew", "private", members=["UBOT", "U1", "U2"])
         sign_in = SignInWithSlack(slack, client_id="111.222", client_secret="s3cret",
                                   redirect_uris=())
         env = {**_env(home), "SLACK_CLIENT_ID": "111.222", "SLACK_CLIENT_SECRET": "s3cret",
@@ -324,8 +330,9 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             dana.goto(f"{base}/episodes?q=release+train")
             shown = set(dana.locator("ol.episodes li").evaluate_all(
                 "items => items.map(item => item.id)"))
-            # Public channels and her own DMs; never a private channel's, or another's DM.
-            assert shown == {"episode-e-public", "episode-e-own-dm"}
+            # Public channels, her own DMs and the private channel Slack says she is in;
+            # never another private channel's, or another's DM.
+            assert shown == {"episode-e-public", "episode-e-own-dm", "episode-e-her-private"}
             dana.screenshot(path=str(SHOTS / "member-episodes.png"))
             assert dana.locator("#episode-e-own-dm button.danger").count() == 1  # hers
             assert dana.locator("#episode-e-public button.danger").count() == 0  # ari's
@@ -335,7 +342,7 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             assert dana.goto(f"{base}/skills").status == 403
             exported = dana.request.get(f"{base}/export/episodes.jsonl").text()
             assert {json.loads(line)["id"] for line in exported.splitlines()} == {
-                "e-public", "e-own-dm"}  # her export is her view, no more
+                "e-public", "e-own-dm", "e-her-private"}  # her export is her view, no more
             assert dana.request.get(f"{base}/export/brain.bundle").status == 403
             # Her own page: what Thoth knows about her, and only her.
             dana.goto(f"{base}/people?team=T1&user=U2")
@@ -349,9 +356,9 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
 
             fia = signed_in_as("UFOUNDER")  # a founder: the operator's view
             fia.goto(f"{base}/episodes?q=release+train")
-            assert fia.locator("ol.episodes li").count() == 4
+            assert fia.locator("ol.episodes li").count() == 5
             everything = fia.request.get(f"{base}/export/episodes.jsonl").text()
-            assert len(everything.splitlines()) == 4
+            assert len(everything.splitlines()) == 5
             # "View as" dana shows the founder exactly what dana saw.
             fia.goto(f"{base}/episodes?q=release+train&as=T1:U1")
             assert fia.inner_text("#viewing-as") == "Seen as T1:U1 would see it."

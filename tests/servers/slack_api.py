@@ -49,12 +49,14 @@ from urllib.parse import parse_qsl, urlsplit
 
 from tests.servers.loopback import LoopbackHandler, LoopbackServer
 from tests.servers.slack_rules import (
+    CONVERSATION_TYPES,
     HISTORY_SCOPES,
     MAX_LOADING_MESSAGES,
     MAX_MARKDOWN_CHARS,
     MAX_SUGGESTED_PROMPTS,
     MAX_TEXT_CHARS,
     MAX_UPDATE_TEXT_CHARS,
+    READ_SCOPES,
     RateLimits,
     SlackError,
     check_blocks,
@@ -210,7 +212,8 @@ class FakeSlack(LoopbackServer):
         app_token: str | None = None,
         scopes: str = (
             "chat:write,reactions:write,users:read,"
-            "channels:history,groups:history,im:history,mpim:history"
+            "channels:history,groups:history,im:history,mpim:history,"
+            "channels:read,groups:read,im:read,mpim:read"
         ),
         rate_limits: bool = True,
     ) -> None:
@@ -895,6 +898,45 @@ class FakeSlack(LoopbackServer):
         return {"members": listed[start : start + limit],
                 "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
+    @api("users.conversations")
+    def _users_conversations(self, call: RecordedCall) -> dict[str, Any]:
+        """The conversations a person is in (``user``; the bot when absent), of the asked
+        ``types`` (default ``public_channel``), each needing its read scope. As Slack's
+        reference has it: "Non-public channels are restricted to those where the calling
+        user shares membership" — a private channel or group DM the bot is not in is
+        never listed. ``limit`` is at most 999; pages by an opaque cursor."""
+        asked = [kind.strip() for kind in (_text(call, "types") or "public_channel").split(",")]
+        if any(kind not in READ_SCOPES for kind in asked):
+            raise SlackError("invalid_types")
+        for kind in asked:
+            check_scope(READ_SCOPES[kind], self.scopes)
+        person = _text(call, "user") or self.bot_user_id
+        if person not in self._users:
+            raise SlackError("user_not_found")
+        limit = _limit(call, default=100, most=1000)
+        if limit > 999:
+            raise SlackError("invalid_limit")
+        exclude_archived = _flag(call, "exclude_archived")
+        with self._lock:
+            listed = [
+                info for info in self._channels.values()
+                if CONVERSATION_TYPES[_kind(info)] in asked
+                and self._is_member(info, person)
+                and (_kind(info) == "channel" or self._is_member(info, self.bot_user_id))
+                and not (exclude_archived and info.get("is_archived"))
+            ]
+        start = _page_start(_text(call, "cursor"))
+        more = start + limit < len(listed)
+        return {"channels": listed[start : start + limit],
+                "response_metadata": {"next_cursor": _page_cursor(start + limit) if more
+                                      else ""}}
+
+    def _is_member(self, info: dict[str, Any], user: str) -> bool:
+        if user == self.bot_user_id:
+            return bool(info.get("is_member"))
+        members = info.get("members")
+        return members is None or user in members
+
     @api("conversations.replies")
     def _conversations_replies(self, call: RecordedCall) -> dict[str, Any]:
         """A thread, oldest first: its parent, then the replies inside ``oldest``/``latest``
@@ -1004,6 +1046,24 @@ def _encode_cursor(ts: str) -> str:
     """Opaque, as Slack's are (theirs read ``next_ts:<ts without its dot>`` in base64)."""
     digits = f"{Decimal(ts):.6f}".replace(".", "")
     return base64.b64encode(f"{_CURSOR_PREFIX}{digits}".encode()).decode()
+
+
+def _page_cursor(start: int) -> str:
+    return base64.b64encode(f"page:{start}".encode()).decode()
+
+
+def _page_start(cursor: str | None) -> int:
+    """Where a page given by ``_page_cursor`` starts (0 without one)."""
+    if cursor is None:
+        return 0
+    try:
+        text = base64.b64decode(cursor, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError) as error:
+        raise SlackError("invalid_cursor") from error
+    digits = text.removeprefix("page:")
+    if not text.startswith("page:") or not digits.isdigit():
+        raise SlackError("invalid_cursor")
+    return int(digits)
 
 
 def _decode_cursor(cursor: str | None) -> Decimal | None:

@@ -54,6 +54,21 @@ HISTORY_SCOPES = {
     "mpim": "mpim:history",
 }
 
+# users.conversations: each ``types`` value needs its read scope (the method's reference).
+READ_SCOPES = {
+    "public_channel": "channels:read",
+    "private_channel": "groups:read",
+    "im": "im:read",
+    "mpim": "mpim:read",
+}
+# A stored channel's kind, as ``types`` names it.
+CONVERSATION_TYPES = {
+    "channel": "public_channel",
+    "private": "private_channel",
+    "im": "im",
+    "mpim": "mpim",
+}
+
 
 def check_scope(needed: str, granted: str) -> None:
     """``granted``: the token's scopes, comma-separated (as ``x-oauth-scopes`` lists them)."""
@@ -215,6 +230,7 @@ METHOD_TIERS: dict[str, Tier] = {
     "conversations.replies": TIER_3,
     "conversations.history": TIER_3,
     "users.info": TIER_4,
+    "users.conversations": TIER_3,
     "auth.test": TIER_4,
     "assistant.threads.setTitle": TIER_4,
     "assistant.threads.setSuggestedPrompts": TIER_4,

@@ -75,3 +75,24 @@ def test_the_operators_view_sees_every_episode_in_both_rules() -> None:
     assert _sql_visible(operator) == _mask_visible(operator) == everything
     # No other viewer does.
     assert all(_sql_visible(viewer) != everything for viewer in VIEWERS)
+
+
+MEMBERS = [Viewer(team, channel, channel_type, user, member_of=frozenset(member_of))
+           for team, channel, channel_type, user in itertools.product(
+               TEAMS, ("console", "C1"), ("im", "public"), USERS)
+           for member_of in ((), ("C2",), ("C2", "D1"), ("C9",))]
+
+
+def test_both_rules_agree_for_members_of_private_channels() -> None:
+    for viewer in MEMBERS:
+        assert _sql_visible(viewer) == _mask_visible(viewer), viewer
+
+
+def test_a_member_reads_the_private_channels_they_are_in_and_no_other() -> None:
+    private = {e for e in EPISODES if e[2] in ("private", "mpim")}
+    member = Viewer("T1", "console", "im", "U1", member_of=frozenset({"C2"}))
+    assert _visible_kinds(member) & private == {e for e in private if e[:2] == ("T1", "C2")}
+    assert not _visible_kinds(Viewer("T1", "console", "im", "U1")) & private
+    # A confined viewer's memberships do not widen what they read.
+    confined = Viewer("T1", "C1", "public", "U1", confined=True, member_of=frozenset({"C2"}))
+    assert all(e[1] == "C1" for e in _visible_kinds(confined))

@@ -10,13 +10,14 @@ from layers.episodic.episode import Episode, Hit
 from layers.places import Viewer
 
 
-def viewer_of(user: ConsoleUser) -> Viewer:
-    """What the person may read. Decided, until the console asks Slack which private
-    channels a member is in: a member sees what they would in a DM with Thoth — their own
-    DMs and the public channels of their workspace, never a private channel's."""
+async def viewer_of(parts: ConsoleParts, user: ConsoleUser) -> Viewer:
+    """What the person may read, by the rule every turn follows: a member sees what they
+    would in a DM with Thoth — their own DMs and the public channels of their workspace —
+    and the private channels and group DMs Slack says they are in."""
     if user.sees_everything or user.team is None or user.user is None:
         return Viewer(sees_everything=user.sees_everything)
-    return Viewer(user.team, "console", "im", user.user)
+    member_of = await parts.memberships.private_channels(user.team, user.user)
+    return Viewer(user.team, "console", "im", user.user, member_of=member_of)
 
 
 def seen_as(user: ConsoleUser, view_as: str) -> ConsoleUser:
@@ -32,7 +33,7 @@ def seen_as(user: ConsoleUser, view_as: str) -> ConsoleUser:
 async def search(parts: ConsoleParts, user: ConsoleUser, query: str) -> list[Hit]:
     if not query.strip():
         return []
-    viewer = viewer_of(user)
+    viewer = await viewer_of(parts, user)
     return await parts.stores.run(
         lambda stores: stores.episodic.recall(query, viewer, k=parts.results))
 

@@ -20,7 +20,7 @@ from layers.redaction import redact
 
 
 async def episodes_jsonl(parts: ConsoleParts, user: ConsoleUser, origin: str) -> str:
-    viewer = viewer_of(user)
+    viewer = await viewer_of(parts, user)
 
     def export(stores: ConsoleStores) -> str:
         lines = [
