@@ -38,7 +38,7 @@ from bridge.console.parts import ConsoleParts
 from bridge.console.security_headers import SecurityHeaders
 from bridge.console.sign_in import ConsoleUser, OneTimeLogin, user_of
 from bridge.console.slack_sign_in import SlackSignIn
-from layers.errors import ThothError
+from layers.errors import BadInput, ThothError
 from layers.identity.protocol import Person
 
 HERE = Path(__file__).parent
@@ -71,6 +71,7 @@ def console_app(
             Route("/signin/slack", pages.slack_sign_in),
             Route("/signin/slack/callback", pages.slack_callback),
             Route("/episodes", pages.episodes),
+            Route("/episodes/{episode_id}", pages.episode),
             Route("/episodes/{episode_id}/forget", pages.forget_episode, methods=["POST"]),
             Route("/notes", pages.notes),
             Route("/notes/{note_id}/{decision}", pages.decide_note, methods=["POST"]),
@@ -169,13 +170,28 @@ class _Pages:
         user = self._reader(request)
         if isinstance(user, Response):
             return user
-        query = request.query_params.get("q", "")
-        view_as = request.query_params.get("as", "")
+        asked = request.query_params
+        query, view_as = asked.get("q", ""), asked.get("as", "")
         reader = episodes.seen_as(user, view_as)
-        hits = await episodes.search(self._parts, reader, query)
+        problem, hits = None, []
+        try:
+            hits = await episodes.search(self._parts, reader, query, episodes.filter_of(asked))
+        except BadInput as error:
+            problem = str(error)
         return self._page(request, user, "episodes.html", query=query, hits=hits,
+                          asked=asked, problem=problem,
                           view_as=view_as if reader is not user else "",
                           may_forget=lambda episode: episodes.may_forget(reader, episode))
+
+    async def episode(self, request: Request) -> Response:
+        user = self._reader(request)
+        if isinstance(user, Response):
+            return user
+        shown = await episodes.page_of(self._parts, user, request.path_params["episode_id"])
+        if shown is None:
+            return PlainTextResponse("No such episode that you may see.", status_code=404)
+        return self._page(request, user, "episode.html", shown=shown,
+                          may_forget=episodes.may_forget(user, shown.episode))
 
     async def forget_episode(self, request: Request) -> Response:
         user = await self._changer(request)

@@ -1,4 +1,5 @@
-"""The writes that follow a reply: transcript (L1), model spend, and episode (L3).
+"""The writes that follow a reply: transcript (L1), model spend, the episode (L3) and
+which episodes the turn recalled.
 
 They run after the reply is shown, never before it, and a failure is logged and
 retried — never shown to the user. The transcript is written before the
@@ -14,6 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
+from layers.episodic.recall_uses import RecallUse
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
 from layers.offloaded import Offloaded
@@ -60,12 +62,24 @@ class AfterReply:
         episodic = self._episodic
         if episodic is None:
             return
-        task: asyncio.Task[bool] = asyncio.create_task(
-            self._retried(f"episode {episode.id}",
-                          lambda: episodic.run(lambda memory: memory.remember([episode])))
-        )
+        self._in_background(
+            f"episode {episode.id}",
+            lambda: episodic.run(lambda memory: memory.remember([episode])))
+
+    def _in_background(self, what: str, write: Callable[[], Awaitable[object]]) -> None:
+        task: asyncio.Task[bool] = asyncio.create_task(self._retried(what, write))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    def recalled(self, episode_ids: Sequence[str], use: RecallUse) -> None:
+        """Record, in the background, that a turn put these episodes before the model."""
+        episodic = self._episodic
+        if episodic is None or not episode_ids:
+            return
+        ids = list(episode_ids)
+        self._in_background(
+            f"recall use of session {use.session_id}",
+            lambda: episodic.run(lambda memory: memory.uses.record(ids, use)))
 
     def learn(self, turn: TurnMessages) -> None:
         """Hand the turn to the identity layer's queue (no-op when L2 is off)."""

@@ -28,6 +28,7 @@ from bridge.pipeline.turn import Turn
 from bridge.pipeline.turn_episode import episode_of
 from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
+from layers.episodic.recall_uses import RecallUse
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
 from layers.identity.user_models import UserModels
@@ -171,6 +172,10 @@ class TurnPipeline:
             timings.shown = time.monotonic()
             episode_id = await self._record(turn, session, answer)
             timings.recorded = time.monotonic()
+            if context.related:
+                self._after.recalled(
+                    [hit.episode.id for hit in context.related],
+                    RecallUse(session.id, turn.place, turn.user, turn.received_at))
         log.info(
             "turn done session=%s ok=%s first=%s cost=%.5f",
             session.id,

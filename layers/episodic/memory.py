@@ -25,6 +25,7 @@ from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
 from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.episodic.ranking import Priors, apply_priors, fuse, with_thread_context
+from layers.episodic.recall_uses import RecallUses
 from layers.episodic.store import EpisodeStore, StoredChunks
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
 from layers.errors import BadInput
@@ -71,6 +72,8 @@ class EpisodicMemory:
     ) -> None:
         self._min_similarity = min_similarity
         self._store = EpisodeStore(db, embedder.model_id)
+        # Which turns recalled which episode (the console's provenance).
+        self.uses = RecallUses(db)
         self._embedder = embedder
         self._priors = priors or Priors()
         self._index: VectorIndex | None = None

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from layers.episodic.episode import EPISODE_FIELDS, Episode, Feedback
+from layers.episodic.episode_filter import EpisodeFilter
 from layers.episodic.vector_index import ChunkOwner
 from layers.errors import BadInput
 from layers.places import Viewer
@@ -115,6 +116,16 @@ class EpisodeStore:
         with self._db.read() as conn:
             row = conn.execute(
                 f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE id = ?", (episode_id,)
+            ).fetchone()
+        return _episode(row) if row else None
+
+    def get_visible(self, episode_id: str, viewer: Viewer) -> Episode | None:
+        """The episode, when ``viewer`` may see it (the recall rule); else None."""
+        predicate, params = sql_predicate(viewer)
+        with self._db.read() as conn:
+            row = conn.execute(
+                f"SELECT {_prefixed('e.')} FROM episodes e WHERE e.id = :id AND {predicate}",
+                {**params, "id": episode_id},
             ).fetchone()
         return _episode(row) if row else None
 
@@ -278,13 +289,18 @@ class EpisodeStore:
 
     def recent_asked_by(self, user: str, viewer: Viewer, limit: int) -> list[Episode]:
         """What ``user`` asked most recently, of what ``viewer`` may see, newest first."""
+        return self.recent(viewer, EpisodeFilter(user=user), limit)
+
+    def recent(self, viewer: Viewer, narrowed: EpisodeFilter, limit: int) -> list[Episode]:
+        """The newest episodes ``viewer`` may see that ``narrowed`` admits."""
         predicate, params = sql_predicate(viewer)
+        condition, values = narrowed.sql()
         with self._db.read() as conn:
             rows = conn.execute(
                 f"SELECT {_prefixed('e.')} FROM episodes e"
-                f' WHERE e."user" = :asker AND {predicate}'
+                f" WHERE {predicate} AND {condition}"
                 " ORDER BY e.created_at DESC LIMIT :limit",
-                {**params, "asker": user, "limit": limit},
+                {**params, **values, "limit": limit},
             ).fetchall()
         return [_episode(row) for row in rows]
 

@@ -243,5 +243,23 @@ SCHEMA = Schema(
                 FOR EACH STATEMENT EXECUTE FUNCTION thoth_count_words_emptied();
             """,
         ),
+        Migration(
+            5,
+            "episode_recalls",
+            portable="""
+            -- Which turns recalled an episode (layers/episodic/recall_uses.py): where and
+            -- when, in which session. Gone with the episode.
+            CREATE TABLE episode_recalls (
+                episode_rowid BIGINT NOT NULL REFERENCES episodes (rowid) ON DELETE CASCADE,
+                recalled_at {real} NOT NULL,
+                session_id TEXT NOT NULL,
+                team TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                channel_type TEXT NOT NULL,
+                "user" TEXT
+            );
+            CREATE INDEX episode_recalls_episode ON episode_recalls (episode_rowid, recalled_at);
+            """,
+        ),
     ),
 )

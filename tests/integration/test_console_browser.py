@@ -38,8 +38,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 EPISODES = [
     {"id": "e-deploy", "user_text": "we deploy the api with blue-green on Thursdays",
-     "summary": "Blue-green, Thursdays.", "created_at": 1_790_000_000, "team": "T1",
-     "channel": "C1", "channel_type": "public", "user": "U1", "user_name": "dana"},
+     "summary": "Blue-green, Thursdays.", "created_at": 1_790_000_000, "team": LOCAL_TEAM,
+     "channel": "general", "channel_type": "public", "user": "dana", "user_name": "dana"},
     {"id": "e-lunch", "user_text": "the team lunch moved to Fridays at noon",
      "summary": "", "created_at": 1_790_000_100, "team": "T1", "channel": "C1",
      "channel_type": "public", "user": "U2", "user_name": "ari"},
@@ -69,7 +69,7 @@ def console(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     # Something the identity layer learns about dana (the local backend, offline).
     subprocess.run([*run, "chat", "--user", "dana"], env=_env(home), check=True,
                    capture_output=True, timeout=180, text=True,
-                   input="I prefer short answers in threads\n")
+                   input="how do we deploy the api?\nI prefer short answers in threads\n")
     db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
     NoteStore(db).propose("Releases need a second reviewer", Place("T1", "C1", "public"),
                           user="U1", author_name="dana", source="🧠 reaction",
@@ -103,7 +103,8 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             assert page.goto(f"{base}/").status == 401  # signed out: nothing shown
             assert "Sign in" in page.inner_text("h1")
             page.goto(link)
-            assert page.inner_text("#episodes") == "3"  # two imported, dana's chat turn
+            # Two imported, and what dana told Thoth (offline, her question is not kept).
+            assert page.inner_text("#episodes") == "3"
             assert page.inner_text("#notes-proposed") == "1"
             page.screenshot(path=str(SHOTS / "overview.png"))
 
@@ -112,6 +113,27 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             page.click("form.search button")
             assert "blue-green on Thursdays" in page.inner_text("ol.episodes")
             page.screenshot(path=str(SHOTS / "episodes.png"))
+            # Its provenance: dana's first turn recalled it, in her DM at the terminal.
+            page.click("#episode-e-deploy a")
+            assert "blue-green on Thursdays" in page.inner_text("#episode")
+            assert page.locator("#permalink").count() == 0  # imported, no Slack thread
+            uses = page.locator("ol.uses li").all_inner_texts()
+            assert len(uses) == 1 and "im terminal" in uses[0] and "dana" in uses[0]
+            page.screenshot(path=str(SHOTS / "episode.png"))
+            page.go_back()
+            # Narrowed: by person, by place, by a day long before any of them.
+            page.goto(f"{base}/episodes?q=deploy+the+api&person=dana")
+            assert page.locator("#episode-e-deploy").count() == 1
+            page.goto(f"{base}/episodes?q=deploy+the+api&person=U2")
+            assert page.locator("#episode-e-deploy").count() == 0
+            page.goto(f"{base}/episodes?channel=C1")  # no words: the place's newest
+            assert page.locator("ol.episodes li").evaluate_all(
+                "items => items.map(item => item.id)") == ["episode-e-lunch"]
+            page.goto(f"{base}/episodes?q=deploy+the+api&until=2020-01-01")
+            assert page.inner_text("p.empty") == "Nothing you may see matched."
+            page.goto(f"{base}/episodes?since=2026-13-01")
+            assert "since is a day as YYYY-MM-DD" in page.inner_text("#problem")
+            page.goto(f"{base}/episodes?q=how+do+we+deploy+the+api")
             page.click("#episode-e-deploy button.danger")
             assert page.locator("#episode-e-deploy").count() == 0  # forgotten for good
 
@@ -247,7 +269,7 @@ def test_a_draft_is_read_as_a_diff_approved_and_its_commit_undone(
 SIGNED_IN_EPISODES = [
     {"id": "e-public", "user_text": "the release train leaves on Thursdays", "summary": "",
      "created_at": 1_790_000_000, "team": "T1", "channel": "C1", "channel_type": "public",
-     "user": "U2", "user_name": "ari"},
+     "user": "U2", "user_name": "ari", "thread_ts": "1790000000.000100"},
     {"id": "e-private", "user_text": "the release train salary budget is secret",
      "summary": "", "created_at": 1_790_000_100, "team": "T1", "channel": "G1",
      "channel_type": "private", "user": "U2", "user_name": "ari"},
@@ -335,6 +357,13 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             assert shown == {"episode-e-public", "episode-e-own-dm", "episode-e-her-private"}
             dana.screenshot(path=str(SHOTS / "member-episodes.png"))
             assert dana.locator("#episode-e-own-dm button.danger").count() == 1  # hers
+            # An episode's page links to its thread in Slack; one she may not see is 404.
+            dana.click("#episode-e-public a")
+            assert dana.get_attribute("#permalink", "href") == (
+                "https://test.slack.com/archives/C1/p1790000000000100")
+            assert dana.goto(f"{base}/episodes/e-private").status == 404
+            assert dana.goto(f"{base}/episodes/e-other-dm").status == 404
+            dana.goto(f"{base}/episodes?q=release+train")
             assert dana.locator("#episode-e-public button.danger").count() == 0  # ari's
             assert dana.goto(f"{base}/audit").status == 403
             # Notes, drafts and the brain's history hold words from private places.

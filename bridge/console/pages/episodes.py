@@ -1,13 +1,31 @@
-"""Episodes: searched with the turns' own recall, as the signed-in person may see them;
+"""Episodes: searched with the turns' own recall (or browsed, newest first) as the
+signed-in person may see them, narrowed by place, person, date and feedback; each with
+its provenance (the Slack thread, session, model, cost, the turns that recalled it);
 forgotten for good by the person who asked, or the operator."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
 from bridge.console.parts import ConsoleParts, ConsoleStores
 from bridge.console.sign_in import ConsoleUser
 from bridge.forget_exchange import forget_exchange
-from layers.episodic.episode import Episode, Hit
-from layers.places import Viewer
+from bridge.slack.web import SLACK_FAILURES
+from layers.episodic.episode import FEEDBACK_NAMES, Episode, Hit
+from layers.episodic.episode_filter import EpisodeFilter
+from layers.episodic.recall_uses import RecallUse
+from layers.errors import BadInput
+from layers.places import LOCAL_TEAM, Viewer
+
+log = logging.getLogger(__name__)
+
+FEEDBACK_BY_NAME = {name: feedback for feedback, name in FEEDBACK_NAMES.items() if name}
+# How many times the page's results recall ranks when a filter narrows them.
+NARROWED_DEPTH = 10
+NOTHING_NARROWED = EpisodeFilter()
 
 
 async def viewer_of(parts: ConsoleParts, user: ConsoleUser) -> Viewer:
@@ -30,12 +48,83 @@ def seen_as(user: ConsoleUser, view_as: str) -> ConsoleUser:
                        team=team, user=person)
 
 
-async def search(parts: ConsoleParts, user: ConsoleUser, query: str) -> list[Hit]:
-    if not query.strip():
-        return []
+def filter_of(query: Mapping[str, str]) -> EpisodeFilter:
+    """The page's filters from its query string (``BadInput`` naming a bad one)."""
+    feedback = query.get("feedback", "")
+    if feedback and feedback not in FEEDBACK_BY_NAME:
+        raise BadInput(f"feedback is one of {', '.join(FEEDBACK_BY_NAME)}")
+    return EpisodeFilter(
+        channel=query.get("channel", "").strip() or None,
+        user=query.get("person", "").strip() or None,
+        since=_day(query.get("since", ""), "since"),
+        until=_day(query.get("until", ""), "until", end=True),
+        feedback=FEEDBACK_BY_NAME.get(feedback))
+
+
+async def search(parts: ConsoleParts, user: ConsoleUser, query: str,
+                 narrowed: EpisodeFilter = NOTHING_NARROWED) -> list[Hit]:
+    """Recall's best matches the person may see, narrowed; with no words, the newest."""
     viewer = await viewer_of(parts, user)
-    return await parts.stores.run(
-        lambda stores: stores.episodic.recall(query, viewer, k=parts.results))
+    if not query.strip():
+        if not narrowed.narrows:
+            return []
+        latest = await parts.stores.run(
+            lambda stores: stores.episodic.store.recent(viewer, narrowed, parts.results))
+        return [Hit(episode, 0.0) for episode in latest]
+    # Recall ranks first and the filters narrow its best few: asked for more than
+    # shown, so a narrow filter still fills the page when matches exist.
+    wanted = parts.results * (NARROWED_DEPTH if narrowed.narrows else 1)
+    hits = await parts.stores.run(
+        lambda stores: stores.episodic.recall(query, viewer, k=wanted))
+    return [hit for hit in hits if narrowed.admits(hit.episode)][: parts.results]
+
+
+@dataclass(frozen=True)
+class EpisodePage:
+    episode: Episode
+    permalink: str | None
+    # The turns that recalled it (their places shown to those who see everything).
+    uses: list[RecallUse]
+
+
+async def page_of(parts: ConsoleParts, user: ConsoleUser,
+                  episode_id: str) -> EpisodePage | None:
+    """One episode with its provenance, or None when the person may not see it."""
+    viewer = await viewer_of(parts, user)
+
+    def read(stores: ConsoleStores) -> tuple[Episode, list[RecallUse]] | None:
+        episode = stores.episodic.store.get_visible(episode_id, viewer)
+        return None if episode is None else (episode, stores.episodic.uses.of(episode_id))
+
+    found = await parts.stores.run(read)
+    if found is None:
+        return None
+    episode, uses = found
+    return EpisodePage(episode, await _permalink(parts, episode), uses)
+
+
+async def _permalink(parts: ConsoleParts, episode: Episode) -> str | None:
+    """The Slack thread the episode was said in (None for a local one, or without Slack)."""
+    if parts.slack is None or not episode.thread_ts or episode.team == LOCAL_TEAM:
+        return None
+    try:
+        response = await parts.slack.chat_getPermalink(channel=episode.channel,
+                                                       message_ts=episode.thread_ts)
+    except SLACK_FAILURES as error:
+        log.info("no permalink for episode %s: %s", episode.id, type(error).__name__)
+        return None
+    return str(response.get("permalink") or "") or None
+
+
+def _day(text: str, name: str, *, end: bool = False) -> float | None:
+    """A YYYY-MM-DD day as seconds since the epoch (UTC); ``end``: the day after it."""
+    if not text.strip():
+        return None
+    try:
+        day = datetime.strptime(text.strip(), "%Y-%m-%d").replace(tzinfo=UTC)
+    except ValueError as error:
+        raise BadInput(f"{name} is a day as YYYY-MM-DD, not {text.strip()[:40]!r}") from error
+    return (day + timedelta(days=1) if end else day).timestamp()
 
 
 def may_forget(user: ConsoleUser, episode: Episode) -> bool:
