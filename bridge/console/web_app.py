@@ -74,6 +74,8 @@ def console_app(
             Route("/episodes/{episode_id}", pages.episode),
             Route("/episodes/{episode_id}/forget", pages.forget_episode, methods=["POST"]),
             Route("/notes", pages.notes),
+            Route("/notes/{note_id}", pages.note),
+            Route("/notes/{note_id}/edit", pages.edit_note, methods=["POST"]),
             Route("/notes/{note_id}/{decision}", pages.decide_note, methods=["POST"]),
             Route("/skills", pages.skills),
             Route("/skills/commits/{sha}", pages.commit),
@@ -211,6 +213,28 @@ class _Pages:
         status = request.query_params.get("status", "proposed")
         listed = await notes.listed(self._parts, status)
         return self._page(request, user, "notes.html", status=status, listed=listed)
+
+    async def note(self, request: Request) -> Response:
+        user = self._reader(request, operators_only=GOVERNED)
+        if isinstance(user, Response):
+            return user
+        note_id = request.path_params["note_id"]
+        versions = await notes.chain(self._parts, note_id)
+        if not versions:
+            return PlainTextResponse("No such note.", status_code=404)
+        return self._page(request, user, "note.html", note_id=note_id, versions=versions)
+
+    async def edit_note(self, request: Request) -> Response:
+        user = await self._changer(request, founders_only=True)
+        if isinstance(user, Response):
+            return user
+        form = await request.form()
+        try:
+            newer = await notes.edit(self._parts, user, request.path_params["note_id"],
+                                     str(form.get("text") or ""), _origin(request))
+        except ThothError as error:
+            return PlainTextResponse(f"Sorry: {error}", status_code=409)
+        return RedirectResponse(f"{_base(request)}/notes/{newer.id}", status_code=303)
 
     async def decide_note(self, request: Request) -> Response:
         user = await self._changer(request, founders_only=True)

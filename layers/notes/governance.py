@@ -5,6 +5,7 @@ founder approves it (a card in the thread, or `thoth notes approve`), unless the
 operator set ``MEMORY_NOTES=auto``: then a note resting on founders' own words only is
 kept at once, and every other still waits. Keeping it writes its line in MEMORY.md (the
 brain's committed record, with who approved); withdrawing a kept note takes the line out.
+An edit is a new version that replaces the old (``edit``); nothing is overwritten.
 """
 
 from __future__ import annotations
@@ -77,6 +78,34 @@ class NoteGovernance:
             note.source, approved_by=by,
         ))
         return self._decided(self._store.decide(note.id, "kept", by=by, record_line=line))
+
+    def edit(self, note_id: str, text: str, *, by: str) -> Note:
+        """A new version of a proposed or kept note, which replaces it: the old one
+        stays, ``replaced`` and pointing at the new, so the chain shows what replaced
+        what and when. A kept note's new version is kept (its editor decided it: a
+        founder), its line in MEMORY.md replaced; a proposed one's still waits."""
+        if not text.strip():
+            raise BadInput("a memory note needs some text")
+        with self._record.writing():
+            note = self._store.get(note_id)
+            if note is None:
+                raise BadInput(f"no memory note {note_id!r}: `thoth notes list` shows them")
+            if note.status not in ("proposed", "kept"):
+                raise BadInput(f"this note is {note.status}: only a waiting or kept note"
+                               " can be edited")
+            newer = self._store.propose(text, note.place, user=note.user,
+                                        author_name=note.author_name, source=note.source,
+                                        session_id=note.session_id)
+            if newer.id == note.id:
+                return note  # the same words: nothing to replace
+            if note.status == "kept":
+                if note.record_line:
+                    self._record.remove(note.record_line, who=by, why="edited")
+                if newer.status == "proposed":
+                    newer = self._decide(newer.id, keep=True, by=by)
+            self._store.decide(note.id, "replaced", by=by, was=(note.status,),
+                               replaced_by=newer.id)
+            return newer
 
     def withdraw(self, note_id: str, *, by: str, why: str) -> Note | None:
         """The person who asked takes it back (a 🧠 removed): a proposed note is rejected,

@@ -104,6 +104,33 @@ class NoteStore:
             )
         return self.get(note_id)
 
+    def chain(self, note_id: str, *, most: int = 50) -> list[Note]:
+        """Every version of a note, oldest first: the ones it replaced, itself, and the
+        ones that replaced it (``most`` each way: a chain is a handful of edits)."""
+        note = self.get(note_id)
+        if note is None:
+            return []
+        older: list[Note] = []
+        with self._db.read() as conn:
+            newest_older = note.id
+            for _ in range(most):
+                row = conn.execute(
+                    f"SELECT {_COLUMNS} FROM memory_notes WHERE replaced_by = ?",
+                    (newest_older,)).fetchone()
+                if row is None:
+                    break
+                older.insert(0, _note(row))
+                newest_older = older[0].id
+        newer: list[Note] = []
+        following = note.replaced_by
+        while following is not None and len(newer) < most:
+            found = self.get(following)
+            if found is None:
+                break
+            newer.append(found)
+            following = found.replaced_by
+        return [*older, note, *newer]
+
     def reject_pending_of(self, session_id: str, *, by: str) -> int:
         """Reject every note still proposed from a session (its words were forgotten)."""
         with self._db.write() as conn:

@@ -62,5 +62,13 @@ SCHEMA = Schema(
             CREATE INDEX memory_notes_status ON memory_notes (status, team, created_at);
             """,
         ),
+        Migration(
+            2,
+            "replaced_by_index",
+            portable="""
+            -- An edit's chain is walked back from the newest version (store.chain).
+            CREATE INDEX memory_notes_replaced_by ON memory_notes (replaced_by);
+            """,
+        ),
     ),
 )

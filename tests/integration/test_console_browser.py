@@ -449,8 +449,22 @@ def test_a_note_kept_in_the_console_shows_so_on_its_card_in_slack(
             page.goto(f"{base}/notes")
             page.click(f"#note-{note.id} button:text('Keep')")
             assert page.locator(f"#note-{note.id}").count() == 0  # no longer waiting
+            card = slack.message("C1", card_ts) or {}
+            # One state: the card says it was kept, by whom, as a ✅ on it would have.
+            assert "Kept by" in str(card.get("markdown_text") or card.get("text"))
+            # An edit is a new version replacing the old; the chain shows both, dated.
+            page.goto(f"{base}/notes?status=kept")
+            page.click(f"#note-{note.id} a")
+            page.fill("form.edit textarea", "Deploys need two approvals and a green build")
+            page.click("form.edit button")
+            versions = page.locator("ol.versions li")
+            assert versions.count() == 2
+            assert versions.locator(".status").all_inner_texts() == ["replaced", "kept"]
+            assert "green build" in versions.nth(1).inner_text()
+            page.screenshot(path=str(SHOTS / "note-versions.png"))
         finally:
             browser.close()
     card = slack.message("C1", card_ts) or {}
-    # One state: the card says it was kept, by whom, as a ✅ on it would have.
-    assert "Kept by" in str(card.get("markdown_text") or card.get("text"))
+    assert "Replaced by" in str(card.get("markdown_text") or card.get("text"))
+    memory = (home / "brain" / "persona" / "MEMORY.md").read_text()
+    assert "green build" in memory and "two approvals\n" not in memory
