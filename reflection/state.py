@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from layers.redaction import redact
 from layers.storage.database import Database
@@ -49,6 +50,7 @@ class ReflectionRow:
     attempts: int
     report: Reflection | None
     error: str | None
+    finished_at: float | None = None
 
 
 class ReflectionState:
@@ -144,14 +146,21 @@ class ReflectionState:
     def get(self, session_id: str) -> ReflectionRow | None:
         with self._db.read() as conn:
             row = conn.execute(
-                "SELECT session_id, state, attempts, report, error FROM reflections"
+                "SELECT session_id, state, attempts, report, error, finished_at FROM reflections"
                 " WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
-        if row is None:
-            return None
-        report = Reflection.model_validate(json.loads(row[3])) if row[3] else None
-        return ReflectionRow(str(row[0]), str(row[1]), int(row[2]), report, row[4])
+        return None if row is None else _row(row)
+
+    def finished(self, limit: int = 50) -> list[ReflectionRow]:
+        """The newest finished reflections (done or given up), newest first."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT session_id, state, attempts, report, error, finished_at FROM reflections"
+                " WHERE state IN ('done', 'failed') ORDER BY finished_at DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [_row(row) for row in rows]
 
     def counts(self) -> dict[str, int]:
         """How many sessions are in each state (for `thoth doctor`)."""
@@ -182,3 +191,9 @@ class ReflectionState:
                 " VALUES (?, ?, ?, ?) ON CONFLICT (session_id, writer) DO NOTHING",
                 (session_id, writer, self._clock(), detail),
             )
+
+
+def _row(row: Sequence[Any]) -> ReflectionRow:
+    report = Reflection.model_validate(json.loads(row[3])) if row[3] else None
+    return ReflectionRow(str(row[0]), str(row[1]), int(row[2]), report, row[4],
+                         None if row[5] is None else float(row[5]))

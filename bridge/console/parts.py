@@ -25,6 +25,7 @@ from layers.procedural.brain import Brain
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.skills import SkillLibrary
 from layers.working.transcript import TranscriptStore
+from reflection.state import ReflectionState
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class ConsoleStores:
     # Which Slack messages are which note's and which draft's cards.
     note_cards: NoteCardStore
     cards: CardStore
+    # Each finished session's report.
+    reflections: ReflectionState
 
 
 @dataclass(frozen=True)
@@ -64,7 +67,7 @@ def console_parts(thoth: Thoth) -> ConsoleParts:
     stores = ConsoleStores(thoth.episodic, thoth.transcript, thoth.notes, thoth.skills,
                            thoth.drafts, thoth.brain, thoth.ledger, SpendReader(thoth.db),
                            thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
-                           CardStore(thoth.db))
+                           CardStore(thoth.db), thoth.reflections)
     settings = thoth.settings
     slack = build_async_web_client(settings) if settings.slack_bot_token else None
     return ConsoleParts(Offloaded(stores), settings.daily_cost_cap_usd,

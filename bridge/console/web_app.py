@@ -31,6 +31,7 @@ from bridge.console.pages import (
     notes,
     overview,
     people,
+    reflections,
     skills,
     spend,
 )
@@ -85,6 +86,7 @@ def console_app(
             Route("/people/{team}/{user}/facts/{fact_id}/forget", pages.forget_fact,
                   methods=["POST"]),
             Route("/people/{team}/{user}/forget", pages.forget_person, methods=["POST"]),
+            Route("/reflections", pages.reflections),
             Route("/spend", pages.spend),
             Route("/export", pages.export),
             Route("/export/episodes.jsonl", pages.export_episodes),
@@ -337,6 +339,13 @@ class _Pages:
         query = "&".join(f"{k}={_quoted(v)}" for k, v in
                          (("team", person.team), ("user", person.user), ("said", said)))
         return RedirectResponse(f"{_base(request)}/people?{query}", status_code=303)
+
+    async def reflections(self, request: Request) -> Response:
+        user = self._reader(request, operators_only=GOVERNED)
+        if isinstance(user, Response):
+            return user
+        return self._page(request, user, "reflections.html",
+                          reflections=await reflections.finished(self._parts))
 
     async def spend(self, request: Request) -> Response:
         user = self._reader(request, operators_only="What the model cost is the operator's.")

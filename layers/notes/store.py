@@ -104,6 +104,15 @@ class NoteStore:
             )
         return self.get(note_id)
 
+    def of_session(self, session_id: str) -> list[Note]:
+        """The notes proposed from one session (its reflection's, and 🧠 in it), oldest
+        first."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memory_notes WHERE session_id = ?"
+                " ORDER BY created_at", (session_id,)).fetchall()
+        return [_note(row) for row in rows]
+
     def chain(self, note_id: str, *, most: int = 50) -> list[Note]:
         """Every version of a note, oldest first: the ones it replaced, itself, and the
         ones that replaced it (``most`` each way: a chain is a handful of edits)."""

@@ -146,6 +146,14 @@ class SkillDrafts:
             ).fetchone()
         return None if row is None else _draft(row)
 
+    def of_session(self, session_id: str) -> list[Draft]:
+        """The drafts a session's reflection proposed."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM skill_drafts WHERE session_id = ?"
+                " ORDER BY proposed_at", (session_id,)).fetchall()
+        return [_draft(row) for row in rows]
+
     def list(self, state: DraftState | None = DraftState.PENDING) -> list[Draft]:
         query = f"SELECT {_COLUMNS} FROM skill_drafts"
         params: tuple[str, ...] = ()

@@ -468,3 +468,40 @@ def test_a_note_kept_in_the_console_shows_so_on_its_card_in_slack(
     assert "Replaced by" in str(card.get("markdown_text") or card.get("text"))
     memory = (home / "brain" / "persona" / "MEMORY.md").read_text()
     assert "green build" in memory and "two approvals\n" not in memory
+
+
+def test_reflections_show_each_sessions_outcome_and_what_became_of_its_proposals(
+    console: tuple[str, Path],
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    link, home = console
+    base = link.split("/console/")[0] + "/console"
+    db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
+    try:
+        with db.read() as conn:
+            session_id = str(conn.execute("SELECT id FROM sessions").fetchone()[0])
+        note = NoteStore(db).propose("dana wants short answers in threads",
+                                     Place(LOCAL_TEAM, "terminal", "im"), user="dana",
+                                     author_name="dana", source="reflection",
+                                     session_id=session_id)
+    finally:
+        db.close()
+    subprocess.run([sys.executable, "-m", "bridge", "reflect", session_id[:8]],
+                   env=_env(home), check=True, capture_output=True, timeout=180)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(link)
+            page.click("nav a:text('Reflections')")
+            shown = page.locator(f"#reflection-{session_id}")
+            assert shown.locator(".outcome").inner_text() == "success"
+            assert shown.locator("li.note .fate").inner_text() == "proposed"
+            page.goto(f"{base}/notes")
+            page.click(f"#note-{note.id} button:text('Keep')")
+            page.goto(f"{base}/reflections")
+            assert shown.locator("li.note .fate").inner_text() == "kept"
+            page.screenshot(path=str(SHOTS / "reflections.png"))
+        finally:
+            browser.close()
