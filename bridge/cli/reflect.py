@@ -8,6 +8,7 @@ import sys
 from typing import Any, TextIO
 
 from bridge.app import Thoth
+from bridge.console.links import console_links
 from bridge.model.catalogue import CATALOGUE
 from bridge.model.output_budget import REPORT_TOKENS, sized_max_tokens
 from bridge.model.report_model import LanguageReportModel
@@ -94,4 +95,5 @@ def build_notifier(app: Thoth, team: str, out: TextIO) -> Notifier:
     from bridge.slack.notifier import SlackNotifier
     from bridge.slack.web import build_web_client
 
-    return SlackNotifier(build_web_client(app.settings), app.db)
+    return SlackNotifier(build_web_client(app.settings), app.db,
+                         console_links(app.settings.console_url))

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.app import Thoth
+from bridge.console.links import ConsoleLinks, console_links
 from bridge.console.memberships import SlackMemberships
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
@@ -59,6 +60,8 @@ class ConsoleParts:
     slack: AsyncWebClient | None = None
     # Which private channels a member is in (asked of Slack; none without it).
     memberships: SlackMemberships = field(default_factory=lambda: SlackMemberships(None))
+    # Where browsers reach the console (CONSOLE_URL), for links on Slack cards.
+    links: ConsoleLinks | None = None
     # How many episodes a search shows.
     results: int = 20
 
@@ -71,4 +74,5 @@ def console_parts(thoth: Thoth) -> ConsoleParts:
     settings = thoth.settings
     slack = build_async_web_client(settings) if settings.slack_bot_token else None
     return ConsoleParts(Offloaded(stores), settings.daily_cost_cap_usd,
-                        thoth.identity, thoth.user_models, slack, SlackMemberships(slack))
+                        thoth.identity, thoth.user_models, slack, SlackMemberships(slack),
+                        console_links(settings.console_url))

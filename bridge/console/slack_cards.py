@@ -22,7 +22,7 @@ async def show_note_decided(parts: ConsoleParts, note: Note) -> None:
     if parts.slack is None:
         return
     cards = await parts.stores.run(lambda s: s.note_cards.cards_of(note.id))
-    await show_on_cards(parts.slack, note, cards)
+    await show_on_cards(parts.slack, note, cards, parts.links)
 
 
 async def show_draft_decided(parts: ConsoleParts, draft: Draft) -> None:
@@ -31,7 +31,7 @@ async def show_draft_decided(parts: ConsoleParts, draft: Draft) -> None:
     client = parts.slack
     for channel, ts in await parts.stores.run(lambda s: s.cards.cards_of(draft.id)):
         try:
-            await show_outcome(client, draft, channel=channel, ts=ts)
+            await show_outcome(client, draft, channel=channel, ts=ts, console=parts.links)
         except SLACK_FAILURES as error:
             log.warning("the card of draft %s in %s was not updated: %s", draft.id, channel,
                         error)

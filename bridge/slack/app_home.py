@@ -14,6 +14,7 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bridge.console.links import ConsoleLinks
 from bridge.slack.escaping import escape
 from bridge.slack.note_cards import decided, show_on_cards
 from bridge.slack.stores import SlackStores
@@ -40,7 +41,7 @@ NOTES_SHOWN = 10
 class AppHome:
     def __init__(
         self, stores: Offloaded[SlackStores], identity: IdentityBackend | None,
-        client: AsyncWebClient, *, founders: frozenset[str], console_url: str | None,
+        client: AsyncWebClient, *, founders: frozenset[str], console: ConsoleLinks | None,
         user_models: UserModels | None = None,
     ) -> None:
         """``user_models``: their cache is dropped for a person who forgot something, so
@@ -50,7 +51,7 @@ class AppHome:
         self._user_models = user_models
         self._client = client
         self._founders = founders
-        self._console_url = console_url
+        self._console = console
 
     async def publish(self, team: str, user: str) -> None:
         """Build and publish this person's Home tab; a refusal is logged, never raised."""
@@ -70,8 +71,8 @@ class AppHome:
                   *_recent(recent)]
         if user in self._founders:
             blocks += _waiting(waiting)
-        if self._console_url:
-            blocks.append(_context(f"Everything, and its history: {self._console_url}/console"))
+        if self._console is not None:
+            blocks.append(_context(f"Everything, and its history: {self._console.home}"))
         try:
             await self._client.views_publish(user_id=user,
                                              view={"type": "home", "blocks": blocks})
@@ -121,7 +122,8 @@ class AppHome:
         except Exception:
             log.exception("note %s could not be decided from the Home tab", note_id)
         else:
-            await show_on_cards(self._client, note, cards)  # one state: its cards say it
+            # One state: its cards say it.
+            await show_on_cards(self._client, note, cards, self._console)
         await self.publish(team, user)
 
 

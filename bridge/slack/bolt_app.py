@@ -24,6 +24,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bridge import messages
 from bridge.app import Thoth
+from bridge.console.links import console_links
 from bridge.slack.app_home import (
     FORGET_EVERYTHING,
     FORGET_FACT,
@@ -92,19 +93,21 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
     stores = slack_stores(thoth)
     offloaded = Offloaded(stores)
     assistant = AssistantThreads(offloaded, client, directory)
+    console = console_links(settings.console_url)
     parts = ConversationParts(
         stores=offloaded,
         pipeline=thoth.pipeline,
         recall_top_k=settings.recall_top_k,
         session_end=thoth.session_end,
+        console=console,
     )
     conversation = Conversation(parts, client, directory, assistant, bot_user=bot_user)
     reactions = Reactions(
         offloaded, thoth.identity, client, directory,
-        founders=frozenset(settings.founder_user_ids), bot_user=bot_user,
+        founders=frozenset(settings.founder_user_ids), bot_user=bot_user, console=console,
     )
     home = AppHome(offloaded, thoth.identity, client,
-                   founders=frozenset(settings.founder_user_ids), console_url=settings.console_url,
+                   founders=frozenset(settings.founder_user_ids), console=console,
                    user_models=thoth.user_models)
     bridge = SlackTransport(
         app, runner, conversation, reactions, assistant, home, Shortcuts(reactions.kit),

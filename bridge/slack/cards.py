@@ -12,6 +12,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
+from bridge.console.links import ConsoleLinks
 from bridge.slack.escaping import SECTION_CHARS, escape, mention, preview, split_message
 from layers.procedural.drafts import Draft, DraftState
 from layers.storage.database import Database
@@ -67,16 +68,17 @@ class CardStore:
 
 
 
-def card_message(draft: Draft) -> dict[str, Any]:
+def card_message(draft: Draft, console: ConsoleLinks | None) -> dict[str, Any]:
     """A pending card's ``text`` (what notifications show) and ``blocks``."""
     text = escape(f"Skill draft {draft.slug} {draft.version} awaits approval")
-    return {"text": text, "blocks": card_blocks(draft)}
+    return {"text": text, "blocks": card_blocks(draft, console)}
 
 
-async def show_outcome(client: AsyncWebClient, draft: Draft, *, channel: str, ts: str) -> None:
+async def show_outcome(client: AsyncWebClient, draft: Draft, *, channel: str, ts: str,
+                       console: ConsoleLinks | None) -> None:
     """The card, edited to say who decided what; its buttons are gone."""
     await client.chat_update(
-        channel=channel, ts=ts, text=outcome_text(draft), blocks=card_blocks(draft)
+        channel=channel, ts=ts, text=outcome_text(draft), blocks=card_blocks(draft, console)
     )
 
 
@@ -93,7 +95,7 @@ def outcome_text(draft: Draft) -> str:
     return escape(f"Skill draft {draft.slug} {draft.version} {verb}") + who
 
 
-def card_blocks(draft: Draft) -> list[dict[str, Any]]:
+def card_blocks(draft: Draft, console: ConsoleLinks | None) -> list[dict[str, Any]]:
     header = f"*Skill draft:* `{escape(draft.slug)}` {escape(draft.version)}"
     if draft.base_version:
         header += f" (new version of {escape(draft.base_version)})"
@@ -140,4 +142,8 @@ def card_blocks(draft: Draft) -> list[dict[str, Any]]:
         blocks.append(
             {"type": "context", "elements": [{"type": "mrkdwn", "text": outcome_text(draft)}]}
         )
+    if console is not None:
+        # In the closing context block: the card's block count stays what it was.
+        blocks[-1]["elements"].append(
+            {"type": "mrkdwn", "text": f"<{console.skills()}|Drafts and history in the console>"})
     return blocks

@@ -15,6 +15,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
+from bridge.console.links import ConsoleLinks
 from bridge.pipeline.episodes_block import episode_line, episodes_text
 from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message, viewer_at
@@ -47,6 +48,8 @@ class ConversationParts:
     pipeline: TurnPipeline
     recall_top_k: int
     session_end: SessionEnd
+    # Where the console shows an episode (CONSOLE_URL), for /recall's links.
+    console: ConsoleLinks | None = None
 
 
 class Conversation:
@@ -236,8 +239,11 @@ class Conversation:
         lines = []
         for hit in hits:
             line = escape(episode_line(hit.episode))
-            link = await self._permalink(hit.episode)
-            lines.append(f"{line}\n  [open the thread]({link})" if link else line)
+            links = [f"[open the thread]({link})"
+                     for link in [await self._permalink(hit.episode)] if link]
+            if self._parts.console is not None:
+                links.append(f"[in the console]({self._parts.console.episode(hit.episode.id)})")
+            lines.append(f"{line}\n  {' · '.join(links)}" if links else line)
         return "\n".join(lines)
 
     async def _permalink(self, episode: Episode) -> str | None:

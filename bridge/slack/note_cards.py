@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bridge.console.links import ConsoleLinks
 from bridge.slack.escaping import escape, mention
 from bridge.slack.web import SLACK_FAILURES
 from layers.audit.log import AuditLog
@@ -56,9 +57,9 @@ class NoteCardStore:
         return [(str(channel), str(ts)) for channel, ts in rows]
 
 
-def note_card_message(note: Note) -> dict[str, Any]:
-    """The card as Slack markdown: the note quoted whole, escaped, and what a founder
-    can do (or who decided)."""
+def note_card_message(note: Note, console: ConsoleLinks | None) -> dict[str, Any]:
+    """The card as Slack markdown: the note quoted whole, escaped, what a founder can do
+    (or who decided), and its page in the console (its versions, who decided)."""
     if note.status == "proposed":
         verdict = "React ✅ to keep it as standing memory here, ❌ to reject it (founders)."
     else:
@@ -68,16 +69,20 @@ def note_card_message(note: Note) -> dict[str, Any]:
     said = escape(note.text)
     # markdown_text alone: Slack refuses it beside text (markdown_text_conflict), and
     # notifications read it.
-    return {"markdown_text": f"Memory note proposed ({escape(note.source)}):\n> {said}\n{verdict}"}
+    text = f"Memory note proposed ({escape(note.source)}):\n> {said}\n{verdict}"
+    if console is not None:
+        text += f"\n[See it in the console]({console.note(note.id)})"
+    return {"markdown_text": text}
 
 
 async def show_on_cards(client: AsyncWebClient, note: Note,
-                        cards: Sequence[tuple[str, str]]) -> None:
+                        cards: Sequence[tuple[str, str]], console: ConsoleLinks | None) -> None:
     """Each of the note's cards (channel, ts) edited to say what became of it; a card
     Slack will not edit is logged, and the decision stands."""
     for channel, ts in cards:
         try:
-            await client.chat_update(channel=channel, ts=ts, **note_card_message(note))
+            await client.chat_update(channel=channel, ts=ts,
+                                     **note_card_message(note, console))
         except SLACK_FAILURES as error:
             log.warning("the card of note %s in %s was not updated: %s", note.id, channel,
                         error)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from slack_sdk import WebClient
 
+from bridge.console.links import ConsoleLinks
 from bridge.slack.cards import CARD_REACTIONS, CardStore, card_message
 from bridge.slack.escaping import escaped_pieces
 from bridge.slack.founders import dm_founders
@@ -18,8 +19,9 @@ from layers.storage.database import Database
 
 
 class SlackNotifier:
-    def __init__(self, client: WebClient, db: Database) -> None:
+    def __init__(self, client: WebClient, db: Database, console: ConsoleLinks | None) -> None:
         self._client = client
+        self._console = console
         self._cards = CardStore(db)
         self._note_cards = NoteCardStore(db)
 
@@ -29,7 +31,7 @@ class SlackNotifier:
     def post_card(self, draft: Draft, *, channel: str, thread_ts: str | None) -> str:
         """Post the card (in the session's thread) and pre-add the approve/reject reactions."""
         response = self._client.chat_postMessage(
-            channel=channel, thread_ts=thread_ts, **card_message(draft)
+            channel=channel, thread_ts=thread_ts, **card_message(draft, self._console)
         )
         ts = str(response["ts"])
         self._cards.record(draft.id, channel=channel, ts=ts, thread_ts=thread_ts)
@@ -40,7 +42,8 @@ class SlackNotifier:
     def note_card(self, note: Note, place: Place) -> None:
         """Post the note's card in the session's thread, ✅ / ❌ pre-added."""
         response = self._client.chat_postMessage(
-            channel=place.channel, thread_ts=place.thread_ts, **note_card_message(note)
+            channel=place.channel, thread_ts=place.thread_ts,
+            **note_card_message(note, self._console),
         )
         ts = str(response["ts"])
         self._note_cards.record(note.id, channel=place.channel, ts=ts)

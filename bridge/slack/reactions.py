@@ -18,6 +18,7 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
+from bridge.console.links import ConsoleLinks
 from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.slack.cards import show_outcome
 from bridge.slack.directory import Directory
@@ -59,15 +60,18 @@ class Reactions:
         *,
         founders: frozenset[str],
         bot_user: str | None,
+        console: ConsoleLinks | None = None,
     ) -> None:
-        """``founders`` may approve skill drafts and memory notes (FOUNDER_USER_IDS)."""
+        """``founders`` may approve skill drafts and memory notes (FOUNDER_USER_IDS);
+        ``console`` links cards to the console."""
         self._stores = stores
+        self._console = console
         self._founders = founders
         self._client = client
         self._directory = directory
         self._bot_user = bot_user
         self._per_message = KeyedLocks()
-        kit = Kit(stores, identity, founders, client, directory, self._tell)
+        kit = Kit(stores, identity, founders, client, directory, self._tell, console)
         # What a reaction's handler may use; the message shortcuts use it too.
         self.kit = kit
         feedback = ReplyReaction((WORKED, DID_NOT_WORK), asker_only=False,
@@ -143,7 +147,7 @@ class Reactions:
         except ThothError as error:
             await self._tell(user, channel, thread_ts, f"Sorry: {error}")
             return
-        await show_outcome(self._client, draft, channel=channel, ts=ts)
+        await show_outcome(self._client, draft, channel=channel, ts=ts, console=self._console)
 
     async def _decide_note(
         self, note_id: str, *, keep: bool, user: str, channel: str, ts: str,
@@ -159,7 +163,8 @@ class Reactions:
         except ThothError as error:
             await self._tell(user, channel, thread_ts, f"Sorry: {error}")
             return
-        await self._client.chat_update(channel=channel, ts=ts, **note_card_message(note))
+        await self._client.chat_update(channel=channel, ts=ts,
+                                       **note_card_message(note, self._console))
 
     async def feedback_clicked(self, *, channel: str, ts: str, user: str, value: str) -> None:
         """A feedback button under a reply: the same as that person's ✅ / ❌, undone by a

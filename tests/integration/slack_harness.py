@@ -143,8 +143,10 @@ class Harness:
 
 @contextmanager
 def running_bridge(
-    model_settings: Settings, fake_anthropic: FakeAnthropic, embedder: HashingEmbedder
+    model_settings: Settings, fake_anthropic: FakeAnthropic, embedder: HashingEmbedder,
+    **settings_update: Any,
 ) -> Iterator[Harness]:
+    """``settings_update``: settings of the test's own, over the harness's."""
     with FakeSlack() as slack:
         slack.add_user("U1", "dana")
         slack.add_user("U2", "ari")
@@ -156,6 +158,7 @@ def running_bridge(
                 "slack_signing_secret": SecretStr(SECRET),
                 "slack_api_url": slack.url,
                 "founder_user_ids": [FOUNDER],
+                **settings_update,
             }
         )
         thoth = build(settings, embedder=embedder)

@@ -434,7 +434,7 @@ def test_a_note_kept_in_the_console_shows_so_on_its_card_in_slack(
                                      session_id=None)
         slack = sign_in.fake
         posted = WebClient(token="xoxb-test", base_url=slack.url).chat_postMessage(
-            channel="C1", **note_card_message(note))
+            channel="C1", **note_card_message(note, None))
         card_ts = str(posted["ts"])
         NoteCardStore(db).record(note.id, channel="C1", ts=card_ts)
     finally:

@@ -240,7 +240,7 @@ def test_skill_cards_need_a_founder(harness: Harness) -> None:
     body = "# Standup\n\n1. Collect updates.\n2. Group by person.\n3. Flag blockers with owners.\n"
     draft = harness.thoth.drafts.propose("standup-digest", "Digest a standup", body * 2)
     # Posted as the reflection child posts it.
-    notifier = SlackNotifier(build_web_client(harness.thoth.settings), harness.thoth.db)
+    notifier = SlackNotifier(build_web_client(harness.thoth.settings), harness.thoth.db, None)
     card_ts = notifier.post_card(draft, channel=CHANNEL, thread_ts=None)
     assert set(harness.slack.reactions_on(CHANNEL, card_ts)) >= {"white_check_mark", "x"}
 

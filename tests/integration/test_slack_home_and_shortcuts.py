@@ -72,7 +72,7 @@ def test_a_founder_keeps_a_waiting_note_from_the_home_tab_and_its_card_says_so(
     from bridge.slack.web import build_web_client
 
     posted = build_web_client(harness.thoth.settings).chat_postMessage(
-        channel=CHANNEL, **note_card_message(note))
+        channel=CHANNEL, **note_card_message(note, None))
     NoteCardStore(harness.thoth.db).record(note.id, channel=CHANNEL, ts=str(posted["ts"]))
     assert _home_opened(harness, FOUNDER) == 200
     home = wait_until(lambda: harness.slack.home_of(FOUNDER))

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bridge.console.links import ConsoleLinks
 from bridge.slack.directory import Directory
 from bridge.slack.replies import ReplyRecord
 from bridge.slack.stores import SlackStores
@@ -35,6 +36,8 @@ class Kit:
     client: AsyncWebClient
     directory: Directory
     tell: Tell
+    # Where the console shows a memory (CONSOLE_URL), for links on cards.
+    console: ConsoleLinks | None = None
 
 
 def keep_effect(

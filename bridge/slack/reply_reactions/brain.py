@@ -63,7 +63,7 @@ def _unkeep_note(stores: SlackStores, reacted: Reacted, who: str) -> None:
 async def post_note_card(kit: Kit, note: Note, channel: str, thread_ts: str | None) -> None:
     try:
         response = await kit.client.chat_postMessage(
-            channel=channel, thread_ts=thread_ts, **note_card_message(note)
+            channel=channel, thread_ts=thread_ts, **note_card_message(note, kit.console)
         )
         ts = str(response["ts"])
         await kit.stores.run(lambda stores: stores.note_cards.record(note.id, channel=channel,
