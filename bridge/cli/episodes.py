@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -13,8 +12,8 @@ from tqdm import tqdm
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
-from layers.episodic.episode import Episode
-from layers.episodic.jsonl import LineError, episode_to_json, parse_episode_line, read_json_lines
+from layers.episodic.importing import import_episodes
+from layers.episodic.jsonl import episode_to_json
 from layers.errors import BadInput
 from layers.redaction import redact
 
@@ -42,85 +41,25 @@ def register(commands: Any) -> None:
     purge.set_defaults(handler=run_purge, purges_itself=True)
 
 
-# Episodes embedded and stored together: enough to keep MiniLM busy, few enough that
-# memory stays flat whatever the file's size.
-IMPORT_BATCH = 256
-
-
 def run_import(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    """Two passes over the file, line by line: check every line, then import in batches.
+    """A terminal sees a progress bar; piped output gets only the result line."""
+    with tqdm(unit=" episodes", file=sys.stderr, disable=not sys.stderr.isatty()) as progress:
+        def started(total: int) -> None:
+            progress.total = total
+            progress.refresh()
 
-    All or nothing, as before: a bad line imports nothing unless --skip-bad, and a batch
-    that fails (a full disk) takes back the batches stored before it. A terminal sees a
-    progress bar; piped output gets only the result line.
-    """
-    good, errors = _check_file(args.file, app)
-    if errors and not args.skip_bad:
-        more = f" (and {len(errors) - 1} more bad lines)" if len(errors) > 1 else ""
-        raise BadInput(
-            f"{args.file}: {errors[0]}{more}; nothing was imported"
-            " (--skip-bad imports the good lines)"
-        )
-    if not good:
-        raise BadInput(f"{args.file}: no episodes to import")
-    skipped = {error.line_number for error in errors}
-    stored: list[str] = []
-    try:
-        with tqdm(total=good, unit=" episodes", file=sys.stderr,
-                  disable=not sys.stderr.isatty()) as progress:
-            for batch in _batches(_episodes(args.file, skipped), IMPORT_BATCH):
-                stored += app.episodic.remember(batch)
-                progress.update(len(batch))
-    except BaseException:
-        app.episodic.forget_many(stored)
-        raise
+        imported = import_episodes(app.episodic, args.file, named=str(args.file),
+                                   skip_bad=args.skip_bad,
+                                   skip_hint=" (--skip-bad imports the good lines)",
+                                   on_batch=progress.update,
+                                   started=started)
     app.audit.record(actor=login_name(), action="episodes.import", target=str(args.file),
-                     origin="cli", detail=f"{len(stored)} episodes")
-    print(f"imported {len(stored)} episodes", file=out)
-    if errors:
-        print(f"skipped {len(errors)} bad lines; first: {errors[0]}", file=out)
+                     origin="cli", detail=f"{len(imported.stored)} episodes")
+    print(f"imported {len(imported.stored)} episodes", file=out)
+    if imported.skipped:
+        print(f"skipped {len(imported.skipped)} bad lines; first: {imported.skipped[0]}",
+              file=out)
     return 0
-
-
-def _check_file(path: Path, app: Thoth) -> tuple[int, list[LineError]]:
-    """How many lines will import, and every refused line; ids checked for clashes.
-
-    Holds the ids (to find a clash) and the refusals, never the episodes.
-    """
-    errors: list[LineError] = []
-    line_of: dict[str, int] = {}
-    for number, value in read_json_lines(path):
-        parsed = value if isinstance(value, LineError) else parse_episode_line(number, value)
-        if isinstance(parsed, LineError):
-            errors.append(parsed)
-        elif parsed.id in line_of:
-            errors.append(LineError(number, f"id {parsed.id!r} appears twice in the file"))
-        else:
-            line_of[parsed.id] = number
-    for taken in app.episodic.store.existing_ids(line_of):
-        errors.append(LineError(line_of.pop(taken), f"id {taken!r} already exists"))
-    errors.sort(key=lambda error: error.line_number)
-    return len(line_of), errors
-
-
-def _episodes(path: Path, skipped: set[int]) -> Iterator[Episode]:
-    for number, value in read_json_lines(path):
-        if number in skipped or isinstance(value, LineError):
-            continue
-        parsed = parse_episode_line(number, value)
-        if isinstance(parsed, Episode):
-            yield parsed
-
-
-def _batches(episodes: Iterator[Episode], size: int) -> Iterator[list[Episode]]:
-    batch: list[Episode] = []
-    for episode in episodes:
-        batch.append(episode)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
 
 
 def run_export(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:

@@ -11,10 +11,11 @@ import secrets
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.datastructures import UploadFile
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
@@ -28,6 +29,7 @@ from bridge.console.pages import (
     audit,
     episodes,
     export,
+    imports,
     notes,
     overview,
     people,
@@ -91,6 +93,8 @@ def console_app(
             Route("/export", pages.export),
             Route("/export/episodes.jsonl", pages.export_episodes),
             Route("/export/brain.bundle", pages.export_brain),
+            Route("/import/episodes", pages.import_episodes, methods=["POST"]),
+            Route("/import/brain", pages.import_brain, methods=["POST"]),
             Route("/audit", pages.audit),
             Route("/audit.jsonl", pages.audit_export),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
@@ -358,7 +362,8 @@ class _Pages:
         user = self._reader(request)
         if isinstance(user, Response):
             return user
-        return self._page(request, user, "export.html")
+        return self._page(request, user, "export.html",
+                          said=request.query_params.get("said", ""))
 
     async def export_episodes(self, request: Request) -> Response:
         user = self._reader(request)
@@ -375,6 +380,31 @@ class _Pages:
         return Response(await export.brain_bundle(self._parts, user, _origin(request)),
                         media_type="application/octet-stream",
                         headers={"Content-Disposition": 'attachment; filename="brain.bundle"'})
+
+    async def import_episodes(self, request: Request) -> Response:
+        return await self._imported(request, lambda user, upload, named: imports.episodes_from(
+            self._parts, user, upload, named, _origin(request)))
+
+    async def import_brain(self, request: Request) -> Response:
+        return await self._imported(request, lambda user, upload, named: imports.brain_from(
+            self._parts, user, upload, _origin(request)))
+
+    async def _imported(self, request: Request, load: Callable[
+            [ConsoleUser, BinaryIO, str], Awaitable[str]]) -> Response:
+        """Run an import of the form's file, then back to Export saying what it did."""
+        user = await self._changer(request, operator_only=True)
+        if isinstance(user, Response):
+            return user
+        upload = (await request.form()).get("file")
+        if not isinstance(upload, UploadFile) or not upload.filename:
+            said = "Choose a file to import."
+        else:
+            try:
+                said = await load(user, upload.file, upload.filename)
+            except ThothError as error:
+                said = f"Sorry: {error}"
+        return RedirectResponse(f"{_base(request)}/export?said={_quoted(said)}",
+                                status_code=303)
 
     async def audit(self, request: Request) -> Response:
         user = self._reader(request, operators_only="The audit log is the operator's.")

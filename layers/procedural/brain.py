@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from layers.errors import ConfigurationError
+from layers.errors import BadInput, ConfigurationError
 from layers.redaction import redact
 
 if TYPE_CHECKING:
@@ -347,6 +347,47 @@ class Brain:
                 self._peers.announce(sha)
         return sha
 
+    def fast_forward_to_bundle(self, bundle: Path) -> str | None:
+        """Take the main of a git bundle (the console's brain export) when it continues
+        this brain's history: a fast-forward, never a rewrite. Returns the new head, None
+        when the bundle holds nothing new. ``BadInput`` when it is not a bundle, its main
+        does not continue this history, or a file it brings holds a secret (what is
+        committed here is redacted; an import may not bring one in)."""
+        gitpython = _gitpython()
+        with self._writing():
+            repo = self._repo()
+            self.check()
+            try:
+                repo.git.fetch(str(bundle), f"+refs/heads/main:{IMPORTED_REF}")
+            except gitpython.GitCommandError as error:
+                raise BadInput("that is not a git bundle of a brain with a main branch"
+                               f" ({_git_failure(self.path, error)})") from error
+            try:
+                theirs, ours = repo.commit(IMPORTED_REF), repo.head.commit
+                if theirs == ours or repo.is_ancestor(theirs, ours):
+                    return None
+                if not repo.is_ancestor(ours, theirs):
+                    raise BadInput("the bundle's history does not continue this brain's:"
+                                   " nothing was imported (export the brain, then import"
+                                   " what grew from that export)")
+                changed = repo.git.diff("--name-only", ours.hexsha, theirs.hexsha)
+                for path in changed.splitlines():
+                    if not _in_tree(theirs, path):
+                        continue  # the bundle deletes it
+                    text = theirs.tree[path].data_stream.read().decode("utf-8", "replace")
+                    if redact(text) != text:
+                        raise BadInput(f"{path} in the bundle holds a secret: nothing was"
+                                       " imported")
+                repo.git.merge("--ff-only", "--quiet", theirs.hexsha)
+            except gitpython.GitCommandError as error:
+                raise BrainError(_git_failure(self.path, error)) from error
+            finally:
+                repo.git.update_ref("-d", IMPORTED_REF)
+            sha = str(repo.head.commit.hexsha)
+            if self._push(repo) and self._peers is not None:
+                self._peers.announce(sha)
+        return sha
+
     def has_hand_edits(self, path: str) -> bool:
         """Whether ``path`` (a file or folder) differs from the last commit, staged or not."""
         repo = self._repo()
@@ -481,6 +522,18 @@ class Brain:
 # conflict.
 MEMORY_FILE = "persona/MEMORY.md"
 UNION_MERGED = (MEMORY_FILE,)
+
+
+# Where an imported bundle's main waits while it is checked.
+IMPORTED_REF = "refs/thoth/imported"
+
+
+def _in_tree(commit: Any, path: str) -> bool:
+    try:
+        commit.tree[path]
+    except KeyError:
+        return False  # deleted by the bundle
+    return True
 
 
 def _merge_notes_as_union(repo: git.Repo) -> None:

@@ -505,3 +505,76 @@ def test_reflections_show_each_sessions_outcome_and_what_became_of_its_proposals
             page.screenshot(path=str(SHOTS / "reflections.png"))
         finally:
             browser.close()
+
+
+def test_the_operator_imports_episodes_and_a_brain_that_continues_this_one(
+    console: tuple[str, Path], tmp_path: Path,
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    link, home = console
+    good = tmp_path / "more.jsonl"
+    good.write_text(json.dumps({
+        "id": "e-imported", "user_text": "the on-call rota flips on Mondays", "summary": "",
+        "created_at": 1_790_000_500, "team": LOCAL_TEAM, "channel": "general",
+        "channel_type": "public"}) + "\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "e-half", "user_text": "fine", "summary": "",'
+                   ' "created_at": 1790000600}\nnot json\n')
+    # The brain grown elsewhere from an export of this one, and a stranger's brain.
+    grown = tmp_path / "grown"
+    subprocess.run(["git", "clone", "-q", str(home / "brain"), str(grown)], check=True)
+    (grown / "persona" / "EXTRA.md").write_text("Answer in British English.\n")
+    git = ["git", "-C", str(grown), "-c", "user.name=t", "-c", "user.email=t@x"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "British English"], check=True)
+    subprocess.run([*git, "bundle", "create", "-q", str(tmp_path / "grown.bundle"), "main"],
+                   check=True)
+    (grown / "persona" / "EXTRA.md").write_text("token ghp_abcdefghijklmnopqrstuvwxyz0123456789\n")
+    subprocess.run([*git, "commit", "-qam", "a secret"], check=True)
+    subprocess.run([*git, "bundle", "create", "-q", str(tmp_path / "secret.bundle"), "main"],
+                   check=True)
+    stranger = tmp_path / "stranger"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(stranger)], check=True)
+    (stranger / "x.md").write_text("x\n")
+    strange = ["git", "-C", str(stranger), "-c", "user.name=t", "-c", "user.email=t@x"]
+    subprocess.run([*strange, "add", "-A"], check=True)
+    subprocess.run([*strange, "commit", "-qm", "x"], check=True)
+    subprocess.run([*strange, "bundle", "create", "-q", str(tmp_path / "stranger.bundle"),
+                    "main"], check=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.goto(link)
+            page.click("nav a:text('Export')")
+
+            def imported(form: str, path: Path) -> str:
+                page.set_input_files(f"#{form} input[type=file]", str(path))
+                page.click(f"#{form} button")
+                return page.inner_text("#said")
+
+            assert "line 2: not valid JSON" in imported("import-episodes", bad)
+            assert "nothing was imported" in page.inner_text("#said")
+            assert imported("import-episodes", good) == "imported 1 episodes"
+            assert "id 'e-imported' already exists" in imported("import-episodes", good)
+            assert "does not continue" in imported(
+                "import-brain", tmp_path / "stranger.bundle")
+            assert "holds a secret" in imported("import-brain", tmp_path / "secret.bundle")
+            assert not (home / "brain" / "persona" / "EXTRA.md").exists()
+            assert imported("import-brain", tmp_path / "grown.bundle").startswith(
+                "the brain is now at")
+            assert (home / "brain" / "persona" / "EXTRA.md").read_text() == (
+                "Answer in British English.\n")
+            page.screenshot(path=str(SHOTS / "import.png"))
+            page.goto(link.split("/console/")[0] + "/console/episodes?q=on-call+rota")
+            assert page.locator("#episode-e-imported").count() == 1
+            page.goto(link.split("/console/")[0] + "/console/audit?action=brain")
+            assert page.locator("tr.entry td:nth-child(3)").all_inner_texts() == [
+                "brain.import"]
+            page.goto(link.split("/console/")[0] + "/console/audit?action=episodes")
+            # The console's, then the fixture's from the command line; refusals write none.
+            targets = page.locator("tr.entry td:nth-child(4)").all_inner_texts()
+            assert len(targets) == 2 and targets[0] == "more.jsonl"
+        finally:
+            browser.close()
