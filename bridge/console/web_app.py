@@ -411,8 +411,9 @@ class _Pages:
         if isinstance(user, Response):
             return user
         action = request.query_params.get("action", "")
-        return self._page(request, user, "audit.html", action=action,
-                          entries=await audit.entries(self._parts, action))
+        actor = request.query_params.get("actor", "")
+        return self._page(request, user, "audit.html", action=action, actor=actor,
+                          entries=await audit.entries(self._parts, action, actor))
 
     async def audit_export(self, request: Request) -> Response:
         user = user_of(request.session)

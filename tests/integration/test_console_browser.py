@@ -26,6 +26,7 @@ from layers.identity.protocol import Person
 from layers.notes.store import NoteStore
 from layers.places import LOCAL_TEAM, Place
 from layers.storage.engines import open_sqlite
+from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
 from tests.servers.slack_sign_in import SignInWithSlack
 
@@ -88,8 +89,19 @@ def console(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         process.wait(timeout=30)
 
 
+def _user_model_of_next_turn(home: Path, fake: FakeAnthropic) -> str:
+    """What the next turn of dana's (at the terminal) puts in its ``<user-model>``."""
+    env = {**_env(home), "ANTHROPIC_API_KEY": "sk-ant-test-key", "ANTHROPIC_BASE_URL": fake.url}
+    asked = len(fake.requests)
+    subprocess.run([sys.executable, "-m", "bridge", "chat", "--user", "dana"], env=env,
+                   check=True, capture_output=True, timeout=180, text=True,
+                   input="how should you answer me?\n")
+    texts = fake.wait_for_requests(asked + 1)[asked].context_texts()
+    return "".join(text for text in texts if text.startswith("<user-model>"))
+
+
 def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit_log(
-    console: tuple[str, Path], tmp_path: Path,
+    console: tuple[str, Path], tmp_path: Path, fake_anthropic: FakeAnthropic,
 ) -> None:
     from playwright.sync_api import sync_playwright
 
@@ -170,9 +182,12 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             page.click("form.search button")
             assert "short answers" in page.inner_text("ol.facts")
             page.screenshot(path=str(SHOTS / "people.png"))
+            assert "short answers" in _user_model_of_next_turn(home, fake_anthropic)
             page.click("ol.facts button.danger")
             assert page.inner_text("#said") == "deleted 1 fact(s)"
             assert page.locator("ol.facts li").count() == 0
+            # Gone from the next turn's <user-model> too.
+            assert "short answers" not in _user_model_of_next_turn(home, fake_anthropic)
             # Forgetting everything, as the page's button posts it (with its CSRF token).
             token = page.locator("input[name=csrf_token]").first.get_attribute("value")
             everything = page.request.post(f"{base}/people/{LOCAL_TEAM}/dana/forget",
@@ -185,8 +200,10 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             assert page.locator("tr.entry td:nth-child(3)").all_inner_texts() == ["fact.forget"]
 
             page.click("nav a:text('Spend')")
-            assert page.inner_text("#total") == "$0.00"  # offline: no model, no spend
-            assert page.locator("#per-person").count() == 1
+            # dana's two turns with the (loopback) model, per day, person and channel.
+            assert page.inner_text("#total") != "$0.00"
+            assert "dana" in page.inner_text("#per-person")
+            assert "terminal" in page.inner_text("#per-channel")
 
             # A change without the page's CSRF token is refused, and changes nothing.
             refused = page.request.post(f"{base}/episodes/e-lunch/forget", form={"q": "x"})
@@ -400,6 +417,9 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             fia.goto(f"{base}/audit?action=login")
             assert fia.locator("tr.entry td:nth-child(2)").all_inner_texts() == [
                 "slack:UFOUNDER", "slack:U1"]
+            fia.goto(f"{base}/audit?actor=slack:U1")  # what dana did, newest first
+            assert fia.locator("tr.entry td:nth-child(3)").all_inner_texts() == [
+                "fact.forget", "export.episodes", "login"]
 
             # A guest's memory is confined to their channels: not a console member.
             guest = signed_in_as("UGUEST")

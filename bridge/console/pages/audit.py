@@ -1,4 +1,4 @@
-"""The audit log, newest first, filtered by the kind of change; and all of it as JSON
+"""The audit log, newest first, filtered by the kind of change and by who made it; and all of it as JSON
 lines, for the operator."""
 
 from __future__ import annotations
@@ -10,8 +10,9 @@ from bridge.console.parts import ConsoleParts, ConsoleStores
 from layers.audit.log import AuditEntry
 
 
-async def entries(parts: ConsoleParts, action: str | None) -> list[AuditEntry]:
-    return await parts.stores.run(lambda stores: stores.audit.entries(action=action or None))
+async def entries(parts: ConsoleParts, action: str, actor: str) -> list[AuditEntry]:
+    return await parts.stores.run(lambda stores: stores.audit.entries(
+        action=action.strip() or None, actor=actor.strip() or None))
 
 
 async def as_json_lines(parts: ConsoleParts) -> str:
