@@ -1,5 +1,5 @@
-"""The audit log, newest first, filtered by the kind of change and by who made it; and all of it as JSON
-lines, for the operator."""
+"""The audit log, newest first, filtered by the kind of change and by who made it; and
+all of it as JSON lines, for the operator."""
 
 from __future__ import annotations
 
