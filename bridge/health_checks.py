@@ -35,8 +35,10 @@ class Check:
     fix: str = ""
 
 
-def run_checks(app: Thoth, *, deep: bool = False) -> list[Check]:
-    """Every check; ``deep`` also loads the embedding model and embeds a word."""
+def run_checks(app: Thoth, *, deep: bool = False, in_server: bool = False) -> list[Check]:
+    """Every check; ``deep`` also loads the embedding model and embeds a word;
+    ``in_server``: run inside a serving process (the console's Health page), where the
+    identity backend's client belongs to the turns' loop and is not probed from another."""
     checks: list[Check] = []
     for check in (
         _database,
@@ -48,7 +50,7 @@ def run_checks(app: Thoth, *, deep: bool = False) -> list[Check]:
         _skills,
         _model,
         _model_catalogue,
-        _identity,
+        _identity_configured if in_server else _identity,
         _reflection,
         _slack,
     ):
@@ -340,6 +342,13 @@ def _identity(app: Thoth) -> list[Check]:
             )
         ]
     return [Check("identity", Status.OK, detail)]
+
+
+def _identity_configured(app: Thoth) -> list[Check]:
+    if app.identity is None:
+        return [Check("identity", Status.INFO, "off (HONCHO_DISABLED=true)")]
+    return [Check("identity", Status.INFO,
+                  f"{app.identity.name} backend (reached by `thoth doctor`, not from here)")]
 
 
 def _reflection(app: Thoth) -> list[Check]:

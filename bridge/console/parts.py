@@ -10,6 +10,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bridge.app import Thoth
 from bridge.console.links import ConsoleLinks, console_links
 from bridge.console.memberships import SlackMemberships
+from bridge.console.pages.health import HealthChecks
+from bridge.health_checks import run_checks
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
 from bridge.slack.cards import CardStore
@@ -25,6 +27,7 @@ from layers.offloaded import Offloaded
 from layers.procedural.brain import Brain
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.skills import SkillLibrary
+from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
 from reflection.state import ReflectionState
 
@@ -47,6 +50,7 @@ class ConsoleStores:
     cards: CardStore
     # Each finished session's report.
     reflections: ReflectionState
+    sessions: SessionStore
 
 
 @dataclass(frozen=True)
@@ -62,6 +66,8 @@ class ConsoleParts:
     memberships: SlackMemberships = field(default_factory=lambda: SlackMemberships(None))
     # Where browsers reach the console (CONSOLE_URL), for links on Slack cards.
     links: ConsoleLinks | None = None
+    # What `thoth doctor` checks (None: the Health page has nothing to run).
+    health: HealthChecks | None = None
     # How many episodes a search shows.
     results: int = 20
 
@@ -70,9 +76,10 @@ def console_parts(thoth: Thoth) -> ConsoleParts:
     stores = ConsoleStores(thoth.episodic, thoth.transcript, thoth.notes, thoth.skills,
                            thoth.drafts, thoth.brain, thoth.ledger, SpendReader(thoth.db),
                            thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
-                           CardStore(thoth.db), thoth.reflections)
+                           CardStore(thoth.db), thoth.reflections, thoth.sessions)
     settings = thoth.settings
     slack = build_async_web_client(settings) if settings.slack_bot_token else None
     return ConsoleParts(Offloaded(stores), settings.daily_cost_cap_usd,
                         thoth.identity, thoth.user_models, slack, SlackMemberships(slack),
-                        console_links(settings.console_url))
+                        console_links(settings.console_url),
+                        HealthChecks(lambda: run_checks(thoth, in_server=True)))

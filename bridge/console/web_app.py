@@ -89,6 +89,7 @@ def console_app(
                   methods=["POST"]),
             Route("/people/{team}/{user}/forget", pages.forget_person, methods=["POST"]),
             Route("/reflections", pages.reflections),
+            Route("/health", pages.health),
             Route("/spend", pages.spend),
             Route("/export", pages.export),
             Route("/export/episodes.jsonl", pages.export_episodes),
@@ -350,6 +351,15 @@ class _Pages:
             return user
         return self._page(request, user, "reflections.html",
                           reflections=await reflections.finished(self._parts))
+
+    async def health(self, request: Request) -> Response:
+        user = self._reader(request, operators_only="The health checks are the operator's.")
+        if isinstance(user, Response):
+            return user
+        if self._parts.health is None:
+            return PlainTextResponse("No health checks here.", status_code=404)
+        checks, age_s = await self._parts.health.checks()
+        return self._page(request, user, "health.html", checks=checks, age_s=age_s)
 
     async def spend(self, request: Request) -> Response:
         user = self._reader(request, operators_only="What the model cost is the operator's.")

@@ -128,6 +128,11 @@ class SessionStore:
                            " give more of the id")
         return _session(rows[0], None)
 
+    def count_open(self) -> int:
+        with self._db.read() as conn:
+            row = conn.execute("SELECT count(*) FROM sessions WHERE ended_at IS NULL").fetchone()
+        return int(row[0]) if row else 0
+
     def listed(self, *, open_only: bool = False, limit: int = 50) -> list[Session]:
         """The sessions with the latest turns first."""
         where = " WHERE ended_at IS NULL" if open_only else ""

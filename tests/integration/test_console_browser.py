@@ -118,7 +118,17 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             # Two imported, and what dana told Thoth (offline, her question is not kept).
             assert page.inner_text("#episodes") == "3"
             assert page.inner_text("#notes-proposed") == "1"
+            assert page.inner_text("#identity") == "local"
+            assert page.inner_text("#open-sessions") == "1"  # dana's, at the terminal
             page.screenshot(path=str(SHOTS / "overview.png"))
+            page.click("#health-link")  # what `thoth doctor` checks, run now
+            statuses = dict(zip(page.locator("tr.check td:nth-child(1)").all_inner_texts(),
+                                page.locator("tr.check td.status").all_inner_texts(),
+                                strict=True))
+            assert statuses["database"] == "ok" and statuses["brain"] == "ok"
+            assert statuses["identity"] == "info"  # not probed from a serving process
+            page.screenshot(path=str(SHOTS / "health.png"))
+            page.go_back()
 
             page.click("nav a:text('Episodes')")
             page.fill("input[name=q]", "how do we deploy the api")
