@@ -554,24 +554,13 @@ def test_the_operator_imports_episodes_and_a_brain_that_continues_this_one(
     # The brain grown elsewhere from an export of this one, and a stranger's brain.
     grown = tmp_path / "grown"
     subprocess.run(["git", "clone", "-q", str(home / "brain"), str(grown)], check=True)
-    (grown / "persona" / "EXTRA.md").write_text("Answer in British English.\n")
-    git = ["git", "-C", str(grown), "-c", "user.name=t", "-c", "user.email=t@x"]
-    subprocess.run([*git, "add", "-A"], check=True)
-    subprocess.run([*git, "commit", "-qm", "British English"], check=True)
-    subprocess.run([*git, "bundle", "create", "-q", str(tmp_path / "grown.bundle"), "main"],
-                   check=True)
-    (grown / "persona" / "EXTRA.md").write_text("token ghp_abcdefghijklmnopqrstuvwxyz0123456789\n")
-    subprocess.run([*git, "commit", "-qam", "a secret"], check=True)
-    subprocess.run([*git, "bundle", "create", "-q", str(tmp_path / "secret.bundle"), "main"],
-                   check=True)
+    _bundled(grown, {"persona/EXTRA.md": "Answer in British English.\n"},
+             tmp_path / "grown.bundle")
+    _bundled(grown, {"persona/EXTRA.md": "token ghp_abcdefghijklmnopqrstuvwxyz0123456789\n"},
+             tmp_path / "secret.bundle")
     stranger = tmp_path / "stranger"
     subprocess.run(["git", "init", "-q", "-b", "main", str(stranger)], check=True)
-    (stranger / "x.md").write_text("x\n")
-    strange = ["git", "-C", str(stranger), "-c", "user.name=t", "-c", "user.email=t@x"]
-    subprocess.run([*strange, "add", "-A"], check=True)
-    subprocess.run([*strange, "commit", "-qm", "x"], check=True)
-    subprocess.run([*strange, "bundle", "create", "-q", str(tmp_path / "stranger.bundle"),
-                    "main"], check=True)
+    _bundled(stranger, {"x.md": "x\n"}, tmp_path / "stranger.bundle")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
@@ -608,3 +597,13 @@ def test_the_operator_imports_episodes_and_a_brain_that_continues_this_one(
             assert len(targets) == 2 and targets[0] == "more.jsonl"
         finally:
             browser.close()
+
+
+def _bundled(repo: Path, files: dict[str, str], bundle: Path) -> None:
+    """Commit ``files`` in ``repo``, then write its main as ``bundle``."""
+    for name, text in files.items():
+        (repo / name).write_text(text)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@x"]
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "grown elsewhere"], check=True)
+    subprocess.run([*git, "bundle", "create", "-q", str(bundle), "main"], check=True)
