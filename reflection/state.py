@@ -153,7 +153,8 @@ class ReflectionState:
         return None if row is None else _row(row)
 
     def finished(self, limit: int = 50) -> list[ReflectionRow]:
-        """The newest finished reflections (done or given up), newest first."""
+        """The newest reflections that ran to an end, newest first: done, or failed (to be
+        tried again, postponed by a cost cap, or given up after its attempts)."""
         with self._db.read() as conn:
             rows = conn.execute(
                 "SELECT session_id, state, attempts, report, error, finished_at FROM reflections"

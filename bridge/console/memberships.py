@@ -20,6 +20,8 @@ from collections.abc import Callable
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bridge.slack.web import SLACK_FAILURES
+
 log = logging.getLogger(__name__)
 
 TTL_S = 60.0
@@ -67,7 +69,7 @@ class SlackMemberships:
             log.warning("Slack would not say which private channels %s is in (%s): showing"
                         " none", user, error.response.get("error"))
             return frozenset()
-        except (SlackClientError, OSError) as error:
+        except (*SLACK_FAILURES, SlackClientError) as error:
             log.warning("Slack could not be asked which private channels %s is in (%s):"
                         " showing none", user, type(error).__name__)
             return frozenset()

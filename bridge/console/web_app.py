@@ -74,8 +74,9 @@ def console_app(
             Route("/signin/slack", pages.slack_sign_in),
             Route("/signin/slack/callback", pages.slack_callback),
             Route("/episodes", pages.episodes),
-            Route("/episodes/{episode_id}", pages.episode),
-            Route("/episodes/{episode_id}/forget", pages.forget_episode, methods=["POST"]),
+            # Imported episode ids may hold any character, "/" included.
+            Route("/episodes/{episode_id:path}/forget", pages.forget_episode, methods=["POST"]),
+            Route("/episodes/{episode_id:path}", pages.episode),
             Route("/notes", pages.notes),
             Route("/notes/{note_id}", pages.note),
             Route("/notes/{note_id}/edit", pages.edit_note, methods=["POST"]),

@@ -1,8 +1,9 @@
 """Which turns recalled an episode: the provenance the console shows beside each memory.
 
 A turn's recall is recorded after its reply, in the background, as one row per episode
-put before the model: when, in which session, and where the turn was (a place, which
-the console shows only to someone who may read that place). The rows go with their
+put before the model: when, in which session, and where the turn was. The console shows
+when and where to the operator's view only (the turn may be in a place a member is not
+in); a member sees how many turns recalled it. The rows go with their
 episode (ON DELETE CASCADE): forgetting an episode forgets where it was used.
 """
 

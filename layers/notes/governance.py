@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from layers.errors import BadInput
-from layers.notes.store import Note, NoteStore
+from layers.notes.store import MAX_NOTE_CHARS, Note, NoteStore
 from layers.places import Place, Viewer
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 
@@ -83,7 +83,8 @@ class NoteGovernance:
         """A new version of a proposed or kept note, which replaces it: the old one
         stays, ``replaced`` and pointing at the new, so the chain shows what replaced
         what and when. A kept note's new version is kept (its editor decided it: a
-        founder), its line in MEMORY.md replaced; a proposed one's still waits."""
+        founder), its line in MEMORY.md replaced; a proposed one's still waits, for a
+        founder in the console or the App Home tab (its old card says it was replaced)."""
         if not text.strip():
             raise BadInput("a memory note needs some text")
         with self._record.writing():
@@ -93,6 +94,10 @@ class NoteGovernance:
             if note.status not in ("proposed", "kept"):
                 raise BadInput(f"this note is {note.status}: only a waiting or kept note"
                                " can be edited")
+            said = " ".join(text.split())
+            if len(said) > MAX_NOTE_CHARS:
+                raise BadInput(f"a memory note is at most {MAX_NOTE_CHARS} characters; this"
+                               f" edit has {len(said)}")
             newer = self._store.propose(text, note.place, user=note.user,
                                         author_name=note.author_name, source=note.source,
                                         session_id=note.session_id)
@@ -111,7 +116,9 @@ class NoteGovernance:
         """The person who asked takes it back (a 🧠 removed): a proposed note is rejected,
         a kept one too, and its line leaves MEMORY.md."""
         with self._record.writing():
-            note = self._store.get(note_id)
+            # An edited note's newest version is what the asker's 🧠 stands for now.
+            versions = self._store.chain(note_id)
+            note = versions[-1] if versions else None
             if note is None or note.status not in ("proposed", "kept"):
                 return note
             if note.status == "kept" and note.record_line:

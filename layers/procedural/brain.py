@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from layers.errors import BadInput, ConfigurationError
+from layers.errors import ConfigurationError
+from layers.procedural.bundle_check import checked_bundle
 from layers.redaction import redact
 
 if TYPE_CHECKING:
@@ -351,34 +352,19 @@ class Brain:
         """Take the main of a git bundle (the console's brain export) when it continues
         this brain's history: a fast-forward, never a rewrite. Returns the new head, None
         when the bundle holds nothing new. ``BadInput`` when it is not a bundle, its main
-        does not continue this history, or a file it brings holds a secret (what is
-        committed here is redacted; an import may not bring one in)."""
+        does not continue this history, or anything it brings is not a plain file or
+        holds a secret (``bundle_check``): what is committed here is redacted, and an
+        import may not bring in what a commit here never could. The bundle is read in a
+        quarantine repository first, so a refused one leaves nothing in the brain."""
         gitpython = _gitpython()
         with self._writing():
             repo = self._repo()
             self.check()
+            if not checked_bundle(bundle, self.path):
+                return None
             try:
-                repo.git.fetch(str(bundle), f"+refs/heads/main:{IMPORTED_REF}")
-            except gitpython.GitCommandError as error:
-                raise BadInput("that is not a git bundle of a brain with a main branch"
-                               f" ({_git_failure(self.path, error)})") from error
-            try:
-                theirs, ours = repo.commit(IMPORTED_REF), repo.head.commit
-                if theirs == ours or repo.is_ancestor(theirs, ours):
-                    return None
-                if not repo.is_ancestor(ours, theirs):
-                    raise BadInput("the bundle's history does not continue this brain's:"
-                                   " nothing was imported (export the brain, then import"
-                                   " what grew from that export)")
-                changed = repo.git.diff("--name-only", ours.hexsha, theirs.hexsha)
-                for path in changed.splitlines():
-                    if not _in_tree(theirs, path):
-                        continue  # the bundle deletes it
-                    text = theirs.tree[path].data_stream.read().decode("utf-8", "replace")
-                    if redact(text) != text:
-                        raise BadInput(f"{path} in the bundle holds a secret: nothing was"
-                                       " imported")
-                repo.git.merge("--ff-only", "--quiet", theirs.hexsha)
+                repo.git.fetch("--no-tags", str(bundle), f"+refs/heads/main:{IMPORTED_REF}")
+                repo.git.merge("--ff-only", "--quiet", IMPORTED_REF)
             except gitpython.GitCommandError as error:
                 raise BrainError(_git_failure(self.path, error)) from error
             finally:
@@ -524,16 +510,8 @@ MEMORY_FILE = "persona/MEMORY.md"
 UNION_MERGED = (MEMORY_FILE,)
 
 
-# Where an imported bundle's main waits while it is checked.
+# Where an imported bundle's main waits while the brain fast-forwards to it.
 IMPORTED_REF = "refs/thoth/imported"
-
-
-def _in_tree(commit: Any, path: str) -> bool:
-    try:
-        commit.tree[path]
-    except KeyError:
-        return False  # deleted by the bundle
-    return True
 
 
 def _merge_notes_as_union(repo: git.Repo) -> None:

@@ -155,6 +155,8 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             assert page.inner_text("p.empty") == "Nothing you may see matched."
             page.goto(f"{base}/episodes?since=2026-13-01")
             assert "since is a day as YYYY-MM-DD" in page.inner_text("#problem")
+            page.goto(f"{base}/episodes?until=9999-12-31")  # past the last day there is
+            assert "until is a day as YYYY-MM-DD" in page.inner_text("#problem")
             page.goto(f"{base}/episodes?q=how+do+we+deploy+the+api")
             page.click("#episode-e-deploy button.danger")
             assert page.locator("#episode-e-deploy").count() == 0  # forgotten for good
@@ -544,10 +546,10 @@ def test_the_operator_imports_episodes_and_a_brain_that_continues_this_one(
 
     link, home = console
     good = tmp_path / "more.jsonl"
-    good.write_text(json.dumps({
-        "id": "e-imported", "user_text": "the on-call rota flips on Mondays", "summary": "",
+    good.write_text("".join(json.dumps({
+        "id": episode_id, "user_text": "the on-call rota flips on Mondays", "summary": "",
         "created_at": 1_790_000_500, "team": LOCAL_TEAM, "channel": "general",
-        "channel_type": "public"}) + "\n")
+        "channel_type": "public"}) + "\n" for episode_id in ("e-imported", "ops/rota #1")))
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "e-half", "user_text": "fine", "summary": "",'
                    ' "created_at": 1790000600}\nnot json\n')
@@ -575,7 +577,7 @@ def test_the_operator_imports_episodes_and_a_brain_that_continues_this_one(
 
             assert "line 2: not valid JSON" in imported("import-episodes", bad)
             assert "nothing was imported" in page.inner_text("#said")
-            assert imported("import-episodes", good) == "imported 1 episodes"
+            assert imported("import-episodes", good) == "imported 2 episodes"
             assert "id 'e-imported' already exists" in imported("import-episodes", good)
             assert "does not continue" in imported(
                 "import-brain", tmp_path / "stranger.bundle")
@@ -588,6 +590,8 @@ def test_the_operator_imports_episodes_and_a_brain_that_continues_this_one(
             page.screenshot(path=str(SHOTS / "import.png"))
             page.goto(link.split("/console/")[0] + "/console/episodes?q=on-call+rota")
             assert page.locator("#episode-e-imported").count() == 1
+            page.click("li[id='episode-ops/rota #1'] a")  # any id has its page
+            assert "on-call rota" in page.inner_text("#episode")
             page.goto(link.split("/console/")[0] + "/console/audit?action=brain")
             assert page.locator("tr.entry td:nth-child(3)").all_inner_texts() == [
                 "brain.import"]

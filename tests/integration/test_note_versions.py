@@ -58,6 +58,11 @@ def test_a_kept_note_edited_is_kept_anew_and_only_the_new_words_reach_prompts(
     assert [note.id for note in chain] == [first.id, second.id, third.id]
     assert [note.status for note in chain] == ["replaced", "replaced", "kept"]
     assert app.notes.store.chain(first.id) == chain  # the same chain from any version
+    # The asker's 🧠 removed, on the card of the first version: the newest is taken back.
+    withdrawn = app.notes.withdraw(first.id, by="dana", why="🧠 reaction removed")
+    assert withdrawn is not None and withdrawn.id == third.id
+    assert withdrawn.status == "rejected"
+    assert "green build" not in (app.brain.persona_dir / "MEMORY.md").read_text()
 
 
 def test_a_waiting_note_edited_still_waits_and_a_decided_one_cannot_be(app: Thoth) -> None:
@@ -72,3 +77,5 @@ def test_a_waiting_note_edited_still_waits_and_a_decided_one_cannot_be(app: Thot
         app.notes.edit(waiting.id, "Deploys whenever", by="fia")  # replaced already
     with pytest.raises(BadInput, match="needs some text"):
         app.notes.edit(newer.id, "   ", by="fia")
+    with pytest.raises(BadInput, match="at most 300 characters; this edit has 301"):
+        app.notes.edit(newer.id, "x" * 301, by="fia")  # refused whole, never cut

@@ -122,9 +122,9 @@ def _day(text: str, name: str, *, end: bool = False) -> float | None:
         return None
     try:
         day = datetime.strptime(text.strip(), "%Y-%m-%d").replace(tzinfo=UTC)
-    except ValueError as error:
+        return (day + timedelta(days=1) if end else day).timestamp()
+    except (ValueError, OverflowError) as error:
         raise BadInput(f"{name} is a day as YYYY-MM-DD, not {text.strip()[:40]!r}") from error
-    return (day + timedelta(days=1) if end else day).timestamp()
 
 
 def may_forget(user: ConsoleUser, episode: Episode) -> bool:

@@ -1,8 +1,9 @@
 """Health: what `thoth doctor` checks, run when the page is opened (the operator's).
 
-Decided: the checks run on demand, not on every overview: they ask the model, the
-identity backend and Slack over the network (the model's one is a few tokens), which
-no page load should wait for unasked. One run at a time; a run's answer is shown for
+Decided: the checks run on demand, not on every overview: they ask the model and Slack
+over the network (the model's one is a few tokens), which no page load should wait for
+unasked. The identity backend is named, not asked: its client belongs to the turns' loop
+(``run_checks(in_server=True)``). One run at a time; a run's answer is shown for
 ``FRESH_S`` to whoever opens the page again.
 """
 

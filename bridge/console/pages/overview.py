@@ -1,6 +1,7 @@
 """The overview: what each of the five layers holds, and today's spend against the cap.
-Counted, never listed (a listing stops at its page size); what `thoth doctor` checks is
-the Health page, run when asked."""
+What grows without bound is counted, not listed (a listing stops at its page size; the
+drafts waiting are a handful); what `thoth doctor` checks is the Health page, run when
+asked."""
 
 from __future__ import annotations
 
