@@ -24,6 +24,7 @@ from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from layers.audit.log import AuditLog
 from layers.embedding.embedder import Embedder, MiniLMEmbedder
+from layers.episodic.levers import RecallLevers
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
 from layers.errors import ConfigurationError
@@ -161,7 +162,8 @@ def build(
     )
     chosen_embedder = embedder or MiniLMEmbedder()
     episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days),
-                              min_similarity=settings.recall_min_similarity)
+                              min_similarity=settings.recall_min_similarity,
+                              levers=RecallLevers.named(settings.recall_levers))
     sessions = SessionStore(db)
     transcript = TranscriptStore(db)
     brain_peers = BrainPeers(db, settings.brain_remote) if settings.brain_remote else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -22,6 +22,7 @@ import numpy.typing as npt
 from layers.embedding.embedder import Embedder
 from layers.episodic.chunking import chunk_text, episode_text
 from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit
+from layers.episodic.levers import RecallLevers
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
 from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.episodic.ranking import Priors, apply_priors, fuse, with_thread_context
@@ -68,9 +69,10 @@ class EpisodicMemory:
 
     def __init__(
         self, db: Database, embedder: Embedder, priors: Priors | None = None, *,
-        min_similarity: float = MIN_SIMILARITY,
+        min_similarity: float = MIN_SIMILARITY, levers: RecallLevers | None = None,
     ) -> None:
         self._min_similarity = min_similarity
+        self._levers = levers or RecallLevers()
         self._store = EpisodeStore(db, embedder.model_id)
         # Which turns recalled which episode (the console's provenance).
         self.uses = RecallUses(db)
@@ -178,16 +180,26 @@ class EpisodicMemory:
         words = content_words(query.text)[:MAX_QUERY_TERMS]
         viewer, wanted = query.viewer, CANDIDATES_PER_SEARCH
         if self._in_database is not None:
-            counts = self._in_database.document_counts(words)
+            search = self._in_database
+            counts = search.document_counts(words)
             chosen = {word: counts[word] for word in affordable_terms(counts)}
-            return (
-                self._in_database.lexical_search(chosen, viewer, wanted),
-                self._in_database.semantic_search(vector, viewer, wanted),
-            )
-        semantic = self._loaded_index().search(vector, viewer, wanted)
+            lexical = search.lexical_search(chosen, viewer, wanted)
+            semantic = search.semantic_search(vector, viewer, wanted)
+            if not self._levers.complete_scores:
+                return lexical, semantic
+            return _completed(lexical, semantic,
+                              lambda rowids: search.lexical_scores(chosen, rowids),
+                              lambda rowids: search.similarities(vector, rowids))
+        index = self._loaded_index()
+        semantic = index.search(vector, viewer, wanted)
         match = match_expression(affordable_terms(self._store.document_counts(words)))
         lexical = self._store.lexical_search(match, viewer, wanted) if match else []
-        return lexical, semantic
+        if not self._levers.complete_scores:
+            return lexical, semantic
+        return _completed(
+            lexical, semantic,
+            lambda rowids: self._store.lexical_scores(match, rowids) if match else {},
+            lambda rowids: index.similarities(vector, rowids))
 
     def forget(self, episode_id: str) -> bool:
         """Delete an episode: its text, FTS row and vectors. False if there was none."""
@@ -285,3 +297,19 @@ def _redacted(episode: Episode) -> Episode:
 
 def _owner(rowid: int, episode: Episode) -> ChunkOwner:
     return ChunkOwner(rowid, episode.team, episode.channel, episode.channel_type, episode.user)
+
+
+def _completed(
+    lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
+    lexical_of: Callable[[list[int]], dict[int, float]],
+    cosine_of: Callable[[list[int]], dict[int, float]],
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """Both lists over the candidates of either: each search's own score for what only
+    the other found (no entry where an episode holds none of the words)."""
+    in_lexical = {rowid for rowid, _ in lexical}
+    in_semantic = {rowid for rowid, _ in semantic}
+    words_of = lexical_of([rowid for rowid in in_semantic if rowid not in in_lexical])
+    cosines = cosine_of([rowid for rowid in in_lexical if rowid not in in_semantic])
+    lexical = sorted([*lexical, *words_of.items()], key=lambda pair: -pair[1])
+    semantic = sorted([*semantic, *cosines.items()], key=lambda pair: -pair[1])
+    return lexical, semantic

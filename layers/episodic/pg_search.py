@@ -81,14 +81,48 @@ class PostgresEpisodeSearch:
     ) -> list[tuple[int, float]]:
         """(rowid, score) of the episodes ``viewer`` may see that hold any of the words,
         best first; ``document_counts`` are the words to search and how common each is."""
+        scored = self._word_scores(document_counts)
+        if scored is None:
+            return []
+        score, any_word, arguments = scored
+        predicate, params = sql_predicate(viewer)
+        sql = (
+            f"SELECT e.rowid, {score} AS score FROM episodes e"
+            f" WHERE e.search @@ ({any_word}) AND {predicate}"
+            " ORDER BY score DESC, e.rowid LIMIT :limit"
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(sql, {**arguments, **params, "limit": limit}).fetchall()
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+    def lexical_scores(self, document_counts: dict[str, int],
+                       rowids: Sequence[int]) -> dict[int, float]:
+        """The same score as ``lexical_search`` for each listed episode that holds any of
+        the words (visibility the caller's: the rowids came from a search)."""
+        scored = self._word_scores(document_counts)
+        if scored is None or not rowids:
+            return {}
+        score, any_word, arguments = scored
+        marks = ", ".join(f":r{index}" for index in range(len(rowids)))
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT e.rowid, {score} FROM episodes e WHERE e.rowid IN ({marks})"
+                f" AND e.search @@ ({any_word})",
+                {**arguments, **{f"r{index}": rowid for index, rowid in enumerate(rowids)}},
+            ).fetchall()
+        return {int(row[0]): float(row[1]) for row in rows}
+
+    def _word_scores(self, document_counts: dict[str, int]
+                     ) -> tuple[str, str, dict[str, object]] | None:
+        """The score expression (each word's IDF times its ts_rank), the "any word" query
+        and their parameters; None when no word is in any episode."""
         words = [word for word, count in document_counts.items() if count]
         if not words:
-            return []
+            return None
         # At least each word's own count: a cached total may predate the newest episodes.
         total = max(self._episode_total(), *document_counts.values())
-        predicate, params = sql_predicate(viewer)
         terms = []
-        arguments: dict[str, object] = {**params, "limit": limit}
+        arguments: dict[str, object] = {}
         for index, word in enumerate(words):
             count = document_counts[word]
             arguments[f"w{index}"] = word
@@ -98,14 +132,25 @@ class PostgresEpisodeSearch:
                          f" THEN :idf{index} * ts_rank(e.search, {query}, 1 | 32) ELSE 0 END")
         any_word = " || ".join(f"plainto_tsquery('english', :w{index})"
                                for index in range(len(words)))
-        sql = (
-            f"SELECT e.rowid, {' + '.join(terms)} AS score FROM episodes e"
-            f" WHERE e.search @@ ({any_word}) AND {predicate}"
-            " ORDER BY score DESC, e.rowid LIMIT :limit"
-        )
+        return " + ".join(terms), any_word, arguments
+
+    def similarities(self, vector: npt.NDArray[np.float32],
+                     rowids: Sequence[int]) -> dict[int, float]:
+        """Each listed episode's cosine with ``vector`` (its best chunk's), read exactly
+        from its own rows: no index walk, visibility the caller's."""
+        if not rowids:
+            return {}
+        marks = ", ".join(f":r{index}" for index in range(len(rowids)))
+        arguments: dict[str, object] = {
+            "query": _vector_literal(vector),
+            **{f"r{index}": rowid for index, rowid in enumerate(rowids)}}
         with self._db.read() as conn:
-            rows = conn.execute(sql, arguments).fetchall()
-        return [(int(row[0]), float(row[1])) for row in rows]
+            rows = conn.execute(
+                "SELECT episode_rowid, max(1 - (embedding <=> :query::vector))"
+                f" FROM episode_vectors WHERE episode_rowid IN ({marks}) GROUP BY episode_rowid",
+                arguments,
+            ).fetchall()
+        return {int(row[0]): float(row[1]) for row in rows}
 
     def semantic_search(
         self, vector: npt.NDArray[np.float32], viewer: Viewer, limit: int

@@ -338,6 +338,21 @@ class EpisodeStore:
         return [(int(row[0]), -float(row[1])) for row in rows]
 
 
+    def lexical_scores(self, match: str, rowids: Sequence[int]) -> dict[int, float]:
+        """The same BM25 as ``lexical_search`` for each listed episode that matches
+        (visibility the caller's: the rowids came from a search)."""
+        if not rowids:
+            return {}
+        marks = ", ".join(f":r{index}" for index in range(len(rowids)))
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT rowid, bm25(episodes_fts) FROM episodes_fts"
+                f" WHERE episodes_fts MATCH :match AND rowid IN ({marks})",
+                {"match": match, **{f"r{index}": rowid for index, rowid in enumerate(rowids)}},
+            ).fetchall()
+        return {int(row[0]): -float(row[1]) for row in rows}
+
+
 def episode_row(ep: Episode, embedding_model: str) -> tuple[Any, ...]:
     """An episode's values in the order of ``EPISODE_COLUMNS``, then its embedding model."""
     values = (getattr(ep, name) for name in EPISODE_FIELDS)

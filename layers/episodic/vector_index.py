@@ -136,6 +136,18 @@ class VectorIndex:
                     break
         return list(best.items())
 
+    def similarities(self, query: FloatMatrix, rowids: Sequence[int]) -> dict[int, float]:
+        """Each listed episode's cosine with the query (its best chunk's); an episode
+        with no vector here is left out. Visibility is the caller's: these rowids came
+        from a search that applied it."""
+        vector = np.asarray(query, dtype=np.float32).reshape(self.dim)
+        found: dict[int, float] = {}
+        for rowid in rowids:
+            slots = self._slots.get(rowid)
+            if slots:
+                found[rowid] = float(np.max(self._vectors[slots] @ vector))
+        return found
+
     def _scores(self, query: npt.NDArray[np.float32], size: int) -> npt.NDArray[np.float32]:
         """Every stored vector's cosine with the query; a large matrix in one slice per core."""
         scores = np.empty(size, dtype=np.float32)
