@@ -372,10 +372,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--keep", action="store_true", help="keep the temporary files and print where they are"
     )
+    parser.add_argument(
+        "--engine", choices=("sqlite", "postgresql"), default="sqlite",
+        help="the store: the home's SQLite file, or a PostgreSQL started for the run",
+    )
+    parser.add_argument(
+        "--levers", default=None,
+        help="RECALL_LEVERS for the run (all, none, or names: layers/episodic/levers.py)",
+    )
     return parser.parse_args(argv)
 
 
-def run(data_path: Path, work: Path, home: Path) -> None:
+def run(data_path: Path, work: Path, home: Path, extra_env: Mapping[str, str]) -> None:
     samples: list[dict[str, Any]] = json.loads(data_path.read_text(encoding="utf-8"))
     skips = SkipCounts()
     episodes: list[dict[str, str]] = []
@@ -400,7 +408,7 @@ def run(data_path: Path, work: Path, home: Path) -> None:
     write_jsonl(queries_path, query_lines)
 
     # HF_HUB_OFFLINE: the model ships as a package, so a network fetch would be a bug.
-    env = {**os.environ, "THOTH_HOME": str(home), "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "THOTH_HOME": str(home), "HF_HUB_OFFLINE": "1", **extra_env}
     _, import_seconds = run_cli(["episodes", "import", str(episodes_path)], env)
     stdout, recall_seconds = run_cli(
         ["recall", "--batch", str(queries_path), "--k", str(max(KS)), "--json"], env
@@ -430,8 +438,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="thoth-locomo-"))
     home: Path = args.home if args.home is not None else work / "home"
     home.mkdir(parents=True, exist_ok=True)
+    extra_env = {} if args.levers is None else {"RECALL_LEVERS": args.levers}
     try:
-        run(args.data, work, home)
+        if args.engine == "postgresql":
+            sys.path.insert(0, str(REPO_ROOT))
+            from tests.postgres import PostgresForTests
+
+            (work / "postgres").mkdir()
+            server = PostgresForTests(work / "postgres")
+            try:
+                run(args.data, work, home, {**extra_env, "DATABASE_URL": server.fresh_database()})
+            finally:
+                server.stop()
+        else:
+            run(args.data, work, home, extra_env)
     except (BenchError, OSError, ValueError) as error:
         print(f"locomo_recall: error: {error}", file=sys.stderr)
         return 1
