@@ -16,6 +16,8 @@ class RecallLevers:
     # its real cosine, and one found only by meaning its real word score, instead of
     # the 0 that absence from the other list gives.
     complete_scores: bool = True
+    # A turn said by someone the question names is preferred (named_people.py).
+    named_speakers: bool = True
 
     @classmethod
     def named(cls, text: str) -> RecallLevers:

@@ -24,8 +24,15 @@ from layers.episodic.chunking import chunk_text, episode_text
 from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit
 from layers.episodic.levers import RecallLevers
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
+from layers.episodic.named_people import named_in
 from layers.episodic.pg_search import PostgresEpisodeSearch
-from layers.episodic.ranking import Priors, apply_priors, fuse, with_thread_context
+from layers.episodic.ranking import (
+    Priors,
+    apply_priors,
+    fuse,
+    with_named_speakers,
+    with_thread_context,
+)
 from layers.episodic.recall_uses import RecallUses
 from layers.episodic.store import EpisodeStore, StoredChunks
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
@@ -151,6 +158,9 @@ class EpisodicMemory:
         lexical = [(rowid, score) for rowid, score in lexical if rowid in relevant]
         semantic = [(rowid, score) for rowid, score in semantic if rowid in relevant]
         fused = fuse(lexical, semantic)
+        named = named_in(query.text) if self._levers.named_speakers else frozenset()
+        if named and fused:
+            fused = with_named_speakers(fused, self._store.speakers_of(list(fused)), named)
         strongest = sorted(fused, key=fused.__getitem__, reverse=True)[: max(k, CONTEXT_SOURCES)]
         scores = with_thread_context(
             fused, self._store.thread_neighbours(strongest, query.viewer)

@@ -17,9 +17,19 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from layers.episodic.named_people import first_name
+
 SECONDS_PER_DAY = 86_400.0
 LEXICAL_WEIGHT = 0.5
 NEIGHBOUR_SHARE = 0.3
+# How much a named speaker's turn is preferred: enough to order it above a turn of
+# someone else that matches about as well, not enough to lift a weak match over a strong
+# one. Only candidates are moved (each shares a word with the question or is close in
+# meaning), so a name does not pull in that person's unrelated turns. On LoCoMo's
+# development conversations 0.1 / 0.2 / 0.3 / 0.4 gave R@5 .610 / .606 / .617 / .616
+# (with complete_scores); LoCoMo has two speakers a conversation, a team's channel many,
+# so not the top of that range.
+NAMED_SPEAKER_BOOST = 0.3
 
 
 @dataclass(frozen=True)
@@ -54,6 +64,18 @@ def fuse(
     for rowid, score in min_max(semantic).items():
         fused[rowid] = fused.get(rowid, 0.0) + (1.0 - lexical_weight) * score
     return fused
+
+
+def with_named_speakers(
+    scores: Mapping[int, float],
+    speakers: Mapping[int, str | None],
+    named: frozenset[str],
+    boost: float = NAMED_SPEAKER_BOOST,
+) -> dict[int, float]:
+    """Each score raised by ``boost`` (a fraction of it) where the episode's speaker is
+    one the question names."""
+    return {rowid: score * (1.0 + boost) if first_name(speakers.get(rowid)) in named
+            else score for rowid, score in scores.items()}
 
 
 def with_thread_context(

@@ -446,3 +446,56 @@ def test_an_export_holds_what_its_viewer_may_see_and_no_more(memory: EpisodicMem
     assert [e.id for e in store.iter_episodes(viewer=dana)] == ["pub", "dm"]
     assert [e.id for e in store.iter_episodes(batch_size=1, viewer=dana)] == ["pub", "dm"]
     assert len(list(store.iter_episodes())) == 4
+
+
+def test_every_candidate_is_scored_by_both_searches_on_each_engine(
+    db: Database, hashing_embedder: HashingEmbedder
+) -> None:
+    """A turn found only by its words gets its real cosine: of two turns sharing the
+    question's rare word, the one also close in meaning ranks first, whichever engine."""
+    from layers.episodic.levers import RecallLevers
+
+    viewer = Viewer("T1", "C1")
+    memory = EpisodicMemory(db, hashing_embedder, min_similarity=0.99,
+                            levers=RecallLevers(named_speakers=False))
+    memory.remember([
+        _episode("close", "the quarterly zebra migration plan for payments", team="T1",
+                 channel="C1"),
+        _episode("far", "zebra", team="T1", channel="C1"),
+        *(_episode(f"noise-{n}", f"payments noise number {n} of the quarterly plan",
+                   team="T1", channel="C1") for n in range(5)),
+    ])
+    question = "the quarterly zebra migration plan"
+    hits = memory.recall(question, viewer, k=2)
+    assert [hit.episode.id for hit in hits][0] == "close"
+    completed = {hit.episode.id: hit.score for hit in hits}
+    plain = EpisodicMemory(db, hashing_embedder, min_similarity=0.99,
+                           levers=RecallLevers.named("none"))
+    before = {hit.episode.id: hit.score for hit in plain.recall(question, viewer, k=2)}
+    assert completed != before  # the lever changes the scores it gives
+
+
+def test_a_turn_said_by_the_person_a_question_names_is_preferred(
+    db: Database, hashing_embedder: HashingEmbedder
+) -> None:
+    """The lever raises the named speaker's turn by its boost (their names are among the
+    indexed words too, so Dana's leads without it, by less)."""
+    from layers.episodic.levers import RecallLevers
+    from layers.episodic.ranking import NAMED_SPEAKER_BOOST
+
+    viewer = Viewer("T1", "C1")
+    EpisodicMemory(db, hashing_embedder).remember([
+        Episode("by-ari", "the staging deploy moved to Thursday", "", 1_700_000_000.0,
+                team="T1", channel="C1", user="U2", user_name="Ari"),
+        Episode("by-dana", "the staging deploy moved to Thursday", "", 1_700_000_000.0,
+                team="T1", channel="C1", user="U1", user_name="Dana"),
+    ])
+    question = "What did Dana say about the staging deploy?"
+
+    def best(levers: RecallLevers) -> float:
+        hits = EpisodicMemory(db, hashing_embedder, levers=levers).recall(question, viewer, k=2)
+        assert [hit.episode.id for hit in hits] == ["by-dana", "by-ari"]
+        return hits[0].score
+
+    named, plain = best(RecallLevers()), best(RecallLevers(named_speakers=False))
+    assert named == pytest.approx(plain * (1 + NAMED_SPEAKER_BOOST))

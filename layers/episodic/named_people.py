@@ -1,0 +1,41 @@
+"""People a question names, matched against who said each candidate turn.
+
+"What did Dana say about the deploy?" is most often answered by Dana's own turns. The
+words taken as names are the capitalised ones (a Slack question names people as they
+are written: Dana, Ari), less the words a sentence starts with anyway — question words
+and pronouns — and a possessive's "'s". No model, no name list: a candidate's speaker
+is read from its episode, so a name nobody in the candidates has changes nothing.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CAPITALISED = re.compile(r"\b([A-Z][\w'’-]*)")
+# Capitalised at a sentence's start whatever they mean: never taken as a name.
+_NOT_NAMES = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do",
+    "does", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if",
+    "in", "is", "it", "its", "may", "me", "might", "my", "no", "not", "of", "on", "or",
+    "our", "she", "should", "so", "that", "the", "their", "them", "then", "there", "these",
+    "they", "this", "those", "to", "was", "we", "were", "what", "when", "where", "which",
+    "who", "whom", "whose", "why", "will", "with", "would", "yes", "you", "your",
+))
+
+
+def named_in(question: str) -> frozenset[str]:
+    """The lowercased names a question holds (possessives stripped)."""
+    found = set()
+    for word in _CAPITALISED.findall(question):
+        name = re.sub(r"['’]s$", "", word).strip("'’-").lower()
+        if name and name not in _NOT_NAMES:
+            found.add(name)
+    return frozenset(found)
+
+
+def first_name(speaker: str | None) -> str | None:
+    """How a question would name this speaker: the first word of their name."""
+    if not speaker:
+        return None
+    words = speaker.split()
+    return words[0].lower() if words else None

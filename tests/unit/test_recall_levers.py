@@ -1,0 +1,34 @@
+"""Recall's levers: named by RECALL_LEVERS, names read from a question, a named speaker's
+turn preferred."""
+
+from __future__ import annotations
+
+import pytest
+
+from layers.episodic.levers import RecallLevers
+from layers.episodic.named_people import first_name, named_in
+from layers.episodic.ranking import NAMED_SPEAKER_BOOST, with_named_speakers
+from layers.errors import BadInput
+
+
+def test_levers_are_all_none_or_named_and_an_unknown_one_is_one_clear_line() -> None:
+    assert RecallLevers.named("all") == RecallLevers() == RecallLevers.named("")
+    assert RecallLevers.named("none") == RecallLevers(complete_scores=False,
+                                                      named_speakers=False)
+    assert RecallLevers.named(" named_speakers ") == RecallLevers(complete_scores=False)
+    with pytest.raises(BadInput, match="no lever 'dates'; the levers are complete_scores"):
+        RecallLevers.named("complete_scores,dates")
+
+
+def test_names_are_the_capitalised_words_not_question_words_or_possessives() -> None:
+    assert named_in("What did Caroline's sister tell Melanie?") == {"caroline", "melanie"}
+    assert named_in("When is the deploy? Where do we meet?") == frozenset()
+    assert named_in("did dana say anything") == frozenset()  # written lower: not a name
+    assert first_name("Dana Scully") == "dana" and first_name(None) is None
+
+
+def test_a_named_speakers_turn_is_raised_and_no_other() -> None:
+    scores = {1: 0.5, 2: 0.5, 3: 0.9}
+    speakers = {1: "Dana", 2: "Ari", 3: None}
+    raised = with_named_speakers(scores, speakers, frozenset({"dana"}))
+    assert raised == {1: 0.5 * (1 + NAMED_SPEAKER_BOOST), 2: 0.5, 3: 0.9}
