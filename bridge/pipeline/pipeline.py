@@ -28,6 +28,7 @@ from bridge.pipeline.turn import Turn
 from bridge.pipeline.turn_episode import episode_of
 from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
+from layers.episodic.named_dates import zone_named
 from layers.episodic.recall_uses import RecallUse
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
@@ -259,7 +260,8 @@ class TurnPipeline:
             "related-episodes",
             RELATED_EPISODES_DEADLINE_S,
             episodic.run(
-                lambda memory: memory.recall(turn.text, turn.viewer, k=self._config.recall_top_k)
+                lambda memory: memory.recall(turn.text, turn.viewer, k=self._config.recall_top_k,
+                                             zone=zone_named(turn.zone))
             ),
             self._misses,
         )

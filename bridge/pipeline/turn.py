@@ -20,6 +20,9 @@ class Turn:
     place: Place
     user: str | None = None
     user_name: str | None = None
+    # The speaker's time zone (an IANA name, as Slack gives it): a date they name is a
+    # day there. None: UTC.
+    zone: str | None = None
     received_at: float = field(default_factory=time.time)
     # The transport's delivery id (Slack's event_id), for logs and deduplication.
     event_id: str | None = None

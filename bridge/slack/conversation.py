@@ -21,7 +21,7 @@ from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message, viewer_at
 from bridge.session_end import SessionEnd
 from bridge.slack.assistant import AssistantThreads
-from bridge.slack.directory import Directory, confined_reader
+from bridge.slack.directory import Directory, UserInfo, confined_reader
 from bridge.slack.escaping import escape, split_message
 from bridge.slack.events import Incoming
 from bridge.slack.followup_posts import CANCEL
@@ -72,7 +72,7 @@ class Conversation:
         self._assistant = assistant
 
     async def handle(self, incoming: Incoming) -> None:
-        place, name, confined = await self._place_and_name(incoming)
+        place, user, confined = await self._place_and_name(incoming)
         if _DONE.match(incoming.text):
             await self.end_session(
                 incoming.session_key, incoming.channel, incoming.thread_root, incoming.user
@@ -108,7 +108,8 @@ class Conversation:
             incoming.text,
             place,
             user=incoming.user,
-            user_name=name,
+            user_name=user.name,
+            zone=user.tz,
             event_id=incoming.event_id,
             looking_at=looking_at,
             confined=confined,
@@ -275,9 +276,10 @@ class Conversation:
         # Otherwise the reflection process has posted the summary (and any approval
         # card) in the thread.
 
-    async def _place_and_name(self, incoming: Incoming) -> tuple[Place, str | None, bool]:
-        """Where it was said, the speaker's name, and whether they see only this channel's
-        own memory (Slack Connect, a guest, another workspace's person)."""
+    async def _place_and_name(self, incoming: Incoming) -> tuple[Place, UserInfo, bool]:
+        """Where it was said, who the speaker is (their name, their time zone), and whether
+        they see only this channel's own memory (Slack Connect, a guest, another
+        workspace's person)."""
         channel = await self._directory.channel(incoming.channel, incoming.event_channel_type)
         user = await self._directory.user(incoming.user)
         place = Place(
@@ -288,7 +290,7 @@ class Conversation:
             channel.name,
         )
         confined = confined_reader(channel, user, incoming.team, incoming.user_team)
-        return place, user.name, confined
+        return place, user, confined
 
     async def _post(self, channel: str, thread_ts: str, text: str) -> None:
         await self._post_markdown(channel, thread_ts, escape(text))

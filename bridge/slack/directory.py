@@ -43,6 +43,8 @@ class UserInfo:
     team: str | None = None
     # False when users.info failed: who they are is not known.
     known: bool = True
+    # Their time zone as Slack has it ("Europe/London"): the dates they name are days there.
+    tz: str | None = None
 
 
 class Directory:
@@ -63,7 +65,7 @@ class Directory:
             info = UserInfo(
                 user_id, name or None, bool(data.get("is_bot")),
                 guest=bool(data.get("is_restricted") or data.get("is_ultra_restricted")),
-                team=data.get("team_id") or None,
+                team=data.get("team_id") or None, tz=data.get("tz") or None,
             )
         except SLACK_FAILURES as error:
             log.warning("users.info %s failed: %r", user_id, error)

@@ -18,6 +18,8 @@ class RecallLevers:
     complete_scores: bool = True
     # A turn said by someone the question names is preferred (named_people.py).
     named_speakers: bool = True
+    # A turn said inside a date the question names is preferred (named_dates.py).
+    named_dates: bool = True
 
     @classmethod
     def named(cls, text: str) -> RecallLevers:

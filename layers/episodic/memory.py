@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, tzinfo
 
 import numpy as np
 import numpy.typing as npt
@@ -24,12 +25,14 @@ from layers.episodic.chunking import chunk_text, episode_text
 from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit
 from layers.episodic.levers import RecallLevers
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
+from layers.episodic.named_dates import windows_named
 from layers.episodic.named_people import named_in
 from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.episodic.ranking import (
     Priors,
     apply_priors,
     fuse,
+    with_named_dates,
     with_named_speakers,
     with_thread_context,
 )
@@ -69,6 +72,8 @@ class RecallQuery:
     text: str
     viewer: Viewer
     now: float | None = None
+    # Where the asker is: a date the question names is a day there (Slack's ``tz``).
+    zone: tzinfo = UTC
 
 
 class EpisodicMemory:
@@ -129,9 +134,11 @@ class EpisodicMemory:
                 self._index.add(owners, vectors)
         return ids
 
-    def recall(self, query: str, viewer: Viewer, *, k: int, now: float | None = None) -> list[Hit]:
-        """The ``k`` most relevant episodes ``viewer`` may see, best first."""
-        return self.recall_many([RecallQuery(query, viewer, now)], k=k)[0]
+    def recall(self, query: str, viewer: Viewer, *, k: int, now: float | None = None,
+               zone: tzinfo = UTC) -> list[Hit]:
+        """The ``k`` most relevant episodes ``viewer`` may see, best first (``zone``: the
+        asker's, where the dates they name are days)."""
+        return self.recall_many([RecallQuery(query, viewer, now, zone)], k=k)[0]
 
     def recall_many(self, queries: Sequence[RecallQuery], *, k: int) -> list[list[Hit]]:
         """Recall for several queries, embedding them in one batch."""
@@ -158,9 +165,7 @@ class EpisodicMemory:
         lexical = [(rowid, score) for rowid, score in lexical if rowid in relevant]
         semantic = [(rowid, score) for rowid, score in semantic if rowid in relevant]
         fused = fuse(lexical, semantic)
-        named = named_in(query.text) if self._levers.named_speakers else frozenset()
-        if named and fused:
-            fused = with_named_speakers(fused, self._store.speakers_of(list(fused)), named)
+        fused = self._with_what_the_question_names(query, fused)
         strongest = sorted(fused, key=fused.__getitem__, reverse=True)[: max(k, CONTEXT_SOURCES)]
         scores = with_thread_context(
             fused, self._store.thread_neighbours(strongest, query.viewer)
@@ -182,6 +187,24 @@ class EpisodicMemory:
         ]
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:k]
+
+    def _with_what_the_question_names(self, query: RecallQuery,
+                                      fused: dict[int, float]) -> dict[int, float]:
+        """The scores raised for turns said by someone, or on a date, the question names."""
+        named = named_in(query.text) if self._levers.named_speakers else frozenset()
+        now = time.time() if query.now is None else query.now
+        windows = (windows_named(query.text, now, query.zone)
+                   if self._levers.named_dates else [])
+        if not fused or not (named or windows):
+            return fused
+        facets = self._store.said_by_and_when(list(fused))
+        if named:
+            fused = with_named_speakers(
+                fused, {rowid: who for rowid, (who, _) in facets.items()}, named)
+        if windows:
+            fused = with_named_dates(
+                fused, {rowid: when for rowid, (_, when) in facets.items()}, windows)
+        return fused
 
     def _searched(
         self, query: RecallQuery, vector: npt.NDArray[np.float32]

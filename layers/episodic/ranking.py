@@ -30,6 +30,10 @@ NEIGHBOUR_SHARE = 0.3
 # (with complete_scores); LoCoMo has two speakers a conversation, a team's channel many,
 # so not the top of that range.
 NAMED_SPEAKER_BOOST = 0.3
+# How much a turn said on a date the question names is preferred ("what did we decide on
+# 13 October?"). A date a question names is meant: more than a name, which may only be
+# the subject, yet a candidate must still match the question to be moved at all.
+NAMED_DATE_BOOST = 0.3
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,21 @@ def with_named_speakers(
     one the question names."""
     return {rowid: score * (1.0 + boost) if first_name(speakers.get(rowid)) in named
             else score for rowid, score in scores.items()}
+
+
+def with_named_dates(
+    scores: Mapping[int, float],
+    said_at: Mapping[int, float],
+    windows: Sequence[tuple[float, float]],
+    boost: float = NAMED_DATE_BOOST,
+) -> dict[int, float]:
+    """Each score raised by ``boost`` (a fraction of it) where the episode was said in
+    one of the windows of time the question names."""
+    def inside(moment: float | None) -> bool:
+        return moment is not None and any(start <= moment < end for start, end in windows)
+
+    return {rowid: score * (1.0 + boost) if inside(said_at.get(rowid)) else score
+            for rowid, score in scores.items()}
 
 
 def with_thread_context(

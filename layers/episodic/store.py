@@ -112,14 +112,16 @@ class EpisodeStore:
             ).fetchall()
         return {int(row[0]): _episode(row[1:]) for row in rows}
 
-    def speakers_of(self, rowids: Sequence[int]) -> dict[int, str | None]:
-        """Who said each of these episodes (their display name)."""
+    def said_by_and_when(self, rowids: Sequence[int]) -> dict[int, tuple[str | None, float]]:
+        """Who said each of these episodes (their display name), and when."""
         marks = ",".join("?" * len(rowids))
         with self._db.read() as conn:
             rows = conn.execute(
-                f"SELECT rowid, user_name FROM episodes WHERE rowid IN ({marks})", list(rowids)
+                f"SELECT rowid, user_name, created_at FROM episodes WHERE rowid IN ({marks})",
+                list(rowids),
             ).fetchall()
-        return {int(row[0]): None if row[1] is None else str(row[1]) for row in rows}
+        return {int(row[0]): (None if row[1] is None else str(row[1]), float(row[2]))
+                for row in rows}
 
     def get(self, episode_id: str) -> Episode | None:
         with self._db.read() as conn:

@@ -499,3 +499,33 @@ def test_a_turn_said_by_the_person_a_question_names_is_preferred(
 
     named, plain = best(RecallLevers()), best(RecallLevers(named_speakers=False))
     assert named == pytest.approx(plain * (1 + NAMED_SPEAKER_BOOST))
+
+
+def test_a_turn_said_on_the_day_a_question_names_is_preferred_in_the_askers_zone(
+    db: Database, hashing_embedder: HashingEmbedder
+) -> None:
+    """Two turns alike in words; the one said on the named day, where the asker is,
+    leads. 23:30 UTC on 12 October is 13 October in Tokyo."""
+    from layers.episodic.named_dates import zone_named
+
+    viewer = Viewer("T1", "C1")
+    late_on_the_12th = datetime(2023, 10, 12, 23, 30, tzinfo=UTC).timestamp()
+    noon_on_the_14th = datetime(2023, 10, 14, 12, tzinfo=UTC).timestamp()
+    memory = EpisodicMemory(db, hashing_embedder)
+    memory.remember([
+        Episode("the-12th-utc", "we showed the harbour painting", "", late_on_the_12th,
+                team="T1", channel="C1", thread_ts="1.1"),
+        Episode("the-14th", "we showed the harbour painting", "", noon_on_the_14th,
+                team="T1", channel="C1", thread_ts="2.2"),
+    ])
+    question = "Which painting did we show on 13 October 2023?"
+    now = datetime(2023, 12, 1, tzinfo=UTC).timestamp()
+    in_tokyo = memory.recall(question, viewer, k=2, now=now, zone=zone_named("Asia/Tokyo"))
+    assert [hit.episode.id for hit in in_tokyo][0] == "the-12th-utc"
+    assert in_tokyo[0].score > 1.2 * in_tokyo[1].score
+    in_london = memory.recall(question, viewer, k=2, now=now, zone=zone_named("Europe/London"))
+    # 00:30 on the 13th in London (BST) too; in New York it is still the 12th: no lead.
+    assert [hit.episode.id for hit in in_london][0] == "the-12th-utc"
+    in_new_york = memory.recall(question, viewer, k=2, now=now,
+                                zone=zone_named("America/New_York"))
+    assert in_new_york[0].score == pytest.approx(in_new_york[1].score, rel=0.1)

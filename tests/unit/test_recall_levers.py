@@ -13,11 +13,12 @@ from layers.errors import BadInput
 
 def test_levers_are_all_none_or_named_and_an_unknown_one_is_one_clear_line() -> None:
     assert RecallLevers.named("all") == RecallLevers() == RecallLevers.named("")
-    assert RecallLevers.named("none") == RecallLevers(complete_scores=False,
-                                                      named_speakers=False)
-    assert RecallLevers.named(" named_speakers ") == RecallLevers(complete_scores=False)
-    with pytest.raises(BadInput, match="no lever 'dates'; the levers are complete_scores"):
-        RecallLevers.named("complete_scores,dates")
+    assert RecallLevers.named("none") == RecallLevers(
+        complete_scores=False, named_speakers=False, named_dates=False)
+    assert RecallLevers.named(" named_speakers ") == RecallLevers(
+        complete_scores=False, named_dates=False)
+    with pytest.raises(BadInput, match="no lever 'sentences'; the levers are complete_scores"):
+        RecallLevers.named("complete_scores,sentences")
 
 
 def test_names_are_the_capitalised_words_not_question_words_or_possessives() -> None:
