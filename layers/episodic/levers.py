@@ -20,6 +20,9 @@ class RecallLevers:
     named_speakers: bool = True
     # A turn said inside a date the question names is preferred (named_dates.py).
     named_dates: bool = True
+    # Each search's scores scaled from 0 to its best, not min-max over its candidates
+    # (ranking.scaled_from_zero).
+    scaled_from_zero: bool = True
 
     @classmethod
     def named(cls, text: str) -> RecallLevers:

@@ -164,7 +164,7 @@ class EpisodicMemory:
             rowid for rowid, similarity in semantic if similarity >= self._min_similarity}
         lexical = [(rowid, score) for rowid, score in lexical if rowid in relevant]
         semantic = [(rowid, score) for rowid, score in semantic if rowid in relevant]
-        fused = fuse(lexical, semantic)
+        fused = fuse(lexical, semantic, from_zero=self._levers.scaled_from_zero)
         fused = self._with_what_the_question_names(query, fused)
         strongest = sorted(fused, key=fused.__getitem__, reverse=True)[: max(k, CONTEXT_SOURCES)]
         scores = with_thread_context(

@@ -486,9 +486,9 @@ def test_a_turn_said_by_the_person_a_question_names_is_preferred(
     viewer = Viewer("T1", "C1")
     EpisodicMemory(db, hashing_embedder).remember([
         Episode("by-ari", "the staging deploy moved to Thursday", "", 1_700_000_000.0,
-                team="T1", channel="C1", user="U2", user_name="Ari"),
+                team="T1", channel="C1", user="U2", user_name="Ari", thread_ts="1.1"),
         Episode("by-dana", "the staging deploy moved to Thursday", "", 1_700_000_000.0,
-                team="T1", channel="C1", user="U1", user_name="Dana"),
+                team="T1", channel="C1", user="U1", user_name="Dana", thread_ts="2.2"),
     ])
     question = "What did Dana say about the staging deploy?"
 

@@ -14,9 +14,10 @@ from layers.errors import BadInput
 def test_levers_are_all_none_or_named_and_an_unknown_one_is_one_clear_line() -> None:
     assert RecallLevers.named("all") == RecallLevers() == RecallLevers.named("")
     assert RecallLevers.named("none") == RecallLevers(
-        complete_scores=False, named_speakers=False, named_dates=False)
+        complete_scores=False, named_speakers=False, named_dates=False,
+        scaled_from_zero=False)
     assert RecallLevers.named(" named_speakers ") == RecallLevers(
-        complete_scores=False, named_dates=False)
+        complete_scores=False, named_dates=False, scaled_from_zero=False)
     with pytest.raises(BadInput, match="no lever 'sentences'; the levers are complete_scores"):
         RecallLevers.named("complete_scores,sentences")
 
@@ -33,3 +34,12 @@ def test_a_named_speakers_turn_is_raised_and_no_other() -> None:
     speakers = {1: "Dana", 2: "Ari", 3: None}
     raised = with_named_speakers(scores, speakers, frozenset({"dana"}))
     assert raised == {1: 0.5 * (1 + NAMED_SPEAKER_BOOST), 2: 0.5, 3: 0.9}
+
+
+def test_scaled_from_zero_keeps_a_weak_candidates_share_where_min_max_gives_it_none() -> None:
+    from layers.episodic.ranking import min_max, scaled_from_zero
+
+    scored = [(1, 0.8), (2, 0.4), (3, -0.1)]
+    assert scaled_from_zero(scored) == {1: 1.0, 2: 0.5, 3: 0.0}
+    assert min_max(scored)[2] == pytest.approx(0.5 / 0.9)
+    assert scaled_from_zero([(1, 0.0)]) == {1: 1.0} and scaled_from_zero([]) == {}
