@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import statistics
@@ -67,6 +68,7 @@ sys.path.insert(0, str(ROOT))
 from bridge.all_tables import ALL_SCHEMAS  # noqa: E402
 from layers.embedding.embedder import MiniLMEmbedder  # noqa: E402
 from layers.episodic.episode import Episode  # noqa: E402
+from layers.episodic.levers import RecallLevers  # noqa: E402
 from layers.episodic.memory import EpisodicMemory, RecallQuery  # noqa: E402
 from layers.episodic.store import (  # noqa: E402
     EPISODE_COLUMNS,
@@ -245,7 +247,9 @@ def measure_size(engine: str, target: str, queries: int) -> dict[str, float]:
     asked = [f"{q} {rare_term(rng)}" if i % 2 else q for i, q in enumerate(sampled)]
     vectors = embedder.embed(asked)
     db = open_database(engine, target)
-    memory = EpisodicMemory(db, embedder)
+    # RECALL_LEVERS as the serving process reads it: their cost shows.
+    memory = EpisodicMemory(
+        db, embedder, levers=RecallLevers.named(os.environ.get("RECALL_LEVERS", "default")))
     started = time.perf_counter()
     memory.search(RecallQuery("warm up", Viewer(TEAM, "C1")), vectors[0], k=10)
     load_seconds = time.perf_counter() - started

@@ -125,9 +125,9 @@ class Settings(BaseSettings):
     # An episode sharing no word with the query is recalled only this close in meaning
     # (MiniLM's cosine; layers/episodic/memory.py). 0: the k nearest, however far.
     recall_min_similarity: Annotated[float, Field(ge=0, le=1)] = 0.25
-    # Which of recall's levers are on (layers/episodic/levers.py): "all", "none", or
-    # names, comma-separated. For measuring each alone; a team leaves it at "all".
-    recall_levers: str = "all"
+    # Which of recall's levers are on (layers/episodic/levers.py): "default", "all",
+    # "none", or names, comma-separated. For measuring each; a team leaves it at default.
+    recall_levers: str = "default"
     episode_retention_days: Annotated[int, Field(ge=0)] = 0
     # The session transcript sent with each turn, newest turns first, in tokens.
     transcript_token_budget: Annotated[int, Field(gt=0)] = 6000

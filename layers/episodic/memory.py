@@ -218,21 +218,35 @@ class EpisodicMemory:
             chosen = {word: counts[word] for word in affordable_terms(counts)}
             lexical = search.lexical_search(chosen, viewer, wanted)
             semantic = search.semantic_search(vector, viewer, wanted)
-            if not self._levers.complete_scores:
-                return lexical, semantic
-            return _completed(lexical, semantic,
-                              lambda rowids: search.lexical_scores(chosen, rowids),
-                              lambda rowids: search.similarities(vector, rowids))
+            return self._completed(lexical, semantic,
+                                   lambda rowids: search.lexical_scores(chosen, rowids),
+                                   lambda rowids: search.similarities(vector, rowids))
         index = self._loaded_index()
         semantic = index.search(vector, viewer, wanted)
         match = match_expression(affordable_terms(self._store.document_counts(words)))
         lexical = self._store.lexical_search(match, viewer, wanted) if match else []
-        if not self._levers.complete_scores:
-            return lexical, semantic
-        return _completed(
+        return self._completed(
             lexical, semantic,
             lambda rowids: self._store.lexical_scores(match, rowids) if match else {},
             lambda rowids: index.similarities(vector, rowids))
+
+    def _completed(
+        self, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
+        lexical_of: Callable[[list[int]], dict[int, float]],
+        cosine_of: Callable[[list[int]], dict[int, float]],
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        """Both lists over the candidates of either, as the levers say: each search's
+        own score for what only the other found (no word score where an episode holds
+        none of the words)."""
+        in_lexical = {rowid for rowid, _ in lexical}
+        in_semantic = {rowid for rowid, _ in semantic}
+        if self._levers.word_scores_for_close_matches:
+            found = lexical_of([rowid for rowid in in_semantic if rowid not in in_lexical])
+            lexical = sorted([*lexical, *found.items()], key=lambda pair: -pair[1])
+        if self._levers.cosines_for_word_matches:
+            found = cosine_of([rowid for rowid in in_lexical if rowid not in in_semantic])
+            semantic = sorted([*semantic, *found.items()], key=lambda pair: -pair[1])
+        return lexical, semantic
 
     def forget(self, episode_id: str) -> bool:
         """Delete an episode: its text, FTS row and vectors. False if there was none."""
@@ -331,18 +345,3 @@ def _redacted(episode: Episode) -> Episode:
 def _owner(rowid: int, episode: Episode) -> ChunkOwner:
     return ChunkOwner(rowid, episode.team, episode.channel, episode.channel_type, episode.user)
 
-
-def _completed(
-    lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
-    lexical_of: Callable[[list[int]], dict[int, float]],
-    cosine_of: Callable[[list[int]], dict[int, float]],
-) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-    """Both lists over the candidates of either: each search's own score for what only
-    the other found (no entry where an episode holds none of the words)."""
-    in_lexical = {rowid for rowid, _ in lexical}
-    in_semantic = {rowid for rowid, _ in semantic}
-    words_of = lexical_of([rowid for rowid in in_semantic if rowid not in in_lexical])
-    cosines = cosine_of([rowid for rowid in in_lexical if rowid not in in_semantic])
-    lexical = sorted([*lexical, *words_of.items()], key=lambda pair: -pair[1])
-    semantic = sorted([*semantic, *cosines.items()], key=lambda pair: -pair[1])
-    return lexical, semantic

@@ -3,7 +3,7 @@
 1. Each search's scores are scaled to [0, 1], so BM25 and cosine can be averaged
    without calibrating one against the other: from 0 to its best candidate's
    (``scaled_from_zero``, the default lever), or min-max over its candidates. A
-   candidate found by one search is scored by the other too (``complete_scores``).
+   candidate found by one search is scored by the other too (``RecallLevers``).
 2. The two are averaged with equal weight: neither search is trusted more (0.4 and 0.6
    both did worse on LoCoMo's development conversations).
    A turn said by someone the question names, or on a date it names, is raised.
@@ -31,7 +31,7 @@ NEIGHBOUR_SHARE = 0.3
 # one. Only candidates are moved (each shares a word with the question or is close in
 # meaning), so a name does not pull in that person's unrelated turns. On LoCoMo's
 # development conversations 0.1 / 0.2 / 0.3 / 0.4 gave R@5 .610 / .606 / .617 / .616
-# (with complete_scores); LoCoMo has two speakers a conversation, a team's channel many,
+# (with cosines for word matches); LoCoMo has two speakers a conversation, a team's channel many,
 # so not the top of that range.
 NAMED_SPEAKER_BOOST = 0.3
 # How much a turn said on a date the question names is preferred ("what did we decide on

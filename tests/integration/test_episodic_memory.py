@@ -457,7 +457,8 @@ def test_every_candidate_is_scored_by_both_searches_on_each_engine(
 
     viewer = Viewer("T1", "C1")
     memory = EpisodicMemory(db, hashing_embedder, min_similarity=0.99,
-                            levers=RecallLevers(named_speakers=False))
+                            levers=RecallLevers.named("cosines_for_word_matches,"
+                                                      "word_scores_for_close_matches"))
     memory.remember([
         _episode("close", "the quarterly zebra migration plan for payments", team="T1",
                  channel="C1"),

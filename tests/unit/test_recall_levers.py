@@ -12,14 +12,15 @@ from layers.errors import BadInput
 
 
 def test_levers_are_all_none_or_named_and_an_unknown_one_is_one_clear_line() -> None:
-    assert RecallLevers.named("all") == RecallLevers() == RecallLevers.named("")
+    assert RecallLevers.named("default") == RecallLevers() == RecallLevers.named("")
+    assert RecallLevers.named("all") == RecallLevers(word_scores_for_close_matches=True)
     assert RecallLevers.named("none") == RecallLevers(
-        complete_scores=False, named_speakers=False, named_dates=False,
+        cosines_for_word_matches=False, named_speakers=False, named_dates=False,
         scaled_from_zero=False)
     assert RecallLevers.named(" named_speakers ") == RecallLevers(
-        complete_scores=False, named_dates=False, scaled_from_zero=False)
-    with pytest.raises(BadInput, match="no lever 'sentences'; the levers are complete_scores"):
-        RecallLevers.named("complete_scores,sentences")
+        cosines_for_word_matches=False, named_dates=False, scaled_from_zero=False)
+    with pytest.raises(BadInput, match="no lever 'sentences'; the levers are cosines_for"):
+        RecallLevers.named("named_dates,sentences")
 
 
 def test_names_are_the_capitalised_words_not_question_words_or_possessives() -> None:
