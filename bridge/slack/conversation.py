@@ -30,6 +30,7 @@ from bridge.slack.stores import SlackStores
 from bridge.slack.thread_reply import SlackSink
 from bridge.slack.web import SLACK_FAILURES
 from layers.episodic.episode import Episode
+from layers.episodic.named_dates import zone_named
 from layers.errors import BadInput
 from layers.offloaded import Offloaded
 from layers.places import LOCAL_TEAM, Place
@@ -94,7 +95,7 @@ class Conversation:
         if recall:
             found = await self.recall_markdown(
                 recall.group("query"), place, incoming.user, looking_at=looking_at,
-                confined=confined,
+                confined=confined, zone=user.tz,
             )
             await self._post_markdown(incoming.channel, incoming.thread_root, found)
             return
@@ -223,14 +224,15 @@ class Conversation:
         with_links: bool = False,
         looking_at: str | None = None,
         confined: bool = False,
+        zone: str | None = None,
     ) -> str:
         """The top episodes this person may see from here, dated (and linked, for /recall),
         as Slack Markdown: what memory holds is escaped, the links Thoth adds are live."""
         viewer = viewer_at(place, user, looking_at, confined=confined)
         try:
             k = self._parts.recall_top_k
-            hits = await self._stores.run(
-                lambda stores: stores.episodic.recall(query, viewer, k=k))
+            hits = await self._stores.run(lambda stores: stores.episodic.recall(
+                query, viewer, k=k, zone=zone_named(zone)))
         except BadInput as error:
             return escape(f"Sorry: {error}.")
         if not hits:

@@ -31,7 +31,7 @@ _MONTH_DAY_YEAR = re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.IGNORECAS
 _DAY_MONTH = re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b", re.IGNORECASE)
 _MONTH_DAY = re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:am|pm|:))", re.IGNORECASE)
 _MONTH_YEAR = re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.IGNORECASE)
-_MONTH_ALONE = re.compile(rf"\b(?:in|during|since|of|last)\s+{_MONTH}\b", re.IGNORECASE)
+_MONTH_ALONE = re.compile(rf"\b(in|during|since|of|last)\s+{_MONTH}\b", re.IGNORECASE)
 _YEAR_ALONE = re.compile(rf"\b(?:in|during|of)\s+{_YEAR}\b", re.IGNORECASE)
 # Reads one match into its window of days (first, the day after the last), or None.
 Reader = Callable[[re.Match[str]], "tuple[date, date] | None"]
@@ -51,7 +51,7 @@ def windows_named(question: str, now: float, zone: tzinfo) -> list[tuple[float, 
         (_MONTH_YEAR, lambda m: _month(int(m[2]), m[1])),
         (_DAY_MONTH, lambda m: _recent_day(today, m[2], int(m[1]))),
         (_MONTH_DAY, lambda m: _recent_day(today, m[1], int(m[2]))),
-        (_MONTH_ALONE, lambda m: _recent_month(today, m[1])),
+        (_MONTH_ALONE, lambda m: _recent_month(today, m[2], before=m[1].lower() == "last")),
         (_YEAR_ALONE, lambda m: (date(int(m[1]), 1, 1), date(int(m[1]) + 1, 1, 1))),
         (_RELATIVE, lambda m: _relative(today, m[1].lower())),
     )
@@ -87,9 +87,13 @@ def _recent_day(today: date, month_name: str, day: int) -> tuple[date, date] | N
     return _day(today.year - 1, month_name, day)
 
 
-def _recent_month(today: date, month_name: str) -> tuple[date, date] | None:
+def _recent_month(today: date, month_name: str, *, before: bool = False
+                  ) -> tuple[date, date] | None:
+    """The month's most recent window that has begun (``before``: "last June", which
+    asked in June is a year ago)."""
     this_year = _month(today.year, month_name)
-    if this_year is not None and this_year[0] <= today:
+    if this_year is not None and this_year[0] <= today and not (
+            before and this_year[0] <= today < this_year[1]):
         return this_year
     return _month(today.year - 1, month_name)
 
@@ -100,7 +104,10 @@ def _relative(today: date, said: str) -> tuple[date, date]:
         return today - timedelta(days=1), today
     unit = words[-1]
     if unit == "weekend":
-        saturday = today - timedelta(days=(today.weekday() - 5) % 7 or 7)
+        # The weekend before this one: asked on a Saturday or Sunday, not this one.
+        saturday = today - timedelta(days=(today.weekday() - 5) % 7)
+        if today.weekday() >= 5:
+            saturday -= timedelta(days=7)
         return saturday, saturday + timedelta(days=2)
     if unit == "week":
         monday = today - timedelta(days=today.weekday())
@@ -121,5 +128,6 @@ def zone_named(name: str | None) -> tzinfo:
         return UTC
     try:
         return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        # Slack's word, not ours to trust: "America" is a folder, a long name too long.
         return UTC

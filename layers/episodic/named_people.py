@@ -9,11 +9,16 @@ is read from its episode, so a name nobody in the candidates has changes nothing
 
 from __future__ import annotations
 
+import calendar
 import re
 
-_CAPITALISED = re.compile(r"\b([A-Z][\w'’-]*)")
+# A word of letters (any script: Élodie, Łukasz), kept when it is written capitalised.
+_WORD = re.compile(r"\b([^\W\d_][\w'’-]*)")
 # Capitalised at a sentence's start whatever they mean: never taken as a name.
 _NOT_NAMES = frozenset((
+    # Months and days are capitalised too, and are dates (named_dates.py).
+    *(month.lower() for month in calendar.month_name if month),
+    *(day.lower() for day in calendar.day_name),
     "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do",
     "does", "for", "from", "had", "has", "have", "he", "her", "his", "how", "i", "if",
     "in", "is", "it", "its", "may", "me", "might", "my", "no", "not", "of", "on", "or",
@@ -26,7 +31,9 @@ _NOT_NAMES = frozenset((
 def named_in(question: str) -> frozenset[str]:
     """The lowercased names a question holds (possessives stripped)."""
     found = set()
-    for word in _CAPITALISED.findall(question):
+    for word in _WORD.findall(question):
+        if not word[0].isupper():
+            continue
         name = re.sub(r"['’]s$", "", word).strip("'’-").lower()
         if name and name not in _NOT_NAMES:
             found.add(name)

@@ -69,7 +69,7 @@ def scaled_from_zero(scored: Sequence[tuple[int, float]]) -> dict[int, float]:
         return {}
     high = max(score for _, score in scored)
     if high <= 1e-12:
-        return {rowid: 1.0 for rowid, _ in scored}
+        return {rowid: 0.0 for rowid, _ in scored}  # none is any like the question
     return {rowid: max(0.0, score) / high for rowid, score in scored}
 
 

@@ -114,6 +114,8 @@ class EpisodeStore:
 
     def said_by_and_when(self, rowids: Sequence[int]) -> dict[int, tuple[str | None, float]]:
         """Who said each of these episodes (their display name), and when."""
+        if not rowids:
+            return {}
         marks = ",".join("?" * len(rowids))
         with self._db.read() as conn:
             rows = conn.execute(

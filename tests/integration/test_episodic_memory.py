@@ -449,31 +449,47 @@ def test_an_export_holds_what_its_viewer_may_see_and_no_more(memory: EpisodicMem
 
 
 def test_every_candidate_is_scored_by_both_searches_on_each_engine(
-    db: Database, hashing_embedder: HashingEmbedder
+    db: Database, hashing_embedder: HashingEmbedder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A turn found only by its words gets its real cosine: of two turns sharing the
-    question's rare word, the one also close in meaning ranks first, whichever engine."""
+    """With one candidate a search, the two searches find different turns; completed, each
+    is scored by the other too, with exactly the score that search gives it alone."""
+    import layers.episodic.memory as memory_module
     from layers.episodic.levers import RecallLevers
 
     viewer = Viewer("T1", "C1")
-    memory = EpisodicMemory(db, hashing_embedder, min_similarity=0.99,
-                            levers=RecallLevers.named("cosines_for_word_matches,"
-                                                      "word_scores_for_close_matches"))
-    memory.remember([
-        _episode("close", "the quarterly zebra migration plan for payments", team="T1",
-                 channel="C1"),
-        _episode("far", "zebra", team="T1", channel="C1"),
-        *(_episode(f"noise-{n}", f"payments noise number {n} of the quarterly plan",
-                   team="T1", channel="C1") for n in range(5)),
+    EpisodicMemory(db, hashing_embedder).remember([
+        # Found by its one word, said three times in few: first by words only.
+        _episode("words", "zebra zebra zebra", team="T1", channel="C1"),
+        # The question's very tokens, most of them words full-text search drops, in a
+        # longer turn: first by meaning (the test embedder hashes every token), behind
+        # by words.
+        _episode("meaning", "zebra and the of it is to was lorem ipsum dolor sit amet",
+                 team="T1", channel="C1"),
+        # Nearer still by both, in a private channel this viewer is not in.
+        _episode("hidden", "zebra zebra and the of it is to was", team="T1", channel="C9",
+                 channel_type="private"),
     ])
-    question = "the quarterly zebra migration plan"
-    hits = memory.recall(question, viewer, k=2)
-    assert [hit.episode.id for hit in hits][0] == "close"
-    completed = {hit.episode.id: hit.score for hit in hits}
-    plain = EpisodicMemory(db, hashing_embedder, min_similarity=0.99,
-                           levers=RecallLevers.named("none"))
-    before = {hit.episode.id: hit.score for hit in plain.recall(question, viewer, k=2)}
-    assert completed != before  # the lever changes the scores it gives
+    monkeypatch.setattr(memory_module, "CANDIDATES_PER_SEARCH", 1)
+    query = memory_module.RecallQuery("zebra and the of it is to was", viewer,
+                                      now=1_700_000_000.0)
+    vector = hashing_embedder.embed([query.text])[0]
+
+    def searched(levers: str) -> tuple[dict[str, float], dict[str, float]]:
+        memory = EpisodicMemory(db, hashing_embedder, levers=RecallLevers.named(levers))
+        lexical, semantic = memory._searched(query, vector)
+        ids = {memory.store.rowid_of(name): name for name in ("words", "meaning", "hidden")}
+        return ({ids[rowid]: score for rowid, score in lexical},
+                {ids[rowid]: score for rowid, score in semantic})
+
+    alone_words, alone_meaning = searched("none")
+    assert set(alone_words) == {"words"} and set(alone_meaning) == {"meaning"}
+    words, meaning = searched("cosines_for_word_matches,word_scores_for_close_matches")
+    assert set(words) == set(meaning) == {"words", "meaning"}  # never the hidden one
+    assert words["words"] == alone_words["words"]
+    assert meaning["meaning"] == alone_meaning["meaning"]
+    cosine = float(hashing_embedder.embed(["zebra zebra zebra"])[0] @ vector)
+    assert meaning["words"] == pytest.approx(cosine, abs=2e-3)  # stored as float16
+    assert 0 < words["meaning"] < words["words"]
 
 
 def test_a_turn_said_by_the_person_a_question_names_is_preferred(

@@ -39,6 +39,13 @@ def test_relative_dates_are_read_from_the_moment_of_asking() -> None:
     assert _days("what did I say yesterday") == [("2026-11-25", "2026-11-26")]
     assert _days("who joined last week?") == [("2026-11-16", "2026-11-23")]
     assert _days("what did we do last weekend") == [("2026-11-21", "2026-11-23")]
+    # Asked on a Sunday, "last weekend" is the one before this one.
+    sunday = datetime(2026, 11, 29, 10, tzinfo=UTC).timestamp()
+    (start, _), = windows_named("last weekend", sunday, UTC)
+    assert datetime.fromtimestamp(start, UTC).date().isoformat() == "2026-11-21"
+    # "last November" asked in November is a year ago; "in November" is this one.
+    assert _days("what shipped last November") == [("2025-11-01", "2025-12-01")]
+    assert _days("what shipped in November") == [("2026-11-01", "2026-12-01")]
     assert _days("costs last month") == [("2026-10-01", "2026-11-01")]
     assert _days("the plan last year") == [("2025-01-01", "2026-01-01")]
 
@@ -55,3 +62,4 @@ def test_a_day_is_a_day_where_the_asker_is() -> None:
     assert end - start == 86_400
     assert datetime.fromtimestamp(start, UTC).isoformat() == "2023-10-12T15:00:00+00:00"
     assert zone_named("Not/AZone") is UTC and zone_named(None) is UTC
+    assert zone_named("America") is UTC and zone_named("x" * 5000) is UTC  # a folder; too long

@@ -27,6 +27,7 @@ def test_names_are_the_capitalised_words_not_question_words_or_possessives() -> 
     assert named_in("What did Caroline's sister tell Melanie?") == {"caroline", "melanie"}
     assert named_in("When is the deploy? Where do we meet?") == frozenset()
     assert named_in("did dana say anything") == frozenset()  # written lower: not a name
+    assert named_in("What did Élodie tell Łukasz in June, on Monday?") == {"élodie", "łukasz"}
     assert first_name("Dana Scully") == "dana" and first_name(None) is None
 
 
@@ -43,4 +44,5 @@ def test_scaled_from_zero_keeps_a_weak_candidates_share_where_min_max_gives_it_n
     scored = [(1, 0.8), (2, 0.4), (3, -0.1)]
     assert scaled_from_zero(scored) == {1: 1.0, 2: 0.5, 3: 0.0}
     assert min_max(scored)[2] == pytest.approx(0.5 / 0.9)
-    assert scaled_from_zero([(1, 0.0)]) == {1: 1.0} and scaled_from_zero([]) == {}
+    assert scaled_from_zero([(1, 0.0), (2, -0.2)]) == {1: 0.0, 2: 0.0}  # none alike
+    assert scaled_from_zero([]) == {}

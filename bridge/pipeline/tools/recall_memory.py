@@ -11,6 +11,7 @@ from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools import Tool, ToolResult
 from bridge.pipeline.turn import Turn
 from layers.episodic.memory import EpisodicMemory
+from layers.episodic.named_dates import zone_named
 from layers.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,8 @@ def recall_memory(episodic: Offloaded[EpisodicMemory], *, k: int) -> Tool:
         if not isinstance(query, str) or not query.strip():
             return "recall_memory needs a non-empty 'query' string.", True
         try:
-            hits = await episodic.run(lambda memory: memory.recall(query, turn.viewer, k=k))
+            hits = await episodic.run(lambda memory: memory.recall(
+                query, turn.viewer, k=k, zone=zone_named(turn.zone)))
         except Exception:
             log.exception("recall_memory failed")
             return "Memory search is unavailable right now.", True
