@@ -38,6 +38,7 @@ async def recall_command(
         markdown = await conversation.recall_markdown(
             query, place, user, with_links=True,
             confined=confined_reader(info, asker, team, command.get("user_team") or None),
+            zone=asker.tz,
         )
     await answer_privately(client, command, markdown)
 

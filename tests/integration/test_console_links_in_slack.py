@@ -54,3 +54,4 @@ def test_without_a_console_url_slack_shows_no_console_link(
         ephemeral = wait_until(lambda: [e for e in harness.slack.ephemerals(CHANNEL)
                                         if "open the thread" in shown(e)])
         assert not re.search(r"/console", shown(ephemeral[0]))
+
