@@ -5,6 +5,7 @@ the loopback Messages API. The ``harness`` fixture is in ``conftest.py``."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 import urllib.error
 import urllib.parse
@@ -14,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from pydantic import SecretStr
 from slack_sdk.signature import SignatureVerifier
 
@@ -192,3 +194,10 @@ def streamed_text(h: Harness, thread_ts: str) -> str:
     return ""
 
 
+def failures_logged(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    """The records of this process that carry a traceback, but asyncio's: its "Task
+    exception was never retrieved" for another test's HTTP client, garbage-collected
+    while this test runs, is not about this test's requests (seen on CI: httpx's
+    ``aclose`` on a loop an earlier test had closed)."""
+    return [record for record in caplog.records if record.name != "asyncio"
+            and (record.exc_info is not None or "Traceback" in record.getMessage())]
