@@ -31,7 +31,7 @@ NEIGHBOUR_SHARE = 0.3
 # one. Only candidates are moved (each shares a word with the question or is close in
 # meaning), so a name does not pull in that person's unrelated turns. On LoCoMo's
 # development conversations 0.1 / 0.2 / 0.3 / 0.4 gave R@5 .610 / .606 / .617 / .616
-# (with cosines for word matches); LoCoMo has two speakers a conversation, a team's channel many,
+# (both completion halves on); LoCoMo has two speakers a conversation, a team's channel many,
 # so not the top of that range.
 NAMED_SPEAKER_BOOST = 0.3
 # How much a turn said on a date the question names is preferred ("what did we decide on
