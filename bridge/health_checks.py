@@ -44,6 +44,7 @@ def run_checks(app: Thoth, *, deep: bool = False, in_server: bool = False) -> li
         _database,
         _home_permissions,
         _recall_footprint,
+        _backfill,
         _embedding if deep else _embedding_installed,
         _brain,
         _persona,
@@ -123,6 +124,18 @@ def recall_footprint_check(memory: RecallFootprint) -> Check:
         f"set shared_buffers to at least {wanted} (ALTER SYSTEM SET shared_buffers ="
         f" '{wanted.replace(' ', '')}', then restart PostgreSQL; docs/deployment.md)",
     )
+
+
+def _backfill(app: Thoth) -> list[Check]:
+    """Episodes stored before this version's recall answer without what it adds."""
+    owed = app.episodic.backfill.owed()
+    if not owed:
+        return []
+    return [Check("recall", Status.WARN,
+                  "episodes stored before this version lack "
+                  + ", ".join(f"{o.task.replace('_', ' ')} ({o.episodes})" for o in owed),
+                  "thoth episodes backfill (safe beside thoth serve; stop and run again"
+                  " at will)")]
 
 
 def _megabytes(count: int) -> str:

@@ -1,4 +1,5 @@
-"""`thoth episodes import|export|purge`: bulk load and dump episodes as JSON lines."""
+"""`thoth episodes import|export|purge|backfill`: bulk load and dump episodes as JSON
+lines, delete the expired, bring old ones up to how new ones are stored."""
 
 from __future__ import annotations
 
@@ -39,6 +40,10 @@ def register(commands: Any) -> None:
     # The purge is the command's own work: the pass every command makes first is skipped,
     # so what it deletes is counted and said.
     purge.set_defaults(handler=run_purge, purges_itself=True)
+
+    backfill = actions.add_parser(
+        "backfill", help="index episodes stored before this version as new ones are")
+    backfill.set_defaults(handler=run_backfill)
 
 
 def run_import(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
@@ -105,4 +110,22 @@ def run_purge(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     app.audit.record(actor=login_name(), action="episodes.purge", target="episodes",
                      origin="cli", detail=f"{removed} older than {days} days")
     print(f"purged {removed} episodes older than {days} days", file=out)
+    return 0
+
+
+def run_backfill(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    """Safe to stop and run again, and to run beside `thoth serve` (backfill.py)."""
+    backfill = app.episodic.backfill
+    owed = backfill.owed()
+    if not owed:
+        print("nothing to backfill: every episode is stored as new ones are", file=out)
+        return 0
+    print("to do: " + ", ".join(f"{o.task} for {o.episodes} episodes" for o in owed), file=out)
+    with tqdm(total=sum(o.episodes for o in owed), unit=" episodes", file=sys.stderr,
+              disable=not sys.stderr.isatty()) as progress:
+        done = backfill.run(on_batch=progress.update)
+    left = backfill.owed()
+    print(f"backfilled {done} episode tasks"
+          + ("" if not left else "; still owed (RECALL_LEVERS leaves them): "
+             + ", ".join(f"{o.task} for {o.episodes}" for o in left)), file=out)
     return 0

@@ -15,10 +15,9 @@ class RecallLevers:
     # A turn found only by its words gets its real cosine, not the 0 that absence from
     # the semantic list gives (read from the vectors already in memory: cheap).
     cosines_for_word_matches: bool = True
-    # A turn found only by meaning gets its real word score. Off by default: on SQLite it
-    # is a second full-text match, +12 ms a recall at 100k episodes for +1 point of
-    # LoCoMo R@5; worth it once the lexical search scores both in one pass.
-    word_scores_for_close_matches: bool = False
+    # A turn found only by meaning gets its real word score (on SQLite read from the one
+    # full-text pass the word search makes; on PostgreSQL a second query by rowid).
+    word_scores_for_close_matches: bool = True
     # A turn said by someone the question names is preferred (named_people.py).
     named_speakers: bool = True
     # A turn said inside a date the question names is preferred (named_dates.py).
@@ -26,6 +25,12 @@ class RecallLevers:
     # Each search's scores scaled from 0 to its best, not min-max over its candidates
     # (ranking.scaled_from_zero).
     scaled_from_zero: bool = True
+    # A turn of several sentences is embedded one sentence a vector (chunking.py). Read
+    # when a turn is remembered, not when recalled: measured alone by importing again.
+    sentence_units: bool = True
+    # A turn is found by the words of the turn before it in its thread too, at half
+    # weight (store.py fills them; an answer is often found by its question's words).
+    words_of_the_turn_before: bool = True
 
     @classmethod
     def named(cls, text: str) -> RecallLevers:

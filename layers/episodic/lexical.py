@@ -57,6 +57,14 @@ def affordable_terms(document_counts: dict[str, int], budget: int = MATCH_BUDGET
     return chosen
 
 
-def match_expression(words: list[str]) -> str | None:
-    """An FTS5 query OR-ing ``words``, each quoted; None if there are none."""
-    return " OR ".join(f'"{word}"' for word in words) if words else None
+# The columns of an episode's own words (not the turn before's: tables.py, migration 6).
+_OWN_COLUMNS = "{user_name user_text summary}"
+
+
+def match_expression(words: list[str], *, with_turn_before: bool = True) -> str | None:
+    """An FTS5 query OR-ing ``words``, each quoted, in the episode's own words and (unless
+    told not to) the turn before's; None if there are none."""
+    if not words:
+        return None
+    any_word = " OR ".join(f'"{word}"' for word in words)
+    return any_word if with_turn_before else f"{_OWN_COLUMNS} : ({any_word})"

@@ -21,7 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from layers.embedding.embedder import Embedder
-from layers.episodic.chunking import chunk_text, episode_text
+from layers.episodic.backfill import Backfill
+from layers.episodic.chunking import episode_units
 from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit
 from layers.episodic.levers import RecallLevers
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
@@ -86,6 +87,9 @@ class EpisodicMemory:
         self._min_similarity = min_similarity
         self._levers = levers or RecallLevers()
         self._store = EpisodeStore(db, embedder.model_id)
+        # What episodes stored before episodic migration 6 still lack (backfill.py).
+        self.backfill = Backfill(db, embedder, sentence_units=self._levers.sentence_units,
+                                 reembedded=self._drop_index)
         # Which turns recalled which episode (the console's provenance).
         self.uses = RecallUses(db)
         self._embedder = embedder
@@ -114,7 +118,9 @@ class EpisodicMemory:
         if taken:
             raise BadInput(f"episode id {sorted(taken)[0]!r} already exists")
         chunks_per_episode = [
-            chunk_text(episode_text(e.user_text, e.summary, e.user_name)) for e in clean
+            episode_units(e.user_text, e.summary, e.user_name,
+                          by_sentence=self._levers.sentence_units)
+            for e in clean
         ]
         flat = [chunk for chunks in chunks_per_episode for chunk in chunks]
         vectors = self._embedder.embed(flat)
@@ -216,18 +222,23 @@ class EpisodicMemory:
             search = self._in_database
             counts = search.document_counts(words)
             chosen = {word: counts[word] for word in affordable_terms(counts)}
-            lexical = search.lexical_search(chosen, viewer, wanted)
+            turn_before = self._levers.words_of_the_turn_before
+            lexical = search.lexical_search(chosen, viewer, wanted, turn_before)
             semantic = search.semantic_search(vector, viewer, wanted)
             return self._completed(lexical, semantic,
-                                   lambda rowids: search.lexical_scores(chosen, rowids),
+                                   lambda rowids: search.lexical_scores(
+                                       chosen, rowids, turn_before),
                                    lambda rowids: search.similarities(vector, rowids))
         index = self._loaded_index()
         semantic = index.search(vector, viewer, wanted)
-        match = match_expression(affordable_terms(self._store.document_counts(words)))
-        lexical = self._store.lexical_search(match, viewer, wanted) if match else []
+        match = match_expression(affordable_terms(self._store.document_counts(words)),
+                                 with_turn_before=self._levers.words_of_the_turn_before)
+        matches = self._store.lexical_matches(match) if match else []
+        word_scores = dict(matches)
         return self._completed(
-            lexical, semantic,
-            lambda rowids: self._store.lexical_scores(match, rowids) if match else {},
+            self._store.visible_best(matches, viewer, wanted), semantic,
+            lambda rowids: {rowid: word_scores[rowid] for rowid in rowids
+                            if rowid in word_scores},
             lambda rowids: index.similarities(vector, rowids))
 
     def _completed(
@@ -283,6 +294,12 @@ class EpisodicMemory:
             if self._index is not None:
                 self._index.remove(rowids)
 
+    def _drop_index(self) -> None:
+        """Let the index go: the next recall loads it again (the backfill, in this process,
+        stored some episodes' vectors anew)."""
+        with self._index_lock:
+            self._index = None
+
     def _loaded_index(self) -> VectorIndex:
         """The in-memory index, brought up to date with writes from other processes.
 
@@ -313,16 +330,32 @@ class EpisodicMemory:
         return index
 
     def _load_vectors_after(self, vector_row: int) -> None:
+        """Index the vectors stored after ``vector_row``. An episode indexed already is
+        either one this process stored itself (the same vectors: skipped) or one stored
+        anew by `thoth episodes backfill` (its old vectors replaced). Either may straddle
+        two batches."""
         assert self._index is not None
-        # Episodes this process stored itself are indexed already. A snapshot, because
-        # one episode's chunks may straddle two batches.
-        known = self._index.episode_rowids() if vector_row else frozenset()
+        index = self._index
+        # Episodes an earlier batch of this load settled: what follows of them is theirs.
+        settled: set[int] = set()
         for owners, vectors, last in self._store.iter_vectors(self._embedder.dim, after=vector_row):
-            fresh = [i for i, owner in enumerate(owners) if owner.episode_rowid not in known]
-            if len(fresh) == len(owners):
-                self._index.add(owners, vectors)
-            elif fresh:
-                self._index.add([owners[i] for i in fresh], vectors[fresh])
+            keep = np.ones(len(owners), dtype=np.bool_)
+            by_episode: dict[int, list[int]] = {}
+            for position, owner in enumerate(owners):
+                by_episode.setdefault(owner.episode_rowid, []).append(position)
+            for rowid, positions in by_episode.items():
+                if rowid in settled or rowid not in index:
+                    continue
+                if index.holds(rowid, vectors[positions]):
+                    keep[positions] = False
+                else:
+                    index.remove([rowid])
+            settled.update(by_episode)
+            if keep.all():
+                index.add(owners, vectors)
+            elif keep.any():
+                index.add([owner for owner, kept in zip(owners, keep, strict=True) if kept],
+                          vectors[keep])
             self._vectors_loaded = last
 
 

@@ -43,6 +43,11 @@ TOTAL_CACHE_SECONDS = 300.0
 # Nearest chunks HNSW is first asked for (its ef_search), and the most it can give.
 FIRST_CANDIDATES = 200
 MAX_CANDIDATES = 1000
+# ts_rank's weight of each class, {D, C, B, A}: an episode's own words are A, the turn
+# before's D (episodic migration 6), at half weight as on SQLite (store.py). A's 0.1
+# is what every word weighed before the classes, so own words score as they did.
+WEIGHTS_WITH_TURN_BEFORE = "{0.05, 0, 0, 0.1}"
+WEIGHTS_OWN_WORDS = "{0, 0, 0, 0.1}"
 
 
 class PostgresEpisodeSearch:
@@ -77,11 +82,13 @@ class PostgresEpisodeSearch:
         return {str(word): int(count) for word, count in rows}
 
     def lexical_search(
-        self, document_counts: dict[str, int], viewer: Viewer, limit: int
+        self, document_counts: dict[str, int], viewer: Viewer, limit: int,
+        turn_before: bool = True,
     ) -> list[tuple[int, float]]:
         """(rowid, score) of the episodes ``viewer`` may see that hold any of the words,
-        best first; ``document_counts`` are the words to search and how common each is."""
-        scored = self._word_scores(document_counts)
+        best first; ``document_counts`` are the words to search and how common each is
+        (``turn_before``: in the turn before's words too, else their own only)."""
+        scored = self._word_scores(document_counts, turn_before)
         if scored is None:
             return []
         score, any_word, arguments = scored
@@ -89,17 +96,18 @@ class PostgresEpisodeSearch:
         sql = (
             f"SELECT e.rowid, {score} AS score FROM episodes e"
             f" WHERE e.search @@ ({any_word}) AND {predicate}"
+            f"{'' if turn_before else f' AND {score} > 0'}"
             " ORDER BY score DESC, e.rowid LIMIT :limit"
         )
         with self._db.read() as conn:
             rows = conn.execute(sql, {**arguments, **params, "limit": limit}).fetchall()
         return [(int(row[0]), float(row[1])) for row in rows]
 
-    def lexical_scores(self, document_counts: dict[str, int],
-                       rowids: Sequence[int]) -> dict[int, float]:
+    def lexical_scores(self, document_counts: dict[str, int], rowids: Sequence[int],
+                       turn_before: bool = True) -> dict[int, float]:
         """The same score as ``lexical_search`` for each listed episode that holds any of
         the words (visibility the caller's: the rowids came from a search)."""
-        scored = self._word_scores(document_counts)
+        scored = self._word_scores(document_counts, turn_before)
         if scored is None or not rowids:
             return {}
         score, any_word, arguments = scored
@@ -110,9 +118,9 @@ class PostgresEpisodeSearch:
                 f" AND e.search @@ ({any_word})",
                 {**arguments, **{f"r{index}": rowid for index, rowid in enumerate(rowids)}},
             ).fetchall()
-        return {int(row[0]): float(row[1]) for row in rows}
+        return {int(row[0]): float(row[1]) for row in rows if float(row[1]) > 0}
 
-    def _word_scores(self, document_counts: dict[str, int]
+    def _word_scores(self, document_counts: dict[str, int], turn_before: bool
                      ) -> tuple[str, str, dict[str, object]] | None:
         """The score expression (each word's IDF times its ts_rank), the "any word" query
         and their parameters; None when no word is in any episode."""
@@ -122,14 +130,15 @@ class PostgresEpisodeSearch:
         # At least each word's own count: a cached total may predate the newest episodes.
         total = max(self._episode_total(), *document_counts.values())
         terms = []
-        arguments: dict[str, object] = {}
+        arguments: dict[str, object] = {
+            "weights": WEIGHTS_WITH_TURN_BEFORE if turn_before else WEIGHTS_OWN_WORDS}
         for index, word in enumerate(words):
             count = document_counts[word]
             arguments[f"w{index}"] = word
             arguments[f"idf{index}"] = math.log(1 + (total - count + 0.5) / (count + 0.5))
             query = f"plainto_tsquery('english', :w{index})"
-            terms.append(f"CASE WHEN e.search @@ {query}"
-                         f" THEN :idf{index} * ts_rank(e.search, {query}, 1 | 32) ELSE 0 END")
+            rank = f"ts_rank(CAST(:weights AS float4[]), e.search, {query}, 1 | 32)"
+            terms.append(f"CASE WHEN e.search @@ {query} THEN :idf{index} * {rank} ELSE 0 END")
         any_word = " || ".join(f"plainto_tsquery('english', :w{index})"
                                for index in range(len(words)))
         return " + ".join(terms), any_word, arguments

@@ -15,6 +15,112 @@ THREAD_WALK = """
     DROP INDEX episodes_thread;
 """
 
+# The words of the turn before (migration 6): FTS5 cannot add a column, so its index is
+# made again, with one more, and filled from the rows.
+_FTS_COLUMNS = "user_name, user_text, summary, turn_before"
+TURN_BEFORE_SQLITE = f"""
+    ALTER TABLE episodes ADD COLUMN turn_before TEXT NOT NULL DEFAULT '';
+    ALTER TABLE episodes ADD COLUMN turn_before_rowid INTEGER;
+    CREATE INDEX episodes_turn_before ON episodes (turn_before_rowid)
+        WHERE turn_before_rowid IS NOT NULL;
+
+    DROP TRIGGER episodes_fts_insert;
+    DROP TRIGGER episodes_fts_delete;
+    DROP TRIGGER episodes_fts_update;
+    DROP TABLE episodes_fts;
+    CREATE VIRTUAL TABLE episodes_fts USING fts5 (
+        {_FTS_COLUMNS},
+        content = 'episodes', content_rowid = 'rowid',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
+        INSERT INTO episodes_fts (rowid, {_FTS_COLUMNS})
+        VALUES (new.rowid, new.user_name, new.user_text, new.summary, new.turn_before);
+    END;
+    CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
+        INSERT INTO episodes_fts (episodes_fts, rowid, {_FTS_COLUMNS})
+        VALUES ('delete', old.rowid, old.user_name, old.user_text, old.summary,
+                old.turn_before);
+    END;
+    CREATE TRIGGER episodes_fts_update AFTER UPDATE OF {_FTS_COLUMNS} ON episodes BEGIN
+        INSERT INTO episodes_fts (episodes_fts, rowid, {_FTS_COLUMNS})
+        VALUES ('delete', old.rowid, old.user_name, old.user_text, old.summary,
+                old.turn_before);
+        INSERT INTO episodes_fts (rowid, {_FTS_COLUMNS})
+        VALUES (new.rowid, new.user_name, new.user_text, new.summary, new.turn_before);
+    END;
+    INSERT INTO episodes_fts (episodes_fts) VALUES ('rebuild');
+
+    -- A forgotten turn's words leave the turn that borrowed them.
+    CREATE TRIGGER episodes_turn_before_forgotten AFTER DELETE ON episodes BEGIN
+        UPDATE episodes SET turn_before = '', turn_before_rowid = NULL
+        WHERE turn_before_rowid = old.rowid;
+    END;
+    -- The borrowed words stay a copy of the turn's own.
+    CREATE TRIGGER episodes_turn_before_edited AFTER UPDATE OF user_text ON episodes BEGIN
+        UPDATE episodes SET turn_before = new.user_text WHERE turn_before_rowid = new.rowid;
+    END;
+    {{backfills}}
+"""
+TURN_BEFORE_POSTGRES = """
+    ALTER TABLE episodes ADD COLUMN turn_before TEXT NOT NULL DEFAULT '';
+    ALTER TABLE episodes ADD COLUMN turn_before_rowid BIGINT;
+    CREATE INDEX episodes_turn_before ON episodes (turn_before_rowid)
+        WHERE turn_before_rowid IS NOT NULL;
+
+    -- The episode's own words weigh A, the turn before's D: ts_rank's weights then set
+    -- how much the borrowed words count (pg_search.py). Remade, with its GIN index;
+    -- the word counts are counted again from it.
+    ALTER TABLE episodes DROP COLUMN search;
+    ALTER TABLE episodes ADD COLUMN search TSVECTOR GENERATED ALWAYS AS (
+        setweight(to_tsvector('english',
+            coalesce(user_name, '') || ' ' || user_text || ' ' || summary), 'A')
+        || setweight(to_tsvector('english', turn_before), 'D')) STORED;
+    CREATE INDEX episodes_search ON episodes USING gin (search);
+    DELETE FROM episode_words;
+    INSERT INTO episode_words (lexeme, episodes)
+        SELECT lexeme, count(*) FROM episodes, unnest(tsvector_to_array(search)) AS lexeme
+        GROUP BY lexeme;
+
+    -- A forgotten turn's words leave the turn that borrowed them.
+    CREATE FUNCTION thoth_forget_turn_before() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE episodes SET turn_before = '', turn_before_rowid = NULL
+        WHERE turn_before_rowid IN (SELECT rowid FROM removed);
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER episodes_turn_before_forgotten AFTER DELETE ON episodes
+        REFERENCING OLD TABLE AS removed
+        FOR EACH STATEMENT EXECUTE FUNCTION thoth_forget_turn_before();
+    -- The borrowed words stay a copy of the turn's own.
+    CREATE FUNCTION thoth_follow_turn_before() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        UPDATE episodes SET turn_before = new.user_text WHERE turn_before_rowid = new.rowid;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER episodes_turn_before_edited AFTER UPDATE OF user_text ON episodes
+        FOR EACH ROW WHEN (old.user_text IS DISTINCT FROM new.user_text)
+        EXECUTE FUNCTION thoth_follow_turn_before();
+    {backfills}
+"""
+# What `thoth episodes backfill` (backfill.py) still owes the episodes stored before
+# migration 6: each task's next rowid and the last one it must reach. Episodes stored
+# since are written whole.
+BACKFILLS = """
+    CREATE TABLE episode_backfills (
+        task TEXT PRIMARY KEY,
+        next_rowid BIGINT NOT NULL,
+        last_rowid BIGINT NOT NULL
+    );
+    -- (None when there are no episodes: a new store holds no row of Thoth's data.)
+    INSERT INTO episode_backfills (task, next_rowid, last_rowid)
+        SELECT 'turn_before', 1, max(rowid) FROM episodes HAVING count(*) > 0;
+    INSERT INTO episode_backfills (task, next_rowid, last_rowid)
+        SELECT 'sentence_units', 1, max(rowid) FROM episodes HAVING count(*) > 0;
+"""
+
 # Named, ordered, forward-only: never edit one that has shipped, add the next.
 SCHEMA = Schema(
     "episodic",
@@ -260,6 +366,12 @@ SCHEMA = Schema(
             );
             CREATE INDEX episode_recalls_episode ON episode_recalls (episode_rowid, recalled_at);
             """,
+        ),
+        Migration(
+            6,
+            "turn_before",
+            TURN_BEFORE_SQLITE.format(backfills=BACKFILLS),
+            postgres=TURN_BEFORE_POSTGRES.format(backfills=BACKFILLS),
         ),
     ),
 )

@@ -59,9 +59,9 @@ class VectorIndex:
         """The number of live chunk vectors."""
         return self._live
 
-    def episode_rowids(self) -> frozenset[int]:
-        """The episodes that have vectors here."""
-        return frozenset(self._slots)
+    def __contains__(self, episode_rowid: object) -> bool:
+        """Whether the episode has vectors here."""
+        return episode_rowid in self._slots
 
     @property
     def episode_count(self) -> int:
@@ -135,6 +135,14 @@ class VectorIndex:
                 if len(best) == limit:
                     break
         return list(best.items())
+
+    def holds(self, episode_rowid: int, vectors: FloatMatrix) -> bool:
+        """Whether these are exactly the episode's vectors here (stored vectors are
+        float16, held as the same values)."""
+        slots = self._slots.get(episode_rowid)
+        if not slots or len(slots) != len(vectors):
+            return False
+        return bool(np.array_equal(self._vectors[slots], np.asarray(vectors, dtype=np.float32)))
 
     def similarities(self, query: FloatMatrix, rowids: Sequence[int]) -> dict[int, float]:
         """Each listed episode's cosine with the query (its best chunk's); an episode

@@ -12,7 +12,7 @@ import pytest
 
 from layers.embedding.embedder import MiniLMEmbedder
 from layers.episodic.episode import Episode, Feedback
-from layers.episodic.memory import EpisodicMemory
+from layers.episodic.memory import EpisodicMemory, RecallQuery
 from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.errors import BadInput
 from layers.layer_tables import LAYER_SCHEMAS
@@ -284,7 +284,8 @@ def test_writes_from_another_process_reach_a_running_index(
     assert found == {"mine", "theirs"}
     assert other.forget("mine")
     assert [h.episode.id for h in memory.recall("plants", Viewer(), k=5, now=NOW)] == ["theirs"]
-    assert memory._loaded_index().episode_rowids() == {memory.store.rowid_of("theirs")}
+    index = memory._loaded_index()
+    assert memory.store.rowid_of("theirs") in index and index.episode_count == 1
 
 
 def test_blas_runs_on_one_thread_and_bulk_is_spread_over_the_cores() -> None:
@@ -396,8 +397,11 @@ def test_on_postgresql_word_counts_follow_every_write(
     db = connect_postgres(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
     memory = EpisodicMemory(db, hashing_embedder)
     words = ["rollback", "rolled", "payments", "canary", "x1", "unheard"]
-    memory.remember([_episode(f"r{n}", f"rollback of payments {n}") for n in range(5)])
-    memory.remember([_episode("c", "the canary rolled back, then x1-beta shipped")])
+    # Each in a thread of its own: none borrows the words of the turn before it.
+    memory.remember([_episode(f"r{n}", f"rollback of payments {n}", thread_ts=f"{n}.0")
+                     for n in range(5)])
+    memory.remember([_episode("c", "the canary rolled back, then x1-beta shipped",
+                              thread_ts="c.0")])
     counted, matching = _counted_and_matching(db, words)
     # "rolled" and "rollback" stem apart; "x1" is one of the lexemes "x1-beta" makes.
     assert counted == matching == {"rollback": 5, "rolled": 1, "payments": 5, "canary": 1,
@@ -424,9 +428,12 @@ def test_on_postgresql_word_counts_start_from_the_episodes_already_stored(
         for schema in LAYER_SCHEMAS
     ]
     old = connect_postgres(url, schemas=before)
-    EpisodicMemory(old, hashing_embedder).remember(
-        [_episode(f"e{n}", f"deploy notes {n % 2}") for n in range(4)]
-    )
+    with old.write() as conn:  # as that schema's store wrote them
+        conn.executemany(
+            "INSERT INTO episodes (id, user_text, summary, created_at, team, channel,"
+            " channel_type, embedding_model) VALUES (?, ?, '', ?, 'T1', 'C1', 'public', 'm')",
+            [(f"e{n}", f"deploy notes {n % 2}", NOW + n) for n in range(4)],
+        )
     old.close()
     db = connect_postgres(url, schemas=LAYER_SCHEMAS)
     counted, matching = _counted_and_matching(db, ["deploy", "notes", "1"])
@@ -546,3 +553,49 @@ def test_a_turn_said_on_the_day_a_question_names_is_preferred_in_the_askers_zone
     in_new_york = memory.recall(question, viewer, k=2, now=now,
                                 zone=zone_named("America/New_York"))
     assert in_new_york[0].score == pytest.approx(in_new_york[1].score, rel=0.1)
+
+
+def test_a_turn_is_found_by_the_words_of_the_turn_before_it_and_forgets_them(
+    db: Database, hashing_embedder: HashingEmbedder
+) -> None:
+    """An answer that never says what it answers is found by its question's words, in its
+    own thread only, within the hour; forgetting or editing the question moves its words
+    out of the answer too, and the lever off finds the answer no more."""
+    from layers.episodic.levers import RecallLevers
+
+    viewer = Viewer("T1", "C1")
+    at = 1_700_000_000.0
+
+    def said(id_: str, text: str, seconds: float, thread: str) -> Episode:
+        return Episode(id_, text, "", at + seconds, team="T1", channel="C1", thread_ts=thread)
+
+    memory = EpisodicMemory(db, hashing_embedder)
+    memory.remember([
+        said("question", "which port does the flamingo proxy listen on", 0, "1.1"),
+        said("answer", "it is 8443 since last week", 30, "1.1"),
+        said("too-late", "no idea, ask again tomorrow", 2 * 3600, "1.1"),
+        said("elsewhere", "it moved to the new rack", 60, "2.2"),
+    ])
+
+    def found(words: str, levers: RecallLevers | None = None) -> set[str]:
+        """What the search by words finds (thread context aside, which lends any turn
+        of a thread some of its neighbour's score)."""
+        memory = EpisodicMemory(db, hashing_embedder, levers=levers)
+        query = RecallQuery(words, viewer, now=at + 3 * 3600)
+        lexical, _ = memory._searched(query, hashing_embedder.embed([words])[0])
+        with db.read() as conn:
+            return {str(conn.execute("SELECT id FROM episodes WHERE rowid = ?",
+                                     (rowid,)).fetchone()[0]) for rowid, _ in lexical}
+
+    assert found("flamingo proxy") == {"question", "answer"}
+    assert found("flamingo proxy", RecallLevers(words_of_the_turn_before=False)) == {"question"}
+    with db.write() as conn:
+        conn.execute("UPDATE episodes SET user_text = 'which port does the pelican gateway"
+                     " listen on' WHERE id = 'question'")
+    assert found("flamingo") == set() and found("pelican gateway") == {"question", "answer"}
+    assert memory.forget("question")
+    assert found("pelican gateway") == set()
+    with db.read() as conn:
+        row = conn.execute("SELECT turn_before, turn_before_rowid FROM episodes"
+                           " WHERE id = 'answer'").fetchone()
+    assert tuple(row) == ("", None)

@@ -21,3 +21,19 @@ def test_episode_text_joins_message_and_summary() -> None:
         "what is our deploy day?\nFriday, after standup."
     )
     assert episode_text("  hello ", "") == "hello"
+
+
+def test_a_turn_of_several_sentences_is_one_unit_a_sentence_with_its_speaker() -> None:
+    from layers.episodic.chunking import episode_units
+
+    text = "Wow! I went hiking at Mount Rainier last week. It rained the whole time. Thanks."
+    assert episode_units(text, "", "Dana") == [
+        "Dana: I went hiking at Mount Rainier last week.",
+        "Dana: It rained the whole time.",
+    ]
+    # The reply's summary is a unit of its own; one long sentence is the whole turn.
+    assert episode_units(text, "Asked about the hike.", None)[-1] == "Asked about the hike."
+    assert episode_units("We ship on Friday, after standup!", "Noted.", "Dana") == [
+        "Dana: We ship on Friday, after standup!\nNoted."]
+    # The lever off: the whole turn, as before.
+    assert episode_units(text, "", "Dana", by_sentence=False) == [f"Dana: {text}"]

@@ -1,4 +1,11 @@
-from layers.episodic.ranking import Priors, apply_priors, fuse, min_max, with_thread_context
+from layers.episodic.ranking import (
+    NEIGHBOUR_SHARE,
+    Priors,
+    apply_priors,
+    fuse,
+    min_max,
+    with_thread_context,
+)
 
 DAY = 86_400.0
 
@@ -19,8 +26,8 @@ def test_fuse_rewards_agreement_between_rankings() -> None:
 def test_thread_context_lifts_the_turn_after_a_strong_hit() -> None:
     scores = {10: 1.0, 11: 0.1, 20: 0.3}
     lifted = with_thread_context(scores, {10: [9, 11]})
-    assert lifted[11] == 0.1 + 0.3 * 1.0
-    assert lifted[9] == 0.3  # a neighbour no search found still enters
+    assert lifted[11] == 0.1 + NEIGHBOUR_SHARE * 1.0
+    assert lifted[9] == NEIGHBOUR_SHARE  # a neighbour no search found still enters
     assert lifted[10] == 1.0 and lifted[20] == 0.3
 
 

@@ -13,12 +13,11 @@ from layers.errors import BadInput
 
 def test_levers_are_all_none_or_named_and_an_unknown_one_is_one_clear_line() -> None:
     assert RecallLevers.named("default") == RecallLevers() == RecallLevers.named("")
-    assert RecallLevers.named("all") == RecallLevers(word_scores_for_close_matches=True)
-    assert RecallLevers.named("none") == RecallLevers(
-        cosines_for_word_matches=False, named_speakers=False, named_dates=False,
-        scaled_from_zero=False)
-    assert RecallLevers.named(" named_speakers ") == RecallLevers(
-        cosines_for_word_matches=False, named_dates=False, scaled_from_zero=False)
+    assert RecallLevers.named("all") == RecallLevers()  # every lever is on by default
+    none = RecallLevers.named("none")
+    assert not any(vars(none).values()) and len(vars(none)) == 7
+    assert RecallLevers.named(" named_speakers , sentence_units") == RecallLevers(
+        **{**dict.fromkeys(vars(none), False), "named_speakers": True, "sentence_units": True})
     with pytest.raises(BadInput, match="no lever 'sentences'; the levers are cosines_for"):
         RecallLevers.named("named_dates,sentences")
 
