@@ -69,7 +69,7 @@ def database_url(args: argparse.Namespace, workdir: Path) -> str:
         url = postgres.fresh()
         print(f"building a PostgreSQL store of {args.episodes:,} episodes…", file=sys.stderr)
         build_store("postgresql", url, args.episodes, MiniLMEmbedder(), "copy",
-                    workdir / "locomo-turn-vectors.npy")
+                    workdir / "locomo-turn-units.npz")
         postgres.built(args.episodes, url)
     return url
 

@@ -163,7 +163,10 @@ def build(
     chosen_embedder = embedder or MiniLMEmbedder()
     episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days),
                               min_similarity=settings.recall_min_similarity,
-                              levers=RecallLevers.named(settings.recall_levers))
+                              levers=RecallLevers.named(settings.recall_levers),
+                              # PostgreSQL searches with pgvector's own HNSW.
+                              graph_path=None if settings.database_url is not None
+                              else settings.db_path.with_name(settings.db_path.name + ".hnsw"))
     sessions = SessionStore(db)
     transcript = TranscriptStore(db)
     brain_peers = BrainPeers(db, settings.brain_remote) if settings.brain_remote else None

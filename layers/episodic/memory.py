@@ -16,11 +16,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, tzinfo
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from layers.embedding.embedder import Embedder
+from layers.episodic.approximate_index import ApproximateIndex
 from layers.episodic.backfill import Backfill
 from layers.episodic.chunking import episode_units
 from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit
@@ -83,6 +85,7 @@ class EpisodicMemory:
     def __init__(
         self, db: Database, embedder: Embedder, priors: Priors | None = None, *,
         min_similarity: float = MIN_SIMILARITY, levers: RecallLevers | None = None,
+        graph_path: Path | None = None,
     ) -> None:
         self._min_similarity = min_similarity
         self._levers = levers or RecallLevers()
@@ -98,6 +101,11 @@ class EpisodicMemory:
         self._vectors_loaded = 0
         self._data_version = -1
         self._index_lock = threading.Lock()
+        # The HNSW graph over the vectors (approximate_index.py), saved at this path.
+        self._graph_path = graph_path
+        self._graph_building = threading.Event()
+        self._graph_ready = threading.Event()
+        self._graph_ready.set()
         # On PostgreSQL both searches run in the database (no index in this process).
         self._in_database = PostgresEpisodeSearch(db) if db.dialect == "postgresql" else None
 
@@ -137,7 +145,8 @@ class EpisodicMemory:
                     for rowid, item in zip(rowids, items, strict=True)
                     for _ in range(len(item.vectors))
                 ]
-                self._index.add(owners, vectors)
+                rows = np.array(self._store.vector_rows_of(rowids), dtype=np.int64)
+                self._index.add(owners, vectors, rows)
         return ids
 
     def recall(self, query: str, viewer: Viewer, *, k: int, now: float | None = None,
@@ -320,7 +329,48 @@ class EpisodicMemory:
                     self._index, self._vectors_loaded = self._empty_index(), 0
                     self._load_vectors_after(0)
             self._data_version = version
+            self._keep_graph(self._index)
             return self._index
+
+    def _keep_graph(self, index: VectorIndex) -> None:
+        """Give a large index its graph: the saved one if there is one, and a new one,
+        built in a thread of its own, when it has none or it is stale (searches meanwhile
+        scan exactly what the graph lacks). Under the index lock."""
+        if self._graph_building.is_set() or not index.graph_is_stale():
+            return
+        if index.graph is None and self._graph_path is not None:
+            saved = ApproximateIndex.restore(self._graph_path, index.dim)
+            if saved is not None:
+                index.attach(saved)
+                if not index.graph_is_stale():
+                    self._graph_ready.set()
+                    return
+        self._graph_building.set()
+        self._graph_ready.clear()
+        threading.Thread(target=self._build_graph, args=(index, *index.snapshot()),
+                         name="thoth-vector-graph", daemon=True).start()
+
+    def _build_graph(self, index: VectorIndex, slots: npt.NDArray[np.int64],
+                     rows: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32]) -> None:
+        started = time.monotonic()
+        try:
+            graph = ApproximateIndex.built(index.dim, rows, slots, matrix)
+            with self._index_lock:
+                if self._index is index:
+                    index.attach(graph)
+            log.info("vector graph of %d vectors built in %.1f s", len(graph),
+                     time.monotonic() - started)
+            if self._graph_path is not None:
+                graph.save(self._graph_path)
+        except Exception:  # recall goes on with the exact scan
+            log.exception("building the vector graph failed; recall scans exactly")
+        finally:
+            self._graph_building.clear()
+            self._graph_ready.set()
+
+    def vector_graph_ready(self, timeout: float) -> bool:
+        """Wait until no graph is being built (benchmarks and tests time what serves)."""
+        return self._graph_ready.wait(timeout)
 
     def _empty_index(self) -> VectorIndex:
         """An index sized for the stored vectors, so loading them never regrows it."""
@@ -338,7 +388,7 @@ class EpisodicMemory:
         index = self._index
         # Episodes an earlier batch of this load settled: what follows of them is theirs.
         settled: set[int] = set()
-        for owners, vectors, last in self._store.iter_vectors(self._embedder.dim, after=vector_row):
+        for owners, vectors, rows in self._store.iter_vectors(self._embedder.dim, after=vector_row):
             keep = np.ones(len(owners), dtype=np.bool_)
             by_episode: dict[int, list[int]] = {}
             for position, owner in enumerate(owners):
@@ -352,11 +402,11 @@ class EpisodicMemory:
                     index.remove([rowid])
             settled.update(by_episode)
             if keep.all():
-                index.add(owners, vectors)
+                index.add(owners, vectors, rows)
             elif keep.any():
                 index.add([owner for owner, kept in zip(owners, keep, strict=True) if kept],
-                          vectors[keep])
-            self._vectors_loaded = last
+                          vectors[keep], rows[keep])
+            self._vectors_loaded = int(rows[-1])
 
 
 def _checked(episode: Episode) -> Episode:

@@ -235,10 +235,11 @@ class EpisodeStore:
 
     def iter_vectors(
         self, dim: int, *, after: int = 0
-    ) -> Iterator[tuple[list[ChunkOwner], npt.NDArray[np.float16], int]]:
+    ) -> Iterator[tuple[list[ChunkOwner], npt.NDArray[np.float16], npt.NDArray[np.int64]]]:
         """Chunk vectors stored after vector row ``after``, with their owners, in batches.
 
-        Each batch comes with the last vector row it holds, to resume from. Batches are
+        Each batch comes with its vectors' rows, in order: the last is where to resume
+        from. Batches are
         small because each row arrives as Python objects (about 1 KB a vector): larger
         ones raise peak memory while loading and load no faster.
         """
@@ -257,7 +258,22 @@ class EpisodeStore:
             owners = [ChunkOwner(int(r[1]), r[3], r[4], r[5], r[6]) for r in rows]
             vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype=VECTOR_DTYPE)
             last = int(rows[-1][0])
-            yield owners, vectors.reshape(len(rows), dim), last
+            yield owners, vectors.reshape(len(rows), dim), np.array([int(r[0]) for r in rows])
+
+    def vector_rows_of(self, rowids: Sequence[int]) -> list[int]:
+        """The ``episode_vectors`` rows of these episodes, episode by episode in the order
+        given, each in chunk order (as ``insert`` stored them)."""
+        found: dict[int, list[int]] = {}
+        with self._db.read() as conn:
+            for start in range(0, len(rowids), 500):
+                batch = list(rowids[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                for rowid, row in conn.execute(
+                    f"SELECT episode_rowid, rowid FROM episode_vectors"
+                    f" WHERE episode_rowid IN ({marks}) ORDER BY episode_rowid, chunk", batch,
+                ).fetchall():
+                    found.setdefault(int(rowid), []).append(int(row))
+        return [row for rowid in rowids for row in found.get(rowid, [])]
 
     def vector_count(self) -> int:
         with self._db.read() as conn:

@@ -1,8 +1,15 @@
-"""Exact cosine search over every stored chunk vector, held in memory.
+"""Cosine search over every stored chunk vector, held in memory.
 
 SQLite is the truth; this is a cache of ``episode_vectors`` rebuilt on open and
 kept in step by the store. Searching all vectors (not a window of the newest)
 is what lets people ask about old things.
+
+Small stores are scanned whole, exactly. From ``APPROXIMATE_FROM`` vectors an HNSW
+graph (``approximate_index.py``, attached by ``memory.py`` once built) says which
+vectors to score: its nearest, plus every vector added since it was built (scanned
+exactly, so nothing new is missed), each scored exactly here. Visibility is applied to
+those; a viewer who may see too few of them gets a wider search, and past a quarter of
+the graph the exact scan.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from layers.embedding.parallel import cores, map_across_cores, one_blas_thread
+from layers.episodic.approximate_index import ApproximateIndex
 from layers.places import Viewer
 from layers.places.visibility import CHANNEL_TYPE_CODES, Interner, visible_mask
 
@@ -22,6 +30,22 @@ FloatMatrix = npt.NDArray[np.floating[Any]]
 # Below this many vectors one core scores them all sooner than two share the work.
 _ROWS_PER_SLICE = 32768
 _Scalar = TypeVar("_Scalar", bound=np.generic)
+# Below this many vectors the exact scan takes a few ms: no graph is built.
+APPROXIMATE_FROM = 50_000
+# The graph is first asked for this many times the wanted episodes (several vectors may
+# be one episode's, some not visible), then four times as many each round.
+FIRST_ASK_PER_EPISODE = 8
+MIN_FIRST_ASK = 200
+
+
+@dataclass(frozen=True)
+class _Attached:
+    """A graph and what its keys are here: each key's slot (-1: gone), and which of the
+    slots there were when it was attached it holds."""
+
+    graph: ApproximateIndex
+    slots: npt.NDArray[np.int64]
+    in_graph: npt.NDArray[np.bool_]
 
 
 @dataclass(frozen=True)
@@ -52,8 +76,13 @@ class VectorIndex:
         self._channel_types = np.zeros(capacity, dtype=np.int8)
         self._users = np.zeros(capacity, dtype=np.int32)
         self._interner = Interner()
+        self._rows = np.zeros(capacity, dtype=np.int64)  # each vector's episode_vectors row
         self._slots: dict[int, list[int]] = {}
         self._live = 0
+        # Replaced whole by attach (one assignment), so a search that started with one
+        # graph reads that graph's own key map throughout.
+        self._attached: _Attached | None = None
+        self._dead_in_graph = 0
 
     def __len__(self) -> int:
         """The number of live chunk vectors."""
@@ -67,8 +96,47 @@ class VectorIndex:
     def episode_count(self) -> int:
         return len(self._slots)
 
-    def add(self, owners: Sequence[ChunkOwner], vectors: FloatMatrix) -> None:
-        """Append one vector per owner (an episode with several chunks appears several times)."""
+    @property
+    def graph(self) -> ApproximateIndex | None:
+        return self._attached.graph if self._attached is not None else None
+
+    def attach(self, graph: ApproximateIndex) -> None:
+        """Search through ``graph`` from now on: its keys are matched to these vectors by
+        their rows; a key whose vector is gone here counts as dead."""
+        size = self._size
+        slots = np.full(len(graph), -1, dtype=np.int64)
+        if size:
+            order = np.argsort(self._rows[:size], kind="stable")
+            sorted_rows = self._rows[:size][order]
+            at = np.minimum(np.searchsorted(sorted_rows, graph.key_rows), size - 1)
+            found = sorted_rows[at] == graph.key_rows
+            slots[found] = order[at[found]]
+            slots[slots >= 0] = np.where(self._alive[slots[slots >= 0]], slots[slots >= 0], -1)
+        in_graph = np.zeros(size, dtype=np.bool_)
+        in_graph[slots[slots >= 0]] = True
+        self._attached = _Attached(graph, slots, in_graph)
+        self._dead_in_graph = int(np.count_nonzero(slots < 0))
+
+    def graph_is_stale(self) -> bool:
+        """Whether a new graph is owed: a quarter of it dead, or a quarter of the vectors
+        added since it was built (each of those is scanned at every search)."""
+        if self._attached is None:
+            return self._live >= APPROXIMATE_FROM
+        in_graph = len(self._attached.graph)
+        outside = self._live - (in_graph - self._dead_in_graph)
+        return 4 * max(self._dead_in_graph, outside) > max(in_graph, 1)
+
+    def snapshot(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], FloatMatrix]:
+        """The live vectors' slots and rows, and the matrix they are in, to build a graph
+        from in another thread (a grown index has a new matrix: this one stays as it is,
+        but for vectors forgotten meanwhile, which the graph then holds dead)."""
+        live = np.flatnonzero(self._alive[: self._size])
+        return live, self._rows[live], self._vectors
+
+    def add(self, owners: Sequence[ChunkOwner], vectors: FloatMatrix,
+            rows: npt.NDArray[np.int64]) -> None:
+        """Append one vector per owner (an episode with several chunks appears several
+        times), each with its ``episode_vectors`` row."""
         count = len(owners)
         if vectors.shape != (count, self.dim):
             raise ValueError(f"expected {count} vectors of {self.dim} dims, got {vectors.shape}")
@@ -78,6 +146,7 @@ class VectorIndex:
         # before and after a restart reloads the index.
         self._vectors[start:end] = np.asarray(vectors).astype(np.float16)
         self._alive[start:end] = True
+        self._rows[start:end] = rows
         for offset, owner in enumerate(owners):
             slot = start + offset
             self._rowids[slot] = owner.episode_rowid
@@ -96,6 +165,11 @@ class VectorIndex:
                 self._alive[slot] = False
                 self._live -= 1
                 self._vectors[slot] = 0.0
+                attached = self._attached
+                if attached is not None and slot < len(attached.in_graph) and (
+                        attached.in_graph[slot]):
+                    attached.in_graph[slot] = False
+                    self._dead_in_graph += 1
 
     def search(self, query: FloatMatrix, viewer: Viewer, limit: int) -> list[tuple[int, float]]:
         """The ``limit`` best visible episodes as (rowid, cosine), best first.
@@ -105,6 +179,52 @@ class VectorIndex:
         size = self._size
         if size == 0 or limit <= 0:
             return []
+        vector = np.asarray(query, dtype=np.float32).reshape(self.dim)
+        attached = self._attached
+        if attached is not None:
+            graph, covered = attached.graph, len(attached.in_graph)
+            ask = max(MIN_FIRST_ASK, limit * FIRST_ASK_PER_EPISODE)
+            # What the graph lacks (stored since it was built) is scanned, all of it.
+            outside = np.concatenate([
+                np.flatnonzero(self._alive[:covered] & ~attached.in_graph),
+                covered + np.flatnonzero(self._alive[covered:size])])
+            while 4 * ask <= len(graph):
+                keys = graph.nearest(vector, ask)
+                slots = attached.slots[keys[keys < len(attached.slots)]]
+                candidates = np.concatenate([slots[slots >= 0], outside])
+                visible = candidates[self._alive[candidates] & self._visible(viewer, candidates)]
+                best = self._best_episodes(visible, self._vectors[visible] @ vector, limit)
+                if len(best) == limit or len(keys) < ask:
+                    return best
+                ask *= 4
+        return self._exact(vector, viewer, limit)
+
+    def _visible(self, viewer: Viewer, slots: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        return visible_mask(
+            viewer,
+            teams=self._teams[slots],
+            channels=self._channels[slots],
+            channel_types=self._channel_types[slots],
+            users=self._users[slots],
+            interner=self._interner,
+        )
+
+    def _best_episodes(self, slots: npt.NDArray[np.int64], scores: npt.NDArray[np.float32],
+                       limit: int) -> list[tuple[int, float]]:
+        """The best ``limit`` episodes of these scored vectors, each at its best chunk."""
+        best: dict[int, float] = {}
+        for position in np.argsort(-scores, kind="stable").tolist():
+            rowid = int(self._rowids[slots[position]])
+            if rowid not in best:
+                best[rowid] = float(scores[position])
+                if len(best) == limit:
+                    break
+        return list(best.items())
+
+    def _exact(self, vector: npt.NDArray[np.float32], viewer: Viewer,
+               limit: int) -> list[tuple[int, float]]:
+        """Every vector scored (what small stores, and viewers who see little, get)."""
+        size = self._size
         mask = self._alive[:size] & visible_mask(
             viewer,
             teams=self._teams[:size],
@@ -118,7 +238,7 @@ class VectorIndex:
             return []
         # Scoring every row and masking afterwards is cheaper than gathering the
         # visible rows first: the gather would copy most of the matrix.
-        scores = self._scores(np.asarray(query, dtype=np.float32).reshape(self.dim), size)
+        scores = self._scores(vector, size)
         scores[~mask] = -np.inf
         # A few extra chunks, since several may belong to one episode.
         take = min(visible, limit * 4)
@@ -195,6 +315,7 @@ class VectorIndex:
         self._channels = _grow(self._channels, new_capacity)
         self._channel_types = _grow(self._channel_types, new_capacity)
         self._users = _grow(self._users, new_capacity)
+        self._rows = _grow(self._rows, new_capacity)
 
 
 def _grow(array: npt.NDArray[_Scalar], capacity: int) -> npt.NDArray[_Scalar]:

@@ -599,3 +599,56 @@ def test_a_turn_is_found_by_the_words_of_the_turn_before_it_and_forgets_them(
         row = conn.execute("SELECT turn_before, turn_before_rowid FROM episodes"
                            " WHERE id = 'answer'").fetchone()
     assert tuple(row) == ("", None)
+
+
+class TopicEmbedder:
+    """Dense vectors around a topic per first word, as sentence embeddings cluster (the
+    hashing embedder's sparse vectors tie too often for a nearest-neighbour graph)."""
+
+    model_id = "test/topic-embedder"
+    dim = 384
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        rows = []
+        for text in texts:
+            words = text.lower().split()
+            topic = np.random.default_rng(sum(map(ord, words[0]))).normal(size=self.dim)
+            detail = np.random.default_rng(sum(map(ord, text)) * 7919).normal(size=self.dim)
+            vector = topic + 0.3 * detail
+            rows.append(vector / np.linalg.norm(vector))
+        return np.array(rows, dtype=np.float32)
+
+
+def test_a_large_store_is_searched_through_a_graph_saved_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past APPROXIMATE_FROM vectors the first recall builds the graph in the background
+    and saves it beside thoth.db; the next process restores it instead of building; an
+    episode stored after it was built is found, a forgotten one never."""
+    import layers.episodic.vector_index as vector_index
+    from layers.storage.engines import open_sqlite
+
+    monkeypatch.setattr(vector_index, "APPROXIMATE_FROM", 1000)
+    # Recall's 100 candidates from 1,200 vectors: the graph is asked for 200 of them.
+    monkeypatch.setattr(vector_index, "FIRST_ASK_PER_EPISODE", 2)
+    embedder, path, graph = TopicEmbedder(), tmp_path / "thoth.db", tmp_path / "thoth.db.hnsw"
+    memory = EpisodicMemory(open_sqlite(path, schemas=LAYER_SCHEMAS), embedder,
+                            graph_path=graph)
+    memory.remember([_episode(f"e{n}", f"topic{n % 40} note number {n}", team="T1",
+                              channel="C1")
+                     for n in range(1200)])
+    viewer = Viewer("T1", "C1")
+    memory.recall("topic7 note", viewer, k=3)
+    assert memory.vector_graph_ready(60) and graph.exists()
+    index = memory._loaded_index()
+    assert index.graph is not None and len(index.graph) == 1200
+    memory.remember([_episode("late", "topic7 a late note", team="T1", channel="C1")])
+    assert memory.forget("e47")
+    found = [hit.episode.id for hit in memory.recall("topic7 a late note", viewer, k=50)]
+    assert found[0] == "late" and "e47" not in found and "e7" in found
+
+    again = EpisodicMemory(open_sqlite(path, schemas=LAYER_SCHEMAS), embedder,
+                           graph_path=graph)
+    assert [hit.episode.id for hit in again.recall("topic7 a late note", viewer, k=1)] == ["late"]
+    restored = again._loaded_index()
+    assert restored.graph is not None and not again._graph_building.is_set()
