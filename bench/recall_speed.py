@@ -291,11 +291,12 @@ def measure_size(engine: str, target: str, queries: int) -> dict[str, float]:
         timings.append((time.perf_counter() - started) * 1000)
     server_mb = server_memory_mb(db) if engine == "postgresql" else 0.0
     exact = exact_scan_ms(memory, vectors) if engine == "sqlite" else []
+    held = len(memory._loaded_index()) if engine == "sqlite" else 0
     db.close()
     return {
         "exact_p50_ms": statistics.median(exact) if exact else 0.0,
         "graph_s": graph_seconds,
-        "vectors": float(memory._loaded_index().__len__()) if engine == "sqlite" else 0.0,
+        "vectors": float(held),
         "first_search_s": load_seconds,
         "p50_ms": statistics.median(timings),
         "p95_ms": percentile(timings, 0.95),
