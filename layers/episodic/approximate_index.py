@@ -10,17 +10,22 @@ Decided:
   89% of the exact best 100 (float16: 90%) at half float16's memory; the candidates are
   rescored exactly, so only which ones are found depends on it.
 - Keys are this graph's own numbers; ``key_rows`` maps each to the vector's row in
-  ``episode_vectors``, which is what survives a restart. A vector forgotten since is
-  left in the graph and skipped at search (the index marks it dead); the graph is built
-  anew when a quarter of it is dead.
-- Persisted beside the database (``thoth.db.hnsw`` and ``thoth.db.hnsw.rows.npy``),
-  written to a temporary name and renamed, so a crash leaves the old one or none.
+  ``episode_vectors`` and ``key_prints`` holds a fingerprint of the vector itself. A
+  row can come to mean another vector (SQLite reuses the highest rowids after a delete;
+  a database can be replaced beside its graph), so a key counts only where the row's
+  vector still has its fingerprint. Keys of vectors forgotten since are dead: skipped at
+  search, and the graph is built anew when a quarter of it is dead.
+- Saved beside the database as a folder (``thoth.db.hnsw/``: the graph and its keys),
+  written under a name of this process's own and renamed into place, so a reader finds
+  the whole pair or none. Owner-only, like the database. Forgetting an episode deletes
+  the saved graph (memory.py): a forgotten vector never stays on disk.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,19 +46,32 @@ EXPANSION_ADD = 64
 EXPANSION_SEARCH = 128
 # Vectors copied out of the matrix at a time while building (about 77 MB).
 BUILD_SLICE = 50_000
+_GRAPH_FILE = "graph.usearch"
+_KEYS_FILE = "keys.npy"
 
 
 class ApproximateIndex:
     """An HNSW graph whose keys map to rows of ``episode_vectors``."""
 
     def __init__(self, dim: int, graph: Index | None = None,
-                 key_rows: npt.NDArray[np.int64] | None = None) -> None:
+                 keys: npt.NDArray[np.int64] | None = None) -> None:
         self.dim = dim
         self._graph = graph if graph is not None else _new_graph(dim)
-        self.key_rows = key_rows if key_rows is not None else np.zeros(0, dtype=np.int64)
+        # Two rows: each key's episode_vectors row, and its vector's fingerprint.
+        self._keys = keys if keys is not None else np.zeros((2, 0), dtype=np.int64)
 
     def __len__(self) -> int:
-        return int(self.key_rows.shape[0])
+        return int(self._keys.shape[1])
+
+    @property
+    def key_rows(self) -> npt.NDArray[np.int64]:
+        rows: npt.NDArray[np.int64] = self._keys[0]
+        return rows
+
+    @property
+    def key_prints(self) -> npt.NDArray[np.int64]:
+        prints: npt.NDArray[np.int64] = self._keys[1]
+        return prints
 
     def add(self, rows: npt.NDArray[np.int64], vectors: npt.NDArray[Any]) -> None:
         """Add vectors (float32, unit length), each with its ``episode_vectors`` row."""
@@ -61,7 +79,8 @@ class ApproximateIndex:
             return
         keys = np.arange(len(self), len(self) + len(rows), dtype=np.uint64)
         self._graph.add(keys, np.asarray(vectors, dtype=np.float32), threads=os.cpu_count() or 1)
-        self.key_rows = np.concatenate([self.key_rows, np.asarray(rows, dtype=np.int64)])
+        added = np.stack([np.asarray(rows, dtype=np.int64), fingerprints(vectors)])
+        self._keys = np.concatenate([self._keys, added], axis=1)
 
     @classmethod
     def built(cls, dim: int, rows: npt.NDArray[np.int64], slots: npt.NDArray[np.int64],
@@ -80,15 +99,19 @@ class ApproximateIndex:
         return np.asarray(found.keys, dtype=np.int64)
 
     def save(self, path: Path) -> None:
-        """Write the graph and its rows beside the database, replacing any older pair."""
-        rows_path = _rows_path(path)
-        graph_part = path.with_name(path.name + ".part")
-        rows_part = rows_path.with_name(rows_path.name + ".part.npy")
-        self._graph.save(str(graph_part))
-        np.save(rows_part, self.key_rows)
-        # Rows first: a graph is never read beside rows of another.
-        os.replace(rows_part, rows_path)
-        os.replace(graph_part, path)
+        """Write the graph and its keys as the folder ``path``, replacing any older one."""
+        part = path.with_name(f"{path.name}.{os.getpid()}.part")
+        shutil.rmtree(part, ignore_errors=True)
+        part.mkdir(mode=0o700)
+        self._graph.save(str(part / _GRAPH_FILE))
+        np.save(part / _KEYS_FILE, self._keys)
+        for file in part.iterdir():
+            file.chmod(0o600)
+        old = path.with_name(f"{path.name}.{os.getpid()}.old")
+        if path.exists():
+            path.rename(old)
+        part.rename(path)
+        shutil.rmtree(old, ignore_errors=True)
 
     @classmethod
     def restore(cls, path: Path, dim: int) -> ApproximateIndex | None:
@@ -96,21 +119,35 @@ class ApproximateIndex:
         built again from the database)."""
         from usearch.index import Index
 
-        rows_path = _rows_path(path)
-        if not path.exists() or not rows_path.exists():
+        if not (path / _GRAPH_FILE).exists() or not (path / _KEYS_FILE).exists():
             return None
         try:
-            graph = Index.restore(str(path), connectivity=CONNECTIVITY,
+            graph = Index.restore(str(path / _GRAPH_FILE), connectivity=CONNECTIVITY,
                                   expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
-            key_rows = np.load(rows_path)
+            keys = np.load(path / _KEYS_FILE)
         except (OSError, ValueError, RuntimeError) as error:
             log.warning("the saved vector graph %s is unreadable (%s): building it again",
                         path, error)
             return None
-        if graph is None or graph.ndim != dim or len(graph) != len(key_rows):
+        if graph is None or graph.ndim != dim or keys.shape != (2, len(graph)):
             log.warning("the saved vector graph %s does not match: building it again", path)
             return None
-        return cls(dim, graph, key_rows.astype(np.int64))
+        return cls(dim, graph, keys.astype(np.int64))
+
+
+def forget_saved(path: Path) -> None:
+    """Delete the saved graph (it holds vectors that were just forgotten)."""
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def fingerprints(vectors: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+    """A 64-bit fingerprint of each vector as stored (float16 bits), a slice at a time."""
+    weights = np.random.default_rng(384_2026).integers(1, 2**40, size=vectors.shape[1])
+    prints = np.empty(len(vectors), dtype=np.int64)
+    for start in range(0, len(vectors), BUILD_SLICE):
+        bits = np.asarray(vectors[start : start + BUILD_SLICE], dtype=np.float16).view(np.int16)
+        prints[start : start + BUILD_SLICE] = bits.astype(np.int64) @ weights
+    return prints
 
 
 def _new_graph(dim: int) -> Index:
@@ -118,7 +155,3 @@ def _new_graph(dim: int) -> Index:
 
     return Index(ndim=dim, metric="cos", dtype="i8", connectivity=CONNECTIVITY,
                  expansion_add=EXPANSION_ADD, expansion_search=EXPANSION_SEARCH)
-
-
-def _rows_path(path: Path) -> Path:
-    return path.with_name(path.name + ".rows.npy")

@@ -34,11 +34,14 @@ BATCH_EPISODES = 256
 TASKS = ("turn_before", "sentence_units")
 
 # Each episode of the batch, its turn before by the rule a new episode's is found
-# (store.py), then that turn's words.
+# (store.py: one seen by exactly the same people), then that turn's words.
 _LINK_TURN_BEFORE = (
     "UPDATE episodes SET turn_before_rowid = (SELECT n.rowid FROM episodes n"
     " WHERE n.team = episodes.team AND n.channel = episodes.channel"
     " AND coalesce(n.thread_ts, '') = coalesce(episodes.thread_ts, '')"
+    " AND n.channel_type = episodes.channel_type"
+    " AND (n.channel_type <> 'im'"
+    " OR coalesce(n.\"user\", '') = coalesce(episodes.\"user\", ''))"
     " AND (n.created_at, n.rowid) < (episodes.created_at, episodes.rowid)"
     " AND n.created_at >= episodes.created_at - :within"
     " ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1)"

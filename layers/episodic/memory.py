@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from layers.embedding.embedder import Embedder
-from layers.episodic.approximate_index import ApproximateIndex
+from layers.episodic.approximate_index import ApproximateIndex, forget_saved
 from layers.episodic.backfill import Backfill
 from layers.episodic.chunking import episode_units
 from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit
@@ -66,6 +66,9 @@ RERANK_SLACK = 10
 # A loaded index gets room for this fraction (1/n) more vectors than are stored, so
 # the next few writes do not double it at once.
 INDEX_HEADROOM_DIVISOR = 16
+# Forgotten or replaced vectors' slots kept before the index is loaded anew (besides a
+# quarter of the live ones): a small store never reloads for a few.
+DEAD_SLOTS_KEPT = 10_000
 
 
 @dataclass(frozen=True)
@@ -302,6 +305,9 @@ class EpisodicMemory:
         with self._index_lock:
             if self._index is not None:
                 self._index.remove(rowids)
+            if self._graph_path is not None:
+                # The saved graph holds their vectors: gone with them (built again later).
+                forget_saved(self._graph_path)
 
     def _drop_index(self) -> None:
         """Let the index go: the next recall loads it again (the backfill, in this process,
@@ -324,7 +330,10 @@ class EpisodicMemory:
                 self._load_vectors_after(0)
             elif version != self._data_version:
                 self._load_vectors_after(self._vectors_loaded)
-                if len(self._index) != self._store.vector_count():
+                # A backfill beside this process replaces vectors: their old slots stay
+                # allocated until the index is loaded anew.
+                if (len(self._index) != self._store.vector_count()
+                        or self._index.dead_slots > max(len(self._index) // 4, DEAD_SLOTS_KEPT)):
                     self._index = None  # let the stale matrix go before the new one fills
                     self._index, self._vectors_loaded = self._empty_index(), 0
                     self._load_vectors_after(0)
@@ -360,7 +369,8 @@ class EpisodicMemory:
                     index.attach(graph)
             log.info("vector graph of %d vectors built in %.1f s", len(graph),
                      time.monotonic() - started)
-            if self._graph_path is not None:
+            # Not saved when it holds vectors forgotten while it was built.
+            if self._graph_path is not None and index.graph is graph and not index.dead_in_graph:
                 graph.save(self._graph_path)
         except Exception:  # recall goes on with the exact scan
             log.exception("building the vector graph failed; recall scans exactly")

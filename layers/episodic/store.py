@@ -44,10 +44,15 @@ TURN_BEFORE_WITHIN_SECONDS = 3600.0
 # .681, and 1.0 less, .676: half is their middle.
 TURN_BEFORE_WEIGHT = 0.5
 _BM25 = f"bm25(episodes_fts, 1.0, 1.0, 1.0, {TURN_BEFORE_WEIGHT})"
-# The turn before an episode: its thread, by the thread walk index (migration 3).
+# The turn before an episode: its thread, by the thread walk index (migration 3). Seen
+# by exactly the people who see the episode: the same channel of the same type (a
+# channel made public keeps its id), and in a DM the same person's (an import without
+# channels gives every DM one id).
 _TURN_BEFORE = (
     "SELECT n.rowid, n.user_text FROM episodes n WHERE n.team = :team"
     " AND n.channel = :channel AND coalesce(n.thread_ts, '') = :thread"
+    " AND n.channel_type = :channel_type"
+    " AND (n.channel_type <> 'im' OR coalesce(n.\"user\", '') = coalesce(:user, ''))"
     " AND n.created_at <= :at AND n.created_at >= :at - :within"
     " ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1"
 )
@@ -86,6 +91,7 @@ class EpisodeStore:
         ep = item.episode
         before = conn.execute(_TURN_BEFORE, {
             "team": ep.team, "channel": ep.channel, "thread": ep.thread_ts or "",
+            "channel_type": ep.channel_type, "user": ep.user,
             "at": ep.created_at, "within": TURN_BEFORE_WITHIN_SECONDS,
         }).fetchone()
         try:

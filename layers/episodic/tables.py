@@ -115,10 +115,13 @@ BACKFILLS = """
         last_rowid BIGINT NOT NULL
     );
     -- (None when there are no episodes: a new store holds no row of Thoth's data.)
+    -- (HAVING without GROUP BY needs SQLite 3.39: a subquery instead.)
     INSERT INTO episode_backfills (task, next_rowid, last_rowid)
-        SELECT 'turn_before', 1, max(rowid) FROM episodes HAVING count(*) > 0;
+        SELECT 'turn_before', 1, newest FROM (SELECT max(rowid) AS newest FROM episodes) AS m
+        WHERE newest IS NOT NULL;
     INSERT INTO episode_backfills (task, next_rowid, last_rowid)
-        SELECT 'sentence_units', 1, max(rowid) FROM episodes HAVING count(*) > 0;
+        SELECT 'sentence_units', 1, newest FROM (SELECT max(rowid) AS newest FROM episodes) AS m
+        WHERE newest IS NOT NULL;
 """
 
 # Named, ordered, forward-only: never edit one that has shipped, add the next.

@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from layers.embedding.parallel import cores, map_across_cores, one_blas_thread
-from layers.episodic.approximate_index import ApproximateIndex
+from layers.episodic.approximate_index import ApproximateIndex, fingerprints
 from layers.places import Viewer
 from layers.places.visibility import CHANNEL_TYPE_CODES, Interner, visible_mask
 
@@ -36,6 +36,8 @@ APPROXIMATE_FROM = 50_000
 # be one episode's, some not visible), then four times as many each round.
 FIRST_ASK_PER_EPISODE = 8
 MIN_FIRST_ASK = 200
+# Vectors fingerprinted at a time when a saved graph is matched to them (about 77 MB).
+_PRINT_SLICE = 50_000
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,15 @@ class VectorIndex:
         """The number of live chunk vectors."""
         return self._live
 
+    @property
+    def dead_slots(self) -> int:
+        """Slots of vectors forgotten or replaced, still allocated."""
+        return self._size - self._live
+
+    @property
+    def dead_in_graph(self) -> int:
+        return self._dead_in_graph
+
     def __contains__(self, episode_rowid: object) -> bool:
         """Whether the episode has vectors here."""
         return episode_rowid in self._slots
@@ -111,7 +122,14 @@ class VectorIndex:
             at = np.minimum(np.searchsorted(sorted_rows, graph.key_rows), size - 1)
             found = sorted_rows[at] == graph.key_rows
             slots[found] = order[at[found]]
-            slots[slots >= 0] = np.where(self._alive[slots[slots >= 0]], slots[slots >= 0], -1)
+            # A row now of another vector (or of one forgotten here) is not this key's.
+            matched = np.flatnonzero(found)
+            same = self._alive[slots[matched]]
+            for start in range(0, len(matched), _PRINT_SLICE):  # no copy of the whole matrix
+                part = matched[start : start + _PRINT_SLICE]
+                same[start : start + _PRINT_SLICE] &= (
+                    fingerprints(self._vectors[slots[part]]) == graph.key_prints[part])
+            slots[matched[~same]] = -1
         in_graph = np.zeros(size, dtype=np.bool_)
         in_graph[slots[slots >= 0]] = True
         self._attached = _Attached(graph, slots, in_graph)

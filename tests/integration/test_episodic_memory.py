@@ -624,7 +624,9 @@ def test_a_large_store_is_searched_through_a_graph_saved_beside_it(
 ) -> None:
     """Past APPROXIMATE_FROM vectors the first recall builds the graph in the background
     and saves it beside thoth.db; the next process restores it instead of building; an
-    episode stored after it was built is found, a forgotten one never."""
+    episode stored after it was built is found, a forgotten one never, and forgetting
+    deletes the saved graph (it holds the forgotten vector)."""
+    import layers.episodic.approximate_index as approximate_index
     import layers.episodic.vector_index as vector_index
     from layers.storage.engines import open_sqlite
 
@@ -635,20 +637,53 @@ def test_a_large_store_is_searched_through_a_graph_saved_beside_it(
     memory = EpisodicMemory(open_sqlite(path, schemas=LAYER_SCHEMAS), embedder,
                             graph_path=graph)
     memory.remember([_episode(f"e{n}", f"topic{n % 40} note number {n}", team="T1",
-                              channel="C1")
-                     for n in range(1200)])
+                              channel="C1") for n in range(1200)])
     viewer = Viewer("T1", "C1")
     memory.recall("topic7 note", viewer, k=3)
-    assert memory.vector_graph_ready(60) and graph.exists()
+    assert memory.vector_graph_ready(60) and (graph / "graph.usearch").exists()
+    assert oct((graph / "keys.npy").stat().st_mode & 0o777) == "0o600"
     index = memory._loaded_index()
     assert index.graph is not None and len(index.graph) == 1200
-    memory.remember([_episode("late", "topic7 a late note", team="T1", channel="C1")])
-    assert memory.forget("e47")
-    found = [hit.episode.id for hit in memory.recall("topic7 a late note", viewer, k=50)]
-    assert found[0] == "late" and "e47" not in found and "e7" in found
 
-    again = EpisodicMemory(open_sqlite(path, schemas=LAYER_SCHEMAS), embedder,
-                           graph_path=graph)
-    assert [hit.episode.id for hit in again.recall("topic7 a late note", viewer, k=1)] == ["late"]
-    restored = again._loaded_index()
-    assert restored.graph is not None and not again._graph_building.is_set()
+    def never_built(*_: object) -> None:
+        raise AssertionError("built, not restored")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(approximate_index.ApproximateIndex, "built", never_built)
+        again = EpisodicMemory(open_sqlite(path, schemas=LAYER_SCHEMAS), embedder,
+                               graph_path=graph)
+        assert [hit.episode.id for hit in again.recall("topic7 note number 7", viewer,
+                                                       k=1)] == ["e7"]
+        assert again._loaded_index().graph is not None and again.vector_graph_ready(5)
+
+    memory.remember([_episode("late", "topic7 a late note", team="T1", channel="C1")])
+    late = embedder.embed(["topic7 a late note"])[0]
+    assert index.search(late, viewer, 1)[0][0] == memory.store.rowid_of("late")
+    gone = embedder.embed(["topic7 note number 47"])[0]
+    rowid = memory.store.rowid_of("e47")
+    assert index.search(gone, viewer, 1)[0][0] == rowid
+    assert memory.forget("e47")
+    assert rowid not in {found for found, _ in index.search(gone, viewer, 50)}
+    assert not graph.exists()
+
+
+def test_a_turn_borrows_only_words_seen_by_everyone_who_sees_it(
+    db: Database, hashing_embedder: HashingEmbedder
+) -> None:
+    """One channel id for two people's DMs (an import without channels gives them one),
+    and for a channel made public: no turn borrows words fewer people may see."""
+    at = 1_700_000_000.0
+    EpisodicMemory(db, hashing_embedder).remember([
+        Episode("anas-dm", "my salary is flamingo", "", at, team="T1", channel="X",
+                channel_type="im", user="U1"),
+        Episode("bens-dm", "what about it", "", at + 10, team="T1", channel="X",
+                channel_type="im", user="U2"),
+        Episode("now-public", "and then", "", at + 20, team="T1", channel="X",
+                channel_type="public", user="U3"),
+        Episode("anas-next", "is that right", "", at + 30, team="T1", channel="X",
+                channel_type="im", user="U1"),
+    ])
+    with db.read() as conn:
+        borrowed = dict(conn.execute("SELECT id, turn_before FROM episodes").fetchall())
+    assert borrowed == {"anas-dm": "", "bens-dm": "", "now-public": "",
+                        "anas-next": "my salary is flamingo"}

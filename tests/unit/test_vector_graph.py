@@ -131,6 +131,19 @@ def test_a_saved_graph_restores_onto_vectors_loaded_in_another_order(
     queries = _near(vectors, np.random.default_rng(9))
     assert _overlap(again, queries, Viewer("T1", "C1")) >= 0.95
     assert not again.graph_is_stale()
+    # A row that now holds another vector (SQLite reuses the highest rowids after a
+    # delete) is not its old key's: that key is dead, the new vector is scanned.
+    reused = VectorIndex(DIM)
+    other = _unit(np.random.default_rng(11), 1)
+    reused.add([_owner(int(slot) // 2) for slot in range(2 * EPISODES - 1)],
+               vectors[: 2 * EPISODES - 1], np.arange(1, 2 * EPISODES) * 10)
+    reused.add([ChunkOwner(77_777, "T1", "C1", "public", "U1")], other,
+               np.array([2 * EPISODES * 10]))
+    saved = ApproximateIndex.restore(path, DIM)
+    assert saved is not None
+    reused.attach(saved)
+    assert reused.dead_in_graph == 1
+    assert reused.search(other[0], Viewer("T1", "C1"), 1)[0][0] == 77_777
     # A graph file that is not one is set aside with a warning, not trusted.
-    path.write_bytes(b"not a graph")
+    (path / "graph.usearch").write_bytes(b"not a graph")
     assert ApproximateIndex.restore(path, DIM) is None
