@@ -25,7 +25,7 @@ import numpy as np
 
 from layers.embedding.embedder import Embedder
 from layers.episodic.chunking import episode_units
-from layers.episodic.store import TURN_BEFORE_WITHIN_SECONDS, VECTOR_DTYPE
+from layers.episodic.store import VECTOR_DTYPE, turn_before_of
 from layers.storage.connection import Connection
 from layers.storage.database import Database
 
@@ -34,17 +34,9 @@ BATCH_EPISODES = 256
 TASKS = ("turn_before", "sentence_units")
 
 # Each episode of the batch, its turn before by the rule a new episode's is found
-# (store.py: one seen by exactly the same people), then that turn's words.
+# (store.turn_before_of), then that turn's words.
 _LINK_TURN_BEFORE = (
-    "UPDATE episodes SET turn_before_rowid = (SELECT n.rowid FROM episodes n"
-    " WHERE n.team = episodes.team AND n.channel = episodes.channel"
-    " AND coalesce(n.thread_ts, '') = coalesce(episodes.thread_ts, '')"
-    " AND n.channel_type = episodes.channel_type"
-    " AND (n.channel_type <> 'im'"
-    " OR coalesce(n.\"user\", '') = coalesce(episodes.\"user\", ''))"
-    " AND (n.created_at, n.rowid) < (episodes.created_at, episodes.rowid)"
-    " AND n.created_at >= episodes.created_at - :within"
-    " ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1)"
+    f"UPDATE episodes SET turn_before_rowid = ({turn_before_of('episodes')})"
     " WHERE rowid BETWEEN :first AND :last"
 )
 _COPY_TURN_BEFORE = (
@@ -121,7 +113,7 @@ class Backfill:
     def _link_turns_before(self, first: int, last: int) -> None:
         span = {"first": first, "last": last}
         with self._db.write() as conn:
-            conn.execute(_LINK_TURN_BEFORE, {**span, "within": TURN_BEFORE_WITHIN_SECONDS})
+            conn.execute(_LINK_TURN_BEFORE, span)
             conn.execute(_COPY_TURN_BEFORE, span)
             _advance(conn, "turn_before", last)
 

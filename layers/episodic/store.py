@@ -38,24 +38,42 @@ VECTOR_LOAD_BATCH = 5_000
 # the same channel outside threads) at most this long before: after an hour's silence a
 # turn starts a new conversation, even in a thread.
 TURN_BEFORE_WITHIN_SECONDS = 3600.0
+_AFTER_EVERY_ROWID = 2**62
 # BM25 weight of each FTS5 column (user_name, user_text, summary, turn_before): the turn
 # before's words count half as much as the episode's own. On LoCoMo's development
 # conversations (whole-turn vectors, thread share 0.3) 0.3 and 0.6 gave the same R@5,
 # .681, and 1.0 less, .676: half is their middle.
 TURN_BEFORE_WEIGHT = 0.5
 _BM25 = f"bm25(episodes_fts, 1.0, 1.0, 1.0, {TURN_BEFORE_WEIGHT})"
-# The turn before an episode: its thread, by the thread walk index (migration 3). Seen
-# by exactly the people who see the episode: the same channel of the same type (a
-# channel made public keeps its id), and in a DM the same person's (an import without
-# channels gives every DM one id).
-_TURN_BEFORE = (
-    "SELECT n.rowid, n.user_text FROM episodes n WHERE n.team = :team"
-    " AND n.channel = :channel AND coalesce(n.thread_ts, '') = :thread"
-    " AND n.channel_type = :channel_type"
-    " AND (n.channel_type <> 'im' OR coalesce(n.\"user\", '') = coalesce(:user, ''))"
-    " AND n.created_at <= :at AND n.created_at >= :at - :within"
-    " ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1"
-)
+
+
+def turn_before_of(this: str) -> str:
+    """The query for the rowid of the turn before an episode whose columns are
+    ``this``'s (a table alias, or ``:`` for parameters of the columns' names): its
+    thread, by the thread walk index (migration 3), within the hour. Seen by exactly the
+    people who see the episode: the same channel of the same type (a channel made public
+    keeps its id), and in a DM the same person's (an import without channels gives every
+    DM one id). The insert (here) and the backfill (backfill.py) both ask this."""
+    def column(name: str) -> str:
+        return f":{name}" if this == ":" else f'{this}."{name}"'
+
+    return (
+        f"SELECT n.rowid FROM episodes n WHERE n.team = {column('team')}"
+        f" AND n.channel = {column('channel')}"
+        f" AND coalesce(n.thread_ts, '') = coalesce({column('thread_ts')}, '')"
+        f" AND n.channel_type = {column('channel_type')}"
+        f" AND (n.channel_type <> 'im'"
+        f" OR coalesce(n.\"user\", '') = coalesce({column('user')}, ''))"
+        f" AND (n.created_at, n.rowid) < ({column('created_at')}, {column('rowid')})"
+        f" AND n.created_at >= {column('created_at')} - {TURN_BEFORE_WITHIN_SECONDS}"
+        " ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1"
+    )
+
+
+# A new episode's turn before, looked up before it is inserted (it has no rowid yet:
+# every stored one is before it at the same instant).
+_TURN_BEFORE = (f"SELECT t.rowid, t.user_text FROM episodes t WHERE t.rowid = ("
+                f"{turn_before_of(':')})")
 
 # The episodes table's columns are the Episode record's fields, by name (the table adds
 # its rowid, its embedding model and its search index): a new column is its migration
@@ -90,9 +108,9 @@ class EpisodeStore:
     def _insert_one(self, conn: Connection, item: StoredChunks) -> int:
         ep = item.episode
         before = conn.execute(_TURN_BEFORE, {
-            "team": ep.team, "channel": ep.channel, "thread": ep.thread_ts or "",
-            "channel_type": ep.channel_type, "user": ep.user,
-            "at": ep.created_at, "within": TURN_BEFORE_WITHIN_SECONDS,
+            "team": ep.team, "channel": ep.channel, "thread_ts": ep.thread_ts,
+            "channel_type": ep.channel_type, "user": ep.user, "created_at": ep.created_at,
+            "rowid": _AFTER_EVERY_ROWID,
         }).fetchone()
         try:
             cursor = conn.execute(
