@@ -23,6 +23,7 @@ Decided:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import shutil
@@ -142,12 +143,18 @@ def forget_saved(path: Path) -> None:
 
 def fingerprints(vectors: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
     """A 64-bit fingerprint of each vector as stored (float16 bits), a slice at a time."""
-    weights = np.random.default_rng(384_2026).integers(1, 2**40, size=vectors.shape[1])
+    weights = _print_weights(vectors.shape[1])
     prints = np.empty(len(vectors), dtype=np.int64)
     for start in range(0, len(vectors), BUILD_SLICE):
         bits = np.asarray(vectors[start : start + BUILD_SLICE], dtype=np.float16).view(np.int16)
         prints[start : start + BUILD_SLICE] = bits.astype(np.int64) @ weights
     return prints
+
+
+@functools.cache
+def _print_weights(dim: int) -> npt.NDArray[np.int64]:
+    """Fixed pseudo-random weights: the same fingerprint in every process and version."""
+    return np.random.default_rng(384_2026).integers(1, 2**40, size=dim)
 
 
 def _new_graph(dim: int) -> Index:

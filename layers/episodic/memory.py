@@ -106,9 +106,9 @@ class EpisodicMemory:
         self._index_lock = threading.Lock()
         # The HNSW graph over the vectors (approximate_index.py), saved at this path.
         self._graph_path = graph_path
-        self._graph_building = threading.Event()
-        self._graph_ready = threading.Event()
-        self._graph_ready.set()
+        # Set while no graph is being built.
+        self._graph_idle = threading.Event()
+        self._graph_idle.set()
         # On PostgreSQL both searches run in the database (no index in this process).
         self._in_database = PostgresEpisodeSearch(db) if db.dialect == "postgresql" else None
 
@@ -345,17 +345,15 @@ class EpisodicMemory:
         """Give a large index its graph: the saved one if there is one, and a new one,
         built in a thread of its own, when it has none or it is stale (searches meanwhile
         scan exactly what the graph lacks). Under the index lock."""
-        if self._graph_building.is_set() or not index.graph_is_stale():
+        if not self._graph_idle.is_set() or not index.graph_is_stale():
             return
         if index.graph is None and self._graph_path is not None:
             saved = ApproximateIndex.restore(self._graph_path, index.dim)
             if saved is not None:
                 index.attach(saved)
                 if not index.graph_is_stale():
-                    self._graph_ready.set()
                     return
-        self._graph_building.set()
-        self._graph_ready.clear()
+        self._graph_idle.clear()
         threading.Thread(target=self._build_graph, args=(index, *index.snapshot()),
                          name="thoth-vector-graph", daemon=True).start()
 
@@ -375,12 +373,11 @@ class EpisodicMemory:
         except Exception:  # recall goes on with the exact scan
             log.exception("building the vector graph failed; recall scans exactly")
         finally:
-            self._graph_building.clear()
-            self._graph_ready.set()
+            self._graph_idle.set()
 
     def vector_graph_ready(self, timeout: float) -> bool:
         """Wait until no graph is being built (benchmarks and tests time what serves)."""
-        return self._graph_ready.wait(timeout)
+        return self._graph_idle.wait(timeout)
 
     def _empty_index(self) -> VectorIndex:
         """An index sized for the stored vectors, so loading them never regrows it."""
