@@ -31,6 +31,10 @@ class RecallLevers:
     # A turn is found by the words of the turn before it in its thread too, at half
     # weight (store.py fills them; an answer is often found by its question's words).
     words_of_the_turn_before: bool = True
+    # Thread context reaches two turns away at half the share of one turn away
+    # (ranking.with_thread_context): in a thread of two people the turn two away is the
+    # same person going on (A, B, A); in a team's thread, the message after a reply.
+    context_two_turns_away: bool = True
 
     @classmethod
     def named(cls, text: str) -> RecallLevers:

@@ -185,8 +185,9 @@ class EpisodicMemory:
         fused = fuse(lexical, semantic, from_zero=self._levers.scaled_from_zero)
         fused = self._with_what_the_question_names(query, fused)
         strongest = sorted(fused, key=fused.__getitem__, reverse=True)[: max(k, CONTEXT_SOURCES)]
+        reach = 2 if self._levers.context_two_turns_away else 1
         scores = with_thread_context(
-            fused, self._store.thread_neighbours(strongest, query.viewer)
+            fused, self._store.thread_neighbours(strongest, query.viewer, reach)
         )
         ranked = sorted(scores, key=scores.__getitem__, reverse=True)[: k + RERANK_SLACK]
         episodes = self._store.by_rowids(ranked)

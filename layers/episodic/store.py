@@ -337,12 +337,15 @@ class EpisodeStore:
                     self._counts[word] = (counts[word], now)
         return counts
 
-    def thread_neighbours(self, rowids: Sequence[int], viewer: Viewer) -> dict[int, list[int]]:
-        """For each episode, the visible episodes just before and after it in its thread.
+    def thread_neighbours(self, rowids: Sequence[int], viewer: Viewer,
+                          reach: int = 1) -> dict[int, list[tuple[int, int]]]:
+        """For each episode, the visible episodes up to ``reach`` turns before and after it
+        in its thread, each with how many turns away it is.
 
-        One statement: for each episode, two subqueries that each seek the thread index
-        (``episodes_thread_walk``: no thread is ``''``, ties broken by rowid) from that
-        episode and read one row. The same plan serves every hit, so it is planned once.
+        One statement: for each episode and each step, two subqueries that each seek the
+        thread index (``episodes_thread_walk``: no thread is ``''``, ties broken by rowid)
+        from that episode and read one row, ``step - 1`` rows on. The same plan serves
+        every hit, so it is planned once.
         """
         if not rowids:
             return {}
@@ -353,19 +356,22 @@ class EpisodeStore:
             " AND coalesce(n.thread_ts, '') = coalesce(p.thread_ts, '')"
             f" AND {predicate}"
         )
+        walks = [
+            f"(SELECT n.rowid FROM episodes n WHERE {same}"
+            f" AND (n.created_at, n.rowid) {before_or_after} (p.created_at, p.rowid)"
+            f" ORDER BY n.created_at {order}, n.rowid {order} LIMIT 1 OFFSET {step - 1})"
+            for step in range(1, reach + 1)
+            for before_or_after, order in (("<", "DESC"), (">", "ASC"))
+        ]
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT p.rowid,"
-                f" (SELECT n.rowid FROM episodes n WHERE {same}"
-                "   AND (n.created_at, n.rowid) < (p.created_at, p.rowid)"
-                "   ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1),"
-                f" (SELECT n.rowid FROM episodes n WHERE {same}"
-                "   AND (n.created_at, n.rowid) > (p.created_at, p.rowid)"
-                "   ORDER BY n.created_at, n.rowid LIMIT 1)"
-                f" FROM episodes p WHERE p.rowid IN ({', '.join(':' + key for key in wanted)})",
+                f"SELECT p.rowid, {', '.join(walks)} FROM episodes p"
+                f" WHERE p.rowid IN ({', '.join(':' + key for key in wanted)})",
                 {**params, **wanted},
             ).fetchall()
-        return {int(row[0]): [int(r) for r in row[1:] if r is not None] for row in rows}
+        return {int(row[0]): [(int(found), 1 + index // 2)
+                              for index, found in enumerate(row[1:]) if found is not None]
+                for row in rows}
 
     def recent_asked_by(self, user: str, viewer: Viewer, limit: int) -> list[Episode]:
         """What ``user`` asked most recently, of what ``viewer`` may see, newest first."""

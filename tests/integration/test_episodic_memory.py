@@ -363,17 +363,26 @@ def test_thread_neighbours_walk_the_thread_in_order_and_stay_in_it(
     owner = Viewer("T1", "D1", "im", "U1")
     found = memory.store.thread_neighbours([rowid[name] for name in rowid], owner)
     assert found == {
-        rowid["dm-0"]: [rowid["dm-1"]],
-        rowid["dm-1"]: [rowid["dm-0"], rowid["dm-2"]],
-        rowid["dm-2"]: [rowid["dm-1"]],
-        rowid["asked"]: [rowid["answered"]],
-        rowid["answered"]: [rowid["asked"]],
+        rowid["dm-0"]: [(rowid["dm-1"], 1)],
+        rowid["dm-1"]: [(rowid["dm-0"], 1), (rowid["dm-2"], 1)],
+        rowid["dm-2"]: [(rowid["dm-1"], 1)],
+        rowid["asked"]: [(rowid["answered"], 1)],
+        rowid["answered"]: [(rowid["asked"], 1)],
         rowid["other-thread"]: [],
         rowid["elsewhere"]: [],
     }
+    # Two turns away: dm-0 and dm-2 reach each other past dm-1; nothing else is that far.
+    reached = memory.store.thread_neighbours([rowid["dm-0"], rowid["dm-2"], rowid["asked"]],
+                                             owner, reach=2)
+    assert reached == {
+        rowid["dm-0"]: [(rowid["dm-1"], 1), (rowid["dm-2"], 2)],
+        rowid["dm-2"]: [(rowid["dm-1"], 1), (rowid["dm-0"], 2)],
+        rowid["asked"]: [(rowid["answered"], 1)],
+    }
     # Another person's view of that DM has no neighbours in it.
     stranger = Viewer("T1", "D1", "im", "U2")
-    assert memory.store.thread_neighbours([rowid["dm-1"]], stranger) == {rowid["dm-1"]: []}
+    assert memory.store.thread_neighbours([rowid["dm-1"]], stranger, reach=2) == {
+        rowid["dm-1"]: []}
 
 
 def _counted_and_matching(

@@ -25,10 +25,21 @@ def test_fuse_rewards_agreement_between_rankings() -> None:
 
 def test_thread_context_lifts_the_turn_after_a_strong_hit() -> None:
     scores = {10: 1.0, 11: 0.1, 20: 0.3}
-    lifted = with_thread_context(scores, {10: [9, 11]})
+    lifted = with_thread_context(scores, {10: [(9, 1), (11, 1)]})
     assert lifted[11] == 0.1 + NEIGHBOUR_SHARE * 1.0
     assert lifted[9] == NEIGHBOUR_SHARE  # a neighbour no search found still enters
     assert lifted[10] == 1.0 and lifted[20] == 0.3
+
+
+def test_thread_context_two_turns_away_is_half_and_adds_to_one_turn_away() -> None:
+    # 12 is one turn after 11 and two after 10: it gains from each, the best at each
+    # distance only (10 and 30 are both two away from 12; 30 scores higher).
+    scores = {10: 1.0, 11: 0.5, 12: 0.0, 30: 0.8}
+    lifted = with_thread_context(
+        scores, {10: [(12, 2)], 11: [(12, 1)], 30: [(12, 2), (31, 1)]})
+    assert lifted[12] == NEIGHBOUR_SHARE * 0.5 + NEIGHBOUR_SHARE / 2 * 1.0
+    assert lifted[31] == NEIGHBOUR_SHARE * 0.8
+    assert lifted[10] == 1.0
 
 
 def test_recency_reorders_a_near_tie() -> None:
