@@ -40,6 +40,7 @@ from layers.episodic.ranking import (
     with_thread_context,
 )
 from layers.episodic.recall_uses import RecallUses
+from layers.episodic.round_trips import Both, at_once, one_then_other
 from layers.episodic.store import EpisodeStore, StoredChunks
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
 from layers.errors import BadInput
@@ -233,15 +234,21 @@ class EpisodicMemory:
         viewer, wanted = query.viewer, CANDIDATES_PER_SEARCH
         if self._in_database is not None:
             search = self._in_database
-            counts = search.document_counts(words)
-            chosen = {word: counts[word] for word in affordable_terms(counts)}
             turn_before = self._levers.words_of_the_turn_before
-            lexical = search.lexical_search(chosen, viewer, wanted, turn_before)
-            semantic = search.semantic_search(vector, viewer, wanted)
+            chosen: dict[str, int] = {}  # the words searched, with their counts
+
+            def by_words() -> list[tuple[int, float]]:
+                counts = search.document_counts(words)
+                chosen.update({word: counts[word] for word in affordable_terms(counts)})
+                return search.lexical_search(chosen, viewer, wanted, turn_before)
+
+            lexical, semantic = at_once(
+                by_words, lambda: search.semantic_search(vector, viewer, wanted))
             return self._completed(lexical, semantic,
                                    lambda rowids: search.lexical_scores(
                                        chosen, rowids, turn_before),
-                                   lambda rowids: search.similarities(vector, rowids))
+                                   lambda rowids: search.similarities(vector, rowids),
+                                   both=at_once)
         index = self._loaded_index()
         semantic = index.search(vector, viewer, wanted)
         match = match_expression(affordable_terms(self._store.document_counts(words)),
@@ -252,24 +259,31 @@ class EpisodicMemory:
             self._store.visible_best(matches, viewer, wanted), semantic,
             lambda rowids: {rowid: word_scores[rowid] for rowid in rowids
                             if rowid in word_scores},
-            lambda rowids: index.similarities(vector, rowids))
+            lambda rowids: index.similarities(vector, rowids),
+            both=one_then_other)
 
     def _completed(
         self, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
         lexical_of: Callable[[list[int]], dict[int, float]],
         cosine_of: Callable[[list[int]], dict[int, float]],
+        both: Both,
     ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
         """Both lists over the candidates of either, as the levers say: each search's
         own score for what only the other found (no word score where an episode holds
-        none of the words)."""
+        none of the words). ``both`` runs the two lookups (on PostgreSQL, at once)."""
         in_lexical = {rowid for rowid, _ in lexical}
         in_semantic = {rowid for rowid, _ in semantic}
-        if self._levers.word_scores_for_close_matches:
-            found = lexical_of([rowid for rowid in in_semantic if rowid not in in_lexical])
-            lexical = sorted([*lexical, *found.items()], key=lambda pair: -pair[1])
-        if self._levers.cosines_for_word_matches:
-            found = cosine_of([rowid for rowid in in_lexical if rowid not in in_semantic])
-            semantic = sorted([*semantic, *found.items()], key=lambda pair: -pair[1])
+        only_by_meaning = [rowid for rowid in in_semantic if rowid not in in_lexical]
+        only_by_words = [rowid for rowid in in_lexical if rowid not in in_semantic]
+        words_found, cosines_found = both(
+            lambda: (lexical_of(only_by_meaning)
+                     if self._levers.word_scores_for_close_matches else {}),
+            lambda: (cosine_of(only_by_words)
+                     if self._levers.cosines_for_word_matches else {}))
+        if words_found:
+            lexical = sorted([*lexical, *words_found.items()], key=lambda pair: -pair[1])
+        if cosines_found:
+            semantic = sorted([*semantic, *cosines_found.items()], key=lambda pair: -pair[1])
         return lexical, semantic
 
     def forget(self, episode_id: str) -> bool:
