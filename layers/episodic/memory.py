@@ -175,7 +175,8 @@ class EpisodicMemory:
 
     def search(self, query: RecallQuery, vector: npt.NDArray[np.float32], *, k: int) -> list[Hit]:
         """Recall with the query already embedded (what the latency benchmark times)."""
-        lexical, semantic = self._searched(query, vector)
+        named = self._named_in(query)
+        lexical, semantic, facets = self._searched(query, vector, facets_wanted=bool(named))
         # Min-max scaling makes the best candidate look relevant however poor it is: an
         # episode is a candidate only when it shares a word with the query or comes
         # close enough in meaning (the floor), so nothing unrelated fills the k places.
@@ -184,7 +185,7 @@ class EpisodicMemory:
         lexical = [(rowid, score) for rowid, score in lexical if rowid in relevant]
         semantic = [(rowid, score) for rowid, score in semantic if rowid in relevant]
         fused = fuse(lexical, semantic, from_zero=self._levers.scaled_from_zero)
-        fused = self._with_what_the_question_names(query, fused)
+        fused = _with_what_the_question_names(fused, named, facets)
         strongest = sorted(fused, key=fused.__getitem__, reverse=True)[: max(k, CONTEXT_SOURCES)]
         reach = 2 if self._levers.context_two_turns_away else 1
         scores = with_thread_context(
@@ -208,28 +209,18 @@ class EpisodicMemory:
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:k]
 
-    def _with_what_the_question_names(self, query: RecallQuery,
-                                      fused: dict[int, float]) -> dict[int, float]:
-        """The scores raised for turns said by someone, or on a date, the question names."""
-        named = named_in(query.text) if self._levers.named_speakers else frozenset()
+    def _named_in(self, query: RecallQuery) -> _Named:
+        """Who and when the question names, as far as the levers look."""
         now = time.time() if query.now is None else query.now
-        windows = (windows_named(query.text, now, query.zone)
-                   if self._levers.named_dates else [])
-        if not fused or not (named or windows):
-            return fused
-        facets = self._store.said_by_and_when(list(fused))
-        if named:
-            fused = with_named_speakers(
-                fused, {rowid: who for rowid, (who, _) in facets.items()}, named)
-        if windows:
-            fused = with_named_dates(
-                fused, {rowid: when for rowid, (_, when) in facets.items()}, windows)
-        return fused
+        return _Named(
+            named_in(query.text) if self._levers.named_speakers else frozenset(),
+            windows_named(query.text, now, query.zone) if self._levers.named_dates else [])
 
     def _searched(
-        self, query: RecallQuery, vector: npt.NDArray[np.float32]
-    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-        """(lexical, semantic) candidates, (rowid, score) best first, from either engine."""
+        self, query: RecallQuery, vector: npt.NDArray[np.float32], *, facets_wanted: bool
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]], Facets]:
+        """(lexical, semantic) candidates, (rowid, score) best first, from either engine,
+        and who said each candidate and when (``facets_wanted``, else none)."""
         words = content_words(query.text)[:MAX_QUERY_TERMS]
         viewer, wanted = query.viewer, CANDIDATES_PER_SEARCH
         if self._in_database is not None:
@@ -248,7 +239,7 @@ class EpisodicMemory:
                                    lambda rowids: search.lexical_scores(
                                        chosen, rowids, turn_before),
                                    lambda rowids: search.similarities(vector, rowids),
-                                   both=at_once)
+                                   both=at_once, facets_wanted=facets_wanted)
         index = self._loaded_index()
         semantic = index.search(vector, viewer, wanted)
         match = match_expression(affordable_terms(self._store.document_counts(words)),
@@ -260,31 +251,40 @@ class EpisodicMemory:
             lambda rowids: {rowid: word_scores[rowid] for rowid in rowids
                             if rowid in word_scores},
             lambda rowids: index.similarities(vector, rowids),
-            both=one_then_other)
+            both=one_then_other, facets_wanted=facets_wanted)
 
     def _completed(
         self, lexical: list[tuple[int, float]], semantic: list[tuple[int, float]],
         lexical_of: Callable[[list[int]], dict[int, float]],
         cosine_of: Callable[[list[int]], dict[int, float]],
-        both: Both,
-    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+        both: Both, facets_wanted: bool,
+    ) -> tuple[list[tuple[int, float]], list[tuple[int, float]], Facets]:
         """Both lists over the candidates of either, as the levers say: each search's
         own score for what only the other found (no word score where an episode holds
-        none of the words). ``both`` runs the two lookups (on PostgreSQL, at once)."""
+        none of the words); and the candidates' facets. ``both`` runs two lookups (on
+        PostgreSQL, at once: the facets beside the two scores' lookups)."""
         in_lexical = {rowid for rowid, _ in lexical}
         in_semantic = {rowid for rowid, _ in semantic}
         only_by_meaning = [rowid for rowid in in_semantic if rowid not in in_lexical]
         only_by_words = [rowid for rowid in in_lexical if rowid not in in_semantic]
-        words_found, cosines_found = both(
-            lambda: (lexical_of(only_by_meaning)
-                     if self._levers.word_scores_for_close_matches else {}),
-            lambda: (cosine_of(only_by_words)
-                     if self._levers.cosines_for_word_matches else {}))
+
+        def scores_found() -> tuple[dict[int, float], dict[int, float]]:
+            return both(
+                lambda: (lexical_of(only_by_meaning)
+                         if self._levers.word_scores_for_close_matches else {}),
+                lambda: (cosine_of(only_by_words)
+                         if self._levers.cosines_for_word_matches else {}))
+
+        def facets() -> Facets:
+            return (self._store.said_by_and_when(sorted(in_lexical | in_semantic))
+                    if facets_wanted else {})
+
+        (words_found, cosines_found), candidate_facets = both(scores_found, facets)
         if words_found:
             lexical = sorted([*lexical, *words_found.items()], key=lambda pair: -pair[1])
         if cosines_found:
             semantic = sorted([*semantic, *cosines_found.items()], key=lambda pair: -pair[1])
-        return lexical, semantic
+        return lexical, semantic, candidate_facets
 
     def forget(self, episode_id: str) -> bool:
         """Delete an episode: its text, FTS row and vectors. False if there was none."""
@@ -429,6 +429,34 @@ class EpisodicMemory:
                 index.add([owner for owner, kept in zip(owners, keep, strict=True) if kept],
                           vectors[keep], rows[keep])
             self._vectors_loaded = int(rows[-1])
+
+
+# Who said each candidate (their display name), and when: what the question's names
+# and dates are matched against.
+Facets = dict[int, tuple[str | None, float]]
+
+
+@dataclass(frozen=True)
+class _Named:
+    """What a question names: people (first names) and windows of time."""
+
+    speakers: frozenset[str]
+    windows: list[tuple[float, float]]
+
+    def __bool__(self) -> bool:
+        return bool(self.speakers or self.windows)
+
+
+def _with_what_the_question_names(fused: dict[int, float], named: _Named,
+                                  facets: Facets) -> dict[int, float]:
+    """The scores raised for turns said by someone, or on a date, the question names."""
+    if named.speakers:
+        fused = with_named_speakers(
+            fused, {rowid: who for rowid, (who, _) in facets.items()}, named.speakers)
+    if named.windows:
+        fused = with_named_dates(
+            fused, {rowid: when for rowid, (_, when) in facets.items()}, named.windows)
+    return fused
 
 
 def _checked(episode: Episode) -> Episode:

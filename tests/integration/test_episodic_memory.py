@@ -492,8 +492,11 @@ def test_every_candidate_is_scored_by_both_searches_on_each_engine(
 
     def searched(levers: str) -> tuple[dict[str, float], dict[str, float]]:
         memory = EpisodicMemory(db, hashing_embedder, levers=RecallLevers.named(levers))
-        lexical, semantic = memory._searched(query, vector)
+        lexical, semantic, facets = memory._searched(query, vector, facets_wanted=True)
         ids = {memory.store.rowid_of(name): name for name in ("words", "meaning", "hidden")}
+        # Who said each candidate and when, read with the scores: every candidate's.
+        assert {ids[rowid] for rowid in facets} == {ids[rowid] for rowid, _ in
+                                                    [*lexical, *semantic]}
         return ({ids[rowid]: score for rowid, score in lexical},
                 {ids[rowid]: score for rowid, score in semantic})
 
@@ -591,7 +594,8 @@ def test_a_turn_is_found_by_the_words_of_the_turn_before_it_and_forgets_them(
         of a thread some of its neighbour's score)."""
         memory = EpisodicMemory(db, hashing_embedder, levers=levers)
         query = RecallQuery(words, viewer, now=at + 3 * 3600)
-        lexical, _ = memory._searched(query, hashing_embedder.embed([words])[0])
+        lexical, _, _ = memory._searched(query, hashing_embedder.embed([words])[0],
+                                         facets_wanted=False)
         with db.read() as conn:
             return {str(conn.execute("SELECT id FROM episodes WHERE rowid = ?",
                                      (rowid,)).fetchone()[0]) for rowid, _ in lexical}
