@@ -205,9 +205,11 @@ def _gelu(x: Matrix) -> Matrix:
 
 def _gelu_block(x: Matrix, out: Matrix) -> None:
     # numpy has no erf. Abramowitz & Stegun 7.1.26 gives erfc(z) for z >= 0 within
-    # 1.5e-7, float32's own precision, and Φ(x) = 1 - erfc(|x|/√2)/2 for x >= 0,
+    # 1.5e-7 (absolute), and Φ(x) = 1 - erfc(|x|/√2)/2 for x >= 0,
     # erfc(|x|/√2)/2 for x < 0: that is 0.5 + sign(x)·(0.5 - erfc/2), without a branch
     # (choosing by ``where`` cost more than the rest of the block: 5.2 ns of 8.9 a value).
+    # For x < 0 the sum cancels to within float32's step at 0.5 (3e-8 of Φ): GELU(-5)
+    # is -1.49e-6 against -1.43e-6, far inside the parity test's 1e-5.
     z = np.abs(x)
     z *= _SQRT_HALF
     t = z * np.float32(0.3275911)

@@ -214,7 +214,8 @@ class EpisodicMemory:
         now = time.time() if query.now is None else query.now
         return _Named(
             named_in(query.text) if self._levers.named_speakers else frozenset(),
-            windows_named(query.text, now, query.zone) if self._levers.named_dates else [])
+            tuple(windows_named(query.text, now, query.zone)) if self._levers.named_dates
+            else ())
 
     def _searched(
         self, query: RecallQuery, vector: npt.NDArray[np.float32], *, facets_wanted: bool
@@ -275,16 +276,14 @@ class EpisodicMemory:
                 lambda: (cosine_of(only_by_words)
                          if self._levers.cosines_for_word_matches else {}))
 
-        def facets() -> Facets:
-            return (self._store.said_by_and_when(sorted(in_lexical | in_semantic))
-                    if facets_wanted else {})
-
-        (words_found, cosines_found), candidate_facets = both(scores_found, facets)
-        if words_found:
-            lexical = sorted([*lexical, *words_found.items()], key=lambda pair: -pair[1])
-        if cosines_found:
-            semantic = sorted([*semantic, *cosines_found.items()], key=lambda pair: -pair[1])
-        return lexical, semantic, candidate_facets
+        if facets_wanted:
+            (words_found, cosines_found), candidate_facets = both(
+                scores_found,
+                lambda: self._store.said_by_and_when(list(in_lexical | in_semantic)))
+        else:
+            (words_found, cosines_found), candidate_facets = scores_found(), {}
+        return (_best_first(lexical, words_found), _best_first(semantic, cosines_found),
+                candidate_facets)
 
     def forget(self, episode_id: str) -> bool:
         """Delete an episode: its text, FTS row and vectors. False if there was none."""
@@ -441,7 +440,7 @@ class _Named:
     """What a question names: people (first names) and windows of time."""
 
     speakers: frozenset[str]
-    windows: list[tuple[float, float]]
+    windows: tuple[tuple[float, float], ...]
 
     def __bool__(self) -> bool:
         return bool(self.speakers or self.windows)
@@ -457,6 +456,14 @@ def _with_what_the_question_names(fused: dict[int, float], named: _Named,
         fused = with_named_dates(
             fused, {rowid: when for rowid, (_, when) in facets.items()}, named.windows)
     return fused
+
+
+def _best_first(scored: list[tuple[int, float]],
+                more: dict[int, float]) -> list[tuple[int, float]]:
+    """``scored`` with ``more`` (scores of other episodes) merged in, best first."""
+    if not more:
+        return scored
+    return sorted([*scored, *more.items()], key=lambda pair: -pair[1])
 
 
 def _checked(episode: Episode) -> Episode:

@@ -10,15 +10,19 @@ embedded engine's searches are work of this process, already spread over the cor
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Protocol, TypeVar
 
+log = logging.getLogger(__name__)
+
 _First = TypeVar("_First")
 _Second = TypeVar("_Second")
 
-# A serving process answers a few recalls at once; each hands one query here.
+# A serving process answers a few recalls at once; each hands up to two lookups here
+# at a time. When all are busy, a caller runs its second lookup itself (``at_once``).
 MAX_WAITING = 8
 
 _lock = threading.Lock()
@@ -32,14 +36,22 @@ class Both(Protocol):
 
 def at_once(first: Callable[[], _First],
             second: Callable[[], _Second]) -> tuple[_First, _Second]:
-    """``(first(), second())``, the second on a thread of its own meanwhile."""
+    """``(first(), second())``, the second on a thread of its own meanwhile; when no
+    thread was free by the time the first is done, the second runs here (a caller never
+    waits for a thread to start its work)."""
     pending = _waiting_pool().submit(second)
     try:
         done_first = first()
     except BaseException:
-        # Not left running behind the first's error, which is the one raised.
-        wait([pending])
+        # Not left running behind the first's error, which is the one raised (the
+        # second's own error, if any, is logged).
+        if not pending.cancel():
+            wait([pending])
+            if pending.exception() is not None:
+                log.debug("the second of two lookups failed too", exc_info=pending.exception())
         raise
+    if pending.cancel():
+        return done_first, second()
     return done_first, pending.result()
 
 

@@ -33,7 +33,7 @@ def test_thread_context_lifts_the_turn_after_a_strong_hit() -> None:
 
 def test_thread_context_two_turns_away_is_half_and_adds_to_one_turn_away() -> None:
     # 12 is one turn after 11 and two after 10: it gains from each, the best at each
-    # distance only (10 and 30 are both two away from 12; 30 scores higher).
+    # distance only (10 and 30 are both two away from 12; 10 scores higher).
     scores = {10: 1.0, 11: 0.5, 12: 0.0, 30: 0.8}
     lifted = with_thread_context(
         scores, {10: [(12, 2)], 11: [(12, 1)], 30: [(12, 2), (31, 1)]})
