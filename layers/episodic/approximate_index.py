@@ -24,6 +24,7 @@ Decided:
 from __future__ import annotations
 
 import functools
+import glob
 import logging
 import os
 import shutil
@@ -102,7 +103,7 @@ class ApproximateIndex:
     def save(self, path: Path) -> None:
         """Write the graph and its keys as the folder ``path``, replacing any older one."""
         part = path.with_name(f"{path.name}.{os.getpid()}.part")
-        shutil.rmtree(part, ignore_errors=True)
+        _remove(part)
         part.mkdir(mode=0o700)
         self._graph.save(str(part / _GRAPH_FILE))
         np.save(part / _KEYS_FILE, self._keys)
@@ -112,7 +113,7 @@ class ApproximateIndex:
         if path.exists():
             path.rename(old)
         part.rename(path)
-        shutil.rmtree(old, ignore_errors=True)
+        _remove(old)
 
     @classmethod
     def restore(cls, path: Path, dim: int) -> ApproximateIndex | None:
@@ -137,8 +138,19 @@ class ApproximateIndex:
 
 
 def forget_saved(path: Path) -> None:
-    """Delete the saved graph (it holds vectors that were just forgotten)."""
-    shutil.rmtree(path, ignore_errors=True)
+    """Delete the saved graph (it holds vectors that were just forgotten), and what any
+    process left of one while saving (its ``.part`` or ``.old``, if it died there)."""
+    for leftover in [path, *path.parent.glob(f"{glob.escape(path.name)}.*.part"),
+                     *path.parent.glob(f"{glob.escape(path.name)}.*.old")]:
+        _remove(leftover)
+
+
+def _remove(path: Path) -> None:
+    """Delete ``path``, a folder or a file (an older Thoth saved the graph as one file)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def fingerprints(vectors: npt.NDArray[Any]) -> npt.NDArray[np.int64]:

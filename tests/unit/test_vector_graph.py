@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from layers.episodic.approximate_index import ApproximateIndex
+from layers.episodic.approximate_index import ApproximateIndex, forget_saved
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
 from layers.places import Viewer
 
@@ -147,3 +147,23 @@ def test_a_saved_graph_restores_onto_vectors_loaded_in_another_order(
     # A graph file that is not one is set aside with a warning, not trusted.
     (path / "graph.usearch").write_bytes(b"not a graph")
     assert ApproximateIndex.restore(path, DIM) is None
+
+
+def test_forgetting_deletes_the_graph_and_what_a_dead_save_left_of_one(
+    built: tuple[VectorIndex, npt.NDArray[np.float32]], tmp_path: Path,
+) -> None:
+    index, _ = built
+    assert index.graph is not None
+    path = tmp_path / "thoth.db.hnsw"
+    # An older Thoth saved the graph as one file: a save replaces it with the folder.
+    path.write_bytes(b"an older single-file graph")
+    index.graph.save(path)
+    assert path.is_dir() and ApproximateIndex.restore(path, DIM) is not None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["thoth.db.hnsw"]
+    # A process that died while saving left its half-written folder and the old file.
+    (tmp_path / "thoth.db.hnsw.123.part").mkdir()
+    (tmp_path / "thoth.db.hnsw.123.part" / "graph.usearch").write_bytes(b"vectors")
+    (tmp_path / "thoth.db.hnsw.456.old").write_bytes(b"vectors")
+    (tmp_path / "thoth.db").write_bytes(b"the store itself")
+    forget_saved(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["thoth.db"]
