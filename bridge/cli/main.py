@@ -30,6 +30,7 @@ from bridge.cli import (
     doctor,
     episodes,
     init,
+    mcp,
     migrate,
     notes,
     people,
@@ -87,6 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     reflect.register(commands)
     worker.register(commands)
     migrate.register(commands)
+    mcp.register(commands)
     return parser
 
 

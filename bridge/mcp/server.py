@@ -1,0 +1,131 @@
+"""The MCP server's tools, for one asker: recall, what Thoth knows about them, and the
+team's skills. Each call is written to the audit log; bad input is the protocol's tool
+error with one line, and changes nothing.
+
+Tools run on worker threads (``anyio.to_thread``): recall embeds the query and reads
+the database, which the server's event loop must not wait on.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from bridge.app import Thoth
+from bridge.mcp.asker import Asker
+from layers.episodic.episode import Hit
+from layers.errors import BadInput
+from layers.procedural.skills import render_skill_md
+
+# As many as a Slack turn's recall reads at most: a client asking for more gets this.
+MAX_RESULTS = 20
+ORIGIN = "mcp stdio"
+
+
+def mcp_server(app: Thoth, asker: Asker) -> MCPServer:
+    """The server ``asker`` talks to: every tool reads as they may read."""
+    server = MCPServer(
+        name="thoth",
+        instructions=(
+            "Thoth is a team's memory from Slack: what was said and decided, what it "
+            "knows about the person asking, and the team's skills (procedures). Recall "
+            "before asking the person something the team may already have settled."
+        ),
+    )
+    tools = AskersTools(app, asker)
+    server.tool(description=(
+        "Search the team's memory (Slack conversations Thoth took part in) for what is"
+        " relevant to the query, as the person asking may read it: their own DMs with"
+        " Thoth and the public channels of their workspace. Each result says who said"
+        " it, when and where."))(tools.recall)
+    server.tool(description=(
+        "What Thoth's identity memory holds about the person asking (facts learned in"
+        " conversation, with ids). Only ever about themselves."))(tools.what_do_you_know_about_me)
+    server.tool(description=(
+        "The team's skills: procedures Thoth follows, each with its name and what it is"
+        " for. Read one with get_skill."))(tools.list_skills)
+    server.tool(description=(
+        "One skill of the team's, whole: its SKILL.md (front matter and instructions),"
+        " to follow as the team does."))(tools.get_skill)
+    return server
+
+
+class AskersTools:
+    """The tools, bound to who asks."""
+
+    def __init__(self, app: Thoth, asker: Asker) -> None:
+        self._app = app
+        self._asker = asker
+
+    def _audited(self, action: str, target: str, detail: str = "") -> None:
+        self._app.audit.record(actor=self._asker.actor, action=f"mcp.{action}",
+                               target=target, origin=ORIGIN, detail=detail)
+
+    async def recall(self, query: str, k: int = 5) -> list[dict[str, Any]]:
+        if not 1 <= k <= MAX_RESULTS:
+            raise ToolError(f"k is a number from 1 to {MAX_RESULTS}")
+
+        def search() -> list[Hit]:
+            try:
+                hits = self._app.episodic.recall(query, self._asker.viewer, k=k)
+            except BadInput as error:
+                raise ToolError(str(error)) from error
+            self._audited("recall", query, f"{len(hits)} results")
+            return hits
+
+        return [_result(hit) for hit in await anyio.to_thread.run_sync(search)]
+
+    async def what_do_you_know_about_me(self) -> list[dict[str, Any]]:
+        identity = self._app.identity
+        if identity is None:
+            raise ToolError("identity memory is off here (HONCHO_DISABLED): nothing is"
+                            " kept about anyone")
+        person = self._asker.person
+        facts = await identity.facts(person, self._asker.viewer)
+        await anyio.to_thread.run_sync(
+            lambda: self._audited("about_me", person.key, f"{len(facts)} facts"))
+        return [{"id": fact.id, "fact": fact.text, "learned": _when(fact.at)}
+                for fact in facts]
+
+    async def list_skills(self) -> list[dict[str, str]]:
+        def listed() -> list[dict[str, str]]:
+            skills = self._app.skills.skills()
+            self._audited("list_skills", "skills", f"{len(skills)} skills")
+            return [{"name": slug, "description": skill.description}
+                    for slug, skill in sorted(skills.items())]
+
+        return await anyio.to_thread.run_sync(listed)
+
+    async def get_skill(self, name: str) -> str:
+        def read() -> str:
+            skill = self._app.skills.get(name)
+            if skill is None:
+                raise ToolError(f"no skill {name!r}; list_skills names them")
+            self._audited("get_skill", name)
+            return render_skill_md(skill.slug, skill.description, skill.body)
+
+        return await anyio.to_thread.run_sync(read)
+
+
+def _result(hit: Hit) -> dict[str, Any]:
+    episode = hit.episode
+    place = "a DM with Thoth" if episode.channel_type == "im" else (
+        f"{episode.channel_type} channel {episode.channel}")
+    return {
+        "id": episode.id,
+        "said_by": episode.user_name or episode.user,
+        "when": _when(episode.created_at),
+        "where": place,
+        "thread": episode.thread_ts,
+        "text": episode.user_text,
+        "reply_summary": episode.summary,
+        "score": round(hit.score, 4),
+    }
+
+
+def _when(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).isoformat(timespec="seconds")

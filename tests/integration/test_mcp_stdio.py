@@ -1,0 +1,162 @@
+"""`thoth mcp` over stdio, driven by the MCP SDK's own client as Claude Code or Cursor
+would start it: each tool, what each asker may read, the protocol's errors, the audit."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from bridge.all_tables import ALL_SCHEMAS
+from bridge.cli.main import main
+from layers.audit.log import AuditLog
+from layers.embedding.embedder import MiniLMEmbedder
+from layers.identity.local.backend import LocalIdentity
+from layers.identity.protocol import Person
+from layers.procedural.skills import split_front_matter
+from layers.storage.engines import open_sqlite
+
+LAUNCH = [
+    # U1's own DM with Thoth, U2's, a public channel, a private channel, another workspace.
+    ("dm-u1", "The launch codename is Bluebird, keep it quiet", "T1", "D1", "im", "U1"),
+    ("dm-u2", "The launch codename is Redwing, only between us", "T1", "D2", "im", "U2"),
+    ("public", "The launch is on March 3rd, announced in general", "T1", "C1", "public", "U2"),
+    ("private", "The launch budget is forty thousand", "T1", "G1", "private", "U1"),
+    ("elsewhere", "The launch codename is Greyhound", "T2", "C9", "public", "U7"),
+]
+
+
+def _seed(home: Path, tmp_path: Path) -> None:
+    lines = [
+        {"id": episode_id, "user_text": text, "summary": "", "team": team,
+         "channel": channel, "channel_type": kind, "user": user, "user_name": user,
+         "created_at": "2026-11-20T10:00:00+00:00"}
+        for episode_id, text, team, channel, kind, user in LAUNCH
+    ]
+    episodes = tmp_path / "episodes.jsonl"
+    episodes.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    out = io.StringIO()
+    assert main(["episodes", "import", str(episodes)], stdout=out, stderr=out) == 0, (
+        out.getvalue())
+    db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
+    identity = LocalIdentity(db, MiniLMEmbedder())
+    asyncio.run(identity.observe(Person("T1", "U1"), ["prefers tea to coffee"],
+                                 session_id=None, source="test"))
+    asyncio.run(identity.observe(Person("T1", "U2"), ["is allergic to peanuts"],
+                                 session_id=None, source="test"))
+    db.close()
+
+
+def _server(home: Path, *asker: str) -> StdioServerParameters:
+    env = {name: value for name, value in os.environ.items()
+           if not name.startswith(("SLACK_", "ANTHROPIC_", "HONCHO_"))}
+    env.update(THOTH_HOME=str(home), HF_HUB_OFFLINE="1")
+    return StdioServerParameters(command=sys.executable,
+                                 args=["-m", "bridge", "mcp", *asker], env=env)
+
+
+async def _session_calls(params: StdioServerParameters,
+                         calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    results = []
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        results.append(sorted(tool.name for tool in (await session.list_tools()).tools))
+        for name, arguments in calls:
+            results.append(await session.call_tool(name, arguments))
+    return results
+
+
+def _structured(result: Any) -> Any:
+    assert not result.is_error, result.content
+    return result.structured_content["result"]
+
+
+def _text(result: Any) -> str:
+    return " ".join(part.text for part in result.content)
+
+
+def test_each_tool_reads_as_its_asker_may_and_bad_input_is_one_clear_error(
+    isolated_environment: Path, tmp_path: Path,
+) -> None:
+    home = isolated_environment
+    _seed(home, tmp_path)
+    calls: list[tuple[str, dict[str, Any]]] = [
+        ("recall", {"query": "what is the launch codename?", "k": 10}),
+        ("what_do_you_know_about_me", {}),
+        ("list_skills", {}),
+        ("recall", {"query": "   "}),
+        ("recall", {"query": "launch", "k": 500}),
+        ("get_skill", {"name": "no-such-skill"}),
+        ("recall", {}),
+        ("forget_everything", {}),
+    ]
+    tools, found, about_me, skills, empty, too_many, no_skill, missing, unknown = (
+        asyncio.run(_session_calls(_server(home, "--team", "T1", "--user", "U1"), calls)))
+
+    assert tools == ["get_skill", "list_skills", "recall", "what_do_you_know_about_me"]
+    # U1 reads their own DM and the public channel: never U2's DM, nor another
+    # workspace, nor (over stdio, with no Slack to ask) a private channel.
+    results = _structured(found)
+    assert {result["id"] for result in results} == {"dm-u1", "public"}
+    mine = next(result for result in results if result["id"] == "dm-u1")
+    assert mine["where"] == "a DM with Thoth" and mine["said_by"] == "U1"
+    assert mine["when"] == "2026-11-20T10:00:00+00:00"
+    assert [fact["fact"] for fact in _structured(about_me)] == ["prefers tea to coffee"]
+    shipped = {skill["name"] for skill in _structured(skills)}
+    assert shipped  # the brain's skills, as `thoth skills list` shows them
+
+    assert empty.is_error and _text(empty) == "Error executing tool recall: the query is empty"
+    assert too_many.is_error and "k is a number from 1 to 20" in _text(too_many)
+    assert no_skill.is_error and "no skill 'no-such-skill'" in _text(no_skill)
+    assert missing.is_error and "query" in _text(missing)
+    assert unknown.is_error and "forget_everything" in _text(unknown)
+
+    # U2 over the same home: their DM, not U1's; their own facts only.
+    _, theirs, their_facts = asyncio.run(_session_calls(
+        _server(home, "--team", "T1", "--user", "U2"),
+        [("recall", {"query": "what is the launch codename?", "k": 10}),
+         ("what_do_you_know_about_me", {})]))
+    assert {result["id"] for result in _structured(theirs)} == {"dm-u2", "public"}
+    assert [fact["fact"] for fact in _structured(their_facts)] == ["is allergic to peanuts"]
+
+    # Every call that read memory is in the audit log, with who asked.
+    db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
+    entries = AuditLog(db).entries(action="mcp")
+    db.close()
+    asked = [(entry.actor, entry.action) for entry in reversed(entries)]
+    assert asked == [("slack:U1", "mcp.recall"), ("slack:U1", "mcp.about_me"),
+                     ("slack:U1", "mcp.list_skills"), ("slack:U2", "mcp.recall"),
+                     ("slack:U2", "mcp.about_me")]
+    assert all(entry.origin == "mcp stdio" for entry in entries)
+
+
+def test_a_skill_is_read_whole_and_the_terminal_user_is_the_default_asker(
+    isolated_environment: Path, tmp_path: Path,
+) -> None:
+    home = isolated_environment
+    _seed(home, tmp_path)
+    _, listed, launch = asyncio.run(_session_calls(
+        _server(home), [("list_skills", {}), ("recall", {"query": "launch codename"})]))
+    # The terminal's user reads the local workspace: none of T1's or T2's memory.
+    assert _structured(launch) == []
+    first = _structured(listed)[0]
+    _, read = asyncio.run(_session_calls(_server(home),
+                                         [("get_skill", {"name": first["name"]})]))
+    front, body = split_front_matter(_structured(read))
+    assert front == {"name": first["name"], "description": first["description"]}
+    assert body
+
+
+def test_team_without_user_is_refused_with_one_line(isolated_environment: Path) -> None:
+    err = io.StringIO()
+    assert main(["mcp", "--team", "T1"], stdout=io.StringIO(), stderr=err) == 2
+    assert err.getvalue().strip().splitlines() == [
+        "error: --team needs --user: the Slack user who asks in that workspace"]
+
