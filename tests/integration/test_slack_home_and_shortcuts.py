@@ -147,5 +147,7 @@ def test_forget_this_forgets_the_askers_own_exchange_only(harness: Harness) -> N
     assert harness.thoth.episodic.store.get(episode_id) is not None
     assert _interaction(harness, _shortcut(FORGET_THIS, "U1", reply)) == 200
     wait_until(lambda: harness.thoth.episodic.store.get(episode_id) is None)
+    # The audit line is written just after the episode is gone (forget_exchange.py).
+    wait_until(lambda: bool(harness.thoth.audit.entries(action="episode")))
     (entry,) = harness.thoth.audit.entries(action="episode")
     assert (entry.actor, entry.action) == ("slack:U1", "episode.forget")
