@@ -175,7 +175,8 @@ class EpisodicMemory:
 
     def search(self, query: RecallQuery, vector: npt.NDArray[np.float32], *, k: int) -> list[Hit]:
         """Recall with the query already embedded (what the latency benchmark times)."""
-        named = self._named_in(query)
+        now = time.time() if query.now is None else query.now
+        named = self._named_in(query, now)
         lexical, semantic, facets = self._searched(query, vector, facets_wanted=bool(named))
         # Min-max scaling makes the best candidate look relevant however poor it is: an
         # episode is a candidate only when it shares a word with the query or comes
@@ -193,7 +194,6 @@ class EpisodicMemory:
         )
         ranked = sorted(scores, key=scores.__getitem__, reverse=True)[: k + RERANK_SLACK]
         episodes = self._store.by_rowids(ranked)
-        now = time.time() if query.now is None else query.now
         hits = [
             Hit(
                 episode,
@@ -209,9 +209,8 @@ class EpisodicMemory:
         hits.sort(key=lambda hit: hit.score, reverse=True)
         return hits[:k]
 
-    def _named_in(self, query: RecallQuery) -> _Named:
+    def _named_in(self, query: RecallQuery, now: float) -> _Named:
         """Who and when the question names, as far as the levers look."""
-        now = time.time() if query.now is None else query.now
         return _Named(
             named_in(query.text) if self._levers.named_speakers else frozenset(),
             tuple(windows_named(query.text, now, query.zone)) if self._levers.named_dates
