@@ -99,9 +99,12 @@ PREWARM_SETTLED_READS = 500
 # The store's own INSERTs, as COPY: the same columns, the rowids from the same identity.
 EPISODES_COPY = f"COPY episodes ({EPISODE_COLUMNS}, embedding_model) FROM STDIN"
 VECTORS_COPY = "COPY episode_vectors (episode_rowid, chunk, vector) FROM STDIN (FORMAT BINARY)"
-# Room for a million 384-dimension vectors' graph (about 2 GB), so pgvector builds it in
-# memory: past maintenance_work_mem it goes on on disk, many times slower.
-HNSW_BUILD_MEMORY = "4GB"
+# Room for the graph, so pgvector builds it in memory: past maintenance_work_mem it goes on
+# on disk, many times slower. A million episodes are about 2.5M sentence vectors: with 4 GB
+# the build spilled at about 2.2M and ran past 80 minutes; with 9 GB it took 22 (pgvector
+# 0.6.2, two cores). About 3.5 KB a 384-dimension vector holds its graph with room.
+HNSW_BUILD_BYTES_PER_VECTOR = 3_500
+HNSW_BUILD_MEMORY_FLOOR_MB = 1_024
 
 
 def load_locomo() -> tuple[list[str], list[str]]:
@@ -248,7 +251,9 @@ def copy_into_postgres(url: str, batches: Iterator[list[StoredChunks]], embeddin
         ).fetchone()
         if row is None or (int(row[0]), int(row[1])) != (size, 0):
             raise SystemExit(f"COPY gave unexpected rowids (episodes, mismatched): {row}")
-        conn.execute(f"SET maintenance_work_mem = '{HNSW_BUILD_MEMORY}'")
+        vectors = int(conn.execute("SELECT count(*) FROM episode_vectors").fetchone()[0])
+        megabytes = max(HNSW_BUILD_MEMORY_FLOOR_MB, vectors * HNSW_BUILD_BYTES_PER_VECTOR >> 20)
+        conn.execute(f"SET maintenance_work_mem = '{megabytes}MB'")
         for _, definition, _ in deferred:
             conn.execute(definition)
 
