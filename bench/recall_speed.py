@@ -27,7 +27,7 @@ that serves recall all day has its pages in memory, one started for the run has 
 
 PostgreSQL is a real server started as the tests start it (``tests/postgres.py``, the
 ``pgserver`` wheel), with ``shared_buffers`` set to hold the HNSW index as docs/deployment.md
-Deployment asks (``--pg-shared-buffers``, default 6GB: the HNSW index and the rows it
+Deployment asks (``--pg-shared-buffers``, default 10GB: the HNSW index and the rows it
 leads to, for both sizes' databases; the wheel's own 128 MB makes every search read
 pages from outside the server), and a fresh database per size. It is filled
 with ``COPY`` into the tables the migrations made, rows identical to what
@@ -40,7 +40,7 @@ autovacuum would have done.
 
     python bench/recall_speed.py [--sizes 10000,100000,1000000]
         [--engines sqlite,postgresql] [--queries 300] [--workdir DIR] [--no-embedding]
-        [--pg-shared-buffers 6GB]
+        [--pg-shared-buffers 10GB]
 """
 
 from __future__ import annotations
@@ -456,8 +456,8 @@ class PostgresDatabases:
 
         directory.mkdir(parents=True, exist_ok=True)
         self._server = PostgresForTests(directory)
-        # docs/deployment.md: shared_buffers to hold what recall reads (about 3.4 GB
-        # at a million episodes); the setting takes a restart.
+        # docs/deployment.md: shared_buffers to hold what recall reads (6 GB did not at a
+        # million episodes, 10 GB did); the setting takes a restart.
         if not self._has_shared_buffers(shared_buffers):
             with psycopg.connect(self._server.admin_url, autocommit=True) as conn:
                 conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
@@ -560,8 +560,8 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, help="keep the databases here (reused if present)")
     parser.add_argument("--pg-load", choices=("copy", "stores"), default="copy",
                         help="fill PostgreSQL by COPY (default) or through EpisodeStore.insert")
-    parser.add_argument("--pg-shared-buffers", default="6GB",
-                        help="PostgreSQL's shared_buffers (default 6GB: what recall reads of the"
+    parser.add_argument("--pg-shared-buffers", default="10GB",
+                        help="PostgreSQL's shared_buffers (default 10GB: what recall reads of the"
                              " 1M and 100k databases, 3.4 and 0.6 GB)")
     parser.add_argument("--no-embedding", action="store_true",
                         help="skip the query-embedding and import figures")
