@@ -562,7 +562,7 @@ def main() -> None:
                         help="fill PostgreSQL by COPY (default) or through EpisodeStore.insert")
     parser.add_argument("--pg-shared-buffers", default="10GB",
                         help="PostgreSQL's shared_buffers (default 10GB: what recall reads of the"
-                             " 1M and 100k databases, 3.4 and 0.6 GB)")
+                             " 1M database: 6GB did not hold it, 10GB did)")
     parser.add_argument("--no-embedding", action="store_true",
                         help="skip the query-embedding and import figures")
     args = parser.parse_args()
