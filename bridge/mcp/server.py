@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from bridge.app import Thoth
 from bridge.mcp.asker import Asker
+from bridge.pipeline.episodes_block import where_said
 from layers.episodic.episode import Hit
 from layers.errors import BadInput
 from layers.procedural.skills import render_skill_md
@@ -113,8 +114,9 @@ class AskersTools:
 
 def _result(hit: Hit) -> dict[str, Any]:
     episode = hit.episode
-    place = "a DM with Thoth" if episode.channel_type == "im" else (
-        f"{episode.channel_type} channel {episode.channel}")
+    # The asker's only DMs they may read are their own with Thoth: say so.
+    place = ("a DM with Thoth" if episode.channel_type == "im"
+             else where_said(episode.channel_type, episode.channel))
     return {
         "id": episode.id,
         "said_by": episode.user_name or episode.user,
