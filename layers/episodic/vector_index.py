@@ -36,8 +36,9 @@ APPROXIMATE_FROM = 50_000
 # be one episode's, some not visible), then four times as many each round.
 FIRST_ASK_PER_EPISODE = 8
 MIN_FIRST_ASK = 200
-# Vectors fingerprinted at a time when a saved graph is matched to them (about 77 MB).
-_PRINT_SLICE = 50_000
+# Vectors copied out to be fingerprinted at a time when a saved graph is matched to them
+# (about 13 MB; at 50,000 the copy was 77 MB of a restart's peak).
+_PRINT_SLICE = 8_192
 
 
 @dataclass(frozen=True)
