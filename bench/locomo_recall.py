@@ -377,14 +377,34 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="the store: the home's SQLite file, or a PostgreSQL started for the run",
     )
     parser.add_argument(
+        "--held-out", action="store_true",
+        help="--data is LoCoMo's whole data/locomo10.json: measure only the conversations"
+             " that are not the development five (the issue's 'unseen conversations')",
+    )
+    parser.add_argument(
         "--levers", default=None,
         help="RECALL_LEVERS for the run (all, none, or names: layers/episodic/levers.py)",
     )
     return parser.parse_args(argv)
 
 
-def run(data_path: Path, work: Path, home: Path, extra_env: Mapping[str, str]) -> None:
+def held_out(samples: list[dict[str, Any]],
+             development_data: Path = DEFAULT_DATA) -> list[dict[str, Any]]:
+    """The conversations of ``samples`` that are not among the development ones. They stay
+    off this repository (CC BY-NC): fetch snap-research/LoCoMo's ``data/locomo10.json``."""
+    development = {sample["sample_id"] for sample in
+                   json.loads(development_data.read_text(encoding="utf-8"))}
+    unseen = [sample for sample in samples if sample["sample_id"] not in development]
+    if not unseen:
+        raise BenchError(f"every conversation of --data is a development one ({development_data})")
+    return unseen
+
+
+def run(data_path: Path, work: Path, home: Path, extra_env: Mapping[str, str],
+        *, only_held_out: bool = False) -> None:
     samples: list[dict[str, Any]] = json.loads(data_path.read_text(encoding="utf-8"))
+    if only_held_out:
+        samples = held_out(samples)
     skips = SkipCounts()
     episodes: list[dict[str, str]] = []
     queries: list[Query] = []
@@ -447,11 +467,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             (work / "postgres").mkdir()
             server = PostgresForTests(work / "postgres")
             try:
-                run(args.data, work, home, {**extra_env, "DATABASE_URL": server.fresh_database()})
+                run(args.data, work, home, {**extra_env, "DATABASE_URL": server.fresh_database()},
+                    only_held_out=args.held_out)
             finally:
                 server.stop()
         else:
-            run(args.data, work, home, extra_env)
+            run(args.data, work, home, extra_env, only_held_out=args.held_out)
     except (BenchError, OSError, ValueError) as error:
         print(f"locomo_recall: error: {error}", file=sys.stderr)
         return 1

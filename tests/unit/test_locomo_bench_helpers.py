@@ -67,3 +67,14 @@ def test_recall_at_k_counts_the_evidence_fraction_in_the_top_k() -> None:
     assert bench.recall_at_k(["a", "b"], ranked, 1) == 0.5
     assert bench.recall_at_k(["a", "b"], ranked, 3) == 1.0
     assert bench.recall_at_k(["z"], ranked, 10) == 0.0
+
+
+def test_held_out_keeps_only_the_conversations_not_in_development(tmp_path: Path) -> None:
+    development = tmp_path / "dev.json"
+    development.write_text('[{"sample_id": "conv-26"}, {"sample_id": "conv-30"}]')
+    samples = [{"sample_id": name} for name in ("conv-26", "conv-44", "conv-30", "conv-47")]
+
+    assert [s["sample_id"] for s in bench.held_out(samples, development)] == [
+        "conv-44", "conv-47"]
+    with pytest.raises(bench.BenchError, match="development"):
+        bench.held_out(samples[:1], development)
