@@ -10,7 +10,9 @@ from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
+from bridge.console.links import console_links
 from bridge.mcp.asker import Asker
+from bridge.mcp.note_places import NotePlaces
 from layers.errors import BadInput
 from layers.places import LOCAL_TEAM
 
@@ -32,7 +34,7 @@ def run_mcp(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     from bridge.mcp.server import mcp_server
 
     asker = asker_of(args)
-    server = mcp_server(app, asker)
+    server = mcp_server(app, asker, note_places(app))
     # Standard output is the protocol's channel: the process's own, not the redacting
     # wrapper every other command prints through (what goes out is stored memory,
     # redacted when it was stored). Logs go to standard error.
@@ -47,3 +49,13 @@ def asker_of(args: argparse.Namespace) -> Asker:
     if args.team:
         return Asker(args.team, args.user)
     return Asker(LOCAL_TEAM, args.user or login_name())
+
+
+def note_places(app: Thoth) -> NotePlaces:
+    """Slack vouches for channels and shows cards where the bot token is set."""
+    slack = None
+    if app.settings.slack_bot_token is not None:
+        from bridge.slack.web import build_web_client
+
+        slack = build_web_client(app.settings)
+    return NotePlaces(slack, app.db, console_links(app.settings.console_url))

@@ -1,6 +1,6 @@
-"""The MCP server's tools, for one asker: recall, what Thoth knows about them, and the
-team's skills. Each call is written to the audit log; bad input is the protocol's tool
-error with one line, and changes nothing.
+"""The MCP server's tools, for one asker: recall, what Thoth knows about them, a memory
+note proposed (``remember``), and the team's skills. Each call is written to the audit
+log; bad input is the protocol's tool error with one line, and changes nothing.
 
 Tools run on worker threads (``anyio.to_thread``): recall embeds the query and reads
 the database, which the server's event loop must not wait on.
@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from bridge.app import Thoth
 from bridge.mcp.asker import Asker
+from bridge.mcp.note_places import DM, NotePlaces
 from bridge.pipeline.episodes_block import where_said
 from layers.episodic.episode import Hit
 from layers.errors import BadInput
@@ -27,7 +28,7 @@ MAX_RESULTS = 20
 ORIGIN = "mcp stdio"
 
 
-def mcp_server(app: Thoth, asker: Asker) -> MCPServer:
+def mcp_server(app: Thoth, asker: Asker, places: NotePlaces) -> MCPServer:
     """The server ``asker`` talks to: every tool reads as they may read."""
     server = MCPServer(
         name="thoth",
@@ -37,7 +38,7 @@ def mcp_server(app: Thoth, asker: Asker) -> MCPServer:
             "before asking the person something the team may already have settled."
         ),
     )
-    tools = AskersTools(app, asker)
+    tools = AskersTools(app, asker, places)
     server.tool(description=(
         "Search the team's memory (Slack conversations Thoth took part in) for what is"
         " relevant to the query, as the person asking may read it: their own DMs with"
@@ -46,6 +47,12 @@ def mcp_server(app: Thoth, asker: Asker) -> MCPServer:
     server.tool(description=(
         "What Thoth's identity memory holds about the person asking (facts learned in"
         " conversation, with ids). Only ever about themselves."))(tools.what_do_you_know_about_me)
+    server.tool(description=(
+        "Propose a memory note: one line the team should keep in mind (a decision, who"
+        " owns what, how something is done). It waits for a founder's approval, as a note"
+        " proposed in Slack does, then Thoth keeps it where it was proposed. where: 'dm'"
+        " (your DM with Thoth: only you) or a public channel's id (everyone in the"
+        " workspace)."))(tools.remember)
     server.tool(description=(
         "The team's skills: procedures Thoth follows, each with its name and what it is"
         " for. Read one with get_skill."))(tools.list_skills)
@@ -58,9 +65,10 @@ def mcp_server(app: Thoth, asker: Asker) -> MCPServer:
 class AskersTools:
     """The tools, bound to who asks."""
 
-    def __init__(self, app: Thoth, asker: Asker) -> None:
+    def __init__(self, app: Thoth, asker: Asker, places: NotePlaces) -> None:
         self._app = app
         self._asker = asker
+        self._places = places
 
     def _audited(self, action: str, target: str, detail: str = "") -> None:
         self._app.audit.record(actor=self._asker.actor, action=f"mcp.{action}",
@@ -92,6 +100,28 @@ class AskersTools:
         return [{"id": fact.id, "fact": fact.text, "learned": _when(fact.at)}
                 for fact in facts]
 
+    async def remember(self, text: str, where: str = DM) -> dict[str, str]:
+        asker = self._asker
+
+        def propose() -> dict[str, str]:
+            try:
+                place = self._places.place(asker, where)
+                note = self._app.notes.propose(
+                    text, place, user=asker.user, author_name=self._places.name_of(asker),
+                    source="MCP",
+                    session_id=None, speakers=[asker.user])
+            except BadInput as error:
+                raise ToolError(str(error)) from error
+            self._audited("remember", f"note:{note.id}", note.status)
+            if note.status == "proposed":
+                self._places.post_card(note, asker)
+            waiting = note.status == "proposed"
+            return {"id": note.id, "text": note.text, "where": _place_said(place.channel_type,
+                                                                           place.channel),
+                    "status": "waiting for a founder's approval" if waiting else note.status}
+
+        return await anyio.to_thread.run_sync(propose)
+
     async def list_skills(self) -> list[dict[str, str]]:
         def listed() -> list[dict[str, str]]:
             skills = self._app.skills.skills()
@@ -112,11 +142,14 @@ class AskersTools:
         return await anyio.to_thread.run_sync(read)
 
 
+def _place_said(channel_type: str, channel: str) -> str:
+    # The asker's only DMs they may read or write are their own with Thoth: say so.
+    return "a DM with Thoth" if channel_type == "im" else where_said(channel_type, channel)
+
+
 def _result(hit: Hit) -> dict[str, Any]:
     episode = hit.episode
-    # The asker's only DMs they may read are their own with Thoth: say so.
-    place = ("a DM with Thoth" if episode.channel_type == "im"
-             else where_said(episode.channel_type, episode.channel))
+    place = _place_said(episode.channel_type, episode.channel)
     return {
         "id": episode.id,
         "said_by": episode.user_name or episode.user,

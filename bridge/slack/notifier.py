@@ -46,9 +46,12 @@ class SlackNotifier:
             **note_card_message(note, self._console),
         )
         ts = str(response["ts"])
-        self._note_cards.record(note.id, channel=place.channel, ts=ts)
+        # Posted to a user id, the card is in that person's DM: Slack answers with the
+        # DM's own channel id, which the reactions on the card will name.
+        channel = str(response.get("channel") or place.channel)
+        self._note_cards.record(note.id, channel=channel, ts=ts)
         for name in NOTE_CARD_REACTIONS:
-            self._client.reactions_add(channel=place.channel, timestamp=ts, name=name)
+            self._client.reactions_add(channel=channel, timestamp=ts, name=name)
 
     def dm_founder(self, founder: str, text: str) -> None:
         if not dm_founders(self._client, [founder], text):

@@ -20,6 +20,8 @@ from layers.audit.log import AuditLog
 from layers.embedding.embedder import MiniLMEmbedder
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.protocol import Person
+from layers.notes.store import NoteStore
+from layers.places import Viewer
 from layers.procedural.skills import split_front_matter
 from layers.storage.engines import open_sqlite
 
@@ -54,10 +56,11 @@ def _seed(home: Path, tmp_path: Path) -> None:
     db.close()
 
 
-def _server(home: Path, *asker: str) -> StdioServerParameters:
+def _server(home: Path, *asker: str, **settings: str) -> StdioServerParameters:
+    """``settings``: environment variables of the test's own (a Slack to talk to)."""
     env = {name: value for name, value in os.environ.items()
            if not name.startswith(("SLACK_", "ANTHROPIC_", "HONCHO_"))}
-    env.update(THOTH_HOME=str(home), HF_HUB_OFFLINE="1")
+    env.update(THOTH_HOME=str(home), HF_HUB_OFFLINE="1", **settings)
     return StdioServerParameters(command=sys.executable,
                                  args=["-m", "bridge", "mcp", *asker], env=env)
 
@@ -75,7 +78,9 @@ async def _session_calls(params: StdioServerParameters,
 
 def _structured(result: Any) -> Any:
     assert not result.is_error, result.content
-    return result.structured_content["result"]
+    # The SDK wraps a tool's list or string as {"result": …}; an object comes as itself.
+    content = result.structured_content
+    return content["result"] if set(content) == {"result"} else content
 
 
 def _text(result: Any) -> str:
@@ -100,7 +105,8 @@ def test_each_tool_reads_as_its_asker_may_and_bad_input_is_one_clear_error(
     tools, found, about_me, skills, empty, too_many, no_skill, missing, unknown = (
         asyncio.run(_session_calls(_server(home, "--team", "T1", "--user", "U1"), calls)))
 
-    assert tools == ["get_skill", "list_skills", "recall", "what_do_you_know_about_me"]
+    assert tools == ["get_skill", "list_skills", "recall", "remember",
+                     "what_do_you_know_about_me"]
     # U1 reads their own DM and the public channel: never U2's DM, nor another
     # workspace, nor (over stdio, with no Slack to ask) a private channel.
     results = _structured(found)
@@ -160,3 +166,48 @@ def test_team_without_user_is_refused_with_one_line(isolated_environment: Path) 
     assert err.getvalue().strip().splitlines() == [
         "error: --team needs --user: the Slack user who asks in that workspace"]
 
+
+
+# Assembled here so this file holds no literal token (tests/secret_corpus.py's habit).
+GITHUB_TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+def test_remember_proposes_a_redacted_note_in_the_askers_dm_that_waits_for_a_founder(
+    isolated_environment: Path, tmp_path: Path,
+) -> None:
+    home = isolated_environment
+    _seed(home, tmp_path)
+    _, proposed, channel, empty = asyncio.run(_session_calls(
+        _server(home, "--team", "T1", "--user", "U1"),
+        [("remember", {"text": f"Deploys use the bot key {GITHUB_TOKEN} from the vault"}),
+         ("remember", {"text": "Fridays are quiet", "where": "C1"}),
+         ("remember", {"text": "   "})]))
+
+    note = _structured(proposed)
+    assert note["status"] == "waiting for a founder's approval"
+    assert note["where"] == "a DM with Thoth"
+    assert GITHUB_TOKEN not in note["text"] and "[REDACTED:github-token]" in note["text"]
+    # No Slack configured: nothing can vouch for a channel, so only the DM is offered.
+    assert channel.is_error and "no Slack workspace is configured" in _text(channel)
+    assert empty.is_error and _text(empty).endswith("a memory note needs some text")
+
+    db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
+    try:
+        store = NoteStore(db)
+        assert [(n.id, n.status, n.user) for n in store.listed(None)] == [
+            (note["id"], "proposed", "U1")]
+        # Secrets never reach storage: not the database file, nor its write-ahead log.
+        stored = b"".join(path.read_bytes() for path in home.glob("thoth.db*"))
+        assert GITHUB_TOKEN.encode() not in stored
+        out = io.StringIO()
+        assert main(["notes", "approve", note["id"], "--by", "fia"], stdout=out,
+                    stderr=out) == 0, out.getvalue()
+        # Kept, it is U1's standing memory in any DM of theirs with Thoth, and no one else's.
+        assert [n.id for n in store.kept_for(Viewer("T1", "D1", "im", "U1"))] == [note["id"]]
+        assert store.kept_for(Viewer("T1", "D2", "im", "U2")) == []
+        assert store.kept_for(Viewer("T1", "C1", "public", "U2")) == []
+        entries = [(e.actor, e.action, e.target, e.detail)
+                   for e in AuditLog(db).entries(action="mcp.remember")]
+    finally:
+        db.close()
+    assert entries == [("slack:U1", "mcp.remember", f"note:{note['id']}", "proposed")]
