@@ -6,9 +6,6 @@ at the call), not on Thoth's memory of it: a channel made private or archived si
 Thoth last heard it must not take a note meant for everyone. Without a Slack token
 nothing can vouch for a channel, so only the DM is offered. Private channels and group
 DMs wait for membership checks (over HTTP, with a person's token).
-
-The card a founder approves with ✅ goes where the note was proposed, as a 🧠 card does:
-in the channel, or in the person's DM with Thoth.
 """
 
 from __future__ import annotations
@@ -18,14 +15,11 @@ from typing import TYPE_CHECKING
 
 from bridge.mcp.asker import Asker
 from layers.errors import BadInput
-from layers.notes.store import Note
 from layers.places import Place
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
 
-    from bridge.console.links import ConsoleLinks
-    from layers.storage.database import Database
 
 DM = "dm"
 
@@ -35,8 +29,6 @@ class NotePlaces:
     """``slack``: the bot's client, None where Slack is not configured."""
 
     slack: WebClient | None
-    db: Database
-    console: ConsoleLinks | None = None
 
     def place(self, asker: Asker, where: str) -> Place:
         """The place ``where`` names (``dm``, or a channel id), if ``asker`` may write there."""
@@ -75,15 +67,3 @@ class NotePlaces:
         profile = user.get("profile") or {}
         return str(profile.get("display_name") or user.get("real_name") or user.get("name")
                    or asker.user)
-
-    def post_card(self, note: Note, asker: Asker) -> None:
-        """The note's ✅ / ❌ card where it was proposed (none without Slack)."""
-        if self.slack is None or asker.local:
-            return
-        from bridge.slack.notifier import SlackNotifier
-
-        place = note.place
-        # A user id as the channel opens the person's DM with Thoth (Slack's own rule).
-        channel = asker.user if place.channel_type == "im" else place.channel
-        SlackNotifier(self.slack, self.db, self.console).note_card(
-            note, Place(place.team, channel, place.channel_type, None))

@@ -17,6 +17,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 
 from bridge.app import Thoth
 from bridge.mcp.asker import Asker
+from bridge.mcp.cards import Cards
 from bridge.mcp.note_places import DM, NotePlaces
 from bridge.pipeline.episodes_block import where_said
 from layers.episodic.episode import Hit
@@ -28,7 +29,7 @@ MAX_RESULTS = 20
 ORIGIN = "mcp stdio"
 
 
-def mcp_server(app: Thoth, asker: Asker, places: NotePlaces) -> MCPServer:
+def mcp_server(app: Thoth, asker: Asker, places: NotePlaces, cards: Cards) -> MCPServer:
     """The server ``asker`` talks to: every tool reads as they may read."""
     server = MCPServer(
         name="thoth",
@@ -38,7 +39,7 @@ def mcp_server(app: Thoth, asker: Asker, places: NotePlaces) -> MCPServer:
             "before asking the person something the team may already have settled."
         ),
     )
-    tools = AskersTools(app, asker, places)
+    tools = AskersTools(app, asker, places, cards)
     server.tool(description=(
         "Search the team's memory (Slack conversations Thoth took part in) for what is"
         " relevant to the query, as the person asking may read it: their own DMs with"
@@ -54,6 +55,11 @@ def mcp_server(app: Thoth, asker: Asker, places: NotePlaces) -> MCPServer:
         " (your DM with Thoth: only you) or a public channel's id (everyone in the"
         " workspace)."))(tools.remember)
     server.tool(description=(
+        "Propose a skill: a procedure the team should follow (name: lowercase words joined"
+        " by hyphens; description: what it is for, in a sentence; instructions: the steps,"
+        " in Markdown). It becomes a draft the founders approve or reject in Slack; a name"
+        " the team already has proposes its next version."))(tools.propose_skill)
+    server.tool(description=(
         "The team's skills: procedures Thoth follows, each with its name and what it is"
         " for. Read one with get_skill."))(tools.list_skills)
     server.tool(description=(
@@ -65,10 +71,11 @@ def mcp_server(app: Thoth, asker: Asker, places: NotePlaces) -> MCPServer:
 class AskersTools:
     """The tools, bound to who asks."""
 
-    def __init__(self, app: Thoth, asker: Asker, places: NotePlaces) -> None:
+    def __init__(self, app: Thoth, asker: Asker, places: NotePlaces, cards: Cards) -> None:
         self._app = app
         self._asker = asker
         self._places = places
+        self._cards = cards
 
     def _audited(self, action: str, target: str, detail: str = "") -> None:
         self._app.audit.record(actor=self._asker.actor, action=f"mcp.{action}",
@@ -114,11 +121,28 @@ class AskersTools:
                 raise ToolError(str(error)) from error
             self._audited("remember", f"note:{note.id}", note.status)
             if note.status == "proposed":
-                self._places.post_card(note, asker)
+                self._cards.note_card(note, asker)
             waiting = note.status == "proposed"
             return {"id": note.id, "text": note.text, "where": _place_said(place.channel_type,
                                                                            place.channel),
                     "status": "waiting for a founder's approval" if waiting else note.status}
+
+        return await anyio.to_thread.run_sync(propose)
+
+    async def propose_skill(self, name: str, description: str,
+                            instructions: str) -> dict[str, Any]:
+        asker = self._asker
+
+        def propose() -> dict[str, Any]:
+            try:
+                draft = self._app.drafts.propose(name, description, instructions,
+                                                 proposed_by=asker.actor)
+            except BadInput as error:
+                raise ToolError(str(error)) from error
+            self._audited("propose_skill", f"draft:{draft.id}", f"{draft.slug} {draft.version}")
+            return {"id": draft.id, "name": draft.slug, "version": draft.version,
+                    "status": "waiting for a founder's approval",
+                    "cards_in_slack": self._cards.skill_card(draft, asker)}
 
         return await anyio.to_thread.run_sync(propose)
 

@@ -34,6 +34,9 @@ class SlackNotifier:
             channel=channel, thread_ts=thread_ts, **card_message(draft, self._console)
         )
         ts = str(response["ts"])
+        # Posted to a user id, the card is in that person's DM: Slack answers with the
+        # DM's own channel id, which the reactions on the card will name.
+        channel = str(response.get("channel") or channel)
         self._cards.record(draft.id, channel=channel, ts=ts, thread_ts=thread_ts)
         for name in CARD_REACTIONS:
             self._client.reactions_add(channel=channel, timestamp=ts, name=name)

@@ -105,7 +105,7 @@ def test_each_tool_reads_as_its_asker_may_and_bad_input_is_one_clear_error(
     tools, found, about_me, skills, empty, too_many, no_skill, missing, unknown = (
         asyncio.run(_session_calls(_server(home, "--team", "T1", "--user", "U1"), calls)))
 
-    assert tools == ["get_skill", "list_skills", "recall", "remember",
+    assert tools == ["get_skill", "list_skills", "propose_skill", "recall", "remember",
                      "what_do_you_know_about_me"]
     # U1 reads their own DM and the public channel: never U2's DM, nor another
     # workspace, nor (over stdio, with no Slack to ask) a private channel.

@@ -1,0 +1,80 @@
+"""The Slack cards of what a person proposes over MCP, for a founder's ✅ or ❌.
+
+A note's card goes where the note was proposed, as a 🧠 card does: in the channel, or in
+the person's DM with Thoth. A skill draft is the whole team's procedure and has no
+conversation of its own: its card goes to each founder's DM with Thoth, and the first
+founder's decision holds (the cards of a draft are one draft's). Without a Slack token
+there are no cards: the console and `thoth notes|skills approve` decide.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from bridge.mcp.asker import Asker
+from layers.notes.store import Note
+from layers.places import Place
+from layers.procedural.drafts import Draft
+
+log = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
+
+    from bridge.console.links import ConsoleLinks
+    from bridge.slack.notifier import SlackNotifier
+    from layers.storage.database import Database
+
+
+@dataclass(frozen=True)
+class Cards:
+    slack: WebClient | None
+    db: Database
+    founders: Sequence[str]
+    console: ConsoleLinks | None = None
+
+    def note_card(self, note: Note, asker: Asker) -> bool:
+        """Whether the note's card was posted."""
+        notifier = self._notifier(asker)
+        if notifier is None:
+            return False
+        place = note.place
+        # A user id as the channel opens the person's DM with Thoth (Slack's own rule).
+        channel = asker.user if place.channel_type == "im" else place.channel
+        return _posted(f"note {note.id}", lambda: notifier.note_card(
+            note, Place(place.team, channel, place.channel_type, None)))
+
+    def skill_card(self, draft: Draft, asker: Asker) -> int:
+        """The draft's card in each founder's DM; how many were posted."""
+        notifier = self._notifier(asker)
+        if notifier is None:
+            return 0
+        posted = 0
+        for founder in self.founders:
+            posted += _posted(f"skill draft {draft.id}", functools.partial(
+                notifier.post_card, draft, channel=founder, thread_ts=None))
+        return posted
+
+    def _notifier(self, asker: Asker) -> SlackNotifier | None:
+        if self.slack is None or asker.local:
+            return None
+        from bridge.slack.notifier import SlackNotifier
+
+        return SlackNotifier(self.slack, self.db, self.console)
+
+
+def _posted(what: str, post: Callable[[], object]) -> bool:
+    """Post a card; a card Slack refuses leaves what it shows waiting, not lost."""
+    from slack_sdk.errors import SlackApiError
+
+    try:
+        post()
+    except (SlackApiError, OSError) as error:
+        log.warning("could not post the card of %s in Slack (%s): it waits in the console",
+                    what, error)
+        return False
+    return True
