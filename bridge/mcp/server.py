@@ -19,6 +19,7 @@ from bridge.app import Thoth
 from bridge.mcp.asker import Asker
 from bridge.mcp.cards import Cards
 from bridge.mcp.note_places import DM, NotePlaces
+from bridge.mcp.resources import add_resources
 from bridge.pipeline.episodes_block import where_said
 from layers.episodic.episode import Hit
 from layers.errors import BadInput
@@ -65,6 +66,7 @@ def mcp_server(app: Thoth, asker: Asker, places: NotePlaces, cards: Cards) -> MC
     server.tool(description=(
         "One skill of the team's, whole: its SKILL.md (front matter and instructions),"
         " to follow as the team does."))(tools.get_skill)
+    add_resources(server, app, lambda kind, name: tools.audited(f"read_{kind}", name))
     return server
 
 
@@ -77,7 +79,7 @@ class AskersTools:
         self._places = places
         self._cards = cards
 
-    def _audited(self, action: str, target: str, detail: str = "") -> None:
+    def audited(self, action: str, target: str, detail: str = "") -> None:
         self._app.audit.record(actor=self._asker.actor, action=f"mcp.{action}",
                                target=target, origin=ORIGIN, detail=detail)
 
@@ -90,7 +92,7 @@ class AskersTools:
                 hits = self._app.episodic.recall(query, self._asker.viewer, k=k)
             except BadInput as error:
                 raise ToolError(str(error)) from error
-            self._audited("recall", query, f"{len(hits)} results")
+            self.audited("recall", query, f"{len(hits)} results")
             return hits
 
         return [_result(hit) for hit in await anyio.to_thread.run_sync(search)]
@@ -103,7 +105,7 @@ class AskersTools:
         person = self._asker.person
         facts = await identity.facts(person, self._asker.viewer)
         await anyio.to_thread.run_sync(
-            lambda: self._audited("about_me", person.key, f"{len(facts)} facts"))
+            lambda: self.audited("about_me", person.key, f"{len(facts)} facts"))
         return [{"id": fact.id, "fact": fact.text, "learned": _when(fact.at)}
                 for fact in facts]
 
@@ -119,7 +121,7 @@ class AskersTools:
                     session_id=None, speakers=[asker.user])
             except BadInput as error:
                 raise ToolError(str(error)) from error
-            self._audited("remember", f"note:{note.id}", note.status)
+            self.audited("remember", f"note:{note.id}", note.status)
             if note.status == "proposed":
                 self._cards.note_card(note, asker)
             waiting = note.status == "proposed"
@@ -139,7 +141,7 @@ class AskersTools:
                                                  proposed_by=asker.actor)
             except BadInput as error:
                 raise ToolError(str(error)) from error
-            self._audited("propose_skill", f"draft:{draft.id}", f"{draft.slug} {draft.version}")
+            self.audited("propose_skill", f"draft:{draft.id}", f"{draft.slug} {draft.version}")
             return {"id": draft.id, "name": draft.slug, "version": draft.version,
                     "status": "waiting for a founder's approval",
                     "cards_in_slack": self._cards.skill_card(draft, asker)}
@@ -149,7 +151,7 @@ class AskersTools:
     async def list_skills(self) -> list[dict[str, str]]:
         def listed() -> list[dict[str, str]]:
             skills = self._app.skills.skills()
-            self._audited("list_skills", "skills", f"{len(skills)} skills")
+            self.audited("list_skills", "skills", f"{len(skills)} skills")
             return [{"name": slug, "description": skill.description}
                     for slug, skill in sorted(skills.items())]
 
@@ -160,7 +162,7 @@ class AskersTools:
             skill = self._app.skills.get(name)
             if skill is None:
                 raise ToolError(f"no skill {name!r}; list_skills names them")
-            self._audited("get_skill", name)
+            self.audited("get_skill", name)
             return render_skill_md(skill.slug, skill.description, skill.body)
 
         return await anyio.to_thread.run_sync(read)

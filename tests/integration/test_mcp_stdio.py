@@ -13,6 +13,7 @@ from typing import Any
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.shared.exceptions import MCPError
 
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.cli.main import main
@@ -211,3 +212,53 @@ def test_remember_proposes_a_redacted_note_in_the_askers_dm_that_waits_for_a_fou
     finally:
         db.close()
     assert entries == [("slack:U1", "mcp.remember", f"note:{note['id']}", "proposed")]
+
+
+async def _resources(params: StdioServerParameters, uris: list[str]) -> tuple[list[str], list[Any]]:
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listed = [str(resource.uri) for resource in (await session.list_resources()).resources]
+        read_back: list[Any] = []
+        for uri in uris:
+            try:
+                read_back.append(await session.read_resource(uri))
+            except MCPError as error:
+                read_back.append(error)
+        return listed, read_back
+
+
+def test_the_persona_and_skills_are_resources_without_the_notes_of_any_place(
+    isolated_environment: Path, tmp_path: Path,
+) -> None:
+    home = isolated_environment
+    _seed(home, tmp_path)
+    # A kept note said in U1's DM: MEMORY.md records it, but no resource may show it.
+    _, proposed = asyncio.run(_session_calls(
+        _server(home, "--team", "T1", "--user", "U1"),
+        [("remember", {"text": "My salary review is on the ninth"})]))
+    out = io.StringIO()
+    assert main(["notes", "approve", _structured(proposed)["id"], "--by", "fia"],
+                stdout=out, stderr=out) == 0, out.getvalue()
+    assert "salary review" in (home / "brain" / "persona" / "MEMORY.md").read_text()
+
+    listed, (identity, memory, missing) = asyncio.run(_resources(
+        _server(home, "--team", "T1", "--user", "U2"),
+        ["thoth://persona/IDENTITY.md", "thoth://persona/MEMORY.md",
+         "thoth://skills/no-such-skill"]))
+
+    assert "thoth://persona/IDENTITY.md" in listed
+    skills = sorted(uri for uri in listed if uri.startswith("thoth://skills/"))
+    assert skills, listed
+    assert identity.contents[0].text.strip()
+    assert "salary review" not in memory.contents[0].text
+    assert isinstance(missing, MCPError) and "no skill 'no-such-skill'" in str(missing)
+
+    _, (first_skill,) = asyncio.run(_resources(
+        _server(home, "--team", "T1", "--user", "U2"), [skills[0]]))
+    front, _ = split_front_matter(first_skill.contents[0].text)
+    assert f"thoth://skills/{front['name']}" == skills[0]
+    db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
+    reads = [(e.actor, e.action, e.target) for e in AuditLog(db).entries(action="mcp")]
+    db.close()
+    assert ("slack:U2", "mcp.read_persona", "MEMORY.md") in reads
+    assert ("slack:U2", "mcp.read_skill", front["name"]) in reads
