@@ -7,10 +7,11 @@ that listing every table never imports the transport.
 
 from __future__ import annotations
 
+from bridge.mcp.tables import SCHEMA as MCP
 from bridge.model.tables import SCHEMA as MODEL_USAGE
 from bridge.slack_tables import SCHEMA as SLACK
 from layers.layer_tables import LAYER_SCHEMAS
 from layers.storage.migrations import Schema
 from reflection.tables import SCHEMA as REFLECTION
 
-ALL_SCHEMAS: tuple[Schema, ...] = (*LAYER_SCHEMAS, MODEL_USAGE, SLACK, REFLECTION)
+ALL_SCHEMAS: tuple[Schema, ...] = (*LAYER_SCHEMAS, MODEL_USAGE, SLACK, REFLECTION, MCP)

@@ -35,12 +35,13 @@ def run_mcp(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     # start (bench/cli_start.py).
     import anyio
 
-    from bridge.mcp.server import mcp_server
+    from bridge.mcp.server import mcp_server, the_one
 
     asker = asker_of(args)
     slack = slack_client(app)
-    server = mcp_server(app, asker, NotePlaces(slack), Cards(
-        slack, app.db, app.settings.founder_user_ids, console_links(app.settings.console_url)))
+    server = mcp_server(app, the_one(asker), NotePlaces(slack), Cards(
+        slack, app.db, app.settings.founder_user_ids, console_links(app.settings.console_url)),
+        origin="mcp stdio")
     # Standard output is the protocol's channel: the process's own, not the redacting
     # wrapper every other command prints through (what goes out is stored memory,
     # redacted when it was stored). Logs go to standard error.

@@ -22,7 +22,7 @@ from layers.procedural.skills import render_skill_md
 PERSONA_URI = "thoth://persona/{name}"
 SKILL_URI = "thoth://skills/{name}"
 
-Audit = Callable[[str, str], None]
+Audit = Callable[[str, str], Awaitable[None]]
 
 
 def add_resources(server: MCPServer, app: Thoth, audited: Audit) -> None:
@@ -34,20 +34,22 @@ def add_resources(server: MCPServer, app: Thoth, audited: Audit) -> None:
             if name not in PERSONA_FILES or not text.strip():
                 raise ResourceError(f"no persona file {name!r}; the persona's files are"
                                     f" {', '.join(PERSONA_FILES)}")
-            audited("persona", name)
             return text
 
-        return await anyio.to_thread.run_sync(read)
+        text = await anyio.to_thread.run_sync(read)
+        await audited("persona", name)
+        return text
 
     async def skill_file(name: str) -> str:
         def read() -> str:
             skill = app.skills.get(name)
             if skill is None:
                 raise ResourceError(f"no skill {name!r}; list_skills names them")
-            audited("skill", name)
             return render_skill_md(skill.slug, skill.description, skill.body)
 
-        return await anyio.to_thread.run_sync(read)
+        text = await anyio.to_thread.run_sync(read)
+        await audited("skill", name)
+        return text
 
     server.resource(PERSONA_URI, name="persona", mime_type="text/markdown", description=(
         "One of Thoth's persona files (IDENTITY.md, SOUL.md, RULES.md, …) as every prompt"

@@ -2,16 +2,22 @@
 note proposed (``remember``), and the team's skills. Each call is written to the audit
 log; bad input is the protocol's tool error with one line, and changes nothing.
 
+Who asks is found at each call (``AskerOf``): over stdio the one person the operator
+named; over HTTP the holder of the request's token (``http.py``).
+
 Tools run on worker threads (``anyio.to_thread``): recall embeds the query and reads
 the database, which the server's event loop must not wait on.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any
 
 import anyio
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -27,20 +33,34 @@ from layers.procedural.skills import render_skill_md
 
 # As many as a Slack turn's recall reads at most: a client asking for more gets this.
 MAX_RESULTS = 20
-ORIGIN = "mcp stdio"
+
+AskerOf = Callable[[], Awaitable[Asker]]
 
 
-def mcp_server(app: Thoth, asker: Asker, places: NotePlaces, cards: Cards) -> MCPServer:
-    """The server ``asker`` talks to: every tool reads as they may read."""
+def the_one(asker: Asker) -> AskerOf:
+    """Stdio's asker: the same person at every call."""
+    async def same() -> Asker:
+        return asker
+
+    return same
+
+
+def mcp_server(app: Thoth, asker: AskerOf, places: NotePlaces, cards: Cards, *,
+               origin: str, token_verifier: TokenVerifier | None = None,
+               auth: AuthSettings | None = None) -> MCPServer:
+    """The server: every tool reads as the asker of the call may read; ``origin`` is how
+    the audit log names the way in."""
     server = MCPServer(
         name="thoth",
+        token_verifier=token_verifier,
+        auth=auth,
         instructions=(
             "Thoth is a team's memory from Slack: what was said and decided, what it "
             "knows about the person asking, and the team's skills (procedures). Recall "
             "before asking the person something the team may already have settled."
         ),
     )
-    tools = AskersTools(app, asker, places, cards)
+    tools = AskersTools(app, asker, places, cards, origin)
     server.tool(description=(
         "Search the team's memory (Slack conversations Thoth took part in) for what is"
         " relevant to the query, as the person asking may read it: their own DMs with"
@@ -66,33 +86,42 @@ def mcp_server(app: Thoth, asker: Asker, places: NotePlaces, cards: Cards) -> MC
     server.tool(description=(
         "One skill of the team's, whole: its SKILL.md (front matter and instructions),"
         " to follow as the team does."))(tools.get_skill)
-    add_resources(server, app, lambda kind, name: tools.audited(f"read_{kind}", name))
+    add_resources(server, app, tools.read_audited)
     return server
 
 
 class AskersTools:
-    """The tools, bound to who asks."""
+    """The tools, each reading as its call's asker may."""
 
-    def __init__(self, app: Thoth, asker: Asker, places: NotePlaces, cards: Cards) -> None:
+    def __init__(self, app: Thoth, asker_of: AskerOf, places: NotePlaces, cards: Cards,
+                 origin: str) -> None:
         self._app = app
-        self._asker = asker
+        self._asker_of = asker_of
         self._places = places
         self._cards = cards
+        self._origin = origin
 
-    def audited(self, action: str, target: str, detail: str = "") -> None:
-        self._app.audit.record(actor=self._asker.actor, action=f"mcp.{action}",
-                               target=target, origin=ORIGIN, detail=detail)
+    def _audited(self, asker: Asker, action: str, target: str, detail: str = "") -> None:
+        self._app.audit.record(actor=asker.actor, action=f"mcp.{action}",
+                               target=target, origin=self._origin, detail=detail)
+
+    async def read_audited(self, kind: str, name: str) -> None:
+        """A resource read, in the audit log as a tool call is."""
+        asker = await self._asker_of()
+        await anyio.to_thread.run_sync(lambda: self._audited(asker, f"read_{kind}", name))
 
     async def recall(self, query: str, k: int = 5) -> list[dict[str, Any]]:
         if not 1 <= k <= MAX_RESULTS:
             raise ToolError(f"k is a number from 1 to {MAX_RESULTS}")
 
+        asker = await self._asker_of()
+
         def search() -> list[Hit]:
             try:
-                hits = self._app.episodic.recall(query, self._asker.viewer, k=k)
+                hits = self._app.episodic.recall(query, asker.viewer, k=k)
             except BadInput as error:
                 raise ToolError(str(error)) from error
-            self.audited("recall", query, f"{len(hits)} results")
+            self._audited(asker, "recall", query, f"{len(hits)} results")
             return hits
 
         return [_result(hit) for hit in await anyio.to_thread.run_sync(search)]
@@ -102,15 +131,16 @@ class AskersTools:
         if identity is None:
             raise ToolError("identity memory is off here (HONCHO_DISABLED): nothing is"
                             " kept about anyone")
-        person = self._asker.person
-        facts = await identity.facts(person, self._asker.viewer)
+        asker = await self._asker_of()
+        person = asker.person
+        facts = await identity.facts(person, asker.viewer)
         await anyio.to_thread.run_sync(
-            lambda: self.audited("about_me", person.key, f"{len(facts)} facts"))
+            lambda: self._audited(asker, "about_me", person.key, f"{len(facts)} facts"))
         return [{"id": fact.id, "fact": fact.text, "learned": _when(fact.at)}
                 for fact in facts]
 
     async def remember(self, text: str, where: str = DM) -> dict[str, str]:
-        asker = self._asker
+        asker = await self._asker_of()
 
         def propose() -> dict[str, str]:
             try:
@@ -121,7 +151,7 @@ class AskersTools:
                     session_id=None, speakers=[asker.user])
             except BadInput as error:
                 raise ToolError(str(error)) from error
-            self.audited("remember", f"note:{note.id}", note.status)
+            self._audited(asker, "remember", f"note:{note.id}", note.status)
             if note.status == "proposed":
                 self._cards.note_card(note, asker)
             waiting = note.status == "proposed"
@@ -133,7 +163,7 @@ class AskersTools:
 
     async def propose_skill(self, name: str, description: str,
                             instructions: str) -> dict[str, Any]:
-        asker = self._asker
+        asker = await self._asker_of()
 
         def propose() -> dict[str, Any]:
             try:
@@ -141,7 +171,8 @@ class AskersTools:
                                                  proposed_by=asker.actor)
             except BadInput as error:
                 raise ToolError(str(error)) from error
-            self.audited("propose_skill", f"draft:{draft.id}", f"{draft.slug} {draft.version}")
+            self._audited(asker, "propose_skill", f"draft:{draft.id}",
+                          f"{draft.slug} {draft.version}")
             return {"id": draft.id, "name": draft.slug, "version": draft.version,
                     "status": "waiting for a founder's approval",
                     "cards_in_slack": self._cards.skill_card(draft, asker)}
@@ -149,20 +180,24 @@ class AskersTools:
         return await anyio.to_thread.run_sync(propose)
 
     async def list_skills(self) -> list[dict[str, str]]:
+        asker = await self._asker_of()
+
         def listed() -> list[dict[str, str]]:
             skills = self._app.skills.skills()
-            self.audited("list_skills", "skills", f"{len(skills)} skills")
+            self._audited(asker, "list_skills", "skills", f"{len(skills)} skills")
             return [{"name": slug, "description": skill.description}
                     for slug, skill in sorted(skills.items())]
 
         return await anyio.to_thread.run_sync(listed)
 
     async def get_skill(self, name: str) -> str:
+        asker = await self._asker_of()
+
         def read() -> str:
             skill = self._app.skills.get(name)
             if skill is None:
                 raise ToolError(f"no skill {name!r}; list_skills names them")
-            self.audited("get_skill", name)
+            self._audited(asker, "get_skill", name)
             return render_skill_md(skill.slug, skill.description, skill.body)
 
         return await anyio.to_thread.run_sync(read)
