@@ -39,6 +39,7 @@ from bridge.cli import (
     serve,
     sessions,
     skills,
+    tokens,
     worker,
 )
 from bridge.cli.preflight import check_ready_for_turns
@@ -89,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.register(commands)
     migrate.register(commands)
     mcp.register(commands)
+    tokens.register(commands)
     return parser
 
 

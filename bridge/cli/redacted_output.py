@@ -24,6 +24,12 @@ class RedactedOutput(io.TextIOBase):
         self._target.write(redact(text))
         return len(text)
 
+    def show_once(self, secret_line: str) -> None:
+        """Write a line unredacted: a secret made for the person at the terminal, shown
+        this once and kept nowhere (a new MCP token)."""
+        self._target.write(secret_line + "\n")
+        self._target.flush()
+
     def flush(self) -> None:
         self._target.flush()
 

@@ -121,17 +121,24 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
               " `thoth console` (Socket Mode listens on no port)", file=out, flush=True)
         return connection.stop
     assert settings.slack_signing_secret is not None  # checked by run_serve
-    # The memory console on the same port, under /console.
+    # Imported here: the MCP SDK is not every command's to load.
+    from bridge.mcp.http import MCP_PATH, mcp_over_http
+
+    # The memory console on the same port, under /console, and MCP at /mcp.
     login = OneTimeLogin()
+    mcp_route, mcp_sessions = mcp_over_http(app, host=args.host)
     server = SlackHttpServer(
         bolt_app,
         signing_secret=settings.slack_signing_secret.get_secret_value(),
         host=args.host,
         port=args.port,
-        also=(console_mount(app, login),),
+        also=(console_mount(app, login), mcp_route),
+        running=mcp_sessions,
     )
     server.start()
     print(f"Thoth listens on http://{args.host}:{server.port}/slack/events", file=out, flush=True)
+    print(f"MCP for coding agents: http://{args.host}:{server.port}{MCP_PATH} (a person's"
+          " token from /thoth token)", file=out, flush=True)
     print(f"Its memory console: open {sign_in_link(args.host, server.port, login)}"
           " (signs you in once, as the operator)", file=out, flush=True)
     return server.stop

@@ -52,8 +52,14 @@ def serve_console(app: Thoth, out: TextIO, *, host: str, port: int) -> int:
     async def home(request: Request) -> Response:
         return RedirectResponse(f"{PATH}/", status_code=307)
 
-    server = WebServer(Starlette(routes=[Route("/", home), console_mount(app, login)]),
-                       host=host, port=port)
+    # MCP at /mcp as well: in Socket Mode `thoth serve` listens on no port.
+    from bridge.mcp.http import mcp_over_http
+    from bridge.slack.http_server import lifespan_of
+
+    mcp_route, mcp_sessions = mcp_over_http(app, host=host)
+    server = WebServer(Starlette(routes=[Route("/", home), console_mount(app, login), mcp_route],
+                                 lifespan=lifespan_of(mcp_sessions)),
+                       host=host, port=port, lifespan=True)
     server.start()
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

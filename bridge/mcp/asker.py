@@ -1,16 +1,18 @@
 """Who asks through MCP, and what they may read.
 
 Over stdio the operator names the person (``thoth mcp --team T --user U``) or it is the
-terminal's own user, as in ``thoth chat``. Either reads as they would in a DM with
-Thoth: their own DMs and the public channels of their workspace — the rule of every
-Slack turn (``layers/places``). Private channels and group DMs are not read over stdio
-yet: their membership is Slack's to say (the console asks ``users.conversations``), and
-a stdio server has no Slack sign-in to trust. Decided: none rather than unchecked ones.
+terminal's own user, as in ``thoth chat``. Over HTTP it is the holder of the request's
+token (``http.py``). Either reads as they would in a DM with Thoth: their own DMs and
+the public channels of their workspace — the rule of every Slack turn
+(``layers/places``) — and, over HTTP, the private channels and group DMs Slack says they
+are in (``member_of``, asked as the console asks). Over stdio none: a stdio server has
+no token to tie the person to, so it does not vouch for memberships. Decided: none
+rather than unchecked ones.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from layers.audit.log import slack_actor
 from layers.identity.protocol import Person
@@ -24,6 +26,8 @@ MCP_CHANNEL = "mcp"
 class Asker:
     team: str
     user: str
+    # The private channels and group DMs Slack says they are in (HTTP only).
+    member_of: frozenset[str] = field(default_factory=frozenset)
 
     @property
     def local(self) -> bool:
@@ -33,7 +37,7 @@ class Asker:
     @property
     def viewer(self) -> Viewer:
         channel = TERMINAL_CHANNEL if self.local else MCP_CHANNEL
-        return Viewer(self.team, channel, "im", self.user)
+        return Viewer(self.team, channel, "im", self.user, member_of=self.member_of)
 
     @property
     def person(self) -> Person:

@@ -1,21 +1,21 @@
 """Where an MCP asker may propose a memory note, and where its card goes.
 
-A person may propose a note in their own DM with Thoth, or in a public channel of their
-workspace. Decided: a channel counts only on Slack's word (``conversations.info``, asked
-at the call), not on Thoth's memory of it: a channel made private or archived since
-Thoth last heard it must not take a note meant for everyone. Without a Slack token
-nothing can vouch for a channel, so only the DM is offered. Private channels and group
-DMs wait for membership checks (over HTTP, with a person's token).
+A person may propose a note in their own DM with Thoth, in a public channel of their
+workspace, or (over HTTP, where Slack says which they are in) in a private channel or
+group DM they are in. Decided: a channel counts only on Slack's word
+(``conversations.info``, asked at the call), not on Thoth's memory of it: a channel made
+private or archived since Thoth last heard it must not take a note meant for everyone.
+Without a Slack token nothing can vouch for a channel, so only the DM is offered.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bridge.mcp.asker import Asker
 from layers.errors import BadInput
-from layers.places import Place
+from layers.places import ChannelType, Place
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
@@ -45,13 +45,14 @@ class NotePlaces:
         except SlackApiError as error:
             raise BadInput(f"Slack shows Thoth no channel {wanted!r}"
                            f" ({error.response.get('error')})") from error
-        public = info.get("is_channel") and not any(
-            info.get(flag) for flag in ("is_private", "is_im", "is_mpim", "is_archived"))
+        kind = _kind(info)
         workspace = info.get("context_team_id") or asker.team
-        if not public or workspace != asker.team:
-            raise BadInput(f"{wanted} is not a public channel of your workspace: notes go to"
-                           f" your DM with Thoth ({DM}) or a public channel")
-        return Place(asker.team, wanted, "public", None, info.get("name"))
+        if workspace != asker.team or info.get("is_archived") or kind is None or (
+                kind != "public" and wanted not in asker.member_of):
+            raise BadInput(f"{wanted} is not a channel you may write to: notes go to your DM"
+                           f" with Thoth ({DM}), a public channel of your workspace, or"
+                           " (over HTTP) a private channel you are in")
+        return Place(asker.team, wanted, kind, None, info.get("name"))
 
     def name_of(self, asker: Asker) -> str:
         """How MEMORY.md will name who proposed the note: their Slack name where Slack can
@@ -67,3 +68,13 @@ class NotePlaces:
         profile = user.get("profile") or {}
         return str(profile.get("display_name") or user.get("real_name") or user.get("name")
                    or asker.user)
+
+
+def _kind(info: dict[str, Any]) -> ChannelType | None:
+    """The channel's type as places name it; None for a DM (another person's, or one
+    only its id names: a person's own DM is ``dm``)."""
+    if info.get("is_im"):
+        return None
+    if info.get("is_mpim"):
+        return "mpim"
+    return "private" if info.get("is_private") or info.get("is_group") else "public"

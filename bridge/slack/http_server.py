@@ -19,6 +19,8 @@ import logging
 import re
 import threading
 import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -60,6 +62,26 @@ SLACK_TIMESTAMP = re.compile(r"[0-9]{1,12}")
 MAX_HALF_OPEN_PER_CLIENT = 20
 
 
+# Work that runs as long as the server does (entered at startup, left at shutdown).
+Running = Callable[[], AbstractAsyncContextManager[None]]
+
+
+Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
+
+
+def lifespan_of(running: Running | None) -> Lifespan | None:
+    """A Starlette lifespan that keeps ``running`` going while the server serves."""
+    if running is None:
+        return None
+
+    @asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        async with running():
+            yield
+
+    return lifespan
+
+
 class MalformedBody(ValueError):
     """A signed body that is not what Slack sends (not a JSON object, a bad form)."""
 
@@ -72,12 +94,13 @@ class WebServer:
     """An ASGI app served by uvicorn in a thread of its own, guarded against connections
     that never finish a request (``guarded_http.py``): Slack's endpoint, the console."""
 
-    def __init__(self, app: ASGIApp, *, host: str, port: int) -> None:
+    def __init__(self, app: ASGIApp, *, host: str, port: int, lifespan: bool = False) -> None:
+        """``lifespan``: the app has startup and shutdown work of its own (MCP's sessions)."""
         config = uvicorn.Config(
             app,
             host=host,
             port=port,
-            lifespan="off",
+            lifespan="on" if lifespan else "off",
             log_config=None,  # logging is configured once, in main()
             access_log=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
@@ -115,9 +138,10 @@ class WebServer:
 class SlackHttpServer:
     def __init__(
         self, app: AsyncApp, *, signing_secret: str, host: str = "0.0.0.0", port: int = 3000,
-        also: tuple[BaseRoute, ...] = (),
+        also: tuple[BaseRoute, ...] = (), running: Running | None = None,
     ) -> None:
-        """``also``: more routes on the same port (the console, under /console)."""
+        """``also``: more routes on the same port (the console, under /console; MCP);
+        ``running``: what runs as long as the server does (MCP's sessions)."""
         self._bolt = app
         self._verifier = SignatureVerifier(signing_secret)
         routes = [
@@ -125,7 +149,8 @@ class SlackHttpServer:
             Route("/health", self._health, methods=["GET"]),
             *also,
         ]
-        self._web = WebServer(Starlette(routes=routes), host=host, port=port)
+        self._web = WebServer(Starlette(routes=routes, lifespan=lifespan_of(running)),
+                              host=host, port=port, lifespan=running is not None)
 
     @property
     def port(self) -> int:

@@ -56,8 +56,7 @@ def test_a_note_from_mcp_waits_on_its_card_and_a_founders_check_keeps_it(
     assert public.structured_content["where"] == f"#{CHANNEL}"
     # A private channel, even the asker's own, is refused: its membership is not checked
     # over stdio. A channel Slack does not show is refused with Slack's word on it.
-    assert private.is_error and "G1 is not a public channel of your workspace" in _text(
-        private)
+    assert private.is_error and "G1 is not a channel you may write to" in _text(private)
     assert unknown.is_error and "channel_not_found" in _text(unknown)
     store = harness.thoth.notes.store
     assert sorted(note.text for note in store.listed("proposed")) == [

@@ -1,0 +1,82 @@
+"""`thoth tokens make|list|revoke`: people's tokens for MCP over HTTP (`thoth serve`'s
+/mcp), from the operator's terminal. People make their own with `/thoth token` in a DM
+with Thoth; the operator makes one for someone, lists them all, and revokes any.
+
+A new token is printed once, on a line of its own, past the output's redaction (which
+would otherwise hide it as the secret it is); only its hash is kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from bridge.app import Thoth
+from bridge.cli.login import login_name
+from bridge.cli.redacted_output import RedactedOutput
+from bridge.mcp.tokens import McpToken, McpTokens
+
+ORIGIN = "cli"
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser("tokens", help="people's tokens for MCP over HTTP")
+    actions = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
+
+    make = actions.add_parser("make", help="a token for a Slack user (printed once)")
+    make.add_argument("--team", required=True, help="their Slack workspace id")
+    make.add_argument("--user", required=True, help="their Slack user id")
+    make.add_argument("--label", required=True, help='what it is for ("laptop Claude Code")')
+    make.set_defaults(handler=run_make)
+
+    listing = actions.add_parser("list", help="every token: whose, what for, when last used")
+    listing.set_defaults(handler=run_list)
+
+    revoke = actions.add_parser("revoke", help="revoke a token at once")
+    revoke.add_argument("token_id", help="the token's id (thoth tokens list shows it)")
+    revoke.set_defaults(handler=run_revoke)
+
+
+def run_make(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    by = login_name()
+    token, secret = McpTokens(app.db).make(args.team, args.user, label=args.label, made_by=by)
+    app.audit.record(actor=by, action="mcp.token_make", target=f"token:{token.id}",
+                     origin=ORIGIN, detail=f"{token.team}:{token.user} {token.label}")
+    print(f"token {token.id} for {token.team}:{token.user} ({token.label}); it is shown"
+          " once, below: give it to them, and it goes in their MCP client's Authorization"
+          " header as Bearer", file=out)
+    if isinstance(out, RedactedOutput):
+        out.show_once(secret)
+    else:
+        print(secret, file=out)
+    return 0
+
+
+def run_list(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    tokens = McpTokens(app.db).listed()
+    if not tokens:
+        print("no tokens", file=out)
+    for token in tokens:
+        print(_line(token), file=out)
+    return 0
+
+
+def run_revoke(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    by = login_name()
+    token = McpTokens(app.db).revoke(args.token_id, by=by)
+    app.audit.record(actor=by, action="mcp.token_revoke", target=f"token:{token.id}",
+                     origin=ORIGIN, detail=f"{token.team}:{token.user}")
+    print(f"revoked token {token.id} ({token.team}:{token.user}, {token.label})", file=out)
+    return 0
+
+
+def _line(token: McpToken) -> str:
+    state = f"revoked {_day(token.revoked_at)}" if token.revoked_at is not None else "live"
+    used = _day(token.last_used_at) if token.last_used_at is not None else "never"
+    return (f"{token.id}  {token.team}:{token.user}  {state:<18}  made {_day(token.made_at)}"
+            f"  last used {used}  {token.label}")
+
+
+def _day(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M")

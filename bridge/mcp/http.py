@@ -1,0 +1,93 @@
+"""MCP over streamable HTTP, for a team: `thoth serve` (HTTP mode) and `thoth console`
+serve it at ``/mcp`` on their own port.
+
+Who asks is the holder of the request's bearer token (``tokens.py``). The SDK's bearer
+middleware asks ``ThothTokens`` at every HTTP request, so a revoked token is refused
+(401) at its very next request, and it binds each MCP session to the token that opened
+it, so one person's session is never another's. The person's private channels and group
+DMs are asked of Slack at each call, kept a minute (``SlackMemberships``, as the
+console does), and fail closed: when Slack cannot say, none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import anyio
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import AnyHttpUrl
+from starlette.routing import Mount
+
+from bridge.app import Thoth
+from bridge.console.links import console_links
+from bridge.console.memberships import SlackMemberships
+from bridge.mcp.asker import Asker
+from bridge.mcp.cards import Cards
+from bridge.mcp.note_places import NotePlaces
+from bridge.mcp.server import mcp_server
+from bridge.mcp.tokens import McpTokens
+from bridge.slack.http_server import Running
+
+MCP_PATH = "/mcp"
+ORIGIN = "mcp http"
+# The one scope a Thoth token carries: this person's memory, as they may read it.
+SCOPE = "thoth:memory"
+
+
+class ThothTokens:
+    """The SDK's ``TokenVerifier``: a live token is its holder's access."""
+
+    def __init__(self, tokens: McpTokens) -> None:
+        self._tokens = tokens
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        held = await anyio.to_thread.run_sync(self._tokens.holder, token)
+        if held is None:
+            return None
+        return AccessToken(token=token, client_id=f"thoth-token:{held.id}", scopes=[SCOPE],
+                           subject=f"{held.team}:{held.user}",
+                           claims={"team": held.team, "user": held.user})
+
+
+def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
+    """The route that serves /mcp (mounted last: it answers only its own path) and what
+    must run while the server does (the SDK's session manager)."""
+    settings = app.settings
+    slack = None
+    memberships = SlackMemberships(None)
+    if settings.slack_bot_token is not None:
+        from bridge.slack.web import build_async_web_client, build_web_client
+
+        slack = build_web_client(settings)
+        memberships = SlackMemberships(build_async_web_client(settings))
+
+    async def asker_of_call() -> Asker:
+        token = get_access_token()
+        claims = (token.claims or {}) if token is not None else {}
+        team, user = str(claims.get("team") or ""), str(claims.get("user") or "")
+        if not (team and user):
+            raise ToolError("no Thoth token with this request: make one with /thoth token"
+                            " in a DM with Thoth")
+        return Asker(team, user, await memberships.private_channels(team, user))
+
+    # Only where the resource metadata would point: the token is Thoth's own, made in
+    # Slack or the console, not by an OAuth server.
+    issuer = settings.console_url or f"http://{host}"
+    server = mcp_server(
+        app, asker_of_call, NotePlaces(slack),
+        Cards(slack, app.db, settings.founder_user_ids, console_links(settings.console_url)),
+        origin=ORIGIN, token_verifier=ThothTokens(McpTokens(app.db)),
+        auth=AuthSettings(issuer_url=AnyHttpUrl(issuer), resource_server_url=None,
+                          required_scopes=[SCOPE]))
+    served = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+
+    @asynccontextmanager
+    async def sessions() -> AsyncIterator[None]:
+        async with server.session_manager.run():
+            yield
+
+    return Mount("", served), sessions
