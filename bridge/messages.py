@@ -67,6 +67,18 @@ FEEDBACK_TAKEN_BACK = "Okay, your feedback on that reply is taken back."
 STOPPED = "(stopped before the reply was complete)"
 RECALL_USAGE = "Usage: /recall what did we decide about the deploy?"
 NOTHING_TO_END = "There is no open session in this channel to end."
+THOTH_COMMAND_USAGE = (
+    "Usage, in a DM with Thoth: /thoth token [what it is for] makes a token for MCP"
+    " (Claude Code, Cursor, Codex); /thoth tokens lists yours; /thoth revoke ID revokes one.")
+TOKENS_ONLY_IN_A_DM = (
+    "A token is a secret: make and manage tokens in a DM with Thoth (/thoth token there).")
+# Markdown: the token in a code span, so Slack shows it whole and it copies cleanly.
+MCP_TOKEN_MADE = (
+    "Your MCP token `{id}` ({label}), shown this once:\n\n`{secret}`\n\n"
+    "Give it to your MCP client as the header `Authorization: Bearer …` for this"
+    " server's `/mcp`. It reads what you may read here. `/thoth revoke {id}` ends it.")
+NO_MCP_TOKENS = "You have no MCP tokens. /thoth token makes one."
+MCP_TOKEN_REVOKED = "Revoked token {id} ({label}): it is refused from now on."
 
 # Steps shown while a reply is made (Slack: tasks in the stream).
 STEP_SEARCHING_MEMORY = "Searching memory"

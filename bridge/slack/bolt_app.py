@@ -45,6 +45,7 @@ from bridge.slack.reactions import Reactions
 from bridge.slack.runner import TurnRunner
 from bridge.slack.shortcuts import FORGET_THIS, REMEMBER_THIS, Shortcuts
 from bridge.slack.stores import SlackStores, slack_stores
+from bridge.slack.token_command import thoth_command
 from layers.offloaded import Offloaded
 from layers.redaction import redact
 
@@ -277,6 +278,11 @@ def _listen_to_the_ai_pane_and_commands(bridge: SlackTransport, client: AsyncWeb
     async def on_done(ack: AsyncAck, command: dict[str, Any]) -> None:
         await ack()
         runner.submit(done_command(bridge.offloaded, conversation, client, command), turn=False)
+
+    @app.command("/thoth")
+    async def on_thoth(ack: AsyncAck, command: dict[str, Any]) -> None:
+        await ack()
+        runner.submit(thoth_command(bridge.offloaded, client, command), turn=False)
 
 
 def _listen_to_the_home_tab_and_shortcuts(bridge: SlackTransport) -> None:

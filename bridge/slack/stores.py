@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bridge.app import Thoth
+from bridge.mcp.tokens import McpTokens
 from bridge.slack.cards import CardStore
 from bridge.slack.inbox import SlackInbox
 from bridge.slack.note_cards import NoteCardStore
@@ -53,6 +54,8 @@ class SlackStores:
     seen: SeenDeliveries
     # Each change a reaction or a click makes, as the console's are (layers/audit).
     audit: AuditLog
+    # People's tokens for MCP over HTTP (`/thoth token`).
+    mcp_tokens: McpTokens
 
 
 def slack_stores(thoth: Thoth) -> SlackStores:
@@ -74,4 +77,5 @@ def slack_stores(thoth: Thoth) -> SlackStores:
         inbox=SlackInbox(db, owner=thoth.leases.owner, lease_s=settings.inbox_lease_s),
         seen=SeenDeliveries(db),
         audit=thoth.audit,
+        mcp_tokens=McpTokens(db),
     )
