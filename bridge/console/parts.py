@@ -12,6 +12,7 @@ from bridge.console.links import ConsoleLinks, console_links
 from bridge.console.memberships import SlackMemberships
 from bridge.console.pages.health import HealthChecks
 from bridge.health_checks import run_checks
+from bridge.mcp.tokens import McpTokens
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
 from bridge.slack.cards import CardStore
@@ -51,6 +52,8 @@ class ConsoleStores:
     # Each finished session's report.
     reflections: ReflectionState
     sessions: SessionStore
+    # People's tokens for MCP over HTTP.
+    mcp_tokens: McpTokens
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,8 @@ def console_parts(thoth: Thoth) -> ConsoleParts:
     stores = ConsoleStores(thoth.episodic, thoth.transcript, thoth.notes, thoth.skills,
                            thoth.drafts, thoth.brain, thoth.ledger, SpendReader(thoth.db),
                            thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
-                           CardStore(thoth.db), thoth.reflections, thoth.sessions)
+                           CardStore(thoth.db), thoth.reflections, thoth.sessions,
+                           McpTokens(thoth.db))
     settings = thoth.settings
     slack = build_async_web_client(settings) if settings.slack_bot_token else None
     return ConsoleParts(Offloaded(stores), settings.daily_cost_cap_usd,

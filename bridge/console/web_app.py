@@ -36,6 +36,7 @@ from bridge.console.pages import (
     reflections,
     skills,
     spend,
+    tokens,
 )
 from bridge.console.parts import ConsoleParts
 from bridge.console.security_headers import SecurityHeaders
@@ -49,6 +50,8 @@ SESSION_COOKIE = "thoth_console"
 # Notes, drafts and the brain's history hold words from DMs and private channels:
 # founders' and the operator's to read, as they are theirs to decide.
 GOVERNED = "What waits for a decision, and what was decided, is the founders'."
+# Where a token just made waits, in the session, for the one page that shows it.
+NEW_TOKEN = "new_mcp_token"
 # A sign-in lasts a working day.
 SESSION_MAX_AGE_S = 12 * 3600
 
@@ -97,6 +100,9 @@ def console_app(
             Route("/export/brain.bundle", pages.export_brain),
             Route("/import/episodes", pages.import_episodes, methods=["POST"]),
             Route("/import/brain", pages.import_brain, methods=["POST"]),
+            Route("/tokens", pages.tokens),
+            Route("/tokens", pages.make_token, methods=["POST"]),
+            Route("/tokens/{token_id}/revoke", pages.revoke_token, methods=["POST"]),
             Route("/audit", pages.audit),
             Route("/audit.jsonl", pages.audit_export),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
@@ -307,6 +313,46 @@ class _Pages:
         return self._page(request, user, "people.html", team=team, who=who, facts=found,
                           identity_on=self._parts.identity is not None,
                           said=request.query_params.get("said", ""))
+
+    async def tokens(self, request: Request) -> Response:
+        user = self._reader(request)
+        if isinstance(user, Response):
+            return user
+        # A token just made is shown on this one look at the page, then never again: it
+        # rode here in the session from the POST (post, redirect, get: a reload makes no
+        # second token).
+        made = request.session.pop(NEW_TOKEN, None)
+        response = self._page(request, user, "tokens.html", made=made,
+                              tokens=await tokens.listed(self._parts, user),
+                              mcp_url=self._mcp_url(request))
+        # The page may hold a secret: no cache, no history copy of it.
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    async def make_token(self, request: Request) -> Response:
+        user = await self._changer(request)
+        if isinstance(user, Response):
+            return user
+        label = str((await request.form()).get("label") or "")
+        try:
+            token, secret = await tokens.make(self._parts, user, label, _origin(request))
+        except ThothError as error:
+            return PlainTextResponse(f"Sorry: {error}", status_code=400)
+        request.session[NEW_TOKEN] = {"id": token.id, "label": token.label, "secret": secret}
+        return RedirectResponse(f"{_base(request)}/tokens", status_code=303)
+
+    async def revoke_token(self, request: Request) -> Response:
+        user = await self._changer(request)
+        if isinstance(user, Response):
+            return user
+        return await self._then_back(request, "tokens", lambda: tokens.revoke(
+            self._parts, user, request.path_params["token_id"], _origin(request)))
+
+    def _mcp_url(self, request: Request) -> str:
+        """Where MCP is served: beside the console, at /mcp."""
+        if self._public_url:
+            return self._public_url.rstrip("/").removesuffix(_base(request)) + "/mcp"
+        return f"{request.base_url.scheme}://{request.base_url.netloc}/mcp"
 
     async def forget_fact(self, request: Request) -> Response:
         user = await self._changer(request)

@@ -611,3 +611,57 @@ def _bundled(repo: Path, files: dict[str, str], bundle: Path) -> None:
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-qm", "grown elsewhere"], check=True)
     subprocess.run([*git, "bundle", "create", "-q", str(bundle), "main"], check=True)
+
+
+def test_a_member_makes_a_token_in_the_console_and_an_agent_reads_her_memory_with_it(
+    slack_console: tuple[str, SignInWithSlack, Path],
+) -> None:
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from playwright.sync_api import sync_playwright
+
+    base, sign_in, _ = slack_console
+    mcp_url = base.removesuffix("/console") + "/mcp"
+
+    async def recalled(token: str) -> set[str]:
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                      timeout=30) as http, \
+                streamable_http_client(mcp_url, http_client=http) as (read, write), \
+                ClientSession(read, write) as session:
+            await session.initialize()
+            found = await session.call_tool("recall", {"query": "release train", "k": 10})
+            assert not found.is_error, found.content
+            return {hit["id"] for hit in found.structured_content["result"]}
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            sign_in.signed_in_as = "U1"
+            dana = browser.new_context().new_page()
+            dana.goto(f"{base}/")
+            dana.click("#slack-sign-in")
+            dana.click("nav a:text('MCP tokens')")
+            assert mcp_url in dana.inner_text("main")
+            dana.fill("input[name=label]", "laptop Claude Code")
+            dana.click("#make-token")
+            secret = dana.inner_text("#new-token code.secret").strip()
+            assert secret.startswith("thoth_mcp_")
+            # The agent reads what dana reads: public, her DM, the private channel she is in.
+            # In a thread of its own: Playwright's sync API holds this thread's event loop.
+            with ThreadPoolExecutor(1) as other:
+                read = other.submit(asyncio.run, recalled(secret)).result(timeout=60)
+            assert read == {"e-public", "e-own-dm", "e-her-private"}
+            dana.reload()  # shown once: a new look at the page has no token on it
+            assert dana.locator("#new-token").count() == 0 and secret not in dana.content()
+            assert dana.locator("table.tokens tr").count() == 1  # the reload made none
+            dana.screenshot(path=str(SHOTS / "member-tokens.png"))
+            dana.click("table.tokens button.danger")  # revoke
+            assert "revoked" in dana.inner_text("table.tokens")
+            assert httpx2.post(mcp_url, headers={"Authorization": f"Bearer {secret}"},
+                               json={}).status_code == 401
+        finally:
+            browser.close()

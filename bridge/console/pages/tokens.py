@@ -1,0 +1,50 @@
+"""MCP tokens: a member makes, sees and revokes their own; the operator sees and revokes
+everyone's (the operator is no Slack user, so makes one for someone with `thoth tokens
+make`). A new token is on the page that answers its making, once: only its hash is kept.
+"""
+
+from __future__ import annotations
+
+from bridge.console.parts import ConsoleParts, ConsoleStores
+from bridge.console.sign_in import ConsoleUser
+from bridge.mcp.tokens import McpToken
+from layers.errors import BadInput
+
+
+async def listed(parts: ConsoleParts, user: ConsoleUser) -> list[McpToken]:
+    if user.sees_everything:
+        return await parts.stores.run(lambda stores: stores.mcp_tokens.listed())
+    if user.team is None or user.user is None:
+        return []
+    team, person = user.team, user.user
+    return await parts.stores.run(lambda stores: stores.mcp_tokens.listed(team, person))
+
+
+async def make(parts: ConsoleParts, user: ConsoleUser, label: str,
+               origin: str) -> tuple[McpToken, str]:
+    """A token for the signed-in member: (the record, the token shown once)."""
+    if user.team is None or user.user is None:
+        raise BadInput("a token is a Slack user's: the operator makes one for someone with"
+                       " `thoth tokens make --team T --user U --label L`")
+    team, person = user.team, user.user
+
+    def made(stores: ConsoleStores) -> tuple[McpToken, str]:
+        token, secret = stores.mcp_tokens.make(team, person, label=label, made_by=user.actor)
+        stores.audit.record(actor=user.actor, action="mcp.token_make",
+                            target=f"token:{token.id}", origin=origin, detail=token.label)
+        return token, secret
+
+    return await parts.stores.run(made)
+
+
+async def revoke(parts: ConsoleParts, user: ConsoleUser, token_id: str, origin: str) -> None:
+    """Revoke a token: the operator any, a member only their own."""
+    mine = None if user.sees_everything else (user.user or "")
+
+    def revoked(stores: ConsoleStores) -> None:
+        token = stores.mcp_tokens.revoke(token_id, by=user.actor, user=mine)
+        stores.audit.record(actor=user.actor, action="mcp.token_revoke",
+                            target=f"token:{token.id}", origin=origin,
+                            detail=f"{token.team}:{token.user}")
+
+    await parts.stores.run(revoked)
