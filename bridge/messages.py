@@ -74,11 +74,11 @@ TOKENS_ONLY_IN_A_DM = (
     "A token is a secret: make and manage tokens in a DM with Thoth (/thoth token there).")
 # Markdown: the token in a code span, so Slack shows it whole and it copies cleanly.
 MCP_TOKEN_MADE = (
-    "Your MCP token `{id}` ({label}), shown this once:\n\n`{secret}`\n\n"
+    "Your new MCP token ({label}), id `{id}`, shown this once:\n\n`{secret}`\n\n"
     "Give it to your MCP client as the header `Authorization: Bearer …` for this"
     " server's `/mcp`. It reads what you may read here. `/thoth revoke {id}` ends it.")
 NO_MCP_TOKENS = "You have no MCP tokens. /thoth token makes one."
-MCP_TOKEN_REVOKED = "Revoked token {id} ({label}): it is refused from now on."
+MCP_TOKEN_REVOKED = "Revoked {id} ({label}): it is refused from now on."
 
 # Steps shown while a reply is made (Slack: tasks in the stream).
 STEP_SEARCHING_MEMORY = "Searching memory"

@@ -137,10 +137,10 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
     )
     server.start()
     print(f"Thoth listens on http://{args.host}:{server.port}/slack/events", file=out, flush=True)
-    print(f"MCP for coding agents: http://{args.host}:{server.port}{MCP_PATH} (a person's"
-          " token from /thoth token)", file=out, flush=True)
     print(f"Its memory console: open {sign_in_link(args.host, server.port, login)}"
           " (signs you in once, as the operator)", file=out, flush=True)
+    print(f"MCP for coding agents: http://{args.host}:{server.port}{MCP_PATH} (each person"
+          " with their own token: /thoth token)", file=out, flush=True)
     return server.stop
 
 

@@ -43,9 +43,11 @@ def run_make(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     token, secret = McpTokens(app.db).make(args.team, args.user, label=args.label, made_by=by)
     app.audit.record(actor=by, action="mcp.token_make", target=f"token:{token.id}",
                      origin=ORIGIN, detail=f"{token.team}:{token.user} {token.label}")
-    print(f"token {token.id} for {token.team}:{token.user} ({token.label}); it is shown"
-          " once, below: give it to them, and it goes in their MCP client's Authorization"
-          " header as Bearer", file=out)
+    # The id is never right after the word "token": the output's redaction would take it
+    # for the secret such a phrase usually holds.
+    print(f"made {token.id} for {token.team}:{token.user} ({token.label}), an MCP token"
+          " shown once, below: give it to them, and it goes in their MCP client's"
+          " Authorization header as Bearer", file=out)
     if isinstance(out, RedactedOutput):
         out.show_once(secret)
     else:
@@ -67,7 +69,7 @@ def run_revoke(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     token = McpTokens(app.db).revoke(args.token_id, by=by)
     app.audit.record(actor=by, action="mcp.token_revoke", target=f"token:{token.id}",
                      origin=ORIGIN, detail=f"{token.team}:{token.user}")
-    print(f"revoked token {token.id} ({token.team}:{token.user}, {token.label})", file=out)
+    print(f"revoked {token.id} ({token.team}:{token.user}, {token.label})", file=out)
     return 0
 
 

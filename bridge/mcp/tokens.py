@@ -92,7 +92,8 @@ class McpTokens:
         """Revoke a token at once (with ``user``: only if it is theirs)."""
         token = self.get(token_id)
         if token is None or (user is not None and token.user != user):
-            raise BadInput(f"no token {token_id!r}: `thoth tokens list` shows them")
+            raise BadInput(f"no MCP token with the id {token_id!r}: `thoth tokens list`"
+                           " shows them")
         if token.revoked:
             return token
         with self._db.write() as conn:

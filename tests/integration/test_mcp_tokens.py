@@ -3,12 +3,18 @@ revoked, and a person may revoke only their own."""
 
 from __future__ import annotations
 
+import argparse
+import io
 from collections.abc import Callable, Sequence
 
 import pytest
 
+from bridge.app import build
+from bridge.cli import tokens as tokens_cli
+from bridge.cli.redacted_output import RedactedOutput
 from bridge.mcp.tables import SCHEMA
 from bridge.mcp.tokens import TOKEN_PREFIX, McpTokens
+from bridge.settings import Settings
 from layers.errors import BadInput
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
@@ -36,7 +42,7 @@ def test_a_token_is_kept_as_a_hash_and_refused_once_revoked(
     used = tokens.get(made.id)
     assert used is not None and used.last_used_at is not None
 
-    with pytest.raises(BadInput, match="no token"):
+    with pytest.raises(BadInput, match="no MCP token with the id"):
         tokens.revoke(made.id, by="U2", user="U2")  # not theirs
     assert tokens.holder(secret) is not None
     revoked = tokens.revoke(made.id, by="U1", user="U1")
@@ -56,3 +62,33 @@ def test_a_token_needs_a_label_and_a_person(
     with pytest.raises(BadInput, match="Slack user"):
         tokens.make("T1", "", label="x", made_by="fia")
     assert tokens.listed() == []
+
+
+
+def test_what_the_cli_prints_of_a_token_keeps_its_id_past_the_redaction(
+    settings: Settings,
+) -> None:
+    """The output is redacted, and "token '<value>'" reads as a secret there: whatever
+    random id a token gets, `thoth tokens make` and `revoke` print it whole, and the new
+    token once."""
+    app = build(settings)
+    try:
+        for number in range(100):
+            printed = io.StringIO()
+            made = argparse.Namespace(team="T1", user=f"U{number}", label="laptop")
+            assert tokens_cli.run_make(made, app, RedactedOutput(printed)) == 0
+            first, secret = printed.getvalue().splitlines()
+            token_id = first.split()[1]
+            assert McpTokens(app.db).get(token_id) is not None, first
+            assert McpTokens(app.db).holder(secret) is not None
+            gone = io.StringIO()
+            revoked = argparse.Namespace(token_id=token_id)
+            assert tokens_cli.run_revoke(revoked, app, RedactedOutput(gone)) == 0
+            assert token_id in gone.getvalue(), gone.getvalue()
+            with pytest.raises(BadInput) as refused:
+                McpTokens(app.db).revoke(token_id + "x", by="fia")
+            said = io.StringIO()
+            RedactedOutput(said).write(str(refused.value))
+            assert token_id + "x" in said.getvalue(), said.getvalue()
+    finally:
+        app.close()

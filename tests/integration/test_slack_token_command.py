@@ -51,7 +51,7 @@ def test_a_person_makes_lists_and_revokes_their_own_token_in_a_dm(harness: Harne
     assert held.id in listed and "laptop Claude Code" in listed and "thoth_mcp_" not in listed
 
     command(f"revoke {held.id}", user="U2", channel="D2")  # not theirs
-    assert "no token" in _answers(harness, "D2", 1)[0]
+    assert "no MCP token with the id" in _answers(harness, "D2", 1)[0]
     assert tokens.holder(secret.group()) is not None
     command(f"revoke {held.id}")
     assert "Revoked" in _answers(harness, "D1", 3)[2]

@@ -1,0 +1,164 @@
+"""`recall` over MCP against the same recall in a warm process, on a store of many episodes.
+
+Copies (or builds, with --workdir kept) the SQLite store of synthetic episodes that
+``recall_speed.py`` makes, with its vector graph, into a Thoth home, then times the same
+LoCoMo questions three ways, each after a warm-up:
+
+- warm: ``episodic.recall`` in this process, what `thoth recall` and a Slack turn call
+  once the process is up (the query's embedding included, as MCP's recall has it);
+- stdio: `thoth mcp` as a client starts it, each ``call_tool("recall")`` a round trip
+  through the SDK's client;
+- HTTP: `thoth console` (which serves /mcp as `thoth serve` does) with a person's
+  token, each call a streamable-HTTP round trip.
+
+Printed: p50 and p95 in ms, and each way's p50 over the warm one's (target issue 34:
+within 5 ms).
+
+    python bench/mcp_recall.py [--episodes 100000] [--calls 200] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import httpx2
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from recall_speed import TEAM, load_locomo, percentile, sqlite_store  # noqa: E402
+
+from bridge.app import build  # noqa: E402
+from bridge.cli.main import main as thoth  # noqa: E402
+from bridge.settings import Settings  # noqa: E402
+from layers.places import Viewer  # noqa: E402
+
+WARM_UP = 20
+K = 5
+ASKER = "UBENCH"
+GRAPH_WAIT_S = 600.0
+
+
+def warm_recall(home: Path, questions: list[str]) -> list[float]:
+    app = build(Settings(_env_file=None, thoth_home=home))  # type: ignore[call-arg]
+    # What the MCP asker reads: their DMs and the workspace's public channels.
+    viewer = Viewer(TEAM, "mcp", "im", ASKER)
+    try:
+        for question in questions[:WARM_UP]:
+            app.episodic.recall(question, viewer, k=K)
+        app.episodic.vector_graph_ready(GRAPH_WAIT_S)
+        timings = []
+        for question in questions[WARM_UP:]:
+            started = time.perf_counter()
+            app.episodic.recall(question, viewer, k=K)
+            timings.append((time.perf_counter() - started) * 1000)
+        return timings
+    finally:
+        app.close()
+
+
+async def timed_calls(session: ClientSession, questions: list[str]) -> list[float]:
+    await session.initialize()
+    for question in questions[:WARM_UP]:
+        await session.call_tool("recall", {"query": question, "k": K})
+    timings = []
+    for question in questions[WARM_UP:]:
+        started = time.perf_counter()
+        result = await session.call_tool("recall", {"query": question, "k": K})
+        timings.append((time.perf_counter() - started) * 1000)
+        if result.is_error:
+            raise SystemExit(f"recall over MCP failed: {result.content}")
+    return timings
+
+
+async def over_stdio(env: dict[str, str], questions: list[str]) -> list[float]:
+    params = StdioServerParameters(command=sys.executable, env=env, args=[
+        "-m", "bridge", "mcp", "--team", TEAM, "--user", ASKER])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        return await timed_calls(session, questions)
+
+
+async def over_http(url: str, token: str, questions: list[str]) -> list[float]:
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                  timeout=60) as http, \
+            streamable_http_client(url, http_client=http) as (read, write), \
+            ClientSession(read, write) as session:
+        return await timed_calls(session, questions)
+
+
+def with_console(env: dict[str, str],
+                 use: Callable[[str], Awaitable[list[float]]]) -> list[float]:
+    """Run `thoth console` (its /mcp) for ``use``, given the MCP URL."""
+    console = subprocess.Popen(
+        [sys.executable, "-m", "bridge", "console", "--port", "0"], env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert console.stdout is not None
+        found = re.search(r"(http://\S+)/console/login/", console.stdout.readline())
+        if found is None:
+            raise SystemExit("thoth console did not start")
+        return asyncio.run(use(found.group(1) + "/mcp"))
+    finally:
+        console.terminate()
+        console.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--episodes", type=int, default=100_000)
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--workdir", type=Path, help="keep the built store here (reused)")
+    args = parser.parse_args()
+    _, all_questions = load_locomo()
+    questions = random.Random(11).sample(all_questions, args.calls + WARM_UP)
+    with tempfile.TemporaryDirectory() as scratch:
+        workdir = args.workdir or Path(scratch) / "stores"
+        workdir.mkdir(parents=True, exist_ok=True)
+        home = Path(scratch) / "home"
+        home.mkdir()
+        store = sqlite_store(workdir, args.episodes)
+        shutil.copy(store, home / "thoth.db")
+        graph = store.with_name(store.name + ".hnsw")
+        if graph.is_dir():  # else the first process builds it, and the others restore it
+            shutil.copytree(graph, home / "thoth.db.hnsw")
+        env = {name: value for name, value in os.environ.items()
+               if not name.startswith(("SLACK_", "ANTHROPIC_", "HONCHO_"))}
+        env.update(THOTH_HOME=str(home), HF_HUB_OFFLINE="1", HONCHO_DISABLED="1")
+        os.environ.update(THOTH_HOME=str(home), HONCHO_DISABLED="1")
+        figures = {"warm process (episodic.recall)": warm_recall(home, questions)}
+        figures["MCP over stdio (thoth mcp)"] = asyncio.run(over_stdio(env, questions))
+        made = io.StringIO()
+        if thoth(["tokens", "make", "--team", TEAM, "--user", ASKER, "--label", "bench"],
+                 stdout=made, stderr=made) != 0:
+            raise SystemExit(made.getvalue())
+        token = made.getvalue().splitlines()[1]
+        figures["MCP over HTTP (/mcp, a token)"] = with_console(
+            env, lambda url: over_http(url, token, questions))
+    warm = statistics.median(figures["warm process (episodic.recall)"])
+    print(f"recall over MCP, {args.episodes:,} episodes on SQLite, {args.calls} calls each"
+          f" after {WARM_UP} to warm up, k={K}, the query's embedding included (ms)")
+    print(f"{'way':<34} {'p50':>8} {'p95':>8} {'p50 - warm':>11}")
+    for way, timings in figures.items():
+        p50 = statistics.median(timings)
+        print(f"{way:<34} {p50:>8.2f} {percentile(timings, 0.95):>8.2f} {p50 - warm:>+11.2f}")
+    print("target (issue 34): MCP's p50 within 5 ms of the warm process's")
+
+
+if __name__ == "__main__":
+    main()
