@@ -3,10 +3,11 @@ serve it at ``/mcp`` on their own port.
 
 Who asks is the holder of the request's bearer token (``tokens.py``). The SDK's bearer
 middleware asks ``ThothTokens`` at every HTTP request, so a revoked token is refused
-(401) at its very next request, and it binds each MCP session to the token that opened
-it, so one person's session is never another's. The person's private channels and group
-DMs are asked of Slack at each call, kept a minute (``SlackMemberships``, as the
-console does), and fail closed: when Slack cannot say, none.
+(401) at its very next request. Requests are stateless (no SDK session to hijack or to
+lose to another replica): each is its own person's, by its own token. The person's
+private channels and group DMs are asked of Slack at each call, kept a minute
+(``SlackMemberships``, as the console does), and fail closed: when Slack cannot say,
+none.
 """
 
 from __future__ import annotations
@@ -86,8 +87,12 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
     # Each answer as one JSON body, not an SSE stream: recall's p50 over HTTP at 100k
     # episodes 9.4 -> 6.3 ms over the warm process (bench/mcp_recall.py). Thoth's tools
     # send no progress or server requests mid-call, which is what a stream is for.
+    # Stateless: an SDK session lives in one process's memory, and behind the deployment's
+    # proxy (deploy/Caddyfile: round robin over the replicas) a client's next request
+    # lands on another replica. Every request carries its token and is checked anyway;
+    # measured, no slower.
     served = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
-                                        json_response=True)
+                                        json_response=True, stateless_http=True)
 
     @asynccontextmanager
     async def sessions() -> AsyncIterator[None]:

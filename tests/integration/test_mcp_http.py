@@ -129,6 +129,17 @@ def test_each_token_reads_what_its_person_may_and_a_revoked_one_is_refused_at_on
     # U2 is not in it, and never reads U1's DM.
     assert _ids(theirs) == {"dm-u2", "public"}
 
+    # Any replica answers any request: no session to find first (deploy/Caddyfile
+    # spreads requests round robin). A bare call, as a client's next request would land.
+    bare = httpx2.post(url, headers={
+        "Authorization": f"Bearer {u2}", "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18"}, json={
+        "jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "recall", "arguments": query}}, timeout=30)
+    assert bare.status_code == 200, bare.text
+    answered = bare.json()["result"]["structuredContent"]["result"]
+    assert {hit["id"] for hit in answered} == {"dm-u2", "public"}
+
     # No token, an unknown one: refused before any MCP is spoken.
     assert _status(url, None) == 401
     assert _status(url, "thoth_mcp_" + "x" * 43) == 401
