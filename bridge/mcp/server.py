@@ -64,8 +64,9 @@ def mcp_server(app: Thoth, asker: AskerOf, places: NotePlaces, cards: Cards, *,
     server.tool(description=(
         "Search the team's memory (Slack conversations Thoth took part in) for what is"
         " relevant to the query, as the person asking may read it: their own DMs with"
-        " Thoth and the public channels of their workspace. Each result says who said"
-        " it, when and where."))(tools.recall)
+        " Thoth, the public channels of their workspace and (over HTTP) the private"
+        " channels they are in. Each result says who said it, when and where."
+        ))(tools.recall)
     server.tool(description=(
         "What Thoth's identity memory holds about the person asking (facts learned in"
         " conversation, with ids). Only ever about themselves."))(tools.what_do_you_know_about_me)
@@ -73,8 +74,9 @@ def mcp_server(app: Thoth, asker: AskerOf, places: NotePlaces, cards: Cards, *,
         "Propose a memory note: one line the team should keep in mind (a decision, who"
         " owns what, how something is done). It waits for a founder's approval, as a note"
         " proposed in Slack does, then Thoth keeps it where it was proposed. where: 'dm'"
-        " (your DM with Thoth: only you) or a public channel's id (everyone in the"
-        " workspace)."))(tools.remember)
+        " (your DM with Thoth: only you), a public channel's id (everyone in the"
+        " workspace), or over HTTP a private channel's id you are in (its members)."
+        ))(tools.remember)
     server.tool(description=(
         "Propose a skill: a procedure the team should follow (name: lowercase words joined"
         " by hyphens; description: what it is for, in a sentence; instructions: the steps,"
@@ -113,7 +115,6 @@ class AskersTools:
     async def recall(self, query: str, k: int = 5) -> list[dict[str, Any]]:
         if not 1 <= k <= MAX_RESULTS:
             raise ToolError(f"k is a number from 1 to {MAX_RESULTS}")
-
         asker = await self._asker_of()
 
         def search() -> list[Hit]:
