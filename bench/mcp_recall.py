@@ -2,7 +2,8 @@
 
 Copies (or builds, with --workdir kept) the SQLite store of synthetic episodes that
 ``recall_speed.py`` makes, with its vector graph, into a Thoth home, then times the same
-LoCoMo questions three ways, each after a warm-up:
+LoCoMo questions three ways, interleaved (each question each way, in an order that turns
+with the question, so a drift of the machine falls on all three alike), after a warm-up:
 
 - warm: ``episodic.recall`` in this process, what `thoth recall` and a Slack turn call
   once the process is up (the query's embedding included, as MCP's recall has it);
@@ -32,6 +33,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx2
@@ -53,70 +55,81 @@ WARM_UP = 20
 K = 5
 ASKER = "UBENCH"
 GRAPH_WAIT_S = 600.0
+GRAPH_SETTLE_S = 5.0
 
 
-def warm_recall(home: Path, questions: list[str]) -> list[float]:
+Way = Callable[[str], Awaitable[None]]
+
+
+async def interleaved(ways: dict[str, Way], questions: list[str]) -> dict[str, list[float]]:
+    """Each question asked each way, in an order that turns with the question, so a
+    drift of the machine falls on every way alike."""
+    for question in questions[:WARM_UP]:
+        for ask in ways.values():
+            await ask(question)
+    # Each server restores its vector graph in the background after its first search.
+    await asyncio.sleep(GRAPH_SETTLE_S)
+    timings: dict[str, list[float]] = {name: [] for name in ways}
+    names = list(ways)
+    for number, question in enumerate(questions[WARM_UP:]):
+        turn = number % len(names)
+        for name in names[turn:] + names[:turn]:
+            started = time.perf_counter()
+            await ways[name](question)
+            timings[name].append((time.perf_counter() - started) * 1000)
+    return timings
+
+
+def mcp_recall(session: ClientSession) -> Way:
+    async def ask(question: str) -> None:
+        result = await session.call_tool("recall", {"query": question, "k": K})
+        if result.is_error:
+            raise SystemExit(f"recall over MCP failed: {result.content}")
+
+    return ask
+
+
+async def measure(home: Path, env: dict[str, str], mcp_url: str, token: str,
+                  questions: list[str]) -> dict[str, list[float]]:
     app = build(Settings(_env_file=None, thoth_home=home))  # type: ignore[call-arg]
     # What the MCP asker reads: their DMs and the workspace's public channels.
     viewer = Viewer(TEAM, "mcp", "im", ASKER)
+
+    async def warm(question: str) -> None:
+        # On this thread, as `thoth recall` calls it: nothing else runs meanwhile.
+        app.episodic.recall(question, viewer, k=K)
+
+    stdio = StdioServerParameters(command=sys.executable, env=env, args=[
+        "-m", "bridge", "mcp", "--team", TEAM, "--user", ASKER])
     try:
-        for question in questions[:WARM_UP]:
-            app.episodic.recall(question, viewer, k=K)
-        app.episodic.vector_graph_ready(GRAPH_WAIT_S)
-        timings = []
-        for question in questions[WARM_UP:]:
-            started = time.perf_counter()
-            app.episodic.recall(question, viewer, k=K)
-            timings.append((time.perf_counter() - started) * 1000)
-        return timings
+        async with AsyncExitStack() as stack:
+            read, write = await stack.enter_async_context(stdio_client(stdio))
+            over_stdio = await stack.enter_async_context(ClientSession(read, write))
+            http = await stack.enter_async_context(httpx2.AsyncClient(
+                headers={"Authorization": f"Bearer {token}"}, timeout=60))
+            read, write = await stack.enter_async_context(
+                streamable_http_client(mcp_url, http_client=http))
+            over_http = await stack.enter_async_context(ClientSession(read, write))
+            for session in (over_stdio, over_http):
+                await session.initialize()
+            await warm(questions[0])
+            app.episodic.vector_graph_ready(GRAPH_WAIT_S)
+            return await interleaved({
+                "warm process (episodic.recall)": warm,
+                "MCP over stdio (thoth mcp)": mcp_recall(over_stdio),
+                "MCP over HTTP (/mcp, a token)": mcp_recall(over_http),
+            }, questions)
     finally:
         app.close()
 
 
-async def timed_calls(session: ClientSession, questions: list[str]) -> list[float]:
-    await session.initialize()
-    for question in questions[:WARM_UP]:
-        await session.call_tool("recall", {"query": question, "k": K})
-    timings = []
-    for question in questions[WARM_UP:]:
-        started = time.perf_counter()
-        result = await session.call_tool("recall", {"query": question, "k": K})
-        timings.append((time.perf_counter() - started) * 1000)
-        if result.is_error:
-            raise SystemExit(f"recall over MCP failed: {result.content}")
-    return timings
-
-
-async def over_stdio(env: dict[str, str], questions: list[str]) -> list[float]:
-    params = StdioServerParameters(command=sys.executable, env=env, args=[
-        "-m", "bridge", "mcp", "--team", TEAM, "--user", ASKER])
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        return await timed_calls(session, questions)
-
-
-async def over_http(url: str, token: str, questions: list[str]) -> list[float]:
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
-                                  timeout=60) as http, \
-            streamable_http_client(url, http_client=http) as (read, write), \
-            ClientSession(read, write) as session:
-        return await timed_calls(session, questions)
-
-
-def with_console(env: dict[str, str],
-                 use: Callable[[str], Awaitable[list[float]]]) -> list[float]:
-    """Run `thoth console` (its /mcp) for ``use``, given the MCP URL."""
-    console = subprocess.Popen(
-        [sys.executable, "-m", "bridge", "console", "--port", "0"], env=env,
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert console.stdout is not None
-        found = re.search(r"(http://\S+)/console/login/", console.stdout.readline())
-        if found is None:
-            raise SystemExit("thoth console did not start")
-        return asyncio.run(use(found.group(1) + "/mcp"))
-    finally:
-        console.terminate()
-        console.wait(timeout=30)
+def console_mcp_url(console: subprocess.Popen[str]) -> str:
+    """Where the `thoth console` just started serves /mcp."""
+    assert console.stdout is not None
+    found = re.search(r"(http://\S+)/console/login/", console.stdout.readline())
+    if found is None:
+        raise SystemExit("thoth console did not start")
+    return found.group(1) + "/mcp"
 
 
 def main() -> None:
@@ -141,18 +154,24 @@ def main() -> None:
                if not name.startswith(("SLACK_", "ANTHROPIC_", "HONCHO_"))}
         env.update(THOTH_HOME=str(home), HF_HUB_OFFLINE="1", HONCHO_DISABLED="1")
         os.environ.update(THOTH_HOME=str(home), HONCHO_DISABLED="1")
-        figures = {"warm process (episodic.recall)": warm_recall(home, questions)}
-        figures["MCP over stdio (thoth mcp)"] = asyncio.run(over_stdio(env, questions))
         made = io.StringIO()
         if thoth(["tokens", "make", "--team", TEAM, "--user", ASKER, "--label", "bench"],
                  stdout=made, stderr=made) != 0:
             raise SystemExit(made.getvalue())
         token = made.getvalue().splitlines()[1]
-        figures["MCP over HTTP (/mcp, a token)"] = with_console(
-            env, lambda url: over_http(url, token, questions))
+        console = subprocess.Popen(
+            [sys.executable, "-m", "bridge", "console", "--port", "0"], env=env,
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        try:
+            figures = asyncio.run(measure(home, env, console_mcp_url(console), token,
+                                          questions))
+        finally:
+            console.terminate()
+            console.wait(timeout=30)
     warm = statistics.median(figures["warm process (episodic.recall)"])
     print(f"recall over MCP, {args.episodes:,} episodes on SQLite, {args.calls} calls each"
-          f" after {WARM_UP} to warm up, k={K}, the query's embedding included (ms)")
+          f" way, interleaved, after {WARM_UP} to warm up, k={K}, the query's embedding"
+          " included (ms)")
     print(f"{'way':<34} {'p50':>8} {'p95':>8} {'p50 - warm':>11}")
     for way, timings in figures.items():
         p50 = statistics.median(timings)
