@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.housekeeping import Housekeeping
+from bridge.mcp.tokens import McpTokens
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.metered import MeteredModel
 from bridge.model.offline import OfflineResponder, SkillFinder
@@ -91,6 +92,8 @@ class Thoth:
     ledger: CostLedger
     # Who changed what Thoth keeps, when and from where (the console, Slack, the CLI).
     audit: AuditLog
+    # People's tokens for MCP over HTTP (`/thoth token`, the console, `thoth tokens`).
+    mcp_tokens: McpTokens
     # Reflection state; a run older than REFLECTION_TIMEOUT_S counts as dead.
     reflections: ReflectionState
     # Checks back that reflection scheduled, posted in their threads when due.
@@ -273,6 +276,7 @@ def build(
         user_models=user_models,
         ledger=ledger,
         audit=audit,
+        mcp_tokens=McpTokens(db, audit),
         reflections=reflections,
         followups=Followups(db),
         session_end=session_end,

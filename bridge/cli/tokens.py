@@ -15,7 +15,7 @@ from typing import Any, TextIO
 from bridge.app import Thoth
 from bridge.cli.login import login_name
 from bridge.cli.redacted_output import RedactedOutput
-from bridge.mcp.tokens import McpToken, McpTokens
+from bridge.mcp.tokens import McpToken
 
 ORIGIN = "cli"
 
@@ -39,10 +39,8 @@ def register(commands: Any) -> None:
 
 
 def run_make(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    by = login_name()
-    token, secret = McpTokens(app.db).make(args.team, args.user, label=args.label, made_by=by)
-    app.audit.record(actor=by, action="mcp.token_make", target=f"token:{token.id}",
-                     origin=ORIGIN, detail=f"{token.team}:{token.user} {token.label}")
+    token, secret = app.mcp_tokens.make(args.team, args.user, label=args.label,
+                                        made_by=login_name(), origin=ORIGIN)
     # The id is never right after the word "token": the output's redaction would take it
     # for the secret such a phrase usually holds.
     print(f"made {token.id} for {token.team}:{token.user} ({token.label}), an MCP token"
@@ -56,7 +54,7 @@ def run_make(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 
 def run_list(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    tokens = McpTokens(app.db).listed()
+    tokens = app.mcp_tokens.listed()
     if not tokens:
         print("no tokens", file=out)
     for token in tokens:
@@ -65,10 +63,7 @@ def run_list(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 
 def run_revoke(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    by = login_name()
-    token = McpTokens(app.db).revoke(args.token_id, by=by)
-    app.audit.record(actor=by, action="mcp.token_revoke", target=f"token:{token.id}",
-                     origin=ORIGIN, detail=f"{token.team}:{token.user}")
+    token = app.mcp_tokens.revoke(args.token_id, by=login_name(), origin=ORIGIN)
     print(f"revoked {token.id} ({token.team}:{token.user}, {token.label})", file=out)
     return 0
 

@@ -80,7 +80,7 @@ def console_parts(thoth: Thoth) -> ConsoleParts:
                            thoth.drafts, thoth.brain, thoth.ledger, SpendReader(thoth.db),
                            thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
                            CardStore(thoth.db), thoth.reflections, thoth.sessions,
-                           McpTokens(thoth.db))
+                           thoth.mcp_tokens)
     settings = thoth.settings
     slack = build_async_web_client(settings) if settings.slack_bot_token else None
     return ConsoleParts(Offloaded(stores), settings.daily_cost_cap_usd,

@@ -81,7 +81,7 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
     server = mcp_server(
         app, asker_of_call, NotePlaces(slack),
         Cards(slack, app.db, settings.founder_user_ids, console_links(settings.console_url)),
-        origin=ORIGIN, token_verifier=ThothTokens(McpTokens(app.db)),
+        origin=ORIGIN, token_verifier=ThothTokens(app.mcp_tokens),
         auth=AuthSettings(issuer_url=AnyHttpUrl(issuer), resource_server_url=None,
                           required_scopes=[SCOPE]))
     # Each answer as one JSON body, not an SSE stream: recall's p50 over HTTP at 100k

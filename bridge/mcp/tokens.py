@@ -4,6 +4,9 @@ hash, revocable.
 A token is 32 random bytes (``secrets``), so a plain SHA-256 is the right hash: a slow
 password hash protects guessable secrets, and nothing here is guessable. The prefix
 ``thoth_mcp_`` lets a person (and the redaction rules) tell one on sight.
+
+Making and revoking a token is written to the audit log here, whoever asks (the
+command line, ``/thoth``, the console): a token is access to someone's memory.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from layers.audit.log import AuditLog
 from layers.errors import BadInput
 from layers.storage.database import Database
 
@@ -45,13 +49,16 @@ _COLUMNS = 'id, team, "user", label, made_by, made_at, last_used_at, revoked_at,
 
 
 class McpTokens:
-    def __init__(self, db: Database, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, db: Database, audit: AuditLog, *,
+                 clock: Callable[[], float] = time.time) -> None:
         self._db = db
+        self._audit = audit
         self._clock = clock
 
-    def make(self, team: str, user: str, *, label: str, made_by: str) -> tuple[McpToken, str]:
+    def make(self, team: str, user: str, *, label: str, made_by: str,
+             origin: str) -> tuple[McpToken, str]:
         """A new token for ``user`` of ``team``: the record, and the token itself (shown
-        once: only its hash is kept)."""
+        once: only its hash is kept). ``made_by`` and ``origin`` as the audit names them."""
         label = " ".join(label.split())
         if not label or len(label) > MAX_LABEL_CHARS:
             raise BadInput(f"a token needs a label of 1-{MAX_LABEL_CHARS} characters"
@@ -68,6 +75,7 @@ class McpTokens:
                 (_hashed(secret), token.id, team, user, token.label, made_by, token.made_at,
                  None, None, None),
             )
+        self._audited(token, "mcp.token_make", made_by, origin)
         return token, secret
 
     def holder(self, secret: str) -> McpToken | None:
@@ -88,7 +96,8 @@ class McpTokens:
                              (now, token.id))
         return token
 
-    def revoke(self, token_id: str, *, by: str, user: str | None = None) -> McpToken:
+    def revoke(self, token_id: str, *, by: str, origin: str,
+               user: str | None = None) -> McpToken:
         """Revoke a token at once (with ``user``: only if it is theirs)."""
         token = self.get(token_id)
         if token is None or (user is not None and token.user != user):
@@ -102,6 +111,7 @@ class McpTokens:
                 " WHERE id = ? AND revoked_at IS NULL", (self._clock(), by, token_id))
         revoked = self.get(token_id)
         assert revoked is not None
+        self._audited(revoked, "mcp.token_revoke", by, origin)
         return revoked
 
     def get(self, token_id: str) -> McpToken | None:
@@ -120,6 +130,11 @@ class McpTokens:
                 f"SELECT {_COLUMNS} FROM mcp_tokens WHERE {where} ORDER BY made_at DESC",
                 arguments).fetchall()
         return [_token(row) for row in rows]
+
+
+    def _audited(self, token: McpToken, action: str, actor: str, origin: str) -> None:
+        self._audit.record(actor=actor, action=action, target=f"token:{token.id}",
+                           origin=origin, detail=f"{token.team}:{token.user} {token.label}")
 
 
 def _hashed(secret: str) -> str:

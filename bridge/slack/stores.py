@@ -77,5 +77,5 @@ def slack_stores(thoth: Thoth) -> SlackStores:
         inbox=SlackInbox(db, owner=thoth.leases.owner, lease_s=settings.inbox_lease_s),
         seen=SeenDeliveries(db),
         audit=thoth.audit,
-        mcp_tokens=McpTokens(db),
+        mcp_tokens=thoth.mcp_tokens,
     )

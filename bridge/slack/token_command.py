@@ -49,11 +49,9 @@ async def thoth_command(stores: Offloaded[SlackStores], client: AsyncWebClient,
 def _made(stores: SlackStores, team: str, user: str, label: str) -> str:
     try:
         token, secret = stores.mcp_tokens.make(team, user, label=label or DEFAULT_LABEL,
-                                               made_by=slack_actor(user))
+                                               made_by=slack_actor(user), origin=ORIGIN)
     except BadInput as error:
         return escape(str(error))
-    stores.audit.record(actor=slack_actor(user), action="mcp.token_make",
-                        target=f"token:{token.id}", origin=ORIGIN, detail=token.label)
     return messages.MCP_TOKEN_MADE.format(id=token.id, label=escape(token.label),
                                           secret=secret)
 
@@ -67,11 +65,10 @@ def _listed(stores: SlackStores, team: str, user: str) -> str:
 
 def _revoked(stores: SlackStores, user: str, token_id: str) -> str:
     try:
-        token = stores.mcp_tokens.revoke(token_id, by=slack_actor(user), user=user)
+        token = stores.mcp_tokens.revoke(token_id, by=slack_actor(user), origin=ORIGIN,
+                                         user=user)
     except BadInput as error:
         return escape(str(error))
-    stores.audit.record(actor=slack_actor(user), action="mcp.token_revoke",
-                        target=f"token:{token.id}", origin=ORIGIN, detail=token.label)
     return escape(messages.MCP_TOKEN_REVOKED.format(id=token.id, label=token.label))
 
 

@@ -15,6 +15,8 @@ from bridge.cli.redacted_output import RedactedOutput
 from bridge.mcp.tables import SCHEMA
 from bridge.mcp.tokens import TOKEN_PREFIX, McpTokens
 from bridge.settings import Settings
+from layers.audit.log import AuditLog
+from layers.audit.tables import SCHEMA as AUDIT
 from layers.errors import BadInput
 from layers.storage.database import Database
 from layers.storage.migrations import Schema
@@ -23,11 +25,12 @@ from layers.storage.migrations import Schema
 def test_a_token_is_kept_as_a_hash_and_refused_once_revoked(
     open_database: Callable[[Sequence[Schema]], Database],
 ) -> None:
-    db = open_database([SCHEMA])
+    db = open_database([AUDIT, SCHEMA])
     clock = iter(float(moment) for moment in range(1000, 2000, 30))
-    tokens = McpTokens(db, clock=lambda: next(clock))
-    made, secret = tokens.make("T1", "U1", label="  laptop   Claude Code ", made_by="fia")
-    other, other_secret = tokens.make("T1", "U2", label="desk", made_by="fia")
+    tokens = McpTokens(db, AuditLog(db), clock=lambda: next(clock))
+    made, secret = tokens.make("T1", "U1", label="  laptop   Claude Code ", made_by="fia",
+                               origin="test")
+    other, other_secret = tokens.make("T1", "U2", label="desk", made_by="fia", origin="test")
 
     assert secret.startswith(TOKEN_PREFIX) and len(secret) > 50
     assert made.label == "laptop Claude Code"
@@ -43,9 +46,9 @@ def test_a_token_is_kept_as_a_hash_and_refused_once_revoked(
     assert used is not None and used.last_used_at is not None
 
     with pytest.raises(BadInput, match="no MCP token with the id"):
-        tokens.revoke(made.id, by="U2", user="U2")  # not theirs
+        tokens.revoke(made.id, by="U2", origin="test", user="U2")  # not theirs
     assert tokens.holder(secret) is not None
-    revoked = tokens.revoke(made.id, by="U1", user="U1")
+    revoked = tokens.revoke(made.id, by="U1", origin="test", user="U1")
     assert revoked.revoked and revoked.revoked_by == "U1"
     assert tokens.holder(secret) is None
     assert tokens.holder(other_secret) is not None
@@ -56,11 +59,12 @@ def test_a_token_is_kept_as_a_hash_and_refused_once_revoked(
 def test_a_token_needs_a_label_and_a_person(
     open_database: Callable[[Sequence[Schema]], Database],
 ) -> None:
-    tokens = McpTokens(open_database([SCHEMA]))
+    db = open_database([AUDIT, SCHEMA])
+    tokens = McpTokens(db, AuditLog(db))
     with pytest.raises(BadInput, match="label"):
-        tokens.make("T1", "U1", label=" ", made_by="fia")
+        tokens.make("T1", "U1", label=" ", made_by="fia", origin="test")
     with pytest.raises(BadInput, match="Slack user"):
-        tokens.make("T1", "", label="x", made_by="fia")
+        tokens.make("T1", "", label="x", made_by="fia", origin="test")
     assert tokens.listed() == []
 
 
@@ -79,14 +83,14 @@ def test_what_the_cli_prints_of_a_token_keeps_its_id_past_the_redaction(
             assert tokens_cli.run_make(made, app, RedactedOutput(printed)) == 0
             first, secret = printed.getvalue().splitlines()
             token_id = first.split()[1]
-            assert McpTokens(app.db).get(token_id) is not None, first
-            assert McpTokens(app.db).holder(secret) is not None
+            assert app.mcp_tokens.get(token_id) is not None, first
+            assert app.mcp_tokens.holder(secret) is not None
             gone = io.StringIO()
             revoked = argparse.Namespace(token_id=token_id)
             assert tokens_cli.run_revoke(revoked, app, RedactedOutput(gone)) == 0
             assert token_id in gone.getvalue(), gone.getvalue()
             with pytest.raises(BadInput) as refused:
-                McpTokens(app.db).revoke(token_id + "x", by="fia")
+                app.mcp_tokens.revoke(token_id + "x", by="fia", origin="test")
             said = io.StringIO()
             RedactedOutput(said).write(str(refused.value))
             assert token_id + "x" in said.getvalue(), said.getvalue()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 
 from bridge import messages
-from bridge.mcp.tokens import McpTokens
 from tests.integration.slack_harness import CHANNEL, Harness
 from tests.waiting import wait_until
 
@@ -23,7 +22,7 @@ def _answers(harness: Harness, channel: str, count: int) -> list[str]:
 def test_a_person_makes_lists_and_revokes_their_own_token_in_a_dm(harness: Harness) -> None:
     harness.slack.add_channel("D1", "dana-dm", "im")
     harness.slack.add_channel("D2", "ari-dm", "im")
-    tokens = McpTokens(harness.thoth.db)
+    tokens = harness.thoth.mcp_tokens
 
     def command(text: str, user: str = "U1", channel: str = "D1") -> None:
         name = "directmessage" if channel.startswith("D") else "general"

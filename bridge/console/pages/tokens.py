@@ -5,7 +5,7 @@ make`). A new token is on the page that answers its making, once: only its hash 
 
 from __future__ import annotations
 
-from bridge.console.parts import ConsoleParts, ConsoleStores
+from bridge.console.parts import ConsoleParts
 from bridge.console.sign_in import ConsoleUser
 from bridge.mcp.tokens import McpToken
 from layers.errors import BadInput
@@ -28,23 +28,12 @@ async def make(parts: ConsoleParts, user: ConsoleUser, label: str,
                        " `thoth tokens make --team T --user U --label L`")
     team, person = user.team, user.user
 
-    def made(stores: ConsoleStores) -> tuple[McpToken, str]:
-        token, secret = stores.mcp_tokens.make(team, person, label=label, made_by=user.actor)
-        stores.audit.record(actor=user.actor, action="mcp.token_make",
-                            target=f"token:{token.id}", origin=origin, detail=token.label)
-        return token, secret
-
-    return await parts.stores.run(made)
+    return await parts.stores.run(lambda stores: stores.mcp_tokens.make(
+        team, person, label=label, made_by=user.actor, origin=origin))
 
 
 async def revoke(parts: ConsoleParts, user: ConsoleUser, token_id: str, origin: str) -> None:
     """Revoke a token: the operator any, a member only their own."""
     mine = None if user.sees_everything else (user.user or "")
-
-    def revoked(stores: ConsoleStores) -> None:
-        token = stores.mcp_tokens.revoke(token_id, by=user.actor, user=mine)
-        stores.audit.record(actor=user.actor, action="mcp.token_revoke",
-                            target=f"token:{token.id}", origin=origin,
-                            detail=f"{token.team}:{token.user}")
-
-    await parts.stores.run(revoked)
+    await parts.stores.run(lambda stores: stores.mcp_tokens.revoke(
+        token_id, by=user.actor, origin=origin, user=mine))
