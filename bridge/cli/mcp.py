@@ -6,19 +6,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
-from bridge.console.links import console_links
 from bridge.mcp.asker import Asker
-from bridge.mcp.cards import Cards
-from bridge.mcp.note_places import NotePlaces
 from layers.errors import BadInput
 from layers.places import LOCAL_TEAM
-
-if TYPE_CHECKING:
-    from slack_sdk import WebClient
 
 
 def register(commands: Any) -> None:
@@ -37,11 +31,7 @@ def run_mcp(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
     from bridge.mcp.server import mcp_server, the_one
 
-    asker = asker_of(args)
-    slack = slack_client(app)
-    server = mcp_server(app, the_one(asker), NotePlaces(slack), Cards(
-        slack, app.db, app.settings.founder_user_ids, console_links(app.settings.console_url)),
-        origin="mcp stdio")
+    server = mcp_server(app, the_one(asker_of(args)), origin="mcp stdio")
     # Standard output is the protocol's channel: the process's own, not the redacting
     # wrapper every other command prints through (what goes out is stored memory,
     # redacted when it was stored). Logs go to standard error.
@@ -57,11 +47,3 @@ def asker_of(args: argparse.Namespace) -> Asker:
         return Asker(args.team, args.user)
     return Asker(LOCAL_TEAM, args.user or login_name())
 
-
-def slack_client(app: Thoth) -> WebClient | None:
-    """The bot's client where a token is set: Slack vouches for channels and shows cards."""
-    if app.settings.slack_bot_token is None:
-        return None
-    from bridge.slack.web import build_web_client
-
-    return build_web_client(app.settings)

@@ -24,14 +24,12 @@ from pydantic import AnyHttpUrl
 from starlette.routing import Mount
 
 from bridge.app import Thoth
-from bridge.console.links import console_links
 from bridge.console.memberships import SlackMemberships
 from bridge.mcp.asker import Asker
-from bridge.mcp.cards import Cards
-from bridge.mcp.note_places import NotePlaces
 from bridge.mcp.server import mcp_server
 from bridge.mcp.tokens import McpTokens
 from bridge.slack.http_server import Running
+from bridge.slack.web import build_async_web_client
 
 MCP_PATH = "/mcp"
 ORIGIN = "mcp http"
@@ -58,13 +56,8 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
     """The route that serves /mcp (mounted last: it answers only its own path) and what
     must run while the server does (the SDK's session manager)."""
     settings = app.settings
-    slack = None
-    memberships = SlackMemberships(None)
-    if settings.slack_bot_token is not None:
-        from bridge.slack.web import build_async_web_client, build_web_client
-
-        slack = build_web_client(settings)
-        memberships = SlackMemberships(build_async_web_client(settings))
+    memberships = SlackMemberships(
+        build_async_web_client(settings) if settings.slack_bot_token is not None else None)
 
     async def asker_of_call() -> Asker:
         token = get_access_token()
@@ -79,9 +72,7 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
     # Slack or the console, not by an OAuth server.
     issuer = settings.console_url or f"http://{host}"
     server = mcp_server(
-        app, asker_of_call, NotePlaces(slack),
-        Cards(slack, app.db, settings.founder_user_ids, console_links(settings.console_url)),
-        origin=ORIGIN, token_verifier=ThothTokens(app.mcp_tokens),
+        app, asker_of_call, origin=ORIGIN, token_verifier=ThothTokens(app.mcp_tokens),
         auth=AuthSettings(issuer_url=AnyHttpUrl(issuer), resource_server_url=None,
                           required_scopes=[SCOPE]))
     # Each answer as one JSON body, not an SSE stream: recall's p50 over HTTP at 100k

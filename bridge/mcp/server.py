@@ -22,11 +22,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from bridge.app import Thoth
+from bridge.console.links import console_links
 from bridge.mcp.asker import Asker
 from bridge.mcp.cards import Cards
 from bridge.mcp.note_places import DM, NotePlaces
 from bridge.mcp.resources import add_resources
 from bridge.pipeline.episodes_block import where_said
+from bridge.slack.web import build_web_client
 from layers.episodic.episode import Hit
 from layers.errors import BadInput
 from layers.procedural.skills import render_skill_md
@@ -45,11 +47,16 @@ def the_one(asker: Asker) -> AskerOf:
     return same
 
 
-def mcp_server(app: Thoth, asker: AskerOf, places: NotePlaces, cards: Cards, *,
-               origin: str, token_verifier: TokenVerifier | None = None,
+def mcp_server(app: Thoth, asker: AskerOf, *, origin: str,
+               token_verifier: TokenVerifier | None = None,
                auth: AuthSettings | None = None) -> MCPServer:
     """The server: every tool reads as the asker of the call may read; ``origin`` is how
     the audit log names the way in."""
+    settings = app.settings
+    # Slack vouches for a note's channel and shows the cards, where the bot token is set.
+    slack = build_web_client(settings) if settings.slack_bot_token is not None else None
+    places = NotePlaces(slack)
+    cards = Cards(slack, app.db, settings.founder_user_ids, console_links(settings.console_url))
     server = MCPServer(
         name="thoth",
         token_verifier=token_verifier,
