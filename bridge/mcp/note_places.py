@@ -11,11 +11,12 @@ Without a Slack token nothing can vouch for a channel, so only the DM is offered
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from bridge.mcp.asker import Asker
+from bridge.slack.directory import channel_kind, user_name
 from layers.errors import BadInput
-from layers.places import ChannelType, Place
+from layers.places import Place
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
@@ -45,9 +46,10 @@ class NotePlaces:
         except SlackApiError as error:
             raise BadInput(f"Slack shows Thoth no channel {wanted!r}"
                            f" ({error.response.get('error')})") from error
-        kind = _kind(info)
+        # Another person's DM, or one only its id names (a person's own DM is ``dm``).
+        kind = channel_kind(info)
         workspace = info.get("context_team_id") or asker.team
-        if workspace != asker.team or info.get("is_archived") or kind is None or (
+        if workspace != asker.team or info.get("is_archived") or kind == "im" or (
                 kind != "public" and wanted not in asker.member_of):
             raise BadInput(f"{wanted} is not a channel you may write to: notes go to your DM"
                            f" with Thoth ({DM}), a public channel of your workspace, or"
@@ -65,16 +67,4 @@ class NotePlaces:
             user = self.slack.users_info(user=asker.user)["user"]
         except SlackApiError:
             return asker.user
-        profile = user.get("profile") or {}
-        return str(profile.get("display_name") or user.get("real_name") or user.get("name")
-                   or asker.user)
-
-
-def _kind(info: dict[str, Any]) -> ChannelType | None:
-    """The channel's type as places name it; None for a DM (another person's, or one
-    only its id names: a person's own DM is ``dm``)."""
-    if info.get("is_im"):
-        return None
-    if info.get("is_mpim"):
-        return "mpim"
-    return "private" if info.get("is_private") or info.get("is_group") else "public"
+        return user_name(user) or asker.user

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -60,10 +60,8 @@ class Directory:
             return cached
         try:
             data = (await self._client.users_info(user=user_id)).get("user") or {}
-            profile = data.get("profile") or {}
-            name = profile.get("display_name") or profile.get("real_name") or data.get("name")
             info = UserInfo(
-                user_id, name or None, bool(data.get("is_bot")),
+                user_id, user_name(data), bool(data.get("is_bot")),
                 guest=bool(data.get("is_restricted") or data.get("is_ultra_restricted")),
                 team=data.get("team_id") or None, tz=data.get("tz") or None,
             )
@@ -83,7 +81,8 @@ class Directory:
         try:
             response = await self._client.conversations_info(channel=channel_id)
             data = response.get("channel") or {}
-            info = ChannelInfo(channel_id, data.get("name"), _kind(data), _external(data))
+            info = ChannelInfo(channel_id, data.get("name"), channel_kind(data),
+                               _external(data))
         except SLACK_FAILURES as error:
             log.warning("conversations.info %s failed: %r", channel_id, error)
             # Without Slack's answer, err on the private side: never widen who may recall
@@ -121,7 +120,15 @@ class Directory:
         return entry[1]
 
 
-def _kind(channel: dict[str, object]) -> ChannelType:
+def user_name(user: dict[str, Any]) -> str | None:
+    """What Thoth calls a person (``users.info``'s user): their display name, else their
+    real name, else their handle."""
+    profile = user.get("profile") or {}
+    return profile.get("display_name") or profile.get("real_name") or user.get("name") or None
+
+
+def channel_kind(channel: dict[str, object]) -> ChannelType:
+    """A conversation's type as places name it (``conversations.info``'s channel)."""
     if channel.get("is_im"):
         return "im"
     if channel.get("is_mpim"):
