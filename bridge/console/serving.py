@@ -59,7 +59,7 @@ def serve_console(app: Thoth, out: TextIO, *, host: str, port: int) -> int:
     mcp_route, mcp_sessions = mcp_over_http(app, host=host)
     server = WebServer(Starlette(routes=[Route("/", home), console_mount(app, login), mcp_route],
                                  lifespan=lifespan_of(mcp_sessions)),
-                       host=host, port=port, lifespan=True)
+                       host=host, port=port)
     server.start()
     stop = threading.Event()
     for signum in (signal.SIGINT, signal.SIGTERM):

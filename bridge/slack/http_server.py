@@ -36,7 +36,6 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp
 
 from bridge.slack.guarded_http import guarded_h11
 from layers.errors import ConfigurationError
@@ -94,13 +93,14 @@ class WebServer:
     """An ASGI app served by uvicorn in a thread of its own, guarded against connections
     that never finish a request (``guarded_http.py``): Slack's endpoint, the console."""
 
-    def __init__(self, app: ASGIApp, *, host: str, port: int, lifespan: bool = False) -> None:
-        """``lifespan``: the app has startup and shutdown work of its own (MCP's sessions)."""
+    def __init__(self, app: Starlette, *, host: str, port: int) -> None:
         config = uvicorn.Config(
             app,
             host=host,
             port=port,
-            lifespan="on" if lifespan else "off",
+            # The app's startup and shutdown work, if it has any (MCP's sessions):
+            # a Starlette app without a lifespan of its own starts and stops at once.
+            lifespan="on",
             log_config=None,  # logging is configured once, in main()
             access_log=False,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
@@ -150,7 +150,7 @@ class SlackHttpServer:
             *also,
         ]
         self._web = WebServer(Starlette(routes=routes, lifespan=lifespan_of(running)),
-                              host=host, port=port, lifespan=running is not None)
+                              host=host, port=port)
 
     @property
     def port(self) -> int:

@@ -6,6 +6,7 @@ Run by the reflection child, a batch process: the sync client is right here.
 from __future__ import annotations
 
 from slack_sdk import WebClient
+from slack_sdk.web import SlackResponse
 
 from bridge.console.links import ConsoleLinks
 from bridge.slack.cards import CARD_REACTIONS, CardStore, card_message
@@ -33,10 +34,7 @@ class SlackNotifier:
         response = self._client.chat_postMessage(
             channel=channel, thread_ts=thread_ts, **card_message(draft, self._console)
         )
-        ts = str(response["ts"])
-        # Posted to a user id, the card is in that person's DM: Slack answers with the
-        # DM's own channel id, which the reactions on the card will name.
-        channel = str(response.get("channel") or channel)
+        ts, channel = str(response["ts"]), _posted_in(response, channel)
         self._cards.record(draft.id, channel=channel, ts=ts, thread_ts=thread_ts)
         for name in CARD_REACTIONS:
             self._client.reactions_add(channel=channel, timestamp=ts, name=name)
@@ -48,10 +46,7 @@ class SlackNotifier:
             channel=place.channel, thread_ts=place.thread_ts,
             **note_card_message(note, self._console),
         )
-        ts = str(response["ts"])
-        # Posted to a user id, the card is in that person's DM: Slack answers with the
-        # DM's own channel id, which the reactions on the card will name.
-        channel = str(response.get("channel") or place.channel)
+        ts, channel = str(response["ts"]), _posted_in(response, place.channel)
         self._note_cards.record(note.id, channel=channel, ts=ts)
         for name in NOTE_CARD_REACTIONS:
             self._client.reactions_add(channel=channel, timestamp=ts, name=name)
@@ -65,3 +60,9 @@ class SlackNotifier:
             self._client.chat_postMessage(
                 channel=place.channel, thread_ts=place.thread_ts, markdown_text=piece
             )
+
+
+def _posted_in(response: SlackResponse, asked: str) -> str:
+    """The channel a message went to. Posted to a user id, it is in that person's DM:
+    Slack answers with the DM's own channel id, which reactions on it will name."""
+    return str(response.get("channel") or asked)
