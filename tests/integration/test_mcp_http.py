@@ -61,10 +61,9 @@ def served(isolated_environment: Path, tmp_path: Path) -> Iterator[tuple[str, Fa
             slack.add_user(user, name)
         slack.add_channel("C1", "general")
         slack.add_channel("G1", "budget", "private", members=["UBOT", "U1"])
-        env = {name: value for name, value in os.environ.items()
-               if not name.startswith(("SLACK_", "ANTHROPIC_", "HONCHO_"))}
-        env.update(THOTH_HOME=str(home), HF_HUB_OFFLINE="1", SLACK_BOT_TOKEN="xoxb-test",
-                   SLACK_SIGNING_SECRET=SECRET, SLACK_API_URL=slack.url)
+        # isolated_environment took every outside service's variable out already.
+        env = {**os.environ, "SLACK_BOT_TOKEN": "xoxb-test", "SLACK_SIGNING_SECRET": SECRET,
+               "SLACK_API_URL": slack.url}
         serve = subprocess.Popen(
             [sys.executable, "-m", "bridge", "serve", "--host", "127.0.0.1", "--port", "0"],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -83,6 +82,12 @@ def _token_for(home: Path, user: str) -> tuple[str, str]:
     printed = _thoth(home, "tokens", "make", "--team", "T1", "--user", user,
                      "--label", f"{user}'s laptop").splitlines()
     return printed[0].split()[1], printed[1]
+
+
+@pytest.fixture
+def tokens(served: tuple[str, FakeSlack], isolated_environment: Path) -> dict[str, tuple[str, str]]:
+    """U1's and U2's tokens for the served home, made by the operator: (id, token)."""
+    return {user: _token_for(isolated_environment, user) for user in ("U1", "U2")}
 
 
 async def _calls(url: str, token: str | None,
@@ -114,12 +119,12 @@ def _status(url: str, token: str | None) -> int:
 
 
 def test_each_token_reads_what_its_person_may_and_a_revoked_one_is_refused_at_once(
-    served: tuple[str, FakeSlack], isolated_environment: Path,
+    served: tuple[str, FakeSlack], tokens: dict[str, tuple[str, str]],
+    isolated_environment: Path,
 ) -> None:
     url, _ = served
     home = isolated_environment
-    u1_id, u1 = _token_for(home, "U1")
-    _, u2 = _token_for(home, "U2")
+    (u1_id, u1), (_, u2) = tokens["U1"], tokens["U2"]
     query = {"query": "what is the launch codename and budget?", "k": 10}
 
     (mine,) = asyncio.run(_calls(url, u1, [("recall", query)]))
@@ -162,12 +167,10 @@ def test_each_token_reads_what_its_person_may_and_a_revoked_one_is_refused_at_on
 
 
 def test_a_note_goes_only_where_the_tokens_person_may_write(
-    served: tuple[str, FakeSlack], isolated_environment: Path,
+    served: tuple[str, FakeSlack], tokens: dict[str, tuple[str, str]],
 ) -> None:
     url, slack = served
-    home = isolated_environment
-    _, u1 = _token_for(home, "U1")
-    _, u2 = _token_for(home, "U2")
+    (_, u1), (_, u2) = tokens["U1"], tokens["U2"]
     (in_private,) = asyncio.run(_calls(url, u1, [
         ("remember", {"text": "Budget reviews are on Mondays", "where": "G1"})]))
     (not_a_member,) = asyncio.run(_calls(url, u2, [
