@@ -41,13 +41,9 @@ def add_resources(server: MCPServer, app: Thoth, audited: Audit) -> None:
         return text
 
     async def skill_file(name: str) -> str:
-        def read() -> str:
-            skill = app.skills.get(name)
-            if skill is None:
-                raise ResourceError(f"no skill {name!r}; list_skills names them")
-            return render_skill_md(skill.slug, skill.description, skill.body)
-
-        text = await anyio.to_thread.run_sync(read)
+        text = await anyio.to_thread.run_sync(skill_md, app, name)
+        if text is None:
+            raise ResourceError(no_skill(name))
         await audited("skill", name)
         return text
 
@@ -64,6 +60,18 @@ def add_resources(server: MCPServer, app: Thoth, audited: Audit) -> None:
     for slug, skill in sorted(app.skills.skills().items()):
         server.resource(SKILL_URI.format(name=slug), name=slug, description=skill.description,
                         mime_type="text/markdown")(_reader(skill_file, slug))
+
+
+def skill_md(app: Thoth, name: str) -> str | None:
+    """The skill's SKILL.md as the team's agents read it (the ``get_skill`` tool, the
+    resource); None when there is no such skill."""
+    skill = app.skills.get(name)
+    return None if skill is None else render_skill_md(skill.slug, skill.description,
+                                                      skill.body)
+
+
+def no_skill(name: str) -> str:
+    return f"no skill {name!r}; list_skills names them"
 
 
 def _reader(read: Callable[[str], Awaitable[str]], name: str) -> Callable[[], Awaitable[str]]:

@@ -26,12 +26,11 @@ from bridge.console.links import console_links
 from bridge.mcp.asker import Asker
 from bridge.mcp.cards import Cards
 from bridge.mcp.note_places import DM, NotePlaces
-from bridge.mcp.resources import add_resources
+from bridge.mcp.resources import add_resources, no_skill, skill_md
 from bridge.pipeline.episodes_block import where_said
 from bridge.slack.web import build_web_client
 from layers.episodic.episode import Hit
 from layers.errors import BadInput
-from layers.procedural.skills import render_skill_md
 
 # As many as a Slack turn's recall reads at most: a client asking for more gets this.
 MAX_RESULTS = 20
@@ -202,11 +201,11 @@ class AskersTools:
         asker = await self._asker_of()
 
         def read() -> str:
-            skill = self._app.skills.get(name)
-            if skill is None:
-                raise ToolError(f"no skill {name!r}; list_skills names them")
+            text = skill_md(self._app, name)
+            if text is None:
+                raise ToolError(no_skill(name))
             self._audited(asker, "get_skill", name)
-            return render_skill_md(skill.slug, skill.description, skill.body)
+            return text
 
         return await anyio.to_thread.run_sync(read)
 
