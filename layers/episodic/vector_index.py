@@ -22,7 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from layers.embedding.parallel import cores, map_across_cores, one_blas_thread
-from layers.episodic.approximate_index import ApproximateIndex, fingerprints
+from layers.episodic.approximate_index import PRINT_SLICE, ApproximateIndex, fingerprints
 from layers.places import Viewer
 from layers.places.visibility import CHANNEL_TYPE_CODES, Interner, visible_mask
 
@@ -36,9 +36,6 @@ APPROXIMATE_FROM = 50_000
 # be one episode's, some not visible), then four times as many each round.
 FIRST_ASK_PER_EPISODE = 8
 MIN_FIRST_ASK = 200
-# Vectors copied out to be fingerprinted at a time when a saved graph is matched to them
-# (about 13 MB; at 50,000 the copy was 77 MB of a restart's peak).
-_PRINT_SLICE = 8_192
 
 
 @dataclass(frozen=True)
@@ -129,9 +126,10 @@ class VectorIndex:
             # A row now of another vector (or of one forgotten here) is not this key's.
             matched = np.flatnonzero(found)
             same = self._alive[slots[matched]]
-            for start in range(0, len(matched), _PRINT_SLICE):  # no copy of the whole matrix
-                part = matched[start : start + _PRINT_SLICE]
-                same[start : start + _PRINT_SLICE] &= (
+            # A slice at a time, as fingerprints() widens them: no copy of the whole matrix.
+            for start in range(0, len(matched), PRINT_SLICE):
+                part = matched[start : start + PRINT_SLICE]
+                same[start : start + PRINT_SLICE] &= (
                     fingerprints(self._vectors[slots[part]]) == graph.key_prints[part])
             slots[matched[~same]] = -1
         in_graph = np.zeros(size, dtype=np.bool_)
