@@ -23,19 +23,15 @@ from layers.procedural.drafts import Draft
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from slack_sdk import WebClient
-
-    from bridge.console.links import ConsoleLinks
     from bridge.slack.notifier import SlackNotifier
-    from layers.storage.database import Database
 
 
 @dataclass(frozen=True)
 class Cards:
-    slack: WebClient | None
-    db: Database
+    """``notifier``: Slack's, None where Slack is not configured."""
+
+    notifier: SlackNotifier | None
     founders: Sequence[str]
-    console: ConsoleLinks | None = None
 
     def note_card(self, note: Note, asker: Asker) -> bool:
         """Whether the note's card was posted."""
@@ -60,11 +56,8 @@ class Cards:
         return posted
 
     def _notifier(self, asker: Asker) -> SlackNotifier | None:
-        if self.slack is None or asker.local:
-            return None
-        from bridge.slack.notifier import SlackNotifier
-
-        return SlackNotifier(self.slack, self.db, self.console)
+        """None for the terminal's own user: no Slack place is theirs."""
+        return None if asker.local else self.notifier
 
 
 def _posted(what: str, post: Callable[[], object]) -> bool:

@@ -28,6 +28,7 @@ from bridge.mcp.cards import Cards
 from bridge.mcp.note_places import DM, NotePlaces
 from bridge.mcp.resources import add_resources, no_skill, skill_md
 from bridge.pipeline.episodes_block import where_said
+from bridge.slack.notifier import SlackNotifier
 from bridge.slack.web import build_web_client
 from layers.episodic.episode import Hit
 from layers.errors import BadInput
@@ -55,7 +56,9 @@ def mcp_server(app: Thoth, asker: AskerOf, *, origin: str,
     # Slack vouches for a note's channel and shows the cards, where the bot token is set.
     slack = build_web_client(settings) if settings.slack_bot_token is not None else None
     places = NotePlaces(slack)
-    cards = Cards(slack, app.db, settings.founder_user_ids, console_links(settings.console_url))
+    notifier = None if slack is None else SlackNotifier(
+        slack, app.db, console_links(settings.console_url))
+    cards = Cards(notifier, settings.founder_user_ids)
     server = MCPServer(
         name="thoth",
         token_verifier=token_verifier,
