@@ -105,8 +105,9 @@ class Settings(BaseSettings):
     # in and see what Slack lets them read; unset, only the operator's link signs in.
     slack_client_id: str | None = None
     slack_client_secret: SecretStr | None = None
-    # Where people reach the console (https://thoth.example.com), for Slack's redirect
-    # back; unset, the address the browser used.
+    # Where people reach the console and /mcp (https://thoth.example.com), for Slack's
+    # redirect back and as MCP's OAuth issuer; unset, the address the browser used (and
+    # no OAuth sign-in for MCP clients: tokens only).
     console_url: str | None = None
     daily_cost_cap_usd: Annotated[float, Field(ge=0)] = 5.0
     # Each person's share of the day's spend (their turns; reflection is the team's).

@@ -15,7 +15,7 @@ from starlette.routing import Mount, Route
 from bridge.app import Thoth
 from bridge.console.parts import console_parts
 from bridge.console.sign_in import OneTimeLogin
-from bridge.console.slack_sign_in import SlackSignIn
+from bridge.console.slack_sign_in import slack_sign_in
 from bridge.console.web_app import console_app
 
 PATH = "/console"
@@ -25,15 +25,9 @@ def console_mount(app: Thoth, login: OneTimeLogin) -> Mount:
     settings = app.settings
     secret = settings.console_secret
     parts = console_parts(app)
-    slack = None
-    if settings.slack_client_id and settings.slack_client_secret:
-        slack = SlackSignIn(client_id=settings.slack_client_id,
-                            client_secret=settings.slack_client_secret.get_secret_value(),
-                            api_url=settings.slack_api_url,
-                            founders=frozenset(settings.founder_user_ids), bot=parts.slack)
     return Mount(PATH, console_app(
         parts, secret=secret.get_secret_value() if secret else None, login=login,
-        slack=slack, public_url=settings.console_url,
+        slack=slack_sign_in(settings, parts.slack), public_url=settings.console_url,
         https_only=(settings.console_url or "").startswith("https://")))
 
 

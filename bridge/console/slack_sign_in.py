@@ -22,10 +22,21 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.console.sign_in import ConsoleUser
+from bridge.settings import Settings
 from layers.audit.log import slack_actor
 from layers.errors import BadInput
 
 SCOPES = "openid profile"
+
+
+def slack_sign_in(settings: Settings, bot: AsyncWebClient | None) -> SlackSignIn | None:
+    """Sign in with Slack, where the app's client id and secret are set."""
+    if not (settings.slack_client_id and settings.slack_client_secret):
+        return None
+    return SlackSignIn(client_id=settings.slack_client_id,
+                       client_secret=settings.slack_client_secret.get_secret_value(),
+                       api_url=settings.slack_api_url,
+                       founders=frozenset(settings.founder_user_ids), bot=bot)
 
 
 class SlackSignIn:

@@ -1,10 +1,12 @@
 """MCP over streamable HTTP, for a team: `thoth serve` (HTTP mode) and `thoth console`
 serve it at ``/mcp`` on their own port.
 
-Who asks is the holder of the request's bearer token (``tokens.py``). The SDK's bearer
-middleware asks ``ThothTokens`` at every HTTP request, so a revoked token is refused
-(401) at its very next request. Requests are stateless (no SDK session to hijack or to
-lose to another replica): each is its own person's, by its own token. The person's
+Who asks is the holder of the request's bearer token (``tokens.py``): one a person made
+(/thoth token), or one an MCP client got by their signing in with Slack through OAuth
+(``oauth.py``, where CONSOLE_URL and the Slack app's client id and secret are set). The
+SDK's bearer middleware asks for the token's holder at every HTTP request, so a revoked
+token is refused (401) at its very next request. Requests are stateless (no SDK session
+to hijack or to lose to another replica): each is its own person's, by its own token. The person's
 private channels and group DMs are asked of Slack at each call, kept a minute
 (``SlackMemberships``, as the console does), and fail closed: when Slack cannot say,
 none.
@@ -18,46 +20,45 @@ from contextlib import asynccontextmanager
 import anyio
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
+from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AnyHttpUrl
 from starlette.routing import Mount
 
 from bridge.app import Thoth
 from bridge.console.memberships import SlackMemberships
+from bridge.console.slack_sign_in import slack_sign_in
 from bridge.mcp.asker import Asker
+from bridge.mcp.oauth import CALLBACK_PATH, CONSENT_PATH, SCOPE, SlackOAuth, access_of
+from bridge.mcp.oauth_grants import OAuthGrants
 from bridge.mcp.server import mcp_server
+from bridge.mcp.sign_in_pages import SignInPages
 from bridge.mcp.tokens import McpTokens
 from bridge.slack.http_server import Running
 from bridge.slack.web import build_async_web_client
 
 MCP_PATH = "/mcp"
 ORIGIN = "mcp http"
-# The one scope a Thoth token carries: this person's memory, as they may read it.
-SCOPE = "thoth:memory"
 
 
 class ThothTokens:
-    """The SDK's ``TokenVerifier``: a live token is its holder's access."""
+    """The SDK's ``TokenVerifier`` where no one signs in through OAuth: a live token is
+    its holder's access."""
 
     def __init__(self, tokens: McpTokens) -> None:
         self._tokens = tokens
 
     async def verify_token(self, token: str) -> AccessToken | None:
         held = await anyio.to_thread.run_sync(self._tokens.holder, token)
-        if held is None:
-            return None
-        return AccessToken(token=token, client_id=f"thoth-token:{held.id}", scopes=[SCOPE],
-                           subject=f"{held.team}:{held.user}",
-                           claims={"team": held.team, "user": held.user})
+        return None if held is None else access_of(token, held.id, held.team, held.user)
 
 
 def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
     """The route that serves /mcp (mounted last: it answers only its own path) and what
     must run while the server does (the SDK's session manager)."""
     settings = app.settings
-    memberships = SlackMemberships(
-        build_async_web_client(settings) if settings.slack_bot_token is not None else None)
+    bot = build_async_web_client(settings) if settings.slack_bot_token is not None else None
+    memberships = SlackMemberships(bot)
 
     async def asker_of_call() -> Asker:
         token = get_access_token()
@@ -68,13 +69,32 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
                             " in a DM with Thoth")
         return Asker(team, user, await memberships.private_channels(team, user))
 
-    # Only where the resource metadata would point: the token is Thoth's own, made in
-    # Slack or the console, not by an OAuth server.
-    issuer = settings.console_url or f"http://{host}"
-    server = mcp_server(
-        app, asker_of_call, origin=ORIGIN, token_verifier=ThothTokens(app.mcp_tokens),
-        auth=AuthSettings(issuer_url=AnyHttpUrl(issuer), resource_server_url=None,
-                          required_scopes=[SCOPE]))
+    signing_in = slack_sign_in(settings, bot)
+    if signing_in is not None and settings.console_url:
+        oauth = SlackOAuth(app.mcp_tokens, OAuthGrants(app.db), signing_in,
+                           public_url=settings.console_url)
+        public = settings.console_url.rstrip("/")
+        server = mcp_server(app, asker_of_call, origin=ORIGIN, auth_server_provider=oauth,
+                            auth=AuthSettings(
+            issuer_url=AnyHttpUrl(public), resource_server_url=AnyHttpUrl(public + MCP_PATH),
+            required_scopes=[SCOPE],
+            client_registration_options=ClientRegistrationOptions(
+                enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]),
+            revocation_options=RevocationOptions(enabled=True),
+            # This server is the only resource its tokens are for: every token, a
+            # person's own or a sign-in's, is checked against Thoth's own table.
+            validate_token_resource=False))
+        pages = SignInPages(oauth)
+        server.custom_route(CALLBACK_PATH, methods=["GET"])(pages.slack_callback)
+        server.custom_route(CONSENT_PATH, methods=["POST"])(pages.consent)
+    else:
+        # Only where the resource metadata would point, which nothing serves: the token
+        # is Thoth's own, made in Slack or the console.
+        issuer = settings.console_url or f"http://{host}"
+        server = mcp_server(
+            app, asker_of_call, origin=ORIGIN, token_verifier=ThothTokens(app.mcp_tokens),
+            auth=AuthSettings(issuer_url=AnyHttpUrl(issuer), resource_server_url=None,
+                              required_scopes=[SCOPE]))
     # Each answer as one JSON body, not an SSE stream: recall's p50 over HTTP at 100k
     # episodes 9.4 -> 6.3 ms over the warm process (bench/mcp_recall.py). Thoth's tools
     # send no progress or server requests mid-call, which is what a stream is for.

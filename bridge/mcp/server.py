@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import anyio
-from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.provider import OAuthAuthorizationServerProvider, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -49,6 +49,7 @@ def the_one(asker: Asker) -> AskerOf:
 
 def mcp_server(app: Thoth, asker: AskerOf, *, origin: str,
                token_verifier: TokenVerifier | None = None,
+               auth_server_provider: OAuthAuthorizationServerProvider[Any, Any, Any] | None = None,
                auth: AuthSettings | None = None) -> MCPServer:
     """The server: every tool reads as the asker of the call may read; ``origin`` is how
     the audit log names the way in."""
@@ -62,6 +63,7 @@ def mcp_server(app: Thoth, asker: AskerOf, *, origin: str,
     server = MCPServer(
         name="thoth",
         token_verifier=token_verifier,
+        auth_server_provider=auth_server_provider,
         auth=auth,
         instructions=(
             "Thoth is a team's memory from Slack: what was said and decided, what it "

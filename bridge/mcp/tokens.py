@@ -7,6 +7,11 @@ password hash protects guessable secrets, and nothing here is guessable. The pre
 
 Making and revoking a token is written to the audit log here, whoever asks (the
 command line, ``/thoth``, the console): a token is access to someone's memory.
+
+A person who signs in with Slack through an MCP client's OAuth (``oauth.py``) gets a token
+of the same kind, listed and revocable with the others, that lapses after
+``SIGNED_IN_TTL_S`` and is renewed with its refresh token: each renewal replaces both in
+the same row (a refresh token works once), so one sign-in stays one line in the list.
 """
 
 from __future__ import annotations
@@ -16,13 +21,18 @@ import secrets
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from layers.audit.log import AuditLog
 from layers.errors import BadInput
 from layers.storage.database import Database
 
 TOKEN_PREFIX = "thoth_mcp_"
+REFRESH_PREFIX = "thoth_mcp_refresh_"
+# What OAuth clients expect of an access token: an hour, then a silent renewal.
+SIGNED_IN_TTL_S = 3600
+# A client unused for a month signs in again.
+REFRESH_TTL_S = 30 * 24 * 3600
 MAX_LABEL_CHARS = 80
 # A token's last use is written at most this often: every request would be a write.
 LAST_USED_EVERY_S = 60.0
@@ -39,13 +49,25 @@ class McpToken:
     last_used_at: float | None
     revoked_at: float | None
     revoked_by: str | None
+    # Set for a sign-in through OAuth: when its access token lapses, and by which client.
+    expires_at: float | None = None
+    oauth_client: str | None = None
 
     @property
     def revoked(self) -> bool:
         return self.revoked_at is not None
 
 
-_COLUMNS = 'id, team, "user", label, made_by, made_at, last_used_at, revoked_at, revoked_by'
+@dataclass(frozen=True)
+class SignedIn:
+    """A sign-in's token and what the client holds of it (each shown once)."""
+    token: McpToken
+    access: str
+    refresh: str
+
+
+_COLUMNS = ('id, team, "user", label, made_by, made_at, last_used_at, revoked_at, revoked_by,'
+            ' expires_at, oauth_client')
 
 
 class McpTokens:
@@ -68,15 +90,69 @@ class McpTokens:
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = McpToken(uuid.uuid4().hex[:12], team, user, label, made_by, self._clock(),
                          None, None, None)
-        with self._db.write() as conn:
-            conn.execute(
-                f"INSERT INTO mcp_tokens (token_hash, {_COLUMNS})"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (_hashed(secret), token.id, team, user, token.label, made_by, token.made_at,
-                 None, None, None),
-            )
+        self._inserted(token, secret, refresh=None)
         self._audited(token, "mcp.token_make", made_by, origin)
         return token, secret
+
+    def signed_in(self, team: str, user: str, *, client_id: str, client_name: str,
+                  origin: str) -> SignedIn:
+        """A token for the person who just signed in with Slack through ``client_id``."""
+        access, refresh = _access_and_refresh()
+        now = self._clock()
+        label = " ".join(f"{client_name} (signed in with Slack)".split())[:MAX_LABEL_CHARS]
+        token = McpToken(uuid.uuid4().hex[:12], team, user, label, f"{team}:{user}", now,
+                         None, None, None, now + SIGNED_IN_TTL_S, client_id)
+        self._inserted(token, access, refresh=refresh)
+        self._audited(token, "mcp.token_sign_in", token.made_by, origin)
+        return SignedIn(token, access, refresh)
+
+    def refreshed_by(self, refresh: str, client_id: str) -> SignedIn | None:
+        """A sign-in's new access and refresh tokens for its live refresh token, which
+        works this once; None for an unknown, spent, lapsed or revoked one, or another
+        client's."""
+        token = self.of_refresh(refresh, client_id)
+        if token is None:
+            return None
+        access, renewed = _access_and_refresh()
+        now = self._clock()
+        with self._db.write() as conn:
+            # Conditional on the old hash: of two renewals racing, one wins.
+            changed = conn.execute(
+                "UPDATE mcp_tokens SET token_hash = ?, refresh_hash = ?, expires_at = ?,"
+                " refresh_expires_at = ? WHERE id = ? AND refresh_hash = ?"
+                " AND revoked_at IS NULL",
+                (_hashed(access), _hashed(renewed), now + SIGNED_IN_TTL_S,
+                 now + REFRESH_TTL_S, token.id, _hashed(refresh))).rowcount
+        if changed != 1:
+            return None
+        return SignedIn(replace(token, expires_at=now + SIGNED_IN_TTL_S), access, renewed)
+
+    def of_refresh(self, refresh: str, client_id: str) -> McpToken | None:
+        """The live sign-in a refresh token of ``client_id`` renews, or None."""
+        if not refresh.startswith(REFRESH_PREFIX):
+            return None
+        with self._db.read() as conn:
+            row = conn.execute(
+                f"SELECT {_COLUMNS}, refresh_expires_at FROM mcp_tokens"
+                " WHERE refresh_hash = ?", (_hashed(refresh),)).fetchone()
+        if row is None:
+            return None
+        token, refresh_expires_at = _token(row[:-1]), row[-1]
+        if (token.revoked or token.oauth_client != client_id
+                or float(refresh_expires_at) <= self._clock()):
+            return None
+        return token
+
+    def _inserted(self, token: McpToken, secret: str, *, refresh: str | None) -> None:
+        with self._db.write() as conn:
+            conn.execute(
+                f"INSERT INTO mcp_tokens (token_hash, refresh_hash, refresh_expires_at,"
+                f" {_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (_hashed(secret), None if refresh is None else _hashed(refresh),
+                 None if refresh is None else token.made_at + REFRESH_TTL_S,
+                 token.id, token.team, token.user, token.label, token.made_by,
+                 token.made_at, None, None, None, token.expires_at, token.oauth_client),
+            )
 
     def holder(self, secret: str) -> McpToken | None:
         """Whose live token this is; None for an unknown or revoked one. Notes its use."""
@@ -87,9 +163,10 @@ class McpTokens:
                 f"SELECT {_COLUMNS} FROM mcp_tokens WHERE token_hash = ?", (_hashed(secret),)
             ).fetchone()
         token = None if row is None else _token(row)
-        if token is None or token.revoked:
-            return None
         now = self._clock()
+        if token is None or token.revoked or (
+                token.expires_at is not None and token.expires_at <= now):
+            return None
         if token.last_used_at is None or now - token.last_used_at >= LAST_USED_EVERY_S:
             with self._db.write() as conn:
                 conn.execute("UPDATE mcp_tokens SET last_used_at = ? WHERE id = ?",
@@ -137,15 +214,22 @@ class McpTokens:
                            origin=origin, detail=f"{token.team}:{token.user} {token.label}")
 
 
+def _access_and_refresh() -> tuple[str, str]:
+    return (TOKEN_PREFIX + secrets.token_urlsafe(32),
+            REFRESH_PREFIX + secrets.token_urlsafe(32))
+
+
 def _hashed(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
 def _token(row: tuple[object, ...]) -> McpToken:
     (token_id, team, user, label, made_by, made_at, last_used_at, revoked_at,
-     revoked_by) = row
+     revoked_by, expires_at, oauth_client) = row
     return McpToken(
         str(token_id), str(team), str(user), str(label), str(made_by), float(made_at),  # type: ignore[arg-type]
         None if last_used_at is None else float(last_used_at),  # type: ignore[arg-type]
         None if revoked_at is None else float(revoked_at),  # type: ignore[arg-type]
-        None if revoked_by is None else str(revoked_by))
+        None if revoked_by is None else str(revoked_by),
+        None if expires_at is None else float(expires_at),  # type: ignore[arg-type]
+        None if oauth_client is None else str(oauth_client))
