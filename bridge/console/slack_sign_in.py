@@ -6,9 +6,9 @@ token (``openid.connect.token``), whose person is then asked of Slack
 (``openid.connect.userInfo``). Through the async Slack SDK, as every Slack call of the
 serving process. Founders (``FOUNDER_USER_IDS``) get the operator's view.
 
-Decided: the console is for the full members of the workspace Thoth is installed in. The
-bot's token says which workspace that is (``auth.test``) and what Slack knows of the
-person (``users.info``): someone of another workspace, a guest (whose memory is confined
+Decided: the console (and MCP's OAuth sign-in, ``bridge/mcp/oauth.py``) is for the full
+members of the workspace Thoth is installed in. The bot's token says which workspace that
+is (``auth.test``) and what Slack knows of the person (``users.info``): someone of another workspace, a guest (whose memory is confined
 to the channels they are in), a bot or a deactivated account is refused. Without
 ``SLACK_BOT_TOKEN`` nobody can be checked, so members cannot sign in.
 """
@@ -75,12 +75,13 @@ class SlackSignIn:
         team = str(me.get("https://slack.com/team_id") or "")
         if not user or not team:
             raise BadInput("Slack did not say who signed in")
-        await self._check_member(team, user)
+        await self.check_member(team, user)
         founder = user in self._founders
         return ConsoleUser(slack_actor(user), str(me.get("name") or user),
                            sees_everything=founder, founder=founder, team=team, user=user)
 
-    async def _check_member(self, team: str, user: str) -> None:
+    async def check_member(self, team: str, user: str) -> None:
+        """``BadInput`` unless ``user`` is a full, active member of Thoth's workspace."""
         if self._bot is None:
             raise BadInput("members cannot sign in here: the console needs SLACK_BOT_TOKEN to"
                            " ask Slack who they are")
@@ -92,8 +93,8 @@ class SlackSignIn:
             raise BadInput(f"Slack would not say who signed in ({error.response.get('error')})"
                            ) from error
         if team != self._installed_team:
-            raise BadInput("this console is for the members of the workspace Thoth is in")
+            raise BadInput("signing in is for the members of the workspace Thoth is in")
         if any(known.get(flag) for flag in (
                 "is_restricted", "is_ultra_restricted", "is_stranger", "is_bot", "deleted")):
-            raise BadInput("the console is for the workspace's full members; guests and"
+            raise BadInput("signing in is for the workspace's full members; guests and"
                            " people of other organisations see Thoth's memory in Slack")

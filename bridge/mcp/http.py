@@ -6,10 +6,10 @@ Who asks is the holder of the request's bearer token (``tokens.py``): one a pers
 (``oauth.py``, where CONSOLE_URL and the Slack app's client id and secret are set). The
 SDK's bearer middleware asks for the token's holder at every HTTP request, so a revoked
 token is refused (401) at its very next request. Requests are stateless (no SDK session
-to hijack or to lose to another replica): each is its own person's, by its own token. The person's
-private channels and group DMs are asked of Slack at each call, kept a minute
-(``SlackMemberships``, as the console does), and fail closed: when Slack cannot say,
-none.
+to hijack or to lose to another replica): each is its own person's, by its own token.
+The person's private channels and group DMs are asked of Slack at each call, kept a
+minute (``SlackMemberships``, as the console does), and fail closed: when Slack cannot
+say, none.
 """
 
 from __future__ import annotations

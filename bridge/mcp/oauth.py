@@ -15,7 +15,8 @@ The way through, for a client such as Claude Code:
    browser back to the client with a one-time code.
 5. The client exchanges the code (and its PKCE verifier) for a Thoth token of the
    person's (``McpTokens.signed_in``): it reads what their own token would, lapses in an
-   hour, is renewed by its refresh token, and is listed and revocable with the others.
+   hour, is renewed by its refresh token (while Slack still says they are a full
+   member), and is listed and revocable with the others.
 
 Decided: offered only where CONSOLE_URL says where Thoth is reached (the issuer, and the
 redirect Slack must know), with SLACK_CLIENT_ID and SLACK_CLIENT_SECRET set; otherwise a
@@ -44,6 +45,7 @@ from bridge.console.sign_in import ConsoleUser
 from bridge.console.slack_sign_in import SlackSignIn
 from bridge.mcp.oauth_grants import OAuthGrants
 from bridge.mcp.tokens import SIGNED_IN_TTL_S, McpTokens
+from layers.errors import BadInput
 
 # Long enough to sign in to Slack; short enough that a stray link soon means nothing.
 SIGN_IN_TTL_S = 600.0
@@ -151,6 +153,13 @@ class SlackOAuth:
     async def exchange_refresh_token(self, client: OAuthClientInformationFull,
                                      refresh_token: RefreshToken,
                                      scopes: list[str]) -> OAuthToken:
+        team, _, user = (refresh_token.subject or "").partition(":")
+        try:
+            # A renewal asks Slack again: someone deactivated, or made a guest, stops here
+            # within the hour, not at the refresh token's month.
+            await self._slack.check_member(team, user)
+        except BadInput as gone:
+            raise TokenError("invalid_grant", str(gone)) from gone
         renewed = await anyio.to_thread.run_sync(self._tokens.refreshed_by,
                                                  refresh_token.token, client.client_id or "")
         if renewed is None:

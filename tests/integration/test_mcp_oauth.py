@@ -272,6 +272,11 @@ def test_a_refresh_token_renews_the_sign_in_once(served: Served, callback: Clien
     again = refreshed(first.refresh_token or "")
     assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
     assert _bearer_status(served, first.access_token) == 401
+    # Once Slack says ari is deactivated, the next renewal is refused.
+    served.slack.add_user("U2", "ari", deleted=True)
+    gone = refreshed(second["refresh_token"])
+    assert gone.status_code == 400 and gone.json()["error"] == "invalid_grant"
+    assert "full members" in gone.json()["error_description"]
 
 
 def test_deny_gives_the_client_nothing(served: Served, callback: ClientCallback) -> None:
