@@ -8,8 +8,9 @@ serving process. Founders (``FOUNDER_USER_IDS``) get the operator's view.
 
 Decided: the console (and MCP's OAuth sign-in, ``bridge/mcp/oauth.py``) is for the full
 members of the workspace Thoth is installed in. The bot's token says which workspace that
-is (``auth.test``) and what Slack knows of the person (``users.info``): someone of another workspace, a guest (whose memory is confined
-to the channels they are in), a bot or a deactivated account is refused. Without
+is (``auth.test``) and what Slack knows of the person (``users.info``): someone of
+another workspace, a guest (whose memory is confined to the channels they are in), a bot
+or a deactivated account is refused. Without
 ``SLACK_BOT_TOKEN`` nobody can be checked, so members cannot sign in.
 """
 

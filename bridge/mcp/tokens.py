@@ -168,7 +168,7 @@ class McpTokens:
                 token.expires_at is not None and token.expires_at <= now):
             return None
         if token.last_used_at is None or now - token.last_used_at >= LAST_USED_EVERY_S:
-            with self._db.write() as conn:
+            with self._db.write(durable=False) as conn:
                 conn.execute("UPDATE mcp_tokens SET last_used_at = ? WHERE id = ?",
                              (now, token.id))
         return token

@@ -44,10 +44,11 @@ class AuditLog:
         self._clock = clock
 
     def record(self, *, actor: str, action: str, target: str, origin: str,
-               detail: str = "") -> AuditEntry:
+               detail: str = "", durable: bool = True) -> AuditEntry:
+        """``durable=False`` for a read's line: see ``Database.write``."""
         at = self._clock()
         values = (at, redact(actor), action, redact(target), redact(detail), redact(origin))
-        with self._db.write() as conn:
+        with self._db.write(durable=durable) as conn:
             row = conn.execute(
                 "INSERT INTO audit_log (at, actor, action, target, detail, origin)"
                 f" VALUES (?, ?, ?, ?, ?, ?) RETURNING {_COLUMNS}",

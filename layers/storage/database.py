@@ -48,8 +48,13 @@ class Database(ABC):
         """Where the data lives, for messages (a path, or a URL without its password)."""
 
     @abstractmethod
-    def write(self) -> AbstractContextManager[Connection]:
-        """A write transaction: committed on success, rolled back on any error."""
+    def write(self, *, durable: bool = True) -> AbstractContextManager[Connection]:
+        """A write transaction: committed on success, rolled back on any error.
+
+        ``durable=False`` for a record whose loss in a power cut is tolerable (the audit's
+        line for a read, a token's last use): its commit does not wait for the disk. It
+        survives a crash of Thoth as any write does, and never leaves the data half
+        written; only the machine losing power within a moment of it can undo it."""
 
     def claim(self) -> AbstractContextManager[Connection]:
         """A write transaction for a queue's claim, which locks only the rows it takes

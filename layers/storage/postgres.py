@@ -153,8 +153,11 @@ class PostgresDatabase(Database):
         return database
 
     @contextmanager
-    def write(self) -> Iterator[PostgresConnection]:
+    def write(self, *, durable: bool = True) -> Iterator[PostgresConnection]:
         with self._pool.connection() as connection, connection.transaction():
+            if not durable:
+                # PostgreSQL's asynchronous commit: the same promise as SQLite's NORMAL.
+                connection.execute("SET LOCAL synchronous_commit = off")
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
             yield PostgresConnection(connection)
 

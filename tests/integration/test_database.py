@@ -99,13 +99,17 @@ def test_committed_writes_survive_a_killed_process(tmp_path: Path) -> None:
         from bridge.all_tables import ALL_SCHEMAS
         db = open_sqlite(Path({str(path)!r}), schemas=ALL_SCHEMAS)
         for i in range(3):
-            with db.write() as conn:
+            # The last without waiting for the disk: a killed process keeps it too.
+            with db.write(durable=i < 2) as conn:
                 conn.execute(
                     "INSERT INTO episodes (id, user_text, summary, created_at, team, channel,"
                     " channel_type, embedding_model)"
                     " VALUES (?, 't', '', 0, 'l', 'l', 'public', 'm')",
                     (f"turn-{{i}}",),
                 )
+        # Every other write waits for the disk again (2: FULL).
+        with db.read() as conn:
+            assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
         print("written", flush=True)
         sys.stdin.read()  # hold still until killed
         """

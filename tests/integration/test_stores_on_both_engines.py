@@ -214,6 +214,10 @@ def test_spend_is_summed_per_day_person_and_channel_and_the_audit_log_only_grows
     assert "ghp_" not in newest.detail  # redacted like everything stored
     assert audit.entries(action="note") == [oldest]
     assert audit.entries(before_id=newest.id) == [oldest]
+    # A read's line, committed without waiting for the disk, is kept all the same.
+    read = audit.record(actor="T1:U1", action="mcp.recall", target="launch", origin="mcp",
+                        durable=False)
+    assert audit.entries(action="mcp") == [read]
 
 
 def test_notes_are_counted_by_status_past_a_listing_page(open_database: OpenDatabase) -> None:
