@@ -122,7 +122,7 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
         return connection.stop
     assert settings.slack_signing_secret is not None  # checked by run_serve
     # Imported here: the MCP SDK is not every command's to load.
-    from bridge.mcp.http import MCP_PATH, mcp_over_http
+    from bridge.mcp.http import MCP_PATH, mcp_over_http, mcp_signs_in
 
     # The memory console on the same port, under /console, and MCP at /mcp.
     login = OneTimeLogin()
@@ -139,8 +139,9 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
     print(f"Thoth listens on http://{args.host}:{server.port}/slack/events", file=out, flush=True)
     print(f"Its memory console: open {sign_in_link(args.host, server.port, login)}"
           " (signs you in once, as the operator)", file=out, flush=True)
+    signing_in = " or by signing in with Slack" if mcp_signs_in(settings) else ""
     print(f"MCP for coding agents: http://{args.host}:{server.port}{MCP_PATH} (each person"
-          " with their own token: /thoth token)", file=out, flush=True)
+          f" with their own token: /thoth token{signing_in})", file=out, flush=True)
     return server.stop
 
 

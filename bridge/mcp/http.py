@@ -34,6 +34,7 @@ from bridge.mcp.oauth_grants import OAuthGrants
 from bridge.mcp.server import mcp_server
 from bridge.mcp.sign_in_pages import SignInPages
 from bridge.mcp.tokens import McpTokens
+from bridge.settings import Settings
 from bridge.slack.http_server import Running
 from bridge.slack.web import build_async_web_client
 
@@ -53,6 +54,12 @@ class ThothTokens:
         return None if held is None else access_of(token, held.id, held.team, held.user)
 
 
+def mcp_signs_in(settings: Settings) -> bool:
+    """Whether MCP clients may sign in with Slack through OAuth here (``oauth.py``)."""
+    return bool(settings.console_url and settings.slack_client_id
+                and settings.slack_client_secret)
+
+
 def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
     """The route that serves /mcp (mounted last: it answers only its own path) and what
     must run while the server does (the SDK's session manager)."""
@@ -69,7 +76,7 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
                             " in a DM with Thoth")
         return Asker(team, user, await memberships.private_channels(team, user))
 
-    signing_in = slack_sign_in(settings, bot)
+    signing_in = slack_sign_in(settings, bot) if mcp_signs_in(settings) else None
     if signing_in is not None and settings.console_url:
         oauth = SlackOAuth(app.mcp_tokens, OAuthGrants(app.db), signing_in,
                            public_url=settings.console_url)
