@@ -122,7 +122,8 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
         return connection.stop
     assert settings.slack_signing_secret is not None  # checked by run_serve
     # Imported here: the MCP SDK is not every command's to load.
-    from bridge.mcp.http import MCP_PATH, mcp_over_http, mcp_signs_in
+    from bridge.mcp.http import mcp_over_http, mcp_signs_in
+    from bridge.mcp.oauth import MCP_PATH
 
     # The memory console on the same port, under /console, and MCP at /mcp.
     login = OneTimeLogin()

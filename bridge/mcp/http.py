@@ -29,7 +29,14 @@ from bridge.app import Thoth
 from bridge.console.memberships import SlackMemberships
 from bridge.console.slack_sign_in import slack_sign_in
 from bridge.mcp.asker import Asker
-from bridge.mcp.oauth import CALLBACK_PATH, CONSENT_PATH, SCOPE, SlackOAuth, access_of
+from bridge.mcp.oauth import (
+    CALLBACK_PATH,
+    CONSENT_PATH,
+    MCP_PATH,
+    SCOPE,
+    SlackOAuth,
+    access_of,
+)
 from bridge.mcp.oauth_grants import OAuthGrants
 from bridge.mcp.server import mcp_server
 from bridge.mcp.sign_in_pages import SignInPages
@@ -38,7 +45,6 @@ from bridge.settings import Settings
 from bridge.slack.http_server import Running
 from bridge.slack.web import build_async_web_client
 
-MCP_PATH = "/mcp"
 ORIGIN = "mcp http"
 
 
@@ -51,7 +57,7 @@ class ThothTokens:
 
     async def verify_token(self, token: str) -> AccessToken | None:
         held = await anyio.to_thread.run_sync(self._tokens.holder, token)
-        return None if held is None else access_of(token, held.id, held.team, held.user)
+        return None if held is None else access_of(token, held)
 
 
 def mcp_signs_in(settings: Settings) -> bool:

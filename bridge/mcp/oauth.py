@@ -25,17 +25,21 @@ person's token from /thoth token is the one way in.
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from mcp.server.auth.provider import (
     AccessToken,
     AuthorizationCode,
     AuthorizationParams,
+    AuthorizeError,
     RefreshToken,
+    RegistrationError,
     TokenError,
     construct_redirect_uri,
 )
@@ -44,7 +48,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from bridge.console.sign_in import ConsoleUser
 from bridge.console.slack_sign_in import SlackSignIn
 from bridge.mcp.oauth_grants import OAuthGrants
-from bridge.mcp.tokens import SIGNED_IN_TTL_S, McpTokens
+from bridge.mcp.tokens import SIGNED_IN_TTL_S, McpToken, McpTokens
 from layers.errors import BadInput
 
 # Long enough to sign in to Slack; short enough that a stray link soon means nothing.
@@ -53,6 +57,11 @@ CODE_TTL_S = 300.0
 ORIGIN = "mcp oauth"
 SCOPE = "thoth:memory"
 CALLBACK_PATH = "/mcp/signin/slack/callback"
+MCP_PATH = "/mcp"
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+# Schemes a browser runs or reads rather than hands to an app.
+NEVER_REDIRECT = frozenset({"javascript", "data", "file", "blob", "about", "vbscript",
+                            "filesystem", "ftp", "ws", "wss"})
 CONSENT_PATH = "/mcp/signin/consent"
 
 
@@ -65,6 +74,7 @@ class SlackOAuth:
         self._grants = grants
         self._slack = slack
         self._public_url = public_url.rstrip("/")
+        self._resource = self._public_url + MCP_PATH
         self._clock = clock
 
     @property
@@ -76,10 +86,19 @@ class SlackOAuth:
         return await anyio.to_thread.run_sync(self._grants.client, client_id)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        for uri in client_info.redirect_uris or []:
+            if redirect_origin(str(uri)) is None:
+                raise RegistrationError(
+                    "invalid_redirect_uri", f"{uri} is not where an MCP client listens:"
+                    " http on this machine (127.0.0.1, localhost), https, or an app's own"
+                    " scheme")
         await anyio.to_thread.run_sync(self._grants.register, client_info)
 
     async def authorize(self, client: OAuthClientInformationFull,
                         params: AuthorizationParams) -> str:
+        if params.resource is not None and params.resource.rstrip("/") != self._resource:
+            raise AuthorizeError("invalid_target",
+                                 f"this server's tokens are for {self._resource} only")
         url, state = self._slack.authorize_url(self.callback_url)
         await self._put("slack", state, {"client_id": client.client_id,
                                          "params": params.model_dump(mode="json")},
@@ -119,15 +138,20 @@ class SlackOAuth:
             redirect_uri=params.redirect_uri,
             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
             resource=params.resource, subject=f"{asked['team']}:{asked['user']}")
-        await self._put("code", code, granted.model_dump(mode="json"), CODE_TTL_S)
+        # Kept by its hash only, as every grant is: not inside its own record either.
+        await self._put("code", code, granted.model_dump(mode="json", exclude={"code"}),
+                        CODE_TTL_S)
         return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
 
     async def load_authorization_code(self, client: OAuthClientInformationFull,
                                       authorization_code: str) -> AuthorizationCode | None:
         kept = await anyio.to_thread.run_sync(self._grants.peek, "code", authorization_code)
-        if kept is None or kept.get("client_id") != client.client_id:
+        if kept is None:
+            await self._code_shown_again(authorization_code)
             return None
-        return AuthorizationCode.model_validate(kept)
+        if kept.get("client_id") != client.client_id:
+            return None
+        return AuthorizationCode.model_validate({**kept, "code": authorization_code})
 
     async def exchange_authorization_code(self, client: OAuthClientInformationFull,
                                           authorization_code: AuthorizationCode) -> OAuthToken:
@@ -139,7 +163,20 @@ class SlackOAuth:
         signed_in = await anyio.to_thread.run_sync(lambda: self._tokens.signed_in(
             team, user, client_id=client.client_id or "", client_name=_name_of(client),
             origin=ORIGIN))
+        await self._put("spent", authorization_code.code, {"token": signed_in.token.id},
+                        CODE_TTL_S)
         return _oauth_token(signed_in.access, signed_in.refresh, authorization_code.scopes)
+
+    async def _code_shown_again(self, code: str) -> None:
+        """A code used once and shown again: someone else has it too, so what it gave
+        is revoked (RFC 6749 4.1.2)."""
+        spent = await anyio.to_thread.run_sync(self._grants.peek, "spent", code)
+        if spent is None:
+            return
+        token = await anyio.to_thread.run_sync(self._tokens.get, str(spent["token"]))
+        if token is not None:
+            await anyio.to_thread.run_sync(lambda: self._tokens.revoke(
+                token.id, by=token.made_by, origin="a code shown twice"))
 
     async def load_refresh_token(self, client: OAuthClientInformationFull,
                                  refresh_token: str) -> RefreshToken | None:
@@ -168,7 +205,7 @@ class SlackOAuth:
 
     async def load_access_token(self, token: str) -> AccessToken | None:
         held = await anyio.to_thread.run_sync(self._tokens.holder, token)
-        return None if held is None else access_of(token, held.id, held.team, held.user)
+        return None if held is None else access_of(token, held)
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         held = await anyio.to_thread.run_sync(
@@ -187,10 +224,36 @@ class SlackOAuth:
             lambda: self._grants.put(stage, key, payload, ttl_s=ttl_s))
 
 
-def access_of(secret: str, token_id: str, team: str, user: str) -> AccessToken:
-    """What the SDK's bearer check carries to the tools: whose token this is."""
-    return AccessToken(token=secret, client_id=f"thoth-token:{token_id}", scopes=[SCOPE],
-                       subject=f"{team}:{user}", claims={"team": team, "user": user})
+def access_of(secret: str, held: McpToken) -> AccessToken:
+    """What the SDK's bearer check carries to the tools: whose token this is. A sign-in's
+    is its OAuth client's (the SDK's /revoke revokes only the asking client's tokens)."""
+    return AccessToken(token=secret, client_id=held.oauth_client or f"thoth-token:{held.id}",
+                       scopes=[SCOPE], subject=f"{held.team}:{held.user}",
+                       claims={"team": held.team, "user": held.user})
+
+
+def redirect_origin(uri: str) -> str | None:
+    """Where a client's redirect URI sends the browser, as the consent page names it and
+    its form-action allows it; None for one no MCP client listens at (MCP's spec: a
+    localhost URL or https; RFC 8252: a native app's own scheme), which would make Thoth
+    an open redirector or send the code in clear over the network."""
+    parts = urlsplit(uri)
+    scheme = parts.scheme.lower()
+    if parts.username is not None or parts.password is not None:
+        return None  # https://claude.ai@evil.example reads as claude.ai
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    where = host if port is None else f"{host}:{port}"
+    if scheme == "https" and host:
+        return f"https://{where}"
+    if scheme == "http" and host in LOOPBACK:
+        return f"http://{where}"
+    if scheme not in {"http", "https"} | NEVER_REDIRECT and re.fullmatch(
+            r"[a-z][a-z0-9.+-]*", scheme):
+        return f"{scheme}:"
+    return None
 
 
 def _oauth_token(access: str, refresh: str, scopes: list[str]) -> OAuthToken:

@@ -21,8 +21,9 @@ from mcp.shared.auth import OAuthClientInformationFull
 
 from layers.storage.database import Database
 
-# Waiting for Slack's redirect back; for the person's Allow; the client's code.
-Stage = Literal["slack", "consent", "code"]
+# Waiting for Slack's redirect back; for the person's Allow; the client's code; a code
+# used (and which token it gave, revoked if the code is shown again).
+Stage = Literal["slack", "consent", "code", "spent"]
 
 
 class OAuthGrants:

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import html
 import logging
-from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from bridge.console.security_headers import HEADERS
-from bridge.mcp.oauth import CONSENT_PATH, SlackOAuth
+from bridge.mcp.oauth import CONSENT_PATH, SlackOAuth, redirect_origin
 from layers.errors import BadInput
 
 log = logging.getLogger(__name__)
@@ -40,22 +39,21 @@ class SignInPages:
         except (LookupError, BadInput) as refused:
             log.info("an MCP sign-in was refused: %s", refused)
             return _page("Not signed in", str(refused), status=400)
-        redirect = str(asked["params"]["redirect_uri"])
-        where = urlsplit(redirect)
+        # Registration let in only addresses an MCP client listens at (``oauth.py``).
+        where = redirect_origin(str(asked["params"]["redirect_uri"])) or "?"
         body = (
             f"<p>{_e(asked['name'])}, <strong>{_e(asked['client_name'])}</strong> asks to"
             " read Thoth's memory as you: what you may read in Slack (your DMs with Thoth,"
             " public channels, the private channels you are in), and to propose notes and"
             " skills in your name.</p>"
-            f"<p>It will receive its key at <code>{_e(where.scheme)}://{_e(where.netloc)}"
-            "</code>. Allow only a client you just started yourself.</p>"
+            f"<p>It will receive its key at <code>{_e(where)}</code>. Allow only a client"
+            " you just started yourself.</p>"
             f'<form method="post" action="{_e(_consent_path(request))}">'
             f'<input type="hidden" name="consent" value="{_e(consent)}">'
             '<button name="decision" value="allow">Allow</button> '
             '<button name="decision" value="deny">Deny</button></form>'
         )
-        origin = f"{where.scheme}://{where.netloc}"
-        return _page("Allow this MCP client?", body, raw=True, form_action=origin)
+        return _page("Allow this MCP client?", body, raw=True, form_action=where)
 
     async def consent(self, request: Request) -> Response:
         form = await request.form()

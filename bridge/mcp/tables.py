@@ -40,7 +40,11 @@ SCHEMA = Schema(
             ALTER TABLE mcp_tokens ADD COLUMN refresh_hash TEXT;
             ALTER TABLE mcp_tokens ADD COLUMN refresh_expires_at {real};
             ALTER TABLE mcp_tokens ADD COLUMN oauth_client TEXT;
+            -- The refresh token the last renewal replaced: shown again, two hold it
+            -- (a thief, or the client, renewed first), and the sign-in ends.
+            ALTER TABLE mcp_tokens ADD COLUMN spent_refresh_hash TEXT;
             CREATE UNIQUE INDEX mcp_tokens_refresh ON mcp_tokens (refresh_hash);
+            CREATE INDEX mcp_tokens_spent_refresh ON mcp_tokens (spent_refresh_hash);
             -- MCP clients registered themselves (RFC 7591): what they said they are.
             CREATE TABLE mcp_oauth_clients (
                 client_id TEXT PRIMARY KEY,
@@ -57,6 +61,7 @@ SCHEMA = Schema(
                 payload TEXT NOT NULL,
                 expires_at {real} NOT NULL
             );
+            CREATE INDEX mcp_oauth_grants_lapse ON mcp_oauth_grants (expires_at);
             """,
         ),
     ),

@@ -119,8 +119,8 @@ class McpTokens:
             # Conditional on the old hash: of two renewals racing, one wins.
             changed = conn.execute(
                 "UPDATE mcp_tokens SET token_hash = ?, refresh_hash = ?, expires_at = ?,"
-                " refresh_expires_at = ? WHERE id = ? AND refresh_hash = ?"
-                " AND revoked_at IS NULL",
+                " refresh_expires_at = ?, spent_refresh_hash = refresh_hash"
+                " WHERE id = ? AND refresh_hash = ? AND revoked_at IS NULL",
                 (_hashed(access), _hashed(renewed), now + SIGNED_IN_TTL_S,
                  now + REFRESH_TTL_S, token.id, _hashed(refresh))).rowcount
         if changed != 1:
@@ -128,13 +128,20 @@ class McpTokens:
         return SignedIn(replace(token, expires_at=now + SIGNED_IN_TTL_S), access, renewed)
 
     def of_refresh(self, refresh: str, client_id: str) -> McpToken | None:
-        """The live sign-in a refresh token of ``client_id`` renews, or None."""
+        """The live sign-in a refresh token of ``client_id`` renews, or None. The refresh
+        token the last renewal replaced, shown again, ends its sign-in: two hold it, one
+        a thief (OAuth 2.1's reuse detection), and Thoth cannot tell which."""
         if not refresh.startswith(REFRESH_PREFIX):
             return None
         with self._db.read() as conn:
             row = conn.execute(
                 f"SELECT {_COLUMNS}, refresh_expires_at FROM mcp_tokens"
                 " WHERE refresh_hash = ?", (_hashed(refresh),)).fetchone()
+            spent = None if row is not None else conn.execute(
+                "SELECT id, made_by FROM mcp_tokens WHERE spent_refresh_hash = ?"
+                " AND revoked_at IS NULL", (_hashed(refresh),)).fetchone()
+        if spent is not None:
+            self.revoke(str(spent[0]), by=str(spent[1]), origin="a spent refresh token")
         if row is None:
             return None
         token, refresh_expires_at = _token(row[:-1]), row[-1]

@@ -250,7 +250,9 @@ def test_a_person_signs_in_with_slack_allows_the_client_and_reads_as_themselves(
     assert _bearer_status(served, access) == 401
 
 
-def test_a_refresh_token_renews_the_sign_in_once(served: Served, callback: ClientCallback) -> None:
+def test_a_refresh_token_renews_the_sign_in_once_and_a_stolen_one_ends_it(
+    served: Served, callback: ClientCallback,
+) -> None:
     served.sign_in.signed_in_as = "U2"
     browser, kept = Browser(callback), Kept()
     assert asyncio.run(_recall(served, _client(served, browser, kept))) == {"dm-ari", "public"}
@@ -268,15 +270,74 @@ def test_a_refresh_token_renews_the_sign_in_once(served: Served, callback: Clien
     second = renewed.json()
     assert second["access_token"] != first.access_token
     assert _bearer_status(served, second["access_token"]) == 200
-    # The old pair is spent: a refresh token works once, and the renewal replaced both.
-    again = refreshed(first.refresh_token or "")
-    assert again.status_code == 400 and again.json()["error"] == "invalid_grant"
+    # The renewal replaced both: the old access token is refused at once.
     assert _bearer_status(served, first.access_token) == 401
-    # Once Slack says ari is deactivated, the next renewal is refused.
+
+    # While Slack says ari is deactivated, a renewal is refused (and spends nothing).
     served.slack.add_user("U2", "ari", deleted=True)
     gone = refreshed(second["refresh_token"])
     assert gone.status_code == 400 and gone.json()["error"] == "invalid_grant"
     assert "full members" in gone.json()["error_description"]
+    served.slack.add_user("U2", "ari")
+    third = refreshed(second["refresh_token"])
+    assert third.status_code == 200, third.text
+
+    # The refresh token the last renewal replaced, shown again: two hold it (a thief
+    # renewed first, or the client did), so the sign-in ends.
+    stolen = refreshed(second["refresh_token"])
+    assert stolen.status_code == 400 and stolen.json()["error"] == "invalid_grant"
+    assert _bearer_status(served, third.json()["access_token"]) == 401
+    assert refreshed(third.json()["refresh_token"]).status_code == 400
+
+
+def test_the_client_revokes_its_own_sign_in(served: Served, callback: ClientCallback) -> None:
+    served.sign_in.signed_in_as = "U1"
+    browser, kept = Browser(callback), Kept()
+    asyncio.run(_recall(served, _client(served, browser, kept)))
+    assert kept.tokens is not None and kept.client is not None
+    access = kept.tokens.access_token
+    # Another client cannot revoke it (RFC 7009: only the client it was issued to).
+    other = httpx2.post(served.base + "/register", json={
+        "redirect_uris": [callback.url], "token_endpoint_auth_method": "none",
+        "client_name": "Other"}, timeout=30).json()
+
+    def revoke(client_id: str) -> int:
+        # The SDK's revocation form wants client_secret even from a public client.
+        return httpx2.post(served.base + "/revoke", data={
+            "token": access, "client_id": client_id, "client_secret": ""},
+            timeout=30).status_code
+
+    assert revoke(other["client_id"]) == 200  # RFC 7009: 200 whatever it did
+    assert _bearer_status(served, access) == 200
+    assert revoke(kept.client.client_id or "") == 200
+    assert _bearer_status(served, access) == 401
+    assert "revoked" in next(line for line in _thoth("tokens", "list").splitlines()
+                             if "Claude Code" in line)
+
+
+@pytest.mark.parametrize("redirect", [
+    "http://evil.example/callback",  # the code in clear over the network
+    "https://claude.ai@evil.example/callback",  # reads as claude.ai
+    "javascript:alert(1)",
+    "data:text/html,hi",
+])
+def test_a_client_may_register_only_an_address_an_mcp_client_listens_at(
+    served: Served, redirect: str,
+) -> None:
+    refused = httpx2.post(served.base + "/register", json={
+        "redirect_uris": [redirect], "token_endpoint_auth_method": "none"}, timeout=30)
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "invalid_redirect_uri"
+
+
+def test_loopback_https_and_app_schemes_register() -> None:
+    from bridge.mcp.oauth import redirect_origin
+
+    assert redirect_origin("http://127.0.0.1:33418/callback") == "http://127.0.0.1:33418"
+    assert redirect_origin("http://localhost/cb") == "http://localhost"
+    assert redirect_origin("https://app.example.com/oauth") == "https://app.example.com"
+    assert redirect_origin("cursor://anysphere.cursor-mcp/oauth/callback") == "cursor:"
+    assert redirect_origin("http://10.0.0.5/cb") is None
 
 
 def test_deny_gives_the_client_nothing(served: Served, callback: ClientCallback) -> None:
@@ -308,6 +369,9 @@ def test_a_code_and_a_consent_work_once(served: Served, callback: ClientCallback
         "grant_type": "authorization_code", "code": code, "redirect_uri": callback.url,
         "client_id": kept.client.client_id or "", "code_verifier": "x" * 50}, timeout=30)
     assert replayed.status_code == 400 and replayed.json()["error"] == "invalid_grant"
+    # A code shown twice: someone else has it, so what it gave is revoked.
+    assert kept.tokens is not None
+    assert _bearer_status(served, kept.tokens.access_token) == 401
     stale = httpx2.post(served.base + "/mcp/signin/consent",
                         data={"consent": "not-a-consent", "decision": "allow"}, timeout=30)
     assert stale.status_code == 400 and "start again" in stale.text
