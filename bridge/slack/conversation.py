@@ -130,7 +130,11 @@ class Conversation:
             channel=incoming.channel,
             thread_ts=incoming.thread_root,
             recipient_user=incoming.user,
-            recipient_team=incoming.team,
+            # The reader's own workspace, as chat.startStream documents it ("the team the
+            # user receiving the streaming text belongs to"): in a Slack Connect channel or
+            # across an Enterprise Grid org that is the event's user_team, not the team
+            # the event was delivered for.
+            recipient_team=incoming.user_team or incoming.team,
             on_posted=posted,
         )
         turns_so_far = await self._stores.run(

@@ -55,6 +55,28 @@ def test_stop_ends_the_reply_with_no_more_appends_and_no_repost(harness: Harness
     assert len(answer) > len(harness.slack.messages(CHANNEL, root)[-1]["text"])
 
 
+def test_a_partner_in_a_slack_connect_channel_is_streamed_to_in_their_own_team(
+    harness: Harness,
+) -> None:
+    slack = harness.slack
+    slack.add_channel("CEXT", "partner-project", is_shared=True, is_ext_shared=True)
+    slack.add_user("UPARTNER", "pat", team_id="T9")
+    harness.model.push(api.text("Happy to help with the launch."))
+    harness.event({"type": "app_mention", "user": "UPARTNER", "user_team": "T9",
+                   "text": "<@UBOT> can you help?", "ts": "1700001050.000100",
+                   "team": "T1", "channel": "CEXT"})
+    (start,) = slack.wait_for_call("chat.startStream")
+    assert (start.args["recipient_user_id"], start.args["recipient_team_id"]) == (
+        "UPARTNER", "T9")
+    # A member of the installing workspace, in the same channel: their own team.
+    harness.model.push(api.text("Sure."))
+    harness.event({"type": "app_mention", "user": "U1", "user_team": "T1",
+                   "text": "<@UBOT> and me?", "ts": "1700001050.000200",
+                   "team": "T1", "channel": "CEXT"})
+    second = wait_until(lambda: slack.calls("chat.startStream")[1:])
+    assert second[0].args["recipient_team_id"] == "T1"
+
+
 def test_a_remembered_channel_ping_arrives_escaped(harness: Harness) -> None:
     root = "1700001100.000100"
     harness.model.push(api.text("Noted: <!here> the freeze & a < b."))
