@@ -31,6 +31,7 @@ from bridge.pipeline.quoting import quoted
 from bridge.pipeline.reply_sink import ReplyStopped, Step
 from bridge.slack.escaping import MARKDOWN_CHARS, escape, escaped_pieces, preview
 from bridge.slack.feedback import feedback_block
+from bridge.slack.rate_budget import BudgetedAsyncWebClient, budget_key
 from bridge.slack.web import SLACK_FAILURES
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,8 @@ class SlackSink:
         self._chunks.append(
             {"type": "task_update", "id": step.id, "title": step.title, "status": step.status}
         )
-        await self._flush()
+        if not self._held():
+            await self._flush()
         self._raise_if_stopped()
 
     async def stream(self, text: str) -> None:
@@ -119,7 +121,7 @@ class SlackSink:
         interval = UPDATE_SECONDS if self._message_ts is not None else FLUSH_SECONDS
         due = now - self._last_flush >= interval
         large = self._message_ts is None and len(self._pending) >= FLUSH_CHARS
-        if not started or due or large:
+        if (not started or due or large) and not self._held():
             await self._flush()
         self._raise_if_stopped()
 
@@ -137,6 +139,16 @@ class SlackSink:
         self._raise_if_stopped()  # Stop pressed while the reply was being closed
 
     # -- sending ---------------------------------------------------------------------------
+
+    def _held(self) -> bool:
+        """Whether the next update's method is waiting out a 429 of Slack's (given to
+        any conversation of the workspace): then the update is not queued behind the
+        wait, its text gathers for the next one (``rate_budget.py``)."""
+        if not isinstance(self._client, BudgetedAsyncWebClient):
+            return False
+        method = ("chat.appendStream" if self._stream_ts is not None else
+                  "chat.update" if self._message_ts is not None else "chat.startStream")
+        return self._client.budget.held_for(budget_key(method, None)) > 0
 
     async def _flush(self) -> None:
         self._last_flush = self._clock()

@@ -13,7 +13,6 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
-    AsyncRateLimitErrorRetryHandler,
     AsyncServerErrorRetryHandler,
 )
 from slack_sdk.http_retry.builtin_handlers import (
@@ -21,9 +20,13 @@ from slack_sdk.http_retry.builtin_handlers import (
     RateLimitErrorRetryHandler,
     ServerErrorRetryHandler,
 )
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.settings import Settings
+from bridge.slack.rate_budget import (
+    BudgetedAsyncWebClient,
+    SharedRateLimitRetryHandler,
+    budget_for,
+)
 
 WEB_TIMEOUT_S = 30
 # What a Slack call can fail with: Slack's refusal, or the network. aiohttp's
@@ -31,16 +34,20 @@ WEB_TIMEOUT_S = 30
 SLACK_FAILURES = (SlackApiError, OSError, aiohttp.ClientError)
 
 
-def build_async_web_client(settings: Settings) -> AsyncWebClient:
+def build_async_web_client(settings: Settings) -> BudgetedAsyncWebClient:
     assert settings.slack_bot_token is not None
-    return AsyncWebClient(
-        token=settings.slack_bot_token.get_secret_value(),
+    token = settings.slack_bot_token.get_secret_value()
+    # One rate budget for the workspace, whichever client of the process calls.
+    budget = budget_for(settings.slack_api_url, token)
+    return BudgetedAsyncWebClient(
+        budget=budget,
+        token=token,
         base_url=settings.slack_api_url,
         timeout=WEB_TIMEOUT_S,
         retry_handlers=[
             AsyncConnectionErrorRetryHandler(max_retry_count=2),
-            # Slack's 429 carries Retry-After; the handler sleeps that long, then retries.
-            AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+            # Slack's 429 carries Retry-After: the method waits that long for everyone.
+            SharedRateLimitRetryHandler(budget, max_retry_count=3),
             AsyncServerErrorRetryHandler(max_retry_count=2),
         ],
     )

@@ -25,6 +25,7 @@ from tests.integration.slack_harness import (
 )
 from tests.secret_corpus import SECRETS
 from tests.servers import anthropic_api as api
+from tests.servers.slack_rules import Tier
 from tests.waiting import wait_until
 
 
@@ -75,6 +76,27 @@ def test_a_partner_in_a_slack_connect_channel_is_streamed_to_in_their_own_team(
                    "team": "T1", "channel": "CEXT"})
     second = wait_until(lambda: slack.calls("chat.startStream")[1:])
     assert second[0].args["recipient_team_id"] == "T1"
+
+
+def test_ten_mentions_at_once_keep_to_one_rate_budget(harness: Harness) -> None:
+    limits = harness.slack.rate_limits
+    # Slack's limits brought down, so ten replies at once run into them.
+    for method in ("chat.startStream", "chat.appendStream", "chat.stopStream"):
+        limits.tiers[method] = Tier(per_minute=120, burst=2)
+    roots = [f"1700001250.{n:06d}" for n in range(10)]
+    answers = [f"Answer number {n}: " + "all of it, " * 8 + "done." for n in range(10)]
+    harness.model.push(*[api.text(answer, chunk_chars=12, chunk_delay_s=0.01)
+                         for answer in answers])
+    for root in roots:
+        assert harness.mention("go", root) == 200
+
+    finals = [wait_until(lambda root=root: streamed_text(harness, root), 90) for root in roots]
+    # Every mention answered once, each final answer whole.
+    assert sorted(finals) == sorted(answers)
+    assert all(len(harness.replies_in(root)) == 1 for root in roots)
+    assert limits.refused > 0  # Slack did say wait
+    # And after it did, no call of that method came before the wait was over.
+    assert limits.early == []
 
 
 def test_a_remembered_channel_ping_arrives_escaped(harness: Harness) -> None:

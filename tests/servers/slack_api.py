@@ -317,6 +317,12 @@ class FakeSlack(LoopbackServer):
 
     # -- faults ---------------------------------------------------------------------
 
+    @property
+    def rate_limits(self) -> RateLimits:
+        """Slack's limits as this fake keeps them (a test may bring them down)."""
+        assert self._rate_limits is not None, "this FakeSlack was made without rate limits"
+        return self._rate_limits
+
     def fail_next(
         self,
         method: str | None,

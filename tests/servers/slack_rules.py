@@ -237,6 +237,10 @@ METHOD_TIERS: dict[str, Tier] = {
 }
 
 
+# How long after a 429 a call may still have been on its way (loopback: milliseconds).
+IN_FLIGHT_S = 0.2
+
+
 class RateLimits:
     """Answers, per call, how long to wait before Slack would take it (0: go ahead)."""
 
@@ -244,22 +248,41 @@ class RateLimits:
         self._clock = clock
         self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
         self._lock = threading.Lock()
+        # A test may bring a method's limit down (``tiers["chat.startStream"] = ...``).
+        self.tiers: dict[str, Tier] = dict(METHOD_TIERS)
+        self.post_per_channel = POST_PER_CHANNEL
+        # When each 429 was answered and its Retry-After ends, and the calls that came
+        # before it did: Slack counts those against the app ("continued requests ... may
+        # result in your app being disabled"). A call that arrives within IN_FLIGHT_S of
+        # the 429 was on its way before the app could have heard of it: not counted.
+        self._refused_at: dict[tuple[str, str], float] = {}
+        self._not_before: dict[tuple[str, str], float] = {}
+        self.early: list[tuple[str, str, float]] = []
+        self.refused = 0
 
     def wait_for(self, method: str, args: dict[str, Any]) -> int:
         """Take a token for this call; the whole seconds of Retry-After if none is left."""
         if method == "chat.postMessage":
-            return self._take(POST_PER_CHANNEL, (method, str(args.get("channel"))))
-        tier = METHOD_TIERS.get(method)
+            return self._take(self.post_per_channel, (method, str(args.get("channel"))))
+        tier = self.tiers.get(method)
         return 0 if tier is None else self._take(tier, (method, ""))
 
     def _take(self, tier: Tier, key: tuple[str, str]) -> int:
         now = self._clock()
         rate = tier.per_minute / 60.0
         with self._lock:
+            if (now < self._not_before.get(key, 0.0)
+                    and now - self._refused_at.get(key, 0.0) > IN_FLIGHT_S):
+                self.early.append((*key, self._not_before[key] - now))
             tokens, updated = self._buckets.get(key, (float(tier.burst), now))
             tokens = min(float(tier.burst), tokens + (now - updated) * rate)
             if tokens < 1.0:
                 self._buckets[key] = (tokens, now)
-                return max(1, math.ceil((1.0 - tokens) / rate))
+                wait = max(1, math.ceil((1.0 - tokens) / rate))
+                if now >= self._not_before.get(key, 0.0):  # a new wait, not a repeat
+                    self._refused_at[key] = now
+                self._not_before[key] = max(self._not_before.get(key, 0.0), now + wait)
+                self.refused += 1
+                return wait
             self._buckets[key] = (tokens - 1.0, now)
             return 0

@@ -1,0 +1,167 @@
+"""One rate budget per Slack workspace and method, shared by every conversation of the
+process.
+
+Slack's limits are per app, per workspace, per method (chat.postMessage per channel),
+and it counts a call made while a ``Retry-After`` it gave is still running against the
+app, up to disabling it. So the wait a 429 names is kept here, not in the call that got
+it: until it is over no call of that method (for that channel, for chat.postMessage)
+leaves this process, whichever conversation makes it. A reply's progress updates do not
+queue behind the wait either: ``SlackSink`` skips them while their method is held, so the
+text gathers and the next update carries all of it (the final answer always waits its
+turn and goes).
+
+Decided: the budget is per process (per replica), not shared through PostgreSQL. Slack
+answers the 429 to the replica that made the call; sharing it would put a database
+round trip before every Slack call, to save at most one 429 per replica per wait.
+
+Why a subclass of the SDK's client and of its rate-limit retry handler, not a wrapper
+around each call: every call of the serving process goes through ``api_call``, and the
+SDK's own retry of a 429 goes through its retry handler, so both see the one budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
+from slack_sdk.http_retry.request import HttpRequest
+from slack_sdk.http_retry.response import HttpResponse
+from slack_sdk.http_retry.state import RetryState
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+# The tier of each method Thoth calls (Slack's method reference: Tier 2 about 20 a
+# minute, Tier 3 50, Tier 4 100, each with bursts; "special" methods their own).
+METHOD_TIERS: Mapping[str, str] = {
+    "chat.postMessage": "special: about one a second per channel",
+    "chat.update": "Tier 3",
+    "chat.delete": "Tier 3",
+    "chat.postEphemeral": "Tier 4",
+    "chat.getPermalink": "Tier 4",
+    "chat.startStream": "Tier 2",
+    "chat.appendStream": "Tier 4",
+    "chat.stopStream": "Tier 2",
+    "assistant.threads.setStatus": "Tier 4",
+    "assistant.threads.setTitle": "Tier 4",
+    "assistant.threads.setSuggestedPrompts": "Tier 4",
+    "reactions.add": "Tier 3",
+    "reactions.remove": "Tier 3",
+    "conversations.info": "Tier 3",
+    "conversations.members": "Tier 4",
+    "conversations.replies": "Tier 3",
+    "conversations.history": "Tier 3",
+    "conversations.open": "Tier 3",
+    "users.info": "Tier 4",
+    "users.conversations": "Tier 3",
+    "views.publish": "Tier 4",
+    "auth.test": "Tier 4",
+}
+# Methods whose limit is per channel rather than per workspace.
+PER_CHANNEL = frozenset({"chat.postMessage"})
+# When Slack's 429 names no wait (it always does; just in case).
+DEFAULT_WAIT_S = 1.0
+# Over each Retry-After: calls of other conversations already on their way get 429s of
+# their own a moment later, whose waits end a moment later too, and a loaded loop may
+# read those answers late. Seen on the loopback under load: up to about 30 ms.
+MARGIN_S = 0.25
+
+BudgetKey = tuple[str, str]
+
+
+class RateBudget:
+    """When each method may be called again, for one workspace."""
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._held_until: dict[BudgetKey, float] = {}
+
+    def hold(self, key: BudgetKey, seconds: float) -> None:
+        until = self._clock() + seconds
+        if until > self._held_until.get(key, 0.0):
+            self._held_until[key] = until
+
+    def held_for(self, key: BudgetKey) -> float:
+        """How long calls of ``key`` must still wait (0: go)."""
+        return max(0.0, self._held_until.get(key, 0.0) - self._clock())
+
+    async def wait_turn(self, key: BudgetKey) -> None:
+        # A loop: another 429 during the wait pushes it further.
+        while (left := self.held_for(key)) > 0:
+            await asyncio.sleep(left)
+
+
+def budget_key(method: str, args: Mapping[str, Any] | None) -> BudgetKey:
+    channel = str((args or {}).get("channel") or "") if method in PER_CHANNEL else ""
+    return method, channel
+
+
+_BUDGETS: dict[str, RateBudget] = {}
+
+
+def budget_for(api_url: str, token: str) -> RateBudget:
+    """The process's budget for the workspace a bot token is for (one token, one
+    workspace) at one Slack: every client built for it shares it."""
+    # Keyed by a hash: no token kept in a long-lived map for a heap dump to show.
+    key = hashlib.sha256(f"{api_url}\n{token}".encode()).hexdigest()
+    return _BUDGETS.setdefault(key, RateBudget())
+
+
+class BudgetedAsyncWebClient(AsyncWebClient):
+    """The SDK's async client, each call first waiting out its method's hold."""
+
+    def __init__(self, *, budget: RateBudget, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.budget = budget
+
+    async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
+        args = kwargs.get("json") or kwargs.get("data") or kwargs.get("params")
+        await self.budget.wait_turn(budget_key(api_method, args if isinstance(
+            args, dict) else None))
+        return await super().api_call(api_method, **kwargs)
+
+
+class SharedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
+    """The SDK's retry of a 429, whose wait is the whole workspace's for that method."""
+
+    def __init__(self, budget: RateBudget, *, max_retry_count: int) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self._budget = budget
+
+    async def prepare_for_next_attempt_async(
+        self, *, state: RetryState, request: HttpRequest,
+        response: HttpResponse | None = None, error: Exception | None = None,
+    ) -> None:
+        if response is None:
+            raise error or RuntimeError("a 429 retry with no response")
+        state.next_attempt_requested = True
+        key = budget_key(request.url.rstrip("/").rsplit("/", 1)[-1], _arguments(request))
+        self._budget.hold(key, _retry_after(response) + MARGIN_S)
+        await self._budget.wait_turn(key)
+        state.increment_current_attempt()
+
+
+def _retry_after(response: HttpResponse) -> float:
+    for name, values in response.headers.items():
+        if name.lower() == "retry-after" and values:
+            try:
+                return max(0.0, float(values[0]))
+            except ValueError:
+                break
+    return DEFAULT_WAIT_S
+
+
+def _arguments(request: HttpRequest) -> Mapping[str, Any] | None:
+    if request.body_params:
+        return request.body_params
+    if request.data:
+        try:
+            parsed = json.loads(request.data)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+    return None
