@@ -46,6 +46,7 @@ from bridge.slack.runner import TurnRunner
 from bridge.slack.shortcuts import FORGET_THIS, REMEMBER_THIS, Shortcuts
 from bridge.slack.stores import SlackStores, slack_stores
 from bridge.slack.token_command import thoth_command
+from bridge.slack.workspace_guard import only_its_workspace
 from layers.offloaded import Offloaded
 from layers.redaction import redact
 
@@ -89,6 +90,7 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
         logger=logging.getLogger("slack_bolt"),
     )
     _authorized_as(app, identity)
+    only_its_workspace(app, identity.data if isinstance(identity.data, dict) else {})
     bot_user = str(identity.get("user_id") or "") or None
     directory = Directory(client)
     stores = slack_stores(thoth)

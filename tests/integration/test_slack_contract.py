@@ -78,6 +78,34 @@ def test_a_partner_in_a_slack_connect_channel_is_streamed_to_in_their_own_team(
     assert second[0].args["recipient_team_id"] == "T1"
 
 
+def test_a_request_for_another_workspace_is_answered_and_never_acted_on(
+    harness: Harness, caplog: pytest.LogCaptureFixture,
+) -> None:
+    before = len(harness.slack.calls())
+    body = {"token": "verification_token", "team_id": "T_OTHER", "api_app_id": "A1",
+            "type": "event_callback", "event_id": "EvOTHER1", "event_time": int(time.time()),
+            "event": {"type": "app_mention", "user": "U7", "team": "T_OTHER", "channel": "C7",
+                      "text": "<@UBOT> our launch codename is Heron", "ts": "1700001260.000100",
+                      "event_ts": "1700001260.000100"}}
+    with caplog.at_level(logging.WARNING):
+        assert harness.post(json.dumps(body))[0] == 200
+    assert any("T_OTHER" in record.getMessage() for record in caplog.records)
+    command = urllib.parse.urlencode({
+        "team_id": "T_OTHER", "channel_id": "C7", "user_id": "U7", "command": "/recall",
+        "text": "launch", "response_url": harness.slack.response_url(), "trigger_id": "1"})
+    status, said, _ = harness.post(command, content_type="application/x-www-form-urlencoded")
+    assert status == 200 and "not installed in this workspace" in said
+    # Nothing acted on: no call to Slack, nothing stored, no turn asked of the model.
+    time.sleep(0.5)
+    assert len(harness.slack.calls()) == before
+    assert harness.thoth.episodic.store.count() == 0
+    assert not harness.model.requests
+    # And the process is up for its own workspace.
+    harness.model.push(api.text("Still here."))
+    harness.mention("are you there?", "1700001260.000200")
+    assert wait_until(lambda: streamed_text(harness, "1700001260.000200")) == "Still here."
+
+
 def test_ten_mentions_at_once_keep_to_one_rate_budget(harness: Harness) -> None:
     limits = harness.slack.rate_limits
     # Slack's limits brought down, so ten replies at once run into them.
