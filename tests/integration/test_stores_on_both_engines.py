@@ -230,3 +230,46 @@ def test_notes_are_counted_by_status_past_a_listing_page(open_database: OpenData
     store.decide(made[0].id, "kept", by="fia")
     assert len(store.listed("proposed")) == 200  # a page
     assert store.counts() == {"proposed": 202, "kept": 1, "rejected": 0, "replaced": 0}
+
+
+def test_an_mcp_sign_in_renews_once_and_its_grants_work_once(
+    open_database: OpenDatabase,
+) -> None:
+    from mcp.shared.auth import OAuthClientInformationFull
+
+    from bridge.mcp.oauth_grants import OAuthGrants
+    from bridge.mcp.tokens import McpTokens
+    from layers.audit.log import AuditLog
+
+    db = open_database(ALL_SCHEMAS)
+    now = [1_000.0]
+    grants = OAuthGrants(db, clock=lambda: now[0])
+    client = OAuthClientInformationFull(client_id="c1", client_name="Claude Code",
+                                        redirect_uris=["http://127.0.0.1:1/cb"])  # type: ignore[list-item]
+    grants.register(client)
+    assert grants.client("c1") == client and grants.client("c2") is None
+    grants.put("code", "the-code", {"client_id": "c1"}, ttl_s=300)
+    assert grants.peek("code", "the-code") == {"client_id": "c1"}
+    assert grants.peek("consent", "the-code") is None  # a grant of another stage
+    assert grants.take("code", "the-code") == {"client_id": "c1"}
+    assert grants.take("code", "the-code") is None  # used once
+    grants.put("slack", "a-state", {}, ttl_s=600)
+    now[0] += 601
+    assert grants.take("slack", "a-state") is None  # lapsed
+
+    tokens = McpTokens(db, AuditLog(db), clock=lambda: now[0])
+    signed = tokens.signed_in("T1", "U1", client_id="c1", client_name="Claude Code",
+                              origin="test")
+    assert tokens.holder(signed.access) == signed.token
+    assert tokens.of_refresh(signed.refresh, "c2") is None  # another client's
+    renewed = tokens.refreshed_by(signed.refresh, "c1")
+    assert renewed is not None and tokens.holder(renewed.access) is not None
+    assert tokens.holder(signed.access) is None  # replaced in the same row
+    assert tokens.refreshed_by(signed.refresh, "c1") is None
+    # That spent refresh token, shown again, ended the sign-in.
+    assert tokens.holder(renewed.access) is None
+    assert tokens.of_refresh(renewed.refresh, "c1") is None
+    now[0] += 3600
+    lapsed = tokens.signed_in("T1", "U1", client_id="c1", client_name="x", origin="test")
+    now[0] += 3601
+    assert tokens.holder(lapsed.access) is None  # an hour on
