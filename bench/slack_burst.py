@@ -15,9 +15,10 @@ retry to replica i + 1, so a retry always lands on another replica than the firs
 
 Printed, one row per run: ack latency p50 / p99 / max, connection errors, answers other
 than 200, turns/s (messages answered ÷ the wall time from the first delivery to the
-last reply finished in Slack), replies per thread (each thread answered once) and model
-calls. ``--compare 1,3`` runs 1 replica and then 3 on PostgreSQL, back to back, into
-one table.
+last reply finished in Slack), replies per thread (each thread answered once), model
+calls, Slack's 429s and the calls that came inside a Retry-After (issue 36: none).
+``--compare 1,3`` runs 1 replica and then 3 on PostgreSQL, back to back, into one
+table.
 
 The loopback Slack keeps Slack's rate tiers by default, and they cap a burst's turns/s
 whatever the replicas: a streamed reply takes ``chat.startStream`` and
@@ -95,6 +96,8 @@ class BurstResult:
     model_calls: int
     exit_codes: list[int | None]
     expected_threads: int
+    refused: int = 0  # Slack's 429s
+    early: int = 0  # calls that came inside a Retry-After Slack had given
 
     @property
     def answered(self) -> int:
@@ -235,6 +238,8 @@ def burst_run(replicas: int, database: str, url: str | None, threads: int,
             not_ok=sum(1 for status in statuses if status not in (0, 200)),
             wall_s=finished - started, replies=replies, model_calls=len(model.requests),
             exit_codes=exit_codes, expected_threads=threads,
+            refused=slack.rate_limits.refused if rate_limits else 0,
+            early=len(slack.rate_limits.early) if rate_limits else 0,
         )
 
 
@@ -373,7 +378,8 @@ def _percentile(ordered: list[float], percent: float) -> float:
 def print_table(results: Sequence[BurstResult]) -> None:
     print(f"{'replicas':>8} {'database':<10} {'deliveries':>10} {'conn err':>8} {'non-200':>7}"
           f" {'ack p50':>8} {'ack p99':>8} {'ack max':>8} {'answered':>8} {'wall s':>7}"
-          f" {'turns/s':>8} {'replies/thread':>14} {'model calls':>11}")
+          f" {'turns/s':>8} {'replies/thread':>14} {'model calls':>11} {'429s':>5}"
+          f" {'in a wait':>9}")
     for result in results:
         ordered = result.latencies or [float("nan")]
         print(f"{result.replicas:>8} {result.database:<10} {result.deliveries:>10}"
@@ -382,9 +388,12 @@ def print_table(results: Sequence[BurstResult]) -> None:
               f" {_percentile(ordered, 99) * 1000:>8.1f} {ordered[-1] * 1000:>8.1f}"
               f" {result.answered:>8} {result.wall_s:>7.2f}"
               f" {result.answered / result.wall_s:>8.2f}"
-              f" {str(sorted(set(result.replies))):>14} {result.model_calls:>11}")
+              f" {str(sorted(set(result.replies))):>14} {result.model_calls:>11}"
+              f" {result.refused:>5} {result.early:>9}")
     print("turns/s: messages answered / (last reply finished - first delivery sent);"
-          " each thread must have exactly 1 reply and one model call")
+          " each thread must have exactly 1 reply and one model call; 429s: Slack's"
+          " refusals; in a wait: calls of a method inside a Retry-After Slack had given"
+          " (target 0)")
 
 
 if __name__ == "__main__":
