@@ -1,0 +1,85 @@
+"""One rate budget per workspace and method (bridge/slack/rate_budget.py), with the real
+async SDK client against the loopback Slack: a reply's updates gather while their method
+waits out a 429, and its final answer goes once the wait is over."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from bridge.slack.rate_budget import (
+    BudgetedAsyncWebClient,
+    RateBudget,
+    SharedRateLimitRetryHandler,
+    budget_key,
+)
+from bridge.slack.thread_reply import SlackSink
+from tests.integration.slack_harness import shown
+from tests.servers.slack_api import FakeSlack
+
+ROOT = "1700002000.000100"
+WHOLE = "The first words. one two three four done."
+
+
+def _client(slack: FakeSlack, budget: RateBudget) -> BudgetedAsyncWebClient:
+    return BudgetedAsyncWebClient(
+        budget=budget, token="xoxb-test", base_url=slack.url,
+        retry_handlers=[SharedRateLimitRetryHandler(budget, max_retry_count=3)])
+
+
+def test_updates_gather_while_their_method_waits_and_the_final_answer_goes() -> None:
+    with FakeSlack() as slack:
+        slack.add_channel("C1", "general")
+        slack.add_user("U1", "dana")
+        budget = RateBudget()
+
+        waited: list[float] = []
+
+        async def reply() -> float:
+            sink = SlackSink(_client(slack, budget), channel="C1", thread_ts=ROOT,
+                             recipient_user="U1", recipient_team="T1")
+            await sink.stream("The first words. ")  # starts the stream
+            # Another conversation was told to wait: this one's appends wait too.
+            budget.hold(budget_key("chat.appendStream", None), 1.5)
+            held_at = time.monotonic()
+            for word in ("one ", "two ", "three ", "four ", "done."):
+                started = time.monotonic()
+                await sink.stream(word)
+                waited.append(time.monotonic() - started)
+                await asyncio.sleep(0.3)
+            await sink.finish(WHOLE, ok=True)
+            return held_at
+
+        held_at = asyncio.run(reply())
+        # The model's words never waited behind the hold: they gathered.
+        assert max(waited) < 0.3
+        appends = slack.calls("chat.appendStream")
+        # Nothing was sent inside the wait; after it, one call carried what gathered.
+        assert all(call.received_at >= held_at + 1.5 for call in appends)
+        assert len(appends) <= 1
+        (message,) = [m for m in slack.messages("C1", ROOT) if m.get("user") == "UBOT"]
+        stream = slack.stream("C1", message["ts"])
+        assert stream is not None and stream["state"] == "stopped"
+        assert shown(message) == WHOLE  # the final answer, whole
+
+
+def test_a_429_holds_the_method_for_every_client_of_the_workspace() -> None:
+    with FakeSlack() as slack:
+        slack.add_channel("C1", "general")
+        budget = RateBudget()
+        slack.fail_next("chat.getPermalink", status=429, retry_after=1)
+
+        async def two_conversations() -> None:
+            first, second = _client(slack, budget), _client(slack, budget)
+            asked = asyncio.create_task(
+                first.chat_getPermalink(channel="C1", message_ts=ROOT))
+            await asyncio.sleep(0.2)  # the 429 is in: the method is held
+            assert budget.held_for(budget_key("chat.getPermalink", None)) > 0.5
+            await second.chat_getPermalink(channel="C1", message_ts=ROOT)
+            await asked
+
+        asyncio.run(two_conversations())
+        refused, *after = slack.calls("chat.getPermalink")
+        # Neither client called again before Retry-After (and the margin) was over.
+        assert len(after) == 2
+        assert all(call.received_at - refused.received_at >= 1.0 for call in after)
