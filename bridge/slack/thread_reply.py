@@ -21,7 +21,8 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -47,6 +48,12 @@ STATUS_REFRESH_SECONDS = 100.0
 MAX_STATUS_REFRESHES = 12
 LOADING_MESSAGES = ["Looking through what we did before…", "Reading the thread…"]
 STOPPED_BY_USER = "stopped_by_user"
+RATELIMITED = "ratelimited"
+T = TypeVar("T")
+# A final answer refused as rate-limited (after the client's own retries, each waiting
+# out Slack's Retry-After for the whole workspace) is sent again, this many times in
+# all: in a burst, a channel's posts go about one a second, and none may be dropped.
+FINAL_TRIES = 20
 NOT_STREAMING = "message_not_in_streaming_state"
 # Refusals of a chunk or a block: sending the same again would fail again.
 BAD_PARTS = frozenset(
@@ -106,7 +113,7 @@ class SlackSink:
         self._chunks.append(
             {"type": "task_update", "id": step.id, "title": step.title, "status": step.status}
         )
-        if not self._held():
+        if self._stream_ts is None or not self._held():
             await self._flush()
         self._raise_if_stopped()
 
@@ -121,7 +128,9 @@ class SlackSink:
         interval = UPDATE_SECONDS if self._message_ts is not None else FLUSH_SECONDS
         due = now - self._last_flush >= interval
         large = self._message_ts is None and len(self._pending) >= FLUSH_CHARS
-        if (not started or due or large) and not self._held():
+        # The first message waits its turn; later updates gather while their method is
+        # held rather than queue behind the wait.
+        if not started or ((due or large) and not self._held()):
             await self._flush()
         self._raise_if_stopped()
 
@@ -176,7 +185,7 @@ class SlackSink:
                     **self._stream_content(),
                 )
             except SlackApiError as error:
-                if _code(error) == "ratelimited":
+                if _code(error) == RATELIMITED:
                     raise
                 self._streaming_refused = True
                 self._chunks.clear()
@@ -252,7 +261,8 @@ class SlackSink:
             while self._fitting() < len(self._pending):
                 await self._append()  # more than one call holds: the rest goes with the stop
             try:
-                await self._close_stream([feedback_block()] if ok else None)
+                await _through_the_limit(
+                    lambda: self._close_stream([feedback_block()] if ok else None))
             except SlackApiError as error:
                 if _code(error) in (STOPPED_BY_USER, NOT_STREAMING) or not (
                     ok or self._chunks
@@ -303,10 +313,9 @@ class SlackSink:
         for number, piece in enumerate(pieces, start=1):
             final = feedback and number == len(pieces)
             try:
-                response = await self._client.chat_postMessage(
-                    channel=self._channel, thread_ts=self._thread_ts,
-                    **_escaped_blocks(piece, final),
-                )
+                response = await _through_the_limit(partial(
+                    self._client.chat_postMessage, channel=self._channel,
+                    thread_ts=self._thread_ts, **_escaped_blocks(piece, final)))
             except SLACK_FAILURES as error:
                 log.error("posting a reply to Slack failed: %s", error)
                 return
@@ -384,6 +393,18 @@ def _escaped_blocks(escaped_text: str, feedback: bool) -> dict[str, Any]:
     if feedback:
         blocks.append(feedback_block())
     return {"text": preview(escaped_text, NOTIFICATION_CHARS), "blocks": blocks}
+
+
+async def _through_the_limit(call: Callable[[], Awaitable[T]]) -> T:
+    """``call``, sent again while Slack refuses it as rate-limited (``FINAL_TRIES``)."""
+    for attempt in range(1, FINAL_TRIES + 1):
+        try:
+            return await call()
+        except SlackApiError as error:
+            if _code(error) != RATELIMITED or attempt == FINAL_TRIES:
+                raise
+            log.info("a final answer waits for Slack's rate limit (try %d)", attempt)
+    raise AssertionError("unreachable")
 
 
 def _code(error: SlackApiError) -> str:

@@ -127,6 +127,25 @@ def test_ten_mentions_at_once_keep_to_one_rate_budget(harness: Harness) -> None:
     assert limits.early == []
 
 
+def test_ten_posted_replies_at_once_in_one_channel_all_arrive_whole(harness: Harness) -> None:
+    limits = harness.slack.rate_limits
+    # Streaming refused, so each reply is posted and edited; the channel's posts one a
+    # second: the last waits longer than the client's own three retries.
+    harness.slack.fail_next("chat.startStream", status=200, count=10,
+                            error="not_in_assistant_thread")
+    limits.post_per_channel = Tier(per_minute=60, burst=1)
+    roots = [f"1700001270.{n:06d}" for n in range(10)]
+    answers = [f"Posted answer {n}, in full." for n in range(10)]
+    harness.model.push(*[api.text(answer) for answer in answers])
+    for root in roots:
+        assert harness.mention("go", root) == 200
+
+    finals = [wait_until(lambda root=root: streamed_text(harness, root), 90) for root in roots]
+    assert sorted(finals) == sorted(answers)  # none dropped, each whole
+    assert all(len(harness.replies_in(root)) == 1 for root in roots)
+    assert limits.refused > 0 and limits.early == []
+
+
 def test_a_remembered_channel_ping_arrives_escaped(harness: Harness) -> None:
     root = "1700001100.000100"
     harness.model.push(api.text("Noted: <!here> the freeze & a < b."))
