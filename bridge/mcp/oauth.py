@@ -47,7 +47,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from bridge.console.sign_in import ConsoleUser
 from bridge.console.slack_sign_in import SlackSignIn
-from bridge.mcp.oauth_grants import OAuthGrants
+from bridge.mcp.oauth_grants import OAuthGrants, Stage
 from bridge.mcp.tokens import SIGNED_IN_TTL_S, McpToken, McpTokens
 from layers.errors import BadInput
 
@@ -219,7 +219,8 @@ class SlackOAuth:
                                           params: Any) -> OAuthToken:
         raise TokenError("unsupported_grant_type", "Thoth signs in with Slack only")
 
-    async def _put(self, stage: Any, key: str, payload: dict[str, Any], ttl_s: float) -> None:
+    async def _put(self, stage: Stage, key: str, payload: dict[str, Any],
+                   ttl_s: float) -> None:
         await anyio.to_thread.run_sync(
             lambda: self._grants.put(stage, key, payload, ttl_s=ttl_s))
 
@@ -245,7 +246,8 @@ def redirect_origin(uri: str) -> str | None:
         host, port = parts.hostname, parts.port
     except ValueError:
         return None
-    where = host if port is None else f"{host}:{port}"
+    shown = f"[{host}]" if host and ":" in host else host  # an IPv6 address, as in a URL
+    where = shown if port is None else f"{shown}:{port}"
     if scheme == "https" and host:
         return f"https://{where}"
     if scheme == "http" and host in LOOPBACK:

@@ -337,6 +337,7 @@ def test_loopback_https_and_app_schemes_register() -> None:
     assert redirect_origin("http://localhost/cb") == "http://localhost"
     assert redirect_origin("https://app.example.com/oauth") == "https://app.example.com"
     assert redirect_origin("cursor://anysphere.cursor-mcp/oauth/callback") == "cursor:"
+    assert redirect_origin("http://[::1]:8080/cb") == "http://[::1]:8080"
     assert redirect_origin("http://10.0.0.5/cb") is None
 
 
