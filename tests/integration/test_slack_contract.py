@@ -95,15 +95,19 @@ def test_a_request_for_another_workspace_is_answered_and_never_acted_on(
         "text": "launch", "response_url": harness.slack.response_url(), "trigger_id": "1"})
     status, said, _ = harness.post(command, content_type="application/x-www-form-urlencoded")
     assert status == 200 and "not installed in this workspace" in said
-    # Nothing acted on: no call to Slack, nothing stored, no turn asked of the model.
-    time.sleep(0.5)
-    assert len(harness.slack.calls()) == before
-    assert harness.thoth.episodic.store.count() == 0
-    assert not harness.model.requests
-    # And the process is up for its own workspace.
+    # The process is up for its own workspace: a mention sent after those requests is
+    # answered, and stored (which waits for its turn's work to be done).
     harness.model.push(api.text("Still here."))
     harness.mention("are you there?", "1700001260.000200")
     assert wait_until(lambda: streamed_text(harness, "1700001260.000200")) == "Still here."
+    harness.answered("1700001260.000200")
+    # Nothing of the other workspace's was acted on: no call to Slack about it, nothing
+    # stored, no turn asked of the model (the one turn is this workspace's).
+    assert not [call for call in harness.slack.calls()[before:]
+                if "C7" in json.dumps(call.args) or "T_OTHER" in json.dumps(call.args)]
+    assert harness.thoth.episodic.store.count() == 1
+    assert harness.model.requests
+    assert not [r for r in harness.model.requests if "Heron" in json.dumps(r.body)]
 
 
 def test_ten_mentions_at_once_keep_to_one_rate_budget(harness: Harness) -> None:
