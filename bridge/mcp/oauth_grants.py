@@ -63,14 +63,14 @@ class OAuthGrants:
         return None if row is None else dict(json.loads(str(row[0])))
 
     def take(self, stage: Stage, key: str) -> dict[str, Any] | None:
-        """A live grant, used up: of two requests carrying it, one has it."""
-        payload = self.peek(stage, key)
-        if payload is None:
-            return None
+        """A live grant, used up: of two requests carrying it, one has it (one statement
+        finds and deletes it)."""
         with self._db.write() as conn:
-            taken = conn.execute("DELETE FROM mcp_oauth_grants WHERE grant_hash = ?",
-                                 (_hashed(key),)).rowcount
-        return payload if taken == 1 else None
+            row = conn.execute(
+                "DELETE FROM mcp_oauth_grants WHERE grant_hash = ? AND stage = ?"
+                " AND expires_at > ? RETURNING payload",
+                (_hashed(key), stage, self._clock())).fetchone()
+        return None if row is None else dict(json.loads(str(row[0])))
 
 
 def _hashed(key: str) -> str:
