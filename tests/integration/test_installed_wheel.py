@@ -1,9 +1,9 @@
 """Thoth installed from its wheel, not from the checkout: every first-day command runs.
 
-``THOTH_WHEEL_BIN`` names the ``thoth`` of an environment the wheel was installed into
-(``.ci/run`` makes a fresh one, dependencies and all, before the suite). Without it, the
-wheel is built here and installed, without its dependencies, into a new virtualenv that
-borrows this one's installed packages; only Thoth itself comes from the wheel either way.
+``THOTH_WHEEL_BIN`` names the ``thoth`` of an environment the wheel was installed into,
+dependencies and all, by hand. Without it (as in CI), the wheel is built here and
+installed, without its dependencies, into a new virtualenv that borrows this one's
+installed packages; only Thoth itself comes from the wheel either way.
 Every command runs from an empty directory, so nothing is found next to the source tree.
 """
 
