@@ -105,6 +105,10 @@ class Settings(BaseSettings):
     # in and see what Slack lets them read; unset, only the operator's link signs in.
     slack_client_id: str | None = None
     slack_client_secret: SecretStr | None = None
+    # Seal the bot tokens of the workspaces Thoth is installed in (Fernet keys, commas
+    # between them: the first seals, each opens). Set, with no SLACK_BOT_TOKEN: Thoth is
+    # installed through Slack's OAuth flow, into as many workspaces as install it.
+    slack_token_keys: SecretStr | None = None
     # Where people reach the console and /mcp (https://thoth.example.com), for Slack's
     # redirect back and as MCP's OAuth issuer; unset, the address the browser used (and
     # no OAuth sign-in for MCP clients: tokens only).

@@ -186,5 +186,34 @@ SCHEMA = Schema(
             );
             """,
         ),
+        Migration(
+            6,
+            "slack_installations",
+            portable="""
+            -- Each workspace Thoth is installed in through Slack's OAuth flow, or each
+            -- Enterprise Grid org for an org-wide install (``installed_in``: the team id,
+            -- or the enterprise id). Only the bot token, sealed (installs/token_cipher.py).
+            CREATE TABLE slack_installations (
+                installed_in TEXT PRIMARY KEY,
+                enterprise_id TEXT,
+                team_id TEXT,
+                is_enterprise_install INTEGER NOT NULL,
+                app_id TEXT,
+                bot_id TEXT,
+                bot_user_id TEXT,
+                bot_scopes TEXT NOT NULL,
+                bot_token_sealed TEXT NOT NULL,
+                installer_user_id TEXT,
+                installed_at {real} NOT NULL
+            );
+            -- An install on its way: the OAuth ``state`` handed to Slack, by its hash, used
+            -- once and lapsing in minutes. In the database: Slack's redirect back may land
+            -- on another replica.
+            CREATE TABLE slack_oauth_states (
+                state_hash TEXT PRIMARY KEY,
+                expires_at {real} NOT NULL
+            );
+            """,
+        ),
     ),
 )

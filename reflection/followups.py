@@ -19,6 +19,8 @@ class Followup:
     channel: str
     thread_ts: str | None
     text: str
+    # The workspace it is posted in (whose install's token posts it).
+    team: str
 
 
 # Pending, due, in Slack (not the terminal), and held by no process.
@@ -51,7 +53,7 @@ class Followups:
             rows = conn.execute(
                 "UPDATE followups SET claimed_until = ? WHERE session_id IN ("
                 f" SELECT session_id FROM followups WHERE {_DUE} ORDER BY due_at LIMIT ?"
-                f"{self._db.skip_locked}) RETURNING session_id, channel, thread_ts, text",
+                f"{self._db.skip_locked}) RETURNING session_id, channel, thread_ts, text, team",
                 (now + hold_s, now, LOCAL_TEAM, now, limit),
             ).fetchall()
         return [Followup(*row) for row in rows]
@@ -72,7 +74,7 @@ class Followups:
         or in ``shared_channel`` (a private channel they are looking at), soonest first."""
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT f.session_id, f.channel, f.thread_ts, f.text FROM followups f"
+                "SELECT f.session_id, f.channel, f.thread_ts, f.text, f.team FROM followups f"
                 " JOIN sessions s ON s.id = f.session_id"
                 " WHERE f.state = 'pending' AND s.team = ? AND (s.channel_type = 'public'"
                 " OR (s.channel_type = 'im' AND s.channel = ?)"
@@ -90,6 +92,12 @@ class Followups:
                 "UPDATE followups SET state = 'sent', sent_at = ? WHERE session_id = ?",
                 (now, session_id),
             )
+
+    def drop(self, session_id: str) -> None:
+        """Cancel one follow-up (its workspace uninstalled Thoth)."""
+        with self._db.write() as conn:
+            conn.execute("UPDATE followups SET state = 'cancelled' WHERE session_id = ?",
+                         (session_id,))
 
     def cancel(self, *, channel: str, thread_ts: str) -> int:
         """Cancel the pending follow-ups of a thread; returns how many."""

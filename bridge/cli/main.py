@@ -30,6 +30,7 @@ from bridge.cli import (
     doctor,
     episodes,
     init,
+    installations,
     mcp,
     migrate,
     notes,
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     migrate.register(commands)
     mcp.register(commands)
     tokens.register(commands)
+    installations.register(commands)
     return parser
 
 

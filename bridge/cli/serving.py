@@ -25,7 +25,9 @@ from bridge.console.serving import console_mount, sign_in_link
 from bridge.console.sign_in import OneTimeLogin
 from bridge.slack.bolt_app import SlackTransport, build_bridge, take_over
 from bridge.slack.followup_posts import post_due_followups
-from bridge.slack.http_server import SlackHttpServer
+from bridge.slack.http_server import SlackHttpServer, install_routes
+from bridge.slack.installs.install_flow import INSTALL_PATH, installations_of, installs_wanted
+from bridge.slack.installs.installations import Installations
 from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
 from bridge.slack.web import build_async_web_client
@@ -41,8 +43,11 @@ IDENTITY_WARM_UP_S = 10.0
 
 def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     settings = app.settings
-    if settings.slack_bot_token is None:
-        raise ConfigurationError("thoth serve needs SLACK_BOT_TOKEN (README, 'Slack')")
+    installations = installations_of(settings, app.db) if installs_wanted(settings) else None
+    if settings.slack_bot_token is None and installations is None:
+        raise ConfigurationError(
+            "thoth serve needs SLACK_BOT_TOKEN (one workspace), or SLACK_TOKEN_KEYS to be"
+            " installed into workspaces through Slack's OAuth flow (README, 'Slack')")
     if settings.slack_app_token is None and settings.slack_signing_secret is None:
         raise ConfigurationError(
             "set SLACK_APP_TOKEN for Socket Mode, or SLACK_SIGNING_SECRET for HTTP mode"
@@ -55,7 +60,7 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     client = build_async_web_client(settings)
     # Slack is asked who the token is first: a wrong token or an unreachable Slack is
     # said in a second, not after the embedding model has loaded.
-    bridge = _bridge_or_one_line(app, client, runner)
+    bridge = _bridge_or_one_line(app, client, runner, installations)
     app.warm_up()
     _warm_identity(app, runner, bridge.team)
     scheduler = BackgroundScheduler(timezone=UTC)
@@ -67,7 +72,8 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
                           coalesce=True, max_instances=1)
 
     def post_followups() -> None:
-        runner.wait_for(post_due_followups(Offloaded(bridge.stores.followups), client))
+        runner.wait_for(post_due_followups(Offloaded(bridge.stores.followups), client,
+                                           workspace_of=bridge.workspace_of))
 
     if settings.background_work == "inline":
         scheduler.add_job(
@@ -93,12 +99,16 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 
 def _bridge_or_one_line(
-    app: Thoth, client: AsyncWebClient, runner: TurnRunner
+    app: Thoth, client: AsyncWebClient, runner: TurnRunner,
+    installations: Installations | None,
 ) -> SlackTransport:
     """The bridge, whose start asks Slack who the token is (auth.test)."""
     where = app.settings.slack_api_url or "https://slack.com/api/"
     try:
-        return runner.call(build_bridge(app, client, runner))
+        return runner.call(build_bridge(app, client, runner, installations))
+    except ConfigurationError:
+        runner.shutdown(0)
+        raise
     except (BoltError, SlackApiError, OSError, aiohttp.ClientError) as error:
         runner.shutdown(0)
         if isinstance(error, BoltError | SlackApiError):
@@ -133,11 +143,14 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
         signing_secret=settings.slack_signing_secret.get_secret_value(),
         host=args.host,
         port=args.port,
-        also=(console_mount(app, login), mcp_route),
+        also=(console_mount(app, login), mcp_route, *install_routes(bolt_app)),
         running=mcp_sessions,
     )
     server.start()
     print(f"Thoth listens on http://{args.host}:{server.port}/slack/events", file=out, flush=True)
+    if install_routes(bolt_app):
+        print(f"Add Thoth to a workspace: {settings.console_url or ''}{INSTALL_PATH}",
+              file=out, flush=True)
     print(f"Its memory console: open {sign_in_link(args.host, server.port, login)}"
           " (signs you in once, as the operator)", file=out, flush=True)
     signing_in = " or by signing in with Slack" if mcp_signs_in(settings) else ""

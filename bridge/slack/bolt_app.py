@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,12 +41,21 @@ from bridge.slack.directory import Directory
 from bridge.slack.events import Incoming, from_event, mentions
 from bridge.slack.feedback import FEEDBACK_ACTION
 from bridge.slack.inbox import InboxEntry
+from bridge.slack.installs.authorize import (
+    AuthorizedByInstall,
+    InstalledWorkspaces,
+    serve_the_authorized_workspace,
+)
+from bridge.slack.installs.install_flow import install_flow
+from bridge.slack.installs.installations import Installations
 from bridge.slack.lanes import Lanes
 from bridge.slack.reactions import Reactions
 from bridge.slack.runner import TurnRunner
 from bridge.slack.shortcuts import FORGET_THIS, REMEMBER_THIS, Shortcuts
 from bridge.slack.stores import SlackStores, slack_stores
 from bridge.slack.token_command import thoth_command
+from bridge.slack.workspace_client import WorkspaceOf, serving
+from bridge.slack.workspace_client import bot_user as served_bot_user
 from bridge.slack.workspace_guard import only_its_workspace
 from layers.offloaded import Offloaded
 from layers.redaction import redact
@@ -70,27 +80,51 @@ class SlackTransport:
     lanes: Lanes
     bot_user: str | None
     team: str | None = None
+    # Installed into many workspaces: the install that answers for a team id.
+    workspace_of: WorkspaceOf | None = None
 
 
-async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner) -> SlackTransport:
-    """The bridge; asks Slack who the token is (auth.test) first."""
+async def build_bridge(
+    thoth: Thoth, client: AsyncWebClient, runner: TurnRunner,
+    installations: Installations | None = None,
+) -> SlackTransport:
+    """The bridge. With one bot token, asks Slack who it is (auth.test) first; installed
+    into many workspaces (``installations``), each request is authorized by its
+    workspace's install instead, and "Add to Slack" is served (``installs/``)."""
     settings = thoth.settings
-    assert settings.slack_bot_token is not None
-    identity = await client.auth_test()
-    app = AsyncApp(
-        # The client carries the bot token (and the base URL and retry handlers).
-        signing_secret=(
-            settings.slack_signing_secret.get_secret_value()
-            if settings.slack_signing_secret
-            else None
-        ),
-        client=client,
-        # Bolt acks first and runs listeners after; ours only enqueue, so acks stay fast.
-        process_before_response=False,
-        logger=logging.getLogger("slack_bolt"),
-    )
-    _authorized_as(app, identity)
-    only_its_workspace(app, identity.data if isinstance(identity.data, dict) else {})
+    signing_secret = (settings.slack_signing_secret.get_secret_value()
+                      if settings.slack_signing_secret else None)
+    if installations is None:
+        identity: dict[str, Any] = {}
+        answer = await client.auth_test()
+        identity = answer.data if isinstance(answer.data, dict) else {}
+        app = AsyncApp(
+            # The client carries the bot token (and the base URL and retry handlers).
+            signing_secret=signing_secret,
+            client=client,
+            # Bolt acks first and runs listeners after; ours only enqueue, so acks stay fast.
+            process_before_response=False,
+            logger=logging.getLogger("slack_bolt"),
+        )
+        _authorized_as(app, answer)
+        only_its_workspace(app, identity)
+        workspace_of: WorkspaceOf | None = None
+    else:
+        identity = {}
+        app = AsyncApp(
+            signing_secret=signing_secret,
+            client=client,
+            oauth_flow=install_flow(settings, installations, thoth.db),
+            # Bolt takes an AsyncAuthorize as it is (async_app.py), beside an OAuth flow;
+            # its annotation names only plain functions.
+            authorize=AuthorizedByInstall(installations),  # type: ignore[arg-type]
+            process_before_response=False,
+            logger=logging.getLogger("slack_bolt"),
+        )
+        serve_the_authorized_workspace(app)
+        # tokens_revoked and app_uninstalled delete the install (and its token) at once.
+        app.enable_token_revocation_listeners()
+        workspace_of = InstalledWorkspaces(installations)
     bot_user = str(identity.get("user_id") or "") or None
     directory = Directory(client)
     stores = slack_stores(thoth)
@@ -116,7 +150,7 @@ async def build_bridge(thoth: Thoth, client: AsyncWebClient, runner: TurnRunner)
         app, runner, conversation, reactions, assistant, home, Shortcuts(reactions.kit),
         stores, offloaded,
         Lanes(offloaded, lease_s=settings.inbox_lease_s), bot_user,
-        team=str(identity.get("team_id") or "") or None,
+        team=str(identity.get("team_id") or "") or None, workspace_of=workspace_of,
     )
     _listen_to_messages(bridge)
     _listen_to_reactions_and_clicks(bridge)
@@ -140,13 +174,14 @@ def _listen_to_messages(bridge: SlackTransport) -> None:
     async def accept(body: dict[str, Any], event: dict[str, Any], *, addressed: bool) -> None:
         """On the runner: a delivery acked is never lost to the intake loop's shutdown
         (the runner's waits for what it holds)."""
+        own = served_bot_user(bot_user)
         incoming = from_event(
             event, team=str(body.get("team_id") or ""), event_id=body.get("event_id"),
-            bot_user=bot_user,
+            bot_user=own,
         )
         if incoming is None:
             return
-        if not (addressed or await _followed(incoming, event, stores, bot_user)):
+        if not (addressed or await _followed(incoming, event, stores, own)):
             return
         if incoming.event_channel_type == "im":
             # The agent view says what the person is looking at as they write: kept before
@@ -188,16 +223,38 @@ def take_over(bridge: SlackTransport, entry: InboxEntry) -> None:
     """Run, on this replica, a delivery whose process died before it was done."""
     if entry.kind == MESSAGE:
         incoming = Incoming(**entry.payload)
+        team = incoming.team
         work = lambda: bridge.runner.as_turn(  # noqa: E731
             bridge.conversation.take_over(incoming), who=incoming.user
         )
     elif entry.kind == REACTION:
         event, added = entry.payload["event"], bool(entry.payload["added"])
+        team = str(entry.payload.get("team") or "")
         work = lambda: bridge.reactions.handle(event, added=added)  # noqa: E731
     else:
         log.error("the Slack inbox holds a delivery of an unknown kind: %s", entry.kind)
         return
-    bridge.runner.submit(bridge.lanes.run(entry, work), turn=False)
+    bridge.runner.submit(_in_its_workspace(bridge, team, entry, work), turn=False)
+
+
+async def _in_its_workspace(bridge: SlackTransport, team: str, entry: InboxEntry,
+                            work: Callable[[], Awaitable[object]]) -> None:
+    """A delivery taken over, with the token of the workspace it came from."""
+    if bridge.workspace_of is None:
+        await bridge.lanes.run(entry, work)
+        return
+    workspace = await bridge.workspace_of(team)
+    if workspace is None:
+        log.warning("a delivery for workspace %s is dropped: Thoth is no longer installed"
+                    " there", team or "(unknown)")
+
+        async def nothing() -> None:
+            return None
+
+        await bridge.lanes.run(entry, nothing)
+        return
+    with serving(workspace):
+        await bridge.lanes.run(entry, work)
 
 
 def _listen_to_reactions_and_clicks(bridge: SlackTransport) -> None:
@@ -211,7 +268,7 @@ def _listen_to_reactions_and_clicks(bridge: SlackTransport) -> None:
             (f"event:{body['event_id']}",) if body.get("event_id") else (),
             lane=f"reaction:{item.get('channel')}:{item.get('ts')}",
             kind=REACTION,
-            payload={"event": event, "added": added},
+            payload={"event": event, "added": added, "team": body.get("team_id")},
         ))
         if entry is not None:
             await bridge.lanes.run(entry, lambda: reactions.handle(event, added=added))

@@ -29,6 +29,7 @@ from bridge.slack.replies import ReplyRecord
 from bridge.slack.stores import SlackStores
 from bridge.slack.thread_reply import SlackSink
 from bridge.slack.web import SLACK_FAILURES
+from bridge.slack.workspace_client import bot_user
 from layers.episodic.episode import Episode
 from layers.episodic.named_dates import zone_named
 from layers.errors import BadInput
@@ -194,7 +195,8 @@ class Conversation:
         recorded = await self._stores.run(lambda stores: stores.replies.posted_after(
             incoming.channel, incoming.thread_root, incoming.ts))
         found = set(recorded)
-        if self._bot_user is not None:
+        own = bot_user(self._bot_user)
+        if own is not None:
             try:
                 response = await self._client.conversations_replies(
                     channel=incoming.channel, ts=incoming.thread_root, oldest=incoming.ts,
@@ -210,7 +212,7 @@ class Conversation:
                 found.update(
                     str(message["ts"])
                     for message in response.get("messages") or []
-                    if message.get("user") == self._bot_user
+                    if message.get("user") == own
                     and float(message["ts"]) > float(incoming.ts)
                 )
         return sorted(found)

@@ -11,6 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.escaping import escaped_pieces
 from bridge.slack.web import SLACK_FAILURES
+from bridge.slack.workspace_client import WorkspaceOf, serving
 from layers.offloaded import Offloaded
 from reflection.followups import Followups
 
@@ -29,21 +30,31 @@ CANCEL = re.compile(
 
 
 async def post_due_followups(
-    followups: Offloaded[Followups], client: AsyncWebClient, *, now: float | None = None
+    followups: Offloaded[Followups], client: AsyncWebClient, *, now: float | None = None,
+    workspace_of: WorkspaceOf | None = None,
 ) -> int:
     """Post every pending follow-up whose time has come; returns how many were posted.
 
     Each is claimed first, so a replica or worker posting at the same moment passes
-    over it; one that fails waits a minute before it is due again.
+    over it; one that fails waits a minute before it is due again. Installed into many
+    workspaces (``workspace_of``), each goes with its own workspace's token; one for a
+    workspace that uninstalled Thoth is cancelled.
     """
     moment = time.time() if now is None else now
     posted = 0
     for due in await followups.run(lambda store: store.claim_due(moment, hold_s=POST_HOLD_S)):
+        workspace = None if workspace_of is None else await workspace_of(due.team)
+        if workspace_of is not None and workspace is None:
+            log.info("follow-up for session %s dropped: its workspace %s uninstalled Thoth",
+                     due.session_id, due.team)
+            await followups.run(Followups.drop, due.session_id)
+            continue
         try:
-            for piece in escaped_pieces(due.text):
-                await client.chat_postMessage(
-                    channel=due.channel, thread_ts=due.thread_ts, markdown_text=piece
-                )
+            with serving(workspace):
+                for piece in escaped_pieces(due.text):
+                    await client.chat_postMessage(
+                        channel=due.channel, thread_ts=due.thread_ts, markdown_text=piece
+                    )
         except SLACK_FAILURES as error:
             log.warning("follow-up for session %s failed: %s", due.session_id, error)
             await followups.run(Followups.retry_at, due.session_id, moment + RETRY_AFTER_S)

@@ -26,6 +26,7 @@ from urllib.parse import parse_qsl
 
 import uvicorn
 from slack_bolt.adapter.starlette.async_handler import (
+    AsyncSlackRequestHandler,
     to_async_bolt_request,
     to_starlette_response,
 )
@@ -214,6 +215,22 @@ class SlackHttpServer:
             timestamp=timestamp,
             signature=request.headers.get("x-slack-signature", ""),
         )
+
+
+def install_routes(app: AsyncApp) -> tuple[BaseRoute, ...]:
+    """"Add to Slack" and Slack's redirect back (``installs/install_flow.py``), served by
+    Bolt's own handler: none with one bot token. Browsers, not Slack, reach these: they
+    carry no Slack signature, and Bolt checks the OAuth state instead."""
+    flow = app.oauth_flow
+    if flow is None:
+        return ()
+    handler = AsyncSlackRequestHandler(app)
+
+    async def through_bolt(request: Request) -> Response:
+        return await handler.handle(request)
+
+    return (Route(flow.install_path, through_bolt, methods=["GET"]),
+            Route(flow.redirect_uri_path, through_bolt, methods=["GET"]))
 
 
 async def _read_body(request: Request) -> bytes:

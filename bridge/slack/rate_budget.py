@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
@@ -112,25 +113,40 @@ def budget_for(api_url: str, token: str) -> RateBudget:
 
 
 class BudgetedAsyncWebClient(AsyncWebClient):
-    """The SDK's async client, each call first waiting out its method's hold."""
+    """The SDK's async client, each call first waiting out its method's hold in the
+    budget of the workspace whose token the call carries."""
 
-    def __init__(self, *, budget: RateBudget, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.budget = budget
+    def call_token(self) -> str | None:
+        """The token the next call carries (``workspace_client.py``: per workspace)."""
+        return self.token
+
+    @property
+    def budget(self) -> RateBudget:
+        return budget_for(self.base_url, self.call_token() or "")
 
     async def api_call(self, api_method: str, **kwargs: Any) -> AsyncSlackResponse:
         args = kwargs.get("json") or kwargs.get("data") or kwargs.get("params")
-        await self.budget.wait_turn(budget_key(api_method, args if isinstance(
-            args, dict) else None))
-        return await super().api_call(api_method, **kwargs)
+        budget = self.budget
+        key = budget_key(api_method, args if isinstance(args, dict) else None)
+        await budget.wait_turn(key)
+        try:
+            return await super().api_call(api_method, **kwargs)
+        except SlackApiError as error:
+            # The 429 the retry handler had no try left for: its wait holds all the same,
+            # or the caller's own next try would go before it is over.
+            if error.response.status_code == 429:
+                budget.hold(key, _seconds(_header(error.response.headers, "retry-after"))
+                            + MARGIN_S)
+            raise
 
 
 class SharedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
-    """The SDK's retry of a 429, whose wait is the whole workspace's for that method."""
+    """The SDK's retry of a 429, whose wait is the whole workspace's for that method: the
+    workspace whose token the refused request carried."""
 
-    def __init__(self, budget: RateBudget, *, max_retry_count: int) -> None:
+    def __init__(self, api_url: str, *, max_retry_count: int) -> None:
         super().__init__(max_retry_count=max_retry_count)
-        self._budget = budget
+        self._api_url = api_url
 
     async def prepare_for_next_attempt_async(
         self, *, state: RetryState, request: HttpRequest,
@@ -139,20 +155,34 @@ class SharedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
         if response is None:
             raise error or RuntimeError("a 429 retry with no response")
         state.next_attempt_requested = True
+        budget = budget_for(self._api_url, _bearer(request))
         key = budget_key(request.url.rstrip("/").rsplit("/", 1)[-1], _arguments(request))
-        self._budget.hold(key, _retry_after(response) + MARGIN_S)
-        await self._budget.wait_turn(key)
+        budget.hold(key, _retry_after(response) + MARGIN_S)
+        await budget.wait_turn(key)
         state.increment_current_attempt()
 
 
+def _bearer(request: HttpRequest) -> str:
+    value = _header(request.headers, "authorization") or ""
+    return value[len("Bearer "):] if value.startswith("Bearer ") else ""
+
+
 def _retry_after(response: HttpResponse) -> float:
-    for name, values in response.headers.items():
-        if name.lower() == "retry-after" and values:
-            try:
-                return max(0.0, float(values[0]))
-            except ValueError:
-                break
-    return DEFAULT_WAIT_S
+    return _seconds(_header(response.headers, "retry-after"))
+
+
+def _header(headers: Mapping[str, Any], wanted: str) -> str | None:
+    for name, value in headers.items():
+        if name.lower() == wanted:
+            return value if isinstance(value, str) else (value[0] if value else None)
+    return None
+
+
+def _seconds(value: str | None) -> float:
+    try:
+        return max(0.0, float(value)) if value is not None else DEFAULT_WAIT_S
+    except ValueError:
+        return DEFAULT_WAIT_S
 
 
 def _arguments(request: HttpRequest) -> Mapping[str, Any] | None:

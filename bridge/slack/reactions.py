@@ -32,6 +32,7 @@ from bridge.slack.reply_reactions.bust import bust
 from bridge.slack.reply_reactions.wastebasket import wastebasket
 from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
+from bridge.slack.workspace_client import bot_user
 from layers.audit.log import slack_actor
 from layers.episodic.episode import Feedback
 from layers.errors import ThothError
@@ -91,7 +92,7 @@ class Reactions:
     async def _handle(self, event: dict[str, Any], channel: str, ts: str, *, added: bool) -> None:
         item = event.get("item") or {}
         user, name = str(event.get("user") or ""), str(event.get("reaction") or "")
-        if not user or user == self._bot_user or item.get("type") != "message":
+        if not user or user == bot_user(self._bot_user) or item.get("type") != "message":
             return
         if (await self._directory.user(user)).is_bot:
             return

@@ -22,11 +22,8 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 
 from bridge.settings import Settings
-from bridge.slack.rate_budget import (
-    BudgetedAsyncWebClient,
-    SharedRateLimitRetryHandler,
-    budget_for,
-)
+from bridge.slack.rate_budget import SharedRateLimitRetryHandler
+from bridge.slack.workspace_client import WorkspaceClient
 
 WEB_TIMEOUT_S = 30
 # What a Slack call can fail with: Slack's refusal, or the network. aiohttp's
@@ -34,20 +31,19 @@ WEB_TIMEOUT_S = 30
 SLACK_FAILURES = (SlackApiError, OSError, aiohttp.ClientError)
 
 
-def build_async_web_client(settings: Settings) -> BudgetedAsyncWebClient:
-    assert settings.slack_bot_token is not None
-    token = settings.slack_bot_token.get_secret_value()
-    # One rate budget for the workspace, whichever client of the process calls.
-    budget = budget_for(settings.slack_api_url, token)
-    return BudgetedAsyncWebClient(
-        budget=budget,
+def build_async_web_client(settings: Settings) -> WorkspaceClient:
+    """The bot token's client; installed into many workspaces (no SLACK_BOT_TOKEN), the
+    served workspace's (``workspace_client.py``)."""
+    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+    # One rate budget per workspace, whichever client of the process calls.
+    return WorkspaceClient(
         token=token,
         base_url=settings.slack_api_url,
         timeout=WEB_TIMEOUT_S,
         retry_handlers=[
             AsyncConnectionErrorRetryHandler(max_retry_count=2),
             # Slack's 429 carries Retry-After: the method waits that long for everyone.
-            SharedRateLimitRetryHandler(budget, max_retry_count=3),
+            SharedRateLimitRetryHandler(settings.slack_api_url, max_retry_count=3),
             AsyncServerErrorRetryHandler(max_retry_count=2),
         ],
     )

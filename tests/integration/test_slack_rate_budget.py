@@ -9,8 +9,8 @@ import time
 
 from bridge.slack.rate_budget import (
     BudgetedAsyncWebClient,
-    RateBudget,
     SharedRateLimitRetryHandler,
+    budget_for,
     budget_key,
 )
 from bridge.slack.thread_reply import SlackSink
@@ -21,22 +21,22 @@ ROOT = "1700002000.000100"
 WHOLE = "The first words. one two three four done."
 
 
-def _client(slack: FakeSlack, budget: RateBudget) -> BudgetedAsyncWebClient:
+def _client(slack: FakeSlack) -> BudgetedAsyncWebClient:
     return BudgetedAsyncWebClient(
-        budget=budget, token="xoxb-test", base_url=slack.url,
-        retry_handlers=[SharedRateLimitRetryHandler(budget, max_retry_count=3)])
+        token="xoxb-test", base_url=slack.url,
+        retry_handlers=[SharedRateLimitRetryHandler(slack.url, max_retry_count=3)])
 
 
 def test_updates_gather_while_their_method_waits_and_the_final_answer_goes() -> None:
     with FakeSlack() as slack:
         slack.add_channel("C1", "general")
         slack.add_user("U1", "dana")
-        budget = RateBudget()
+        budget = budget_for(slack.url, "xoxb-test")
 
         waited: list[float] = []
 
         async def reply() -> float:
-            sink = SlackSink(_client(slack, budget), channel="C1", thread_ts=ROOT,
+            sink = SlackSink(_client(slack), channel="C1", thread_ts=ROOT,
                              recipient_user="U1", recipient_team="T1")
             await sink.stream("The first words. ")  # starts the stream
             # Another conversation was told to wait: this one's appends wait too.
@@ -66,11 +66,11 @@ def test_updates_gather_while_their_method_waits_and_the_final_answer_goes() -> 
 def test_a_429_holds_the_method_for_every_client_of_the_workspace() -> None:
     with FakeSlack() as slack:
         slack.add_channel("C1", "general")
-        budget = RateBudget()
+        budget = budget_for(slack.url, "xoxb-test")
         slack.fail_next("chat.getPermalink", status=429, retry_after=1)
 
         async def two_conversations() -> None:
-            first, second = _client(slack, budget), _client(slack, budget)
+            first, second = _client(slack), _client(slack)
             asked = asyncio.create_task(
                 first.chat_getPermalink(channel="C1", message_ts=ROOT))
             await asyncio.sleep(0.2)  # the 429 is in: the method is held

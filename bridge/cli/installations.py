@@ -1,0 +1,73 @@
+"""`thoth installations new-key|list|reseal`: the workspaces Thoth is installed in
+through Slack's OAuth flow, and the keys their bot tokens are sealed with.
+
+Rotating the key, without losing an install: put a new key (`new-key`) first in
+SLACK_TOKEN_KEYS, keep the old one after it, run `reseal` (every token sealed again with
+the new key), then drop the old key. A workspace's memory is exported or purged with
+`thoth episodes export/purge --team`.
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from typing import Any, TextIO
+
+from bridge.app import Thoth
+from bridge.cli.redacted_output import RedactedOutput
+from bridge.slack.installs.install_flow import installations_of
+from bridge.slack.installs.installations import Installations
+from bridge.slack.installs.token_cipher import TokenCipher
+from layers.errors import ConfigurationError
+
+
+def register(commands: Any) -> None:
+    parser = commands.add_parser(
+        "installations", help="the workspaces Thoth is installed in, and their token keys")
+    actions = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
+    new_key = actions.add_parser("new-key", help="a new key for SLACK_TOKEN_KEYS (printed once)")
+    new_key.set_defaults(handler=run_new_key)
+    listing = actions.add_parser("list", help="every install: which workspace or org, since when")
+    listing.set_defaults(handler=run_list)
+    reseal = actions.add_parser(
+        "reseal", help="seal every bot token again with the first key of SLACK_TOKEN_KEYS")
+    reseal.set_defaults(handler=run_reseal)
+
+
+def run_new_key(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    print("a new key, shown once, below: put it first in SLACK_TOKEN_KEYS (commas between"
+          " keys), then run `thoth installations reseal`", file=out)
+    key = TokenCipher.new_key()
+    if isinstance(out, RedactedOutput):
+        out.show_once(key)
+    else:
+        print(key, file=out)
+    return 0
+
+
+def run_list(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    installs = _installations(app).listed()
+    if not installs:
+        print("Thoth is installed in no workspace through Slack's OAuth flow", file=out)
+    for install in installs:
+        since = datetime.fromtimestamp(install.installed_at, UTC).strftime("%Y-%m-%d %H:%M")
+        where = (f"org {install.enterprise_id} (org-wide)" if install.is_enterprise_install
+                 else f"workspace {install.team_id}"
+                 + (f" of org {install.enterprise_id}" if install.enterprise_id else ""))
+        print(f"{where}: bot user {install.bot_user_id}, installed {since} UTC"
+              f" by {install.installer_user_id or 'unknown'}", file=out)
+    return 0
+
+
+def run_reseal(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    count = _installations(app).reseal()
+    print(f"{count} bot token(s) sealed again with the first key of SLACK_TOKEN_KEYS: the"
+          " other keys may now be dropped", file=out)
+    return 0
+
+
+def _installations(app: Thoth) -> Installations:
+    if app.settings.slack_token_keys is None:
+        raise ConfigurationError("SLACK_TOKEN_KEYS is not set: Thoth keeps no installs"
+                                 " without it (README, 'Slack')")
+    return installations_of(app.settings, app.db)

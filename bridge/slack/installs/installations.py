@@ -1,0 +1,124 @@
+"""The workspaces (and Enterprise Grid orgs) Thoth is installed in, with their bot tokens.
+
+One row per install: a workspace's own install is found by its team id; an org-wide
+install on Enterprise Grid by the org's enterprise id, and it answers for every workspace
+of the org that has no install of its own. Only bot tokens are kept (Thoth asks Slack for
+no user scopes), sealed with ``SLACK_TOKEN_KEYS`` (``token_cipher.py``): the database alone
+never gives a token away. Uninstalling deletes the row at once; the workspace's memory
+stays until the operator exports or purges it (``thoth episodes export/purge --team``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from bridge.slack.installs.token_cipher import TokenCipher
+from layers.storage.database import Database
+
+COLUMNS = ("installed_in, enterprise_id, team_id, is_enterprise_install, app_id, bot_id,"
+           " bot_user_id, bot_scopes, bot_token_sealed, installer_user_id, installed_at")
+
+
+@dataclass(frozen=True)
+class Installed:
+    enterprise_id: str | None
+    team_id: str | None
+    is_enterprise_install: bool
+    bot_token: str = field(repr=False)
+    bot_id: str | None = None
+    bot_user_id: str | None = None
+    bot_scopes: str = ""
+    app_id: str | None = None
+    installer_user_id: str | None = None
+    installed_at: float = 0.0
+
+    @property
+    def installed_in(self) -> str:
+        return installed_in(self.enterprise_id, self.team_id,
+                            is_enterprise_install=self.is_enterprise_install)
+
+
+def installed_in(enterprise_id: str | None, team_id: str | None, *,
+                 is_enterprise_install: bool) -> str:
+    key = enterprise_id if is_enterprise_install else team_id
+    if not key:
+        raise ValueError("an install names neither its workspace nor its org")
+    return key
+
+
+class Installations:
+    def __init__(self, db: Database, cipher: TokenCipher, *,
+                 clock: Callable[[], float] = time.time) -> None:
+        self._db = db
+        self._cipher = cipher
+        self._clock = clock
+
+    def keep(self, install: Installed) -> None:
+        """Record an install; installing again replaces the one before (a new token)."""
+        row = (install.installed_in, install.enterprise_id, install.team_id,
+               int(install.is_enterprise_install), install.app_id, install.bot_id,
+               install.bot_user_id, install.bot_scopes, self._cipher.seal(install.bot_token),
+               install.installer_user_id, install.installed_at or self._clock())
+        with self._db.write() as conn:
+            conn.execute("DELETE FROM slack_installations WHERE installed_in = ?", (row[0],))
+            conn.execute(f"INSERT INTO slack_installations ({COLUMNS})"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+    def find(self, *, enterprise_id: str | None, team_id: str | None,
+             is_enterprise_install: bool = False) -> Installed | None:
+        """The install that answers for a request: the workspace's own, else its org's
+        org-wide one."""
+        keys = [] if is_enterprise_install or not team_id else [team_id]
+        if enterprise_id:
+            keys.append(enterprise_id)
+        for key in keys:
+            with self._db.read() as conn:
+                row = conn.execute(f"SELECT {COLUMNS} FROM slack_installations"
+                                   " WHERE installed_in = ?", (key,)).fetchone()
+            if row is not None and (key == team_id or bool(row[3])):
+                return self._installed(row)
+        return None
+
+    def remove(self, *, enterprise_id: str | None, team_id: str | None) -> bool:
+        """Delete the install a workspace was answered through, and its token
+        (``tokens_revoked``, ``app_uninstalled``): the workspace's own, or, for an event
+        that names only the org, the org-wide one."""
+        key = team_id or enterprise_id
+        if not key:
+            return False
+        with self._db.write() as conn:
+            gone = conn.execute("DELETE FROM slack_installations WHERE installed_in = ?",
+                                (key,)).rowcount
+        return gone > 0
+
+    def listed(self) -> list[Installed]:
+        """Every install, tokens left sealed (an empty ``bot_token``): for `thoth
+        installations list`, which never needs one."""
+        with self._db.read() as conn:
+            rows = conn.execute(f"SELECT {COLUMNS} FROM slack_installations"
+                                " ORDER BY installed_at").fetchall()
+        return [self._installed(row, opened=False) for row in rows]
+
+    def reseal(self) -> int:
+        """Seal every token again with the first key of SLACK_TOKEN_KEYS; how many."""
+        with self._db.write() as conn:
+            rows = conn.execute("SELECT installed_in, bot_token_sealed"
+                                " FROM slack_installations").fetchall()
+            for key, sealed in rows:
+                conn.execute("UPDATE slack_installations SET bot_token_sealed = ?"
+                             " WHERE installed_in = ?", (self._cipher.reseal(str(sealed)), key))
+        return len(rows)
+
+    def _installed(self, row: tuple[object, ...], *, opened: bool = True) -> Installed:
+        def text(value: object) -> str | None:
+            return None if value is None else str(value)
+
+        return Installed(
+            enterprise_id=text(row[1]), team_id=text(row[2]),
+            is_enterprise_install=bool(row[3]), app_id=text(row[4]), bot_id=text(row[5]),
+            bot_user_id=text(row[6]), bot_scopes=str(row[7] or ""),
+            bot_token=self._cipher.open(str(row[8])) if opened else "",
+            installer_user_id=text(row[9]), installed_at=float(str(row[10])),
+        )
