@@ -39,6 +39,7 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from bridge.slack.guarded_http import guarded_h11
+from bridge.slack.workspace_client import serving
 from layers.errors import ConfigurationError
 
 log = logging.getLogger(__name__)
@@ -201,7 +202,10 @@ class SlackHttpServer:
             # is the one Slack meant.
             bolt_request.body = parsed
             bolt_request.context = build_async_context(AsyncBoltContext({}), parsed)
-        response = await self._bolt.async_dispatch(bolt_request)
+        # The workspace a request is authorized for is served for that request alone
+        # (installs/authorize.py); a connection's next request starts with none.
+        with serving(None):
+            response = await self._bolt.async_dispatch(bolt_request)
         return to_starlette_response(response)
 
     def _signed(self, request: Request, body: str) -> bool:

@@ -4,12 +4,12 @@ With one bot token (``SLACK_BOT_TOKEN``) every call carries it. Installed into m
 workspaces (``installs/``), each call carries the token of the workspace whose event,
 command or click is being served, and counts against that workspace's rate budget.
 That workspace is set once where work for it starts (the Bolt middleware after Slack's
-request is authorized; a delivery taken over from another replica; a scheduled post)
-and travels with the work as a context variable: asyncio copies it into every task the
-work starts, and the runner's ``submit`` copies it across to the turns' loop. So the
-conversation, the directory, the reactions and every other part keep one client and
-never pass a token around, and a part that forgets which workspace it works for fails
-loudly (``NoWorkspace``) rather than speaking for another one.
+request is authorized, for that request alone; a delivery taken over from another
+replica; a scheduled post) and travels with the work as a context variable: asyncio
+copies it into every task the work starts, and the runner's ``submit`` copies it across
+to the turns' loop. So the conversation, the directory, the reactions and every other
+part keep one client and never pass a token around, and a part that forgets which
+workspace it works for fails loudly (``NoWorkspace``) rather than speaking for another.
 """
 
 from __future__ import annotations
@@ -46,6 +46,12 @@ _SERVED: ContextVar[Workspace | None] = ContextVar("slack_workspace", default=No
 
 def served() -> Workspace | None:
     return _SERVED.get()
+
+
+def serve(workspace: Workspace | None) -> None:
+    """From here on in this task (and the tasks it starts), calls are ``workspace``'s:
+    for a Bolt middleware, whose request is scoped by ``serving`` around the dispatch."""
+    _SERVED.set(workspace)
 
 
 @contextmanager

@@ -66,10 +66,13 @@ from tests.servers.slack_rules import (
 )
 
 if TYPE_CHECKING:
+    from tests.servers.slack_install import AppInstalls
     from tests.servers.slack_sign_in import SignInWithSlack
 
 # The browser's step of Sign in with Slack (on slack.com, not under /api/).
 AUTHORIZE_PATH = "/openid/connect/authorize"
+# The browser's step of installing the app through OAuth v2 (``slack_install.py``).
+INSTALL_AUTHORIZE_PATH = "/oauth/v2/authorize"
 # Fields Slack takes as JSON; in a form they arrive as JSON text.
 STRUCTURED_FIELDS = frozenset({
     "blocks", "attachments", "metadata", "chunks", "loading_messages", "unfurls",
@@ -84,7 +87,7 @@ ERRORS_BY_STATUS = {
 APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 RESPONSE_URL_PATH = "/commands/"
 # openid.connect.token: the app authenticates itself (client id and secret), no token.
-NO_AUTH_METHODS = frozenset({"api.test", "openid.connect.token"})
+NO_AUTH_METHODS = frozenset({"api.test", "openid.connect.token", "oauth.v2.access"})
 # Sign in with Slack's user token (``slack_sign_in.py``).
 USER_TOKEN_METHODS = frozenset({"openid.connect.userInfo"})
 
@@ -243,6 +246,9 @@ class FakeSlack(LoopbackServer):
         self._rate_limits = RateLimits() if rate_limits else None
         # Sign in with Slack, once a test sets it up (``slack_sign_in.SignInWithSlack``).
         self.sign_in: SignInWithSlack | None = None
+        # Installed into workspaces through OAuth, once a test sets it up: each token
+        # then belongs to its workspace (``slack_install.AppInstalls``).
+        self.installs: AppInstalls | None = None
         # The app's Home tab (manifest ``features.app_home.home_tab_enabled``), and the
         # view published to each person's.
         self.home_tab_enabled = True
@@ -507,7 +513,7 @@ class FakeSlack(LoopbackServer):
                 raise SlackError("channel_not_found")
             return channel
         info = self._channels.get(channel)
-        if info is None:
+        if info is None or not self._reaches(call, info):
             raise SlackError("channel_not_found")
         if not info.get("is_member", True):
             # A public channel the bot has not joined is visible but closed to it; any
@@ -527,12 +533,16 @@ class FakeSlack(LoopbackServer):
         """
         channel = str(_text(call, "channel", "channel_not_found"))
         info = self._channels.get(channel)
-        if info is None or (not info.get("is_member", True) and not info.get("is_channel")):
+        if info is None or (not info.get("is_member", True) and not info.get("is_channel")) or (
+                not self._reaches(call, info)):
             raise SlackError("channel_not_found")
         check_scope(HISTORY_SCOPES[_kind(info)], self.scopes)
         if not info.get("is_member", True):
             raise SlackError("not_in_channel")
         return channel
+
+    def _reaches(self, call: RecordedCall, info: dict[str, Any]) -> bool:
+        return self.installs is None or self.installs.reaches(call.token, info)
 
     def _is_dm(self, channel: str) -> bool:
         return channel.startswith(("U", "W")) or bool(self._channels.get(channel, {}).get("is_im"))
@@ -601,6 +611,8 @@ class FakeSlack(LoopbackServer):
             return "invalid_auth"
         if not token.startswith(prefix):
             return "not_allowed_token_type"
+        if self.installs is not None and prefix == "xoxb-" and token != pinned:
+            return self.installs.refusal(token)
         if pinned is not None and token != pinned:
             return "invalid_auth"
         return None
@@ -681,8 +693,17 @@ class FakeSlack(LoopbackServer):
             raise SlackError("invalid_auth")
         return self.sign_in.user_info(call)
 
+    @api("oauth.v2.access")
+    def _oauth_v2_access(self, call: RecordedCall) -> dict[str, Any]:
+        if self.installs is None:
+            raise SlackError("invalid_client_id")  # the app is not distributed
+        return self.installs.access(call)
+
     @api("auth.test")
     def _auth_test(self, call: RecordedCall) -> dict[str, Any]:
+        installed = None if self.installs is None else self.installs.auth_test(call.token or "")
+        if installed is not None:
+            return installed
         return {
             "url": f"https://{self.team_domain}.slack.com/", "team": self.team,
             "user": self.bot_name, "team_id": self.team_id, "user_id": self.bot_user_id,
@@ -1157,11 +1178,14 @@ class _Handler(LoopbackHandler):
 
     def _handle(self) -> None:
         call = self._read()
-        if call.path == AUTHORIZE_PATH:
-            # The browser's step of Sign in with Slack, on slack.com itself.
-            sign_in = self.fake.sign_in
-            status, headers, text = (400, {}, "invalid_client_id") if sign_in is None else (
-                sign_in.authorize(call.query))
+        if call.path in (AUTHORIZE_PATH, INSTALL_AUTHORIZE_PATH):
+            # The browser's step of Sign in with Slack, or of installing, on slack.com.
+            sign_in, installs = self.fake.sign_in, self.fake.installs
+            status, headers, text = (400, {}, "invalid_client_id")
+            if call.path == AUTHORIZE_PATH and sign_in is not None:
+                status, headers, text = sign_in.authorize(call.query)
+            if call.path == INSTALL_AUTHORIZE_PATH and installs is not None:
+                status, headers, text = installs.authorize(call.query)
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)

@@ -22,7 +22,7 @@ from slack_bolt.authorization.async_authorize import AsyncAuthorize
 from slack_bolt.response import BoltResponse
 
 from bridge.slack.installs.installations import Installations, Installed
-from bridge.slack.workspace_client import Workspace, serving
+from bridge.slack.workspace_client import Workspace, serve
 from layers.offloaded import Offloaded
 
 
@@ -65,15 +65,18 @@ def _workspace(install: Installed, team_id: str | None) -> Workspace:
 
 
 def serve_the_authorized_workspace(app: AsyncApp) -> None:
+    """Serve the request's workspace for the rest of its dispatch. Bolt's ``next()`` only
+    marks the middleware passed (the listeners run after every middleware returned, in
+    the same task), so the workspace is set here and not reset: the HTTP server scopes it
+    to the request (``http_server.py``), and each listener's work copies it."""
+
     @app.middleware
     async def serve_its_workspace(context: AsyncBoltContext,
                                   next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
         result = context.authorize_result
-        if result is None or not result.bot_token:
-            await next()  # Slack's own handshakes (url_verification, ssl_check)
-            return None
-        with serving(Workspace(team_id=context.team_id or result.team_id,
-                               enterprise_id=context.enterprise_id or result.enterprise_id,
-                               bot_token=result.bot_token, bot_user_id=result.bot_user_id)):
-            await next()
+        if result is not None and result.bot_token:
+            serve(Workspace(team_id=context.team_id or result.team_id,
+                            enterprise_id=context.enterprise_id or result.enterprise_id,
+                            bot_token=result.bot_token, bot_user_id=result.bot_user_id))
+        await next()
         return None

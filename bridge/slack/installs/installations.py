@@ -70,14 +70,15 @@ class Installations:
              is_enterprise_install: bool = False) -> Installed | None:
         """The install that answers for a request: the workspace's own, else its org's
         org-wide one."""
-        keys = [] if is_enterprise_install or not team_id else [team_id]
+        # (key, whether the row found by it must be an org-wide install)
+        keys = [] if is_enterprise_install or not team_id else [(team_id, False)]
         if enterprise_id:
-            keys.append(enterprise_id)
-        for key in keys:
+            keys.append((enterprise_id, True))
+        for key, org_wide in keys:
             with self._db.read() as conn:
                 row = conn.execute(f"SELECT {COLUMNS} FROM slack_installations"
                                    " WHERE installed_in = ?", (key,)).fetchone()
-            if row is not None and (key == team_id or bool(row[3])):
+            if row is not None and bool(row[3]) == org_wide:
                 return self._installed(row)
         return None
 

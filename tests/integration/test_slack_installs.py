@@ -1,0 +1,322 @@
+"""Thoth installed into many workspaces through Slack's OAuth v2 flow (bridge/slack/installs/),
+driven over real HTTP: a browser's steps with urllib (the install page, Slack's authorize
+page on the loopback Slack, the redirect back with Bolt's state cookie), signed events to
+the real Bolt app, and the real async SDK client against the loopback Slack, which issues
+each workspace its own bot token and refuses it outside that workspace."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import socket
+import sqlite3
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from pydantic import SecretStr
+from slack_sdk.signature import SignatureVerifier
+
+from bridge.app import Thoth, build
+from bridge.settings import Settings
+from bridge.slack.bolt_app import SlackTransport, build_bridge
+from bridge.slack.http_server import SlackHttpServer, install_routes
+from bridge.slack.installs.install_flow import installations_of
+from bridge.slack.installs.installations import Installations
+from bridge.slack.installs.token_cipher import TokenCipher
+from bridge.slack.runner import TurnRunner
+from bridge.slack.web import build_async_web_client
+from tests.fakes import HashingEmbedder
+from tests.servers import anthropic_api as api
+from tests.servers.anthropic_api import FakeAnthropic
+from tests.servers.slack_api import FakeSlack
+from tests.servers.slack_install import AppInstalls, Install
+from tests.waiting import wait_until
+
+SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+CLIENT_ID = "111.222"
+CLIENT_SECRET = "app-client-secret"
+KEY = TokenCipher.new_key()
+
+
+class Browser:
+    """A browser's cookies and one step at a time (redirects are looked at, not followed).
+
+    Bolt's state cookie is ``Secure``: a browser sends it to http://127.0.0.1 too (loopback
+    is a secure context), which Python's cookie jar does not, hence cookies kept here."""
+
+    def __init__(self) -> None:
+        self.cookies: dict[str, str] = {}
+
+    def get(self, url: str) -> tuple[int, str, str]:
+        """Status, body and Location of one GET."""
+        cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+        request = urllib.request.Request(url, headers={"cookie": cookie} if cookie else {})
+        opener = urllib.request.build_opener(_NoRedirects)
+        try:
+            with opener.open(request, timeout=10) as response:
+                self._keep(response.headers.get_all("Set-Cookie") or [])
+                return response.status, response.read().decode(), ""
+        except urllib.error.HTTPError as error:
+            self._keep(error.headers.get_all("Set-Cookie") or [])
+            return error.code, error.read().decode(), error.headers.get("Location") or ""
+
+    def _keep(self, headers: list[str]) -> None:
+        for header in headers:
+            name, _, rest = header.partition("=")
+            value = rest.split(";")[0]
+            if "01 Jan 1970" in header:
+                self.cookies.pop(name, None)
+            else:
+                self.cookies[name] = value
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+@dataclass
+class Served:
+    thoth: Thoth
+    bridge: SlackTransport
+    slack: FakeSlack
+    installs: AppInstalls
+    model: FakeAnthropic
+    base: str
+    counter: int = 0
+    last_browser: Browser = field(default_factory=Browser)
+
+    @property
+    def installations(self) -> Installations:
+        return installations_of(self.thoth.settings, self.thoth.db)
+
+    def install(self, install: Install, browser: Browser | None = None) -> tuple[int, str]:
+        """Add to Slack, as a browser does it: the install page, Slack's authorize page,
+        then Slack's redirect back to Thoth."""
+        back = self.to_slack_and_back(install, browser or Browser())
+        status, page, _ = (browser or self.last_browser).get(back)
+        return status, page
+
+    def to_slack_and_back(self, install: Install, browser: Browser) -> str:
+        """Where Slack sends the browser back to, after the install page and Slack's own."""
+        self.last_browser = browser
+        status, page, _ = browser.get(self.base + "/slack/install")
+        assert status == 200, page
+        (authorize,) = re.findall(r'href="([^"]*oauth/v2/authorize[^"]*)"', page)
+        self.installs.next_install = install
+        status, _, back = browser.get(html.unescape(authorize))
+        assert status == 302, back
+        return back
+
+    def event(self, team: str, event: dict[str, Any], *, enterprise: str | None = None,
+              org_wide: bool = False) -> int:
+        self.counter += 1
+        body = {
+            "token": "verification_token", "team_id": team, "enterprise_id": enterprise,
+            "api_app_id": "A1", "event": {"event_ts": f"{time.time():.6f}", **event},
+            "type": "event_callback", "event_id": f"Ev{team}{self.counter:04d}",
+            "event_time": int(time.time()),
+            "authorizations": [{"enterprise_id": enterprise, "team_id": team,
+                                "user_id": f"UBOT{enterprise if org_wide else team}",
+                                "is_bot": True, "is_enterprise_install": org_wide}],
+            "is_ext_shared_channel": False,
+        }
+        text = json.dumps(body)
+        moment = str(int(time.time()))
+        request = urllib.request.Request(
+            self.base + "/slack/events", data=text.encode(), method="POST",
+            headers={"content-type": "application/json",
+                     "x-slack-request-timestamp": moment,
+                     "x-slack-signature": SignatureVerifier(SECRET).generate_signature(
+                         timestamp=moment, body=text)})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return int(response.status)
+        except urllib.error.HTTPError as error:
+            return int(error.code)
+
+    def mention(self, team: str, channel: str, text: str, ts: str, *, user: str,
+                bot: str | None = None, **kw: Any) -> int:
+        return self.event(team, {"type": "app_mention", "user": user, "team": team,
+                                 "text": f"<@{bot or 'UBOT' + team}> {text}", "ts": ts,
+                                 "channel": channel}, **kw)
+
+    def answer_in(self, channel: str, ts: str) -> list[Any]:
+        """The calls that answered the thread (the stream's start), once there are any."""
+        return [c for c in self.slack.calls("chat.startStream")
+                if c.args.get("channel") == channel and c.args.get("thread_ts") == ts]
+
+
+def _free_port() -> int:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        return int(listener.getsockname()[1])
+
+
+@contextmanager
+def serving_installs(model_settings: Settings, fake_anthropic: FakeAnthropic,
+                     embedder: HashingEmbedder) -> Iterator[Served]:
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    with FakeSlack() as slack:
+        installs = AppInstalls(slack, client_id=CLIENT_ID, client_secret=CLIENT_SECRET,
+                               redirect_uris=(base + "/slack/oauth_redirect",))
+        for team, channel, person in (("T1", "C1", "U1"), ("T2", "C2", "U2"),
+                                      ("T3", "C3", "U3")):
+            slack.add_user(person, f"person-{team}")
+            slack.add_channel(channel, f"general-{team}", context_team_id=team)
+        slack.add_channel("C3", "org-wide", context_team_id="T3", enterprise_id="E1")
+        settings = model_settings.model_copy(update={
+            "slack_bot_token": None, "slack_signing_secret": SecretStr(SECRET),
+            "slack_api_url": slack.url, "slack_client_id": CLIENT_ID,
+            "slack_client_secret": SecretStr(CLIENT_SECRET), "console_url": base,
+            "slack_token_keys": SecretStr(KEY),
+        })
+        thoth = build(settings, embedder=embedder)
+        runner = TurnRunner()
+        runner.start()
+        bridge = runner.call(build_bridge(thoth, build_async_web_client(settings), runner,
+                                          installations_of(settings, thoth.db)))
+        server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1",
+                                 port=port, also=install_routes(bridge.app))
+        server.start()
+        try:
+            yield Served(thoth, bridge, slack, installs, fake_anthropic, base)
+        finally:
+            server.stop()
+            runner.shutdown(30, last=thoth.drain())
+            thoth.close()
+
+
+@pytest.fixture
+def served(model_settings: Settings, fake_anthropic: FakeAnthropic,
+           hashing_embedder: HashingEmbedder) -> Iterator[Served]:
+    with serving_installs(model_settings, fake_anthropic, hashing_embedder) as running:
+        yield running
+
+
+def _tokens_of(served: Served) -> dict[str, str]:
+    return {bot.install.team_id or str(bot.install.enterprise_id): token
+            for token, bot in served.installs.bots.items()}
+
+
+def test_two_workspaces_installed_each_answered_with_its_own_token_and_memory(
+    served: Served,
+) -> None:
+    assert served.install(Install("T1", "One"))[0] == 200
+    assert served.install(Install("T2", "Two"))[0] == 200
+    assert sorted(i.team_id or "" for i in served.installations.listed()) == ["T1", "T2"]
+    tokens = _tokens_of(served)
+    # Sealed at rest: the database file holds neither token.
+    raw = sqlite3.connect(served.thoth.settings.db_path).execute(
+        "SELECT bot_token_sealed FROM slack_installations").fetchall()
+    assert raw and not any(token in str(raw) for token in tokens.values())
+
+    served.model.push(api.text("Noted: the code word is lanternfish."))
+    assert served.mention("T1", "C1", "the launch code word is lanternfish", "1700003000.000100",
+                          user="U1") == 200
+    (started,) = wait_until(lambda: served.answer_in("C1", "1700003000.000100"))
+    assert started.token == tokens["T1"]
+    wait_until(lambda: served.thoth.episodic.store.count() == 1)
+
+    served.model.push(api.text("I do not know a code word."))
+    assert served.mention("T2", "C2", "what is the launch code word?", "1700003000.000200",
+                          user="U2") == 200
+    (started,) = wait_until(lambda: served.answer_in("C2", "1700003000.000200"))
+    assert started.token == tokens["T2"]
+    (asked,) = wait_until(lambda: [r for r in served.model.requests
+                                   if "what is the launch code word" in json.dumps(r.body)])
+    # What was said in the first workspace never reaches the second one's prompt.
+    assert "lanternfish" not in json.dumps(asked.body)
+    # Every call carried the token of the workspace whose channel it named.
+    for call in served.slack.calls():
+        channel = call.args.get("channel")
+        if channel in ("C1", "C2"):
+            assert call.token == tokens["T1" if channel == "C1" else "T2"], call.method
+
+
+def test_an_uninstalled_workspace_is_refused_at_once_and_the_other_keeps_answering(
+    served: Served,
+) -> None:
+    served.install(Install("T1", "One"))
+    served.install(Install("T2", "Two"))
+    served.model.push(api.text("Kept."))
+    served.mention("T1", "C1", "remember the freeze starts Friday", "1700003100.000100",
+                   user="U1")
+    wait_until(lambda: served.thoth.episodic.store.count() == 1)
+
+    served.installs.uninstall("T1")
+    assert served.event("T1", {"type": "app_uninstalled"}) == 200
+    wait_until(lambda: [i.team_id for i in served.installations.listed()] == ["T2"])
+    before = len(served.slack.calls())
+    assert served.mention("T1", "C1", "are you there?", "1700003100.000200", user="U1") == 200
+
+    served.model.push(api.text("Still here for Two."))
+    served.mention("T2", "C2", "are you there?", "1700003100.000300", user="U2")
+    wait_until(lambda: served.answer_in("C2", "1700003100.000300"))
+    # Nothing was said, or asked of Slack, for the workspace that left.
+    assert not any(c.args.get("channel") == "C1" for c in served.slack.calls()[before:])
+    # Its memory stays until the operator exports or purges it.
+    assert served.thoth.episodic.store.count() >= 1
+
+
+def test_forged_replayed_and_cancelled_installs_store_nothing(served: Served) -> None:
+    # Forged: a state Thoth never issued, from a browser that carries none.
+    status, _, _ = Browser().get(served.base + "/slack/oauth_redirect?code=x&state=forged")
+    assert status == 400
+    # The state cookie of one browser, with a state Thoth never issued.
+    browser = Browser()
+    browser.get(served.base + "/slack/install")
+    (cookie,) = browser.cookies
+    browser.cookies[cookie] = "forged"
+    assert browser.get(served.base + "/slack/oauth_redirect?code=x&state=forged")[0] == 401
+    # Cancelled at Slack: the callback carries an error, no code.
+    browser = Browser()
+    back = served.to_slack_and_back(Install("T1", deny=True), browser)
+    assert "error=access_denied" in back
+    status, page, _ = browser.get(back)
+    assert status == 200 and "access_denied" in page
+    assert served.installations.listed() == []
+
+    # A finished install's callback, replayed with the same cookie: its state is used.
+    browser = Browser()
+    back = served.to_slack_and_back(Install("T2", "Two"), browser)
+    cookies = dict(browser.cookies)
+    assert browser.get(back)[0] == 200
+    replay = Browser()
+    replay.cookies = cookies
+    assert replay.get(back)[0] == 401
+    assert [i.team_id for i in served.installations.listed()] == ["T2"]
+
+
+def test_an_event_for_a_workspace_with_no_install_is_answered_and_nothing_stored(
+    served: Served,
+) -> None:
+    served.install(Install("T2", "Two"))
+    assert served.mention("T9", "C9", "hello?", "1700003200.000100", user="U9") == 200
+    served.model.push(api.text("Here."))
+    served.mention("T2", "C2", "hello?", "1700003200.000200", user="U2")
+    wait_until(lambda: served.answer_in("C2", "1700003200.000200"))
+    assert not [c for c in served.slack.calls() if c.args.get("channel") == "C9"]
+    with served.thoth.db.read() as conn:
+        teams = {row[0] for row in conn.execute("SELECT team FROM sessions").fetchall()}
+    assert "T9" not in teams
+
+
+def test_an_org_wide_install_answers_a_workspace_of_its_org(served: Served) -> None:
+    assert served.install(Install(None, enterprise_id="E1", org_wide=True))[0] == 200
+    (install,) = served.installations.listed()
+    assert install.is_enterprise_install and install.enterprise_id == "E1"
+    served.model.push(api.text("Hello from the org install."))
+    assert served.mention("T3", "C3", "hi", "1700003300.000100", user="U3", enterprise="E1",
+                          org_wide=True, bot="UBOTE1") == 200
+    (started,) = wait_until(lambda: served.answer_in("C3", "1700003300.000100"))
+    assert started.token == _tokens_of(served)["E1"]

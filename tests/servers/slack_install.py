@@ -1,0 +1,172 @@
+"""Installing an app through Slack's OAuth v2 flow, on the loopback Slack, as Slack's pages
+describe it ("Installing with OAuth", ``oauth.v2.access``, ``auth.test``).
+
+- ``GET /oauth/v2/authorize`` (on slack.com, not under /api/): the browser is sent back to
+  ``redirect_uri`` with a one-time ``code`` and the ``state`` it came with, for the install
+  ``next_install`` describes (which workspace or org, by whom); with ``next_install.deny``
+  the person pressed Cancel and comes back with ``error=access_denied``. Refused with a 400
+  page: an unknown ``client_id``, a ``redirect_uri`` the app did not register, no bot
+  ``scope``.
+- ``oauth.v2.access``: the code for a bot token of that workspace (or org, for an org-wide
+  install). The app authenticates with HTTP Basic or the form's ``client_id`` /
+  ``client_secret``. Errors, as Slack names them: ``invalid_client_id``,
+  ``bad_client_secret``, ``invalid_code`` (unknown, used, or older than ten minutes),
+  ``bad_redirect_uri``, ``invalid_grant_type``.
+- Each token issued belongs to its workspace: ``auth.test`` answers for it, and it reaches
+  only its workspace's conversations (a channel of another is ``channel_not_found``,
+  unless shared with it). ``uninstall`` revokes a workspace's tokens: every call with one
+  is refused ``token_revoked`` from then on.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+from tests.servers.slack_api import FakeSlack, RecordedCall
+from tests.servers.slack_rules import SlackError
+from tests.servers.slack_sign_in import _client
+
+CODE_TTL_S = 600.0
+
+
+@dataclass
+class Install:
+    """Who installs next, where."""
+
+    team_id: str | None
+    team_name: str = "A Workspace"
+    user: str = "UINSTALLER"
+    enterprise_id: str | None = None
+    enterprise_name: str = "An Org"
+    org_wide: bool = False
+    deny: bool = False
+
+
+@dataclass
+class InstalledBot:
+    install: Install
+    bot_user_id: str
+    bot_id: str
+    scopes: str
+    revoked: bool = False
+
+
+@dataclass
+class _Code:
+    install: Install
+    redirect_uri: str
+    scopes: str
+    issued_at: float
+    used: bool = False
+
+
+@dataclass
+class AppInstalls:
+    fake: FakeSlack
+    client_id: str
+    client_secret: str
+    redirect_uris: tuple[str, ...]
+    next_install: Install | None = None
+    bots: dict[str, InstalledBot] = field(default_factory=dict)
+    _codes: dict[str, _Code] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.fake.installs = self
+
+    def authorize(self, query: dict[str, str]) -> tuple[int, dict[str, str], str]:
+        if query.get("client_id") != self.client_id:
+            return 400, {}, "invalid_client_id"
+        redirect_uri = query.get("redirect_uri", "")
+        if redirect_uri not in self.redirect_uris:
+            return 400, {}, "bad_redirect_uri"
+        scopes = query.get("scope", "")
+        if not scopes:
+            return 400, {}, "no_scopes"
+        install = self.next_install
+        if install is None:
+            return 200, {}, "Sign in to your workspace"
+        state = {"state": query["state"]} if "state" in query else {}
+        if install.deny:
+            back = {"error": "access_denied", **state}
+            return 302, {"Location": f"{redirect_uri}?{urlencode(back)}"}, ""
+        code = f"{install.team_id or install.enterprise_id}.{secrets.token_hex(8)}"
+        with self.fake._lock:
+            self._codes[code] = _Code(install, redirect_uri, scopes, time.time())
+        return 302, {"Location": f"{redirect_uri}?{urlencode({'code': code, **state})}"}, ""
+
+    def access(self, call: RecordedCall) -> dict[str, Any]:
+        client_id, client_secret = _client(call)
+        if client_id != self.client_id:
+            raise SlackError("invalid_client_id")
+        if client_secret != self.client_secret:
+            raise SlackError("bad_client_secret")
+        if call.args.get("grant_type", "authorization_code") != "authorization_code":
+            raise SlackError("invalid_grant_type")
+        grant = self._codes.get(str(call.args.get("code") or ""))
+        if grant is None or grant.used or time.time() - grant.issued_at > CODE_TTL_S:
+            raise SlackError("invalid_code")
+        if call.args.get("redirect_uri") not in (None, grant.redirect_uri):
+            raise SlackError("bad_redirect_uri")
+        grant.used = True
+        install = grant.install
+        where = install.enterprise_id if install.org_wide else install.team_id
+        bot = InstalledBot(install, bot_user_id=f"UBOT{where}", bot_id=f"BBOT{where}",
+                           scopes=grant.scopes)
+        token = f"xoxb-{where}-{secrets.token_hex(12)}"
+        self.bots[token] = bot
+        enterprise = ({"id": install.enterprise_id, "name": install.enterprise_name}
+                      if install.enterprise_id else None)
+        return {
+            "access_token": token, "token_type": "bot", "scope": grant.scopes,
+            "bot_user_id": bot.bot_user_id, "app_id": self.fake.app_id,
+            "team": None if install.org_wide else {"id": install.team_id,
+                                                   "name": install.team_name},
+            "enterprise": enterprise, "is_enterprise_install": install.org_wide,
+            "authed_user": {"id": install.user},
+        }
+
+    def uninstall(self, where: str) -> None:
+        """The workspace (or org) removed the app: its tokens are revoked at once."""
+        with self.fake._lock:
+            for bot in self.bots.values():
+                install = bot.install
+                if where in (install.team_id, install.enterprise_id):
+                    bot.revoked = True
+
+    # -- what the rest of the loopback asks ------------------------------------------
+
+    def refusal(self, token: str) -> str | None:
+        bot = self.bots.get(token)
+        if bot is None:
+            return "invalid_auth"
+        return "token_revoked" if bot.revoked else None
+
+    def auth_test(self, token: str) -> dict[str, Any] | None:
+        bot = self.bots.get(token)
+        if bot is None:
+            return None
+        install = bot.install
+        return {
+            "url": f"https://{install.team_id or install.enterprise_id}.slack.com/",
+            "team": install.team_name, "user": "thoth",
+            "team_id": install.enterprise_id if install.org_wide else install.team_id,
+            "user_id": bot.bot_user_id, "bot_id": bot.bot_id,
+            "enterprise_id": install.enterprise_id,
+            "is_enterprise_install": install.org_wide,
+        }
+
+    def reaches(self, token: str | None, channel: dict[str, Any]) -> bool:
+        """Whether a call with ``token`` may see ``channel``: one of its own workspace (or
+        of its org, for an org-wide install), or shared with it."""
+        bot = self.bots.get(token or "")
+        if bot is None:
+            return True  # the fake's own bot token: the single-workspace tests
+        owner = channel.get("context_team_id")
+        teams = {owner, *(channel.get("shared_team_ids") or [])}
+        if bot.install.org_wide:
+            return channel.get("enterprise_id") == bot.install.enterprise_id
+        return bot.install.team_id in teams

@@ -1,0 +1,95 @@
+"""The installs' store (bridge/slack/installs/): bot tokens sealed at rest and resealed
+under a new key without losing an install, the org-wide install answering for its
+workspaces, and OAuth states used once."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bridge.all_tables import ALL_SCHEMAS
+from bridge.slack.installs.install_flow import BOT_SCOPES
+from bridge.slack.installs.installations import Installations, Installed
+from bridge.slack.installs.oauth_states import STATE_TTL_S, OAuthStates
+from bridge.slack.installs.token_cipher import TokenCipher, TokenNotOpened
+from layers.errors import ConfigurationError
+from layers.storage.database import Database
+from layers.storage.engines import open_sqlite
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "xoxb-1111-2222-abcdefabcdefabcdef"
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    return open_sqlite(tmp_path / "thoth.db", schemas=ALL_SCHEMAS)
+
+
+def test_a_token_is_sealed_at_rest_and_resealed_under_a_new_key(db: Database,
+                                                                 tmp_path: Path) -> None:
+    old, new = TokenCipher.new_key(), TokenCipher.new_key()
+    Installations(db, TokenCipher([old])).keep(
+        Installed(enterprise_id=None, team_id="T1", is_enterprise_install=False,
+                  bot_token=TOKEN, bot_user_id="UBOT1"))
+    raw = sqlite3.connect(tmp_path / "thoth.db").execute(
+        "SELECT * FROM slack_installations").fetchall()
+    assert TOKEN not in repr(raw)
+
+    rotating = Installations(db, TokenCipher([new, old]))
+    assert rotating.reseal() == 1
+    # The old key dropped: the install is still there, its token still opens.
+    found = Installations(db, TokenCipher([new])).find(enterprise_id=None, team_id="T1")
+    assert found is not None and found.bot_token == TOKEN and found.bot_user_id == "UBOT1"
+    with pytest.raises(TokenNotOpened):
+        Installations(db, TokenCipher([old])).find(enterprise_id=None, team_id="T1")
+
+
+def test_a_key_that_is_not_a_fernet_key_is_one_clear_line() -> None:
+    with pytest.raises(ConfigurationError, match="not a Fernet key"):
+        TokenCipher.from_setting("not-a-key")
+    with pytest.raises(ConfigurationError, match="empty"):
+        TokenCipher.from_setting(" , ")
+
+
+def test_an_org_wide_install_answers_for_its_workspaces_unless_one_has_its_own(
+    db: Database,
+) -> None:
+    installs = Installations(db, TokenCipher([TokenCipher.new_key()]))
+    installs.keep(Installed(enterprise_id="E1", team_id=None, is_enterprise_install=True,
+                            bot_token="xoxb-org"))
+    installs.keep(Installed(enterprise_id="E1", team_id="T2", is_enterprise_install=False,
+                            bot_token="xoxb-own"))
+    org = installs.find(enterprise_id="E1", team_id="T1")
+    own = installs.find(enterprise_id="E1", team_id="T2")
+    assert org is not None and org.bot_token == "xoxb-org"
+    assert own is not None and own.bot_token == "xoxb-own"
+    assert installs.find(enterprise_id="E9", team_id="T9") is None
+    # Another org's workspace with the same team id as a row is not answered by it.
+    assert installs.find(enterprise_id=None, team_id="E1") is None
+
+    assert installs.remove(enterprise_id="E1", team_id="T2")
+    assert installs.find(enterprise_id=None, team_id="T2") is None
+    assert installs.remove(enterprise_id="E1", team_id=None)
+    assert installs.listed() == []
+
+
+def test_an_oauth_state_is_used_once_and_lapses(db: Database) -> None:
+    now = [1000.0]
+    states = OAuthStates(db, clock=lambda: now[0])
+    state = states.issue()
+    assert states.consume(state)
+    assert not states.consume(state)  # replayed
+    assert not states.consume("forged")
+    late = states.issue()
+    now[0] += STATE_TTL_S + 1
+    assert not states.consume(late)
+
+
+def test_the_manifest_asks_for_the_scopes_the_install_flow_asks_for() -> None:
+    manifest = yaml.safe_load((ROOT / "manifest.yml").read_text())
+    assert sorted(manifest["oauth_config"]["scopes"]["bot"]) == sorted(BOT_SCOPES)
+    events = manifest["settings"]["event_subscriptions"]["bot_events"]
+    assert {"app_uninstalled", "tokens_revoked"} <= set(events)
