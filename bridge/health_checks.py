@@ -12,6 +12,7 @@ from bridge.app import Thoth
 from bridge.model.catalogue import CATALOGUE, ModelInfo
 from bridge.model.pricing import dearest, listed_id
 from layers.episodic.pg_search import RecallFootprint, recall_footprint
+from layers.errors import ConfigurationError
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
 
 MODEL_CHECK_TIMEOUT_S = 10.0
@@ -384,6 +385,8 @@ def _reflection(app: Thoth) -> list[Check]:
 
 def _slack(app: Thoth) -> list[Check]:
     settings = app.settings
+    if settings.slack_bot_token is None and settings.slack_token_keys is not None:
+        return _slack_installs(app)
     if settings.slack_bot_token is None:
         return [
             Check(
@@ -421,3 +424,27 @@ def _slack(app: Thoth) -> list[Check]:
     return [Check("slack", Status.OK, f"{mode}, bot {auth.get('user')} in {auth.get('team')}")]
 
 
+
+
+def _slack_installs(app: Thoth) -> list[Check]:
+    """Installed into workspaces through Slack's OAuth flow: its settings, and whether the
+    keys open every install's token."""
+    from bridge.slack.installs.install_flow import installations_of, missing_for_installs
+
+    missing = missing_for_installs(app.settings)
+    if missing is not None:
+        return [Check("slack", Status.FAIL, missing, "set them, or SLACK_BOT_TOKEN instead")]
+    try:
+        installations = installations_of(app.settings, app.db)
+    except ConfigurationError as error:
+        return [Check("slack", Status.FAIL, str(error), "fix SLACK_TOKEN_KEYS")]
+    shut = installations.unopened()
+    if shut:
+        return [Check("slack", Status.FAIL,
+                      f"no key of SLACK_TOKEN_KEYS opens the token of {', '.join(shut)}",
+                      "put back the key they were sealed with; `thoth installations reseal`"
+                      " before dropping a key")]
+    count = len(installations.listed())
+    return [Check("slack", Status.OK,
+                  f"HTTP mode, installed in {count} workspace(s) or org(s) through Slack's"
+                  " OAuth flow (\"Add to Slack\": CONSOLE_URL/slack/install)")]

@@ -34,9 +34,13 @@ def register(commands: Any) -> None:
 
     exporter = actions.add_parser("export", help="write every episode as JSON lines")
     exporter.add_argument("--output", "-o", type=Path, help="file to write (default stdout)")
+    exporter.add_argument("--team", help="only this Slack workspace's episodes (its id, T...)")
     exporter.set_defaults(handler=run_export)
 
-    purge = actions.add_parser("purge", help="delete episodes past EPISODE_RETENTION_DAYS")
+    purge = actions.add_parser(
+        "purge", help="delete episodes past EPISODE_RETENTION_DAYS, or all of one workspace's")
+    purge.add_argument("--team", help="delete every episode of this Slack workspace (T...),"
+                       " as after it uninstalled Thoth")
     # The purge is the command's own work: the pass every command makes first is skipped,
     # so what it deletes is counted and said.
     purge.set_defaults(handler=run_purge, purges_itself=True)
@@ -80,6 +84,8 @@ def run_export(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     try:
         try:
             for episode in app.episodic.store.iter_episodes():
+                if args.team is not None and episode.team != args.team:
+                    continue
                 # Redacted again on the way out, in case an older row predates a pattern.
                 clean = replace(
                     episode, user_text=redact(episode.user_text), summary=redact(episode.summary)
@@ -102,6 +108,12 @@ def run_export(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 
 def run_purge(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    if args.team is not None:
+        removed = app.episodic.purge_team(args.team)
+        app.audit.record(actor=login_name(), action="episodes.purge", target=args.team,
+                         origin="cli", detail=f"{removed} of workspace {args.team}")
+        print(f"purged the {removed} episodes of workspace {args.team}", file=out)
+        return 0
     days = app.settings.episode_retention_days
     if days == 0:
         print("EPISODE_RETENTION_DAYS is 0: episodes are kept forever; nothing purged", file=out)

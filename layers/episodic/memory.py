@@ -310,6 +310,14 @@ class EpisodicMemory:
             log.info("retention purge deleted %d episodes older than %d days", len(rowids), days)
         return len(rowids)
 
+    def purge_team(self, team: str) -> int:
+        """Delete every episode of one workspace (it uninstalled Thoth); how many."""
+        rowids = self._store.rowids_of_team(team)
+        if rowids:
+            self._drop(rowids)
+            log.info("purged the %d episodes of workspace %s", len(rowids), team)
+        return len(rowids)
+
     def set_feedback(self, episode_id: str, feedback: Feedback) -> bool:
         return self._store.set_feedback(episode_id, feedback)
 

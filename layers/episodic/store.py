@@ -217,6 +217,11 @@ class EpisodeStore:
             ).fetchall()
         return [int(row[0]) for row in rows]
 
+    def rowids_of_team(self, team: str) -> list[int]:
+        with self._db.read() as conn:
+            rows = conn.execute("SELECT rowid FROM episodes WHERE team = ?", (team,)).fetchall()
+        return [int(row[0]) for row in rows]
+
     def set_feedback(self, episode_id: str, feedback: Feedback) -> bool:
         with self._db.write() as conn:
             cursor = conn.execute(

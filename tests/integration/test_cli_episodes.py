@@ -112,6 +112,25 @@ def test_import_export_round_trip(cli: Cli, tmp_path: Path) -> None:
     assert code == 2 and "already exists" in err
 
 
+def test_one_workspace_is_exported_and_purged_alone(cli: Cli, tmp_path: Path) -> None:
+    source = _write_lines(tmp_path / "in.jsonl", [
+        _record("a1", "The freeze starts Friday", team="T1", channel="C1"),
+        _record("a2", "Deploys pause for the freeze", team="T1", channel="C1"),
+        _record("b1", "Our launch is in March", team="T2", channel="C2"),
+    ])
+    assert cli("episodes", "import", str(source))[0] == 0
+    code, out, _ = cli("episodes", "export", "--team", "T1")
+    assert code == 0 and sorted(json.loads(line)["id"] for line in out.splitlines()) == [
+        "a1", "a2"]
+    code, out, _ = cli("episodes", "purge", "--team", "T1")
+    assert (code, out.strip()) == (0, "purged the 2 episodes of workspace T1")
+    code, out, _ = cli("episodes", "export")
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["b1"]
+    # Recall no longer finds what was purged.
+    code, out, _ = cli("recall", "freeze Friday")
+    assert code == 0 and "freeze starts Friday" not in out
+
+
 def test_a_bad_line_rejects_the_whole_file(cli: Cli, tmp_path: Path) -> None:
     source = tmp_path / "bad.jsonl"
     source.write_text(

@@ -93,3 +93,32 @@ def test_the_manifest_asks_for_the_scopes_the_install_flow_asks_for() -> None:
     assert sorted(manifest["oauth_config"]["scopes"]["bot"]) == sorted(BOT_SCOPES)
     events = manifest["settings"]["event_subscriptions"]["bot_events"]
     assert {"app_uninstalled", "tokens_revoked"} <= set(events)
+
+
+def test_doctor_says_whether_the_keys_open_every_install(tmp_path: Path) -> None:
+    from pydantic import SecretStr
+
+    from bridge.app import build
+    from bridge.health_checks import Status, _slack
+    from bridge.settings import Settings
+    from tests.fakes import HashingEmbedder
+
+    old, new = TokenCipher.new_key(), TokenCipher.new_key()
+    settings = Settings(_env_file=None, thoth_home=tmp_path,  # type: ignore[call-arg]
+                        slack_token_keys=SecretStr(old), slack_client_id="1.2",
+                        slack_client_secret=SecretStr("s"), slack_signing_secret=SecretStr("x"),
+                        console_url="https://thoth.example.com")
+    app = build(settings, embedder=HashingEmbedder())
+    try:
+        Installations(app.db, TokenCipher([old])).keep(Installed(
+            enterprise_id=None, team_id="T1", is_enterprise_install=False, bot_token=TOKEN))
+        (check,) = _slack(app)
+        assert check.status == Status.OK and "1 workspace" in check.detail
+        app.settings = settings.model_copy(update={"slack_token_keys": SecretStr(new)})
+        (check,) = _slack(app)
+        assert check.status == Status.FAIL and "T1" in check.detail
+        app.settings = settings.model_copy(update={"console_url": None})
+        (check,) = _slack(app)
+        assert check.status == Status.FAIL and "CONSOLE_URL" in check.detail
+    finally:
+        app.close()

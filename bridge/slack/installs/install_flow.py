@@ -46,17 +46,24 @@ def installations_of(settings: Settings, db: Database) -> Installations:
         settings.slack_token_keys.get_secret_value()))
 
 
-def install_flow(settings: Settings, installations: Installations, db: Database
-                 ) -> AsyncOAuthFlow:
+def missing_for_installs(settings: Settings) -> str | None:
+    """What installing through Slack's OAuth flow lacks, said in one line (None: nothing)."""
     missing = [name for name, value in (
         ("SLACK_CLIENT_ID", settings.slack_client_id),
         ("SLACK_CLIENT_SECRET", settings.slack_client_secret),
         ("SLACK_SIGNING_SECRET", settings.slack_signing_secret),
         ("CONSOLE_URL", settings.console_url)) if not value]
-    if missing:
-        raise ConfigurationError(
-            f"SLACK_TOKEN_KEYS without SLACK_BOT_TOKEN installs Thoth into workspaces through"
+    if not missing:
+        return None
+    return (f"SLACK_TOKEN_KEYS without SLACK_BOT_TOKEN installs Thoth into workspaces through"
             f" Slack's OAuth flow, which needs {', '.join(missing)} too (README, 'Slack')")
+
+
+def install_flow(settings: Settings, installations: Installations, db: Database
+                 ) -> AsyncOAuthFlow:
+    missing = missing_for_installs(settings)
+    if missing is not None:
+        raise ConfigurationError(missing)
     assert settings.slack_client_secret is not None and settings.console_url is not None
     api = urlsplit(settings.slack_api_url)
     return AsyncOAuthFlow(

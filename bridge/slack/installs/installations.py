@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bridge.slack.installs.token_cipher import TokenCipher
+from bridge.slack.installs.token_cipher import TokenCipher, TokenNotOpened
 from layers.storage.database import Database
 
 COLUMNS = ("installed_in, enterprise_id, team_id, is_enterprise_install, app_id, bot_id,"
@@ -101,6 +101,19 @@ class Installations:
             rows = conn.execute(f"SELECT {COLUMNS} FROM slack_installations"
                                 " ORDER BY installed_at").fetchall()
         return [self._installed(row, opened=False) for row in rows]
+
+    def unopened(self) -> list[str]:
+        """The installs whose token no key of SLACK_TOKEN_KEYS opens (for `thoth doctor`)."""
+        with self._db.read() as conn:
+            rows = conn.execute("SELECT installed_in, bot_token_sealed"
+                                " FROM slack_installations").fetchall()
+        shut = []
+        for key, sealed in rows:
+            try:
+                self._cipher.open(str(sealed))
+            except TokenNotOpened:
+                shut.append(str(key))
+        return shut
 
     def reseal(self) -> int:
         """Seal every token again with the first key of SLACK_TOKEN_KEYS; how many."""
