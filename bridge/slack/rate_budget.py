@@ -5,10 +5,11 @@ Slack's limits are per app, per workspace, per method (chat.postMessage per chan
 and it counts a call made while a ``Retry-After`` it gave is still running against the
 app, up to disabling it. So the wait a 429 names is kept here, not in the call that got
 it: until it is over no call of that method (for that channel, for chat.postMessage)
-leaves this process, whichever conversation makes it. A reply's progress updates do not
-queue behind the wait either: ``SlackSink`` skips them while their method is held, so the
-text gathers and the next update carries all of it (the final answer always waits its
-turn and goes).
+leaves this process, whichever conversation makes it; after it, the calls that waited go
+one at a time at the method's pace for a minute (``TIER_PER_MINUTE``), not all at once.
+A reply's progress updates do not queue behind the wait either: ``SlackSink`` skips them
+while their method is held or paced, so the text gathers and the next update carries
+all of it (the final answer always waits its turn and goes).
 
 Decided: the budget is per process (per replica), not shared through PostgreSQL. Slack
 answers the 429 to the replica that made the call; sharing it would put a database
@@ -64,6 +65,17 @@ METHOD_TIERS: Mapping[str, str] = {
 }
 # Methods whose limit is per channel rather than per workspace.
 PER_CHANNEL = frozenset({"chat.postMessage"})
+# Calls a minute each tier allows (one a second for chat.postMessage, per channel): the
+# pace of a method's calls once Slack has answered it 429, so that the calls waiting out
+# the Retry-After do not all go the moment it ends, each to be refused again but the
+# first. An unlisted method is paced as Tier 3.
+TIER_PER_MINUTE: Mapping[str, float] = {"Tier 2": 20, "Tier 3": 50, "Tier 4": 100}
+PER_CHANNEL_PER_MINUTE = 60.0
+# How long after a 429 a method's calls keep that pace (Slack's windows are a minute).
+PACED_FOR_S = 60.0
+# Over each paced interval: the loopback's and Slack's buckets refill at the tier's rate
+# exactly, and a call may reach Slack a moment before its slot.
+PACE_MARGIN_S = 0.05
 # When Slack's 429 names no wait (it always does; just in case).
 DEFAULT_WAIT_S = 1.0
 # Over each Retry-After: calls of other conversations already on their way get 429s of
@@ -80,20 +92,51 @@ class RateBudget:
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._held_until: dict[BudgetKey, float] = {}
+        self._paced_until: dict[BudgetKey, float] = {}
+        self._next_slot: dict[BudgetKey, float] = {}
 
     def hold(self, key: BudgetKey, seconds: float) -> None:
         until = self._clock() + seconds
         if until > self._held_until.get(key, 0.0):
             self._held_until[key] = until
+        self._paced_until[key] = self._held_until[key] + PACED_FOR_S
+        self._next_slot[key] = max(self._next_slot.get(key, 0.0), self._held_until[key])
 
     def held_for(self, key: BudgetKey) -> float:
-        """How long calls of ``key`` must still wait (0: go)."""
+        """How long calls of ``key`` must still wait out Slack's Retry-After (0: over)."""
         return max(0.0, self._held_until.get(key, 0.0) - self._clock())
 
+    def delay_for(self, key: BudgetKey) -> float:
+        """How long a call of ``key`` made now would wait: the hold, then its paced slot."""
+        now = self._clock()
+        held = self.held_for(key)
+        if held > 0 or now >= self._paced_until.get(key, 0.0):
+            return held
+        return max(0.0, self._next_slot.get(key, 0.0) - now)
+
     async def wait_turn(self, key: BudgetKey) -> None:
-        # A loop: another 429 during the wait pushes it further.
-        while (left := self.held_for(key)) > 0:
-            await asyncio.sleep(left)
+        while True:
+            # A loop: another 429 during the wait pushes it further.
+            if (left := self.held_for(key)) > 0:
+                await asyncio.sleep(left)
+                continue
+            now = self._clock()
+            if now >= self._paced_until.get(key, 0.0):
+                return
+            # After a 429: one call per slot, at the method's pace, in the order they came.
+            slot = max(now, self._next_slot.get(key, 0.0))
+            self._next_slot[key] = slot + 60.0 / per_minute(key) + PACE_MARGIN_S
+            if slot > now:
+                await asyncio.sleep(slot - now)
+            if self.held_for(key) == 0:
+                return
+
+
+def per_minute(key: BudgetKey) -> float:
+    method, channel = key
+    if channel:
+        return PER_CHANNEL_PER_MINUTE
+    return TIER_PER_MINUTE.get(METHOD_TIERS.get(method, "Tier 3"), TIER_PER_MINUTE["Tier 3"])
 
 
 def budget_key(method: str, args: Mapping[str, Any] | None) -> BudgetKey:

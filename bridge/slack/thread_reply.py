@@ -151,13 +151,13 @@ class SlackSink:
 
     def _held(self) -> bool:
         """Whether the next update's method is waiting out a 429 of Slack's (given to
-        any conversation of the workspace): then the update is not queued behind the
-        wait, its text gathers for the next one (``rate_budget.py``)."""
+        any conversation of the workspace), or its pace after one: then the update is not
+        queued behind the wait, its text gathers for the next one (``rate_budget.py``)."""
         if not isinstance(self._client, BudgetedAsyncWebClient):
             return False
         method = ("chat.appendStream" if self._stream_ts is not None else
                   "chat.update" if self._message_ts is not None else "chat.startStream")
-        return self._client.budget.held_for(budget_key(method, None)) > 0
+        return self._client.budget.delay_for(budget_key(method, None)) > 0
 
     async def _flush(self) -> None:
         self._last_flush = self._clock()

@@ -6,9 +6,7 @@ each workspace its own bot token and refuses it outside that workspace."""
 
 from __future__ import annotations
 
-import html
 import json
-import re
 import socket
 import sqlite3
 import time
@@ -37,50 +35,13 @@ from tests.fakes import HashingEmbedder
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
-from tests.servers.slack_install import AppInstalls, Install
+from tests.servers.slack_install import AppInstalls, Browser, Install, to_slack_and_back
 from tests.waiting import wait_until
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 CLIENT_ID = "111.222"
 CLIENT_SECRET = "app-client-secret"
 KEY = TokenCipher.new_key()
-
-
-class Browser:
-    """A browser's cookies and one step at a time (redirects are looked at, not followed).
-
-    Bolt's state cookie is ``Secure``: a browser sends it to http://127.0.0.1 too (loopback
-    is a secure context), which Python's cookie jar does not, hence cookies kept here."""
-
-    def __init__(self) -> None:
-        self.cookies: dict[str, str] = {}
-
-    def get(self, url: str) -> tuple[int, str, str]:
-        """Status, body and Location of one GET."""
-        cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
-        request = urllib.request.Request(url, headers={"cookie": cookie} if cookie else {})
-        opener = urllib.request.build_opener(_NoRedirects)
-        try:
-            with opener.open(request, timeout=10) as response:
-                self._keep(response.headers.get_all("Set-Cookie") or [])
-                return response.status, response.read().decode(), ""
-        except urllib.error.HTTPError as error:
-            self._keep(error.headers.get_all("Set-Cookie") or [])
-            return error.code, error.read().decode(), error.headers.get("Location") or ""
-
-    def _keep(self, headers: list[str]) -> None:
-        for header in headers:
-            name, _, rest = header.partition("=")
-            value = rest.split(";")[0]
-            if "01 Jan 1970" in header:
-                self.cookies.pop(name, None)
-            else:
-                self.cookies[name] = value
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
 
 
 @dataclass
@@ -108,13 +69,7 @@ class Served:
     def to_slack_and_back(self, install: Install, browser: Browser) -> str:
         """Where Slack sends the browser back to, after the install page and Slack's own."""
         self.last_browser = browser
-        status, page, _ = browser.get(self.base + "/slack/install")
-        assert status == 200, page
-        (authorize,) = re.findall(r'href="([^"]*oauth/v2/authorize[^"]*)"', page)
-        self.installs.next_install = install
-        status, _, back = browser.get(html.unescape(authorize))
-        assert status == 302, back
-        return back
+        return to_slack_and_back(self.base, self.installs, install, browser)
 
     def event(self, team: str, event: dict[str, Any], *, enterprise: str | None = None,
               org_wide: bool = False) -> int:

@@ -83,3 +83,25 @@ def test_a_429_holds_the_method_for_every_client_of_the_workspace() -> None:
         # Neither client called again before Retry-After (and the margin) was over.
         assert len(after) == 2
         assert all(call.received_at - refused.received_at >= 1.0 for call in after)
+
+
+def test_after_a_wait_the_calls_that_waited_go_one_at_a_time_at_the_methods_pace() -> None:
+    budget = budget_for("http://pace.invalid/api/", "xoxb-pace")
+    key = budget_key("chat.postMessage", {"channel": "C1"})  # one a second, per channel
+
+    async def three_at_once() -> list[float]:
+        budget.hold(key, 0.2)
+        started = time.monotonic()
+
+        async def call() -> float:
+            await budget.wait_turn(key)
+            return time.monotonic() - started
+
+        return sorted(await asyncio.gather(call(), call(), call()))
+
+    went = asyncio.run(three_at_once())
+    # The first goes when the wait is over; each next one a second (and a margin) later.
+    assert 0.2 <= went[0] < 0.5
+    assert went[1] - went[0] >= 1.0 and went[2] - went[1] >= 1.0
+    # Another channel's posts are not paced by this one's 429.
+    assert budget.delay_for(budget_key("chat.postMessage", {"channel": "C2"})) == 0

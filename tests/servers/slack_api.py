@@ -631,7 +631,9 @@ class FakeSlack(LoopbackServer):
         refusal = "invalid_json" if call.encoding == "invalid" else self._auth_error(call)
         if refusal is not None:
             return 200, {"ok": False, "error": refusal}, {}
-        wait = self._rate_limits.wait_for(call.method, call.args) if self._rate_limits else 0
+        workspace = "" if self.installs is None else self.installs.workspace_of(call.token)
+        wait = (self._rate_limits.wait_for(call.method, call.args, workspace)
+                if self._rate_limits else 0)
         if wait:
             return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": str(wait)}
         try:

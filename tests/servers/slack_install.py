@@ -20,8 +20,12 @@ describe it ("Installing with OAuth", ``oauth.v2.access``, ``auth.test``).
 
 from __future__ import annotations
 
+import html
+import re
 import secrets
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -159,6 +163,13 @@ class AppInstalls:
             "is_enterprise_install": install.org_wide,
         }
 
+    def workspace_of(self, token: str | None) -> str:
+        """The workspace (or org) whose limits a call counts against."""
+        bot = self.bots.get(token or "")
+        if bot is None:
+            return ""
+        return str(bot.install.enterprise_id if bot.install.org_wide else bot.install.team_id)
+
     def reaches(self, token: str | None, channel: dict[str, Any]) -> bool:
         """Whether a call with ``token`` may see ``channel``: one of its own workspace (or
         of its org, for an org-wide install), or shared with it."""
@@ -170,3 +181,59 @@ class AppInstalls:
         if bot.install.org_wide:
             return channel.get("enterprise_id") == bot.install.enterprise_id
         return bot.install.team_id in teams
+
+
+class Browser:
+    """A browser's cookies and one step at a time (redirects are looked at, not followed).
+
+    Bolt's state cookie is ``Secure``: a browser sends it to http://127.0.0.1 too (loopback
+    is a secure context), which Python's cookie jar does not, hence cookies kept here."""
+
+    def __init__(self) -> None:
+        self.cookies: dict[str, str] = {}
+
+    def get(self, url: str) -> tuple[int, str, str]:
+        """Status, body and Location of one GET."""
+        cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+        request = urllib.request.Request(url, headers={"cookie": cookie} if cookie else {})
+        opener = urllib.request.build_opener(_NoRedirects)
+        try:
+            with opener.open(request, timeout=10) as response:
+                self._keep(response.headers.get_all("Set-Cookie") or [])
+                return response.status, response.read().decode(), ""
+        except urllib.error.HTTPError as error:
+            self._keep(error.headers.get_all("Set-Cookie") or [])
+            return error.code, error.read().decode(), error.headers.get("Location") or ""
+
+    def _keep(self, headers: list[str]) -> None:
+        for header in headers:
+            name, _, rest = header.partition("=")
+            value = rest.split(";")[0]
+            if "01 Jan 1970" in header:
+                self.cookies.pop(name, None)
+            else:
+                self.cookies[name] = value
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def to_slack_and_back(base: str, installs: AppInstalls, install: Install,
+                      browser: Browser) -> str:
+    """A browser's "Add to Slack" at ``base`` (Thoth), through Slack's authorize page: where
+    Slack sends it back to (the browser has not gone there yet)."""
+    status, page, _ = browser.get(base + "/slack/install")
+    assert status == 200, page
+    (authorize,) = re.findall(r'href="([^"]*oauth/v2/authorize[^"]*)"', page)
+    installs.next_install = install
+    status, _, back = browser.get(html.unescape(authorize))
+    assert status == 302, back
+    return back
+
+
+def install_through(base: str, installs: AppInstalls, install: Install) -> int:
+    """The whole of "Add to Slack" in a new browser; the status of Thoth's last page."""
+    browser = Browser()
+    return browser.get(to_slack_and_back(base, installs, install, browser))[0]

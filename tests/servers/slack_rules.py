@@ -246,7 +246,7 @@ class RateLimits:
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
-        self._buckets: dict[tuple[str, str], tuple[float, float]] = {}
+        self._buckets: dict[tuple[str, str, str], tuple[float, float]] = {}
         self._lock = threading.Lock()
         # A test may bring a method's limit down (``tiers["chat.startStream"] = ...``).
         self.tiers: dict[str, Tier] = dict(METHOD_TIERS)
@@ -255,25 +255,27 @@ class RateLimits:
         # before it did: Slack counts those against the app ("continued requests ... may
         # result in your app being disabled"). A call that arrives within IN_FLIGHT_S of
         # the 429 was on its way before the app could have heard of it: not counted.
-        self._refused_at: dict[tuple[str, str], float] = {}
-        self._not_before: dict[tuple[str, str], float] = {}
+        self._refused_at: dict[tuple[str, str, str], float] = {}
+        self._not_before: dict[tuple[str, str, str], float] = {}
         self.early: list[tuple[str, str, float]] = []
         self.refused = 0
 
-    def wait_for(self, method: str, args: dict[str, Any]) -> int:
-        """Take a token for this call; the whole seconds of Retry-After if none is left."""
+    def wait_for(self, method: str, args: dict[str, Any], workspace: str = "") -> int:
+        """Take a token for this call; the whole seconds of Retry-After if none is left.
+        Slack's limits are per workspace: ``workspace`` is the one the token is for."""
         if method == "chat.postMessage":
-            return self._take(self.post_per_channel, (method, str(args.get("channel"))))
+            return self._take(self.post_per_channel,
+                              (workspace, method, str(args.get("channel"))))
         tier = self.tiers.get(method)
-        return 0 if tier is None else self._take(tier, (method, ""))
+        return 0 if tier is None else self._take(tier, (workspace, method, ""))
 
-    def _take(self, tier: Tier, key: tuple[str, str]) -> int:
+    def _take(self, tier: Tier, key: tuple[str, str, str]) -> int:
         now = self._clock()
         rate = tier.per_minute / 60.0
         with self._lock:
             if (now < self._not_before.get(key, 0.0)
                     and now - self._refused_at.get(key, 0.0) > IN_FLIGHT_S):
-                self.early.append((*key, self._not_before[key] - now))
+                self.early.append((key[1], key[2], self._not_before[key] - now))
             tokens, updated = self._buckets.get(key, (float(tier.burst), now))
             tokens = min(float(tier.burst), tokens + (now - updated) * rate)
             if tokens < 1.0:
