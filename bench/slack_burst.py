@@ -26,6 +26,11 @@ whatever the replicas: a streamed reply takes ``chat.startStream`` and
 20 threads the replies wait for Slack. ``--no-rate-limits`` lifts them, to see what the
 replicas themselves can do.
 
+``--workspaces N`` installs Thoth into N workspaces through Slack's OAuth flow (no bot
+token: ``SLACK_TOKEN_KEYS``, "Add to Slack" driven through the first replica) and spreads
+the threads over them, each workspace with its own channel, token and rate limits (Slack's
+are per workspace): thread i goes to workspace i mod N.
+
 ``--half-open N`` opens N more connections to the first replica before the burst and
 holds them through it, each having sent part of a request's headers and no more (a
 slowloris): the deliveries must still be acked 200 in time.
@@ -33,6 +38,7 @@ slowloris): the deliveries must still be acked 200 in time.
     python bench/slack_burst.py [--threads 20] [--model-seconds 2]
         [--replicas 1] [--database sqlite|postgresql] [--half-open 500]
     python bench/slack_burst.py --compare 1,3 --threads 30 --model-seconds 0 [--no-rate-limits]
+    python bench/slack_burst.py --threads 50 --workspaces 5 [--compare 1,2]
 """
 
 from __future__ import annotations
@@ -66,9 +72,13 @@ from tests.postgres import PostgresForTests  # noqa: E402
 from tests.servers import anthropic_api as api  # noqa: E402
 from tests.servers.anthropic_api import FakeAnthropic  # noqa: E402
 from tests.servers.slack_api import FakeSlack  # noqa: E402
+from tests.servers.slack_install import AppInstalls, Install, install_through  # noqa: E402
 
 SECRET = "bench-signing-secret"
 CHANNEL = "C1"
+CLIENT_ID = "bench.client"
+CLIENT_SECRET = "bench-client-secret"
+TOKEN_KEY = "4Vx0n1pHyYd0m0cV3m4r9bRkqvJ0Yt6n8Qm3Zs1Lx2E="
 START_TIMEOUT_S = 120.0
 DATABASES = ("sqlite", "postgresql")
 # The Slack calls that leave a reply finished in the thread: the stream closed, or a
@@ -114,12 +124,13 @@ class Replica:
     """One ``thoth serve`` process; its stdout read as it comes (the listening URL),
     its stderr kept in a file to show if it fails."""
 
-    def __init__(self, home: Path, environment: dict[str, str]) -> None:
+    def __init__(self, home: Path, environment: dict[str, str], port: int = 0) -> None:
         home.mkdir(parents=True, exist_ok=True)
         self.log_path = home / "serve.log"
         self._log: IO[str] = self.log_path.open("w")
         self.popen = subprocess.Popen(
-            [sys.executable, "-m", "bridge", "serve", "--host", "127.0.0.1", "--port", "0"],
+            [sys.executable, "-m", "bridge", "serve", "--host", "127.0.0.1", "--port",
+             str(port)],
             cwd=home, env={**environment, "THOTH_HOME": str(home)}, stdout=subprocess.PIPE,
             stderr=self._log, text=True,
         )
@@ -167,6 +178,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="the loopback Slack without Slack's rate tiers")
     parser.add_argument("--half-open", type=int, default=0, metavar="N",
                         help="hold N connections that never finish their headers")
+    parser.add_argument("--workspaces", type=int, default=0, metavar="N",
+                        help="install into N workspaces through Slack's OAuth flow (no bot"
+                             " token) and spread the threads over them")
     args = parser.parse_args(argv)
     if args.compare:
         try:
@@ -190,12 +204,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 results.append(burst_run(count, database, url, args.threads,
                                          args.model_seconds, Path(scratch) / f"run{count}",
                                          rate_limits=not args.no_rate_limits,
-                                         half_open=args.half_open))
+                                         half_open=args.half_open,
+                                         workspaces=args.workspaces))
         finally:
             if postgres is not None:
                 postgres.stop()
     limits = "without" if args.no_rate_limits else "with"
-    print(f"{args.threads} threads x 4 deliveries at once; model reply"
+    where = (f" across {args.workspaces} workspaces installed through OAuth"
+             if args.workspaces else " in one workspace (a bot token)")
+    print(f"{args.threads} threads x 4 deliveries at once{where}; model reply"
           f" {args.model_seconds:g} s; loopback Slack {limits} Slack's rate tiers;"
           f" {args.half_open} half-open connections held; ack ms over the answered"
           " deliveries")
@@ -210,22 +227,35 @@ def _postgres(directory: Path) -> PostgresForTests:
 
 def burst_run(replicas: int, database: str, url: str | None, threads: int,
               model_seconds: float, home: Path, *, rate_limits: bool = True,
-              half_open: int = 0) -> BurstResult:
+              half_open: int = 0, workspaces: int = 0) -> BurstResult:
     """One burst at ``replicas`` fresh ``thoth serve`` processes, then stop them."""
     with FakeSlack(rate_limits=rate_limits) as slack, FakeAnthropic() as model:
-        slack.add_channel(CHANNEL, "general")
+        places = _places(slack, workspaces)
         slack.add_user("U1", "dana")
         model.push(*[api.text("A considered answer.", delay_s=model_seconds)
                      for _ in range(threads)])
-        environment = _environment(slack.url, model.url, url)
+        ports = [_free_port() for _ in range(replicas)] if workspaces else [0] * replicas
+        installs = AppInstalls(
+            slack, client_id=CLIENT_ID, client_secret=CLIENT_SECRET,
+            redirect_uris=tuple(f"http://127.0.0.1:{port}/slack/oauth_redirect"
+                                for port in ports)) if workspaces else None
+        environment = _environment(slack.url, model.url, url, installs=bool(workspaces))
         if url is not None:
             _init(home / "init", environment)  # migrations once, before the replicas start
-        servers = [Replica(home / f"replica{n}", environment) for n in range(replicas)]
+        servers = [Replica(home / f"replica{n}", {
+            **environment, **({"CONSOLE_URL": f"http://127.0.0.1:{port}"} if workspaces
+                              else {})}, port) for n, port in enumerate(ports)]
         try:
             addresses = [server.url() for server in servers]
+            if installs is not None:
+                base = addresses[0].rsplit("/slack/events", 1)[0]
+                for team, _ in places:
+                    if install_through(base, installs, Install(team, f"Team {team}")) != 200:
+                        raise SystemExit(f"installing into {team} failed")
             with _held_half_open(addresses[0], half_open):
-                started, latencies, failures, statuses = _burst(addresses, threads)
-            replies, finished = _wait_for_replies(slack, threads, timeout_s=60 + model_seconds)
+                started, latencies, failures, statuses = _burst(addresses, threads, places)
+            replies, finished = _wait_for_replies(slack, threads, places,
+                                                  timeout_s=60 + model_seconds)
         finally:
             exit_codes = [server.stop() for server in servers]
         for server, code in zip(servers, exit_codes, strict=True):
@@ -243,17 +273,40 @@ def burst_run(replicas: int, database: str, url: str | None, threads: int,
         )
 
 
-def _environment(slack_url: str, model_url: str, database_url: str | None) -> dict[str, str]:
+def _places(slack: FakeSlack, workspaces: int) -> list[tuple[str, str]]:
+    """(team, channel) of each workspace the threads go to: one, T1's C1, with a bot token."""
+    if not workspaces:
+        slack.add_channel(CHANNEL, "general")
+        return [("T1", CHANNEL)]
+    places = [(f"T{n + 1}", f"C{n + 1}") for n in range(workspaces)]
+    for team, channel in places:
+        slack.add_channel(channel, f"general-{team}", context_team_id=team)
+    return places
+
+
+def _free_port() -> int:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        return int(listener.getsockname()[1])
+
+
+def _environment(slack_url: str, model_url: str, database_url: str | None, *,
+                 installs: bool = False) -> dict[str, str]:
     environment = {
         **{k: v for k, v in os.environ.items()
-           if not k.startswith(("SLACK_", "ANTHROPIC_", "HONCHO_", "THOTH_", "DATABASE_"))},
-        "SLACK_BOT_TOKEN": "xoxb-bench",
+           if not k.startswith(("SLACK_", "ANTHROPIC_", "HONCHO_", "THOTH_", "DATABASE_",
+                                "CONSOLE_"))},
         "SLACK_SIGNING_SECRET": SECRET,
         "SLACK_API_URL": slack_url,
         "ANTHROPIC_API_KEY": "sk-ant-bench",
         "ANTHROPIC_BASE_URL": model_url,
         "HF_HUB_OFFLINE": "1",
     }
+    if installs:
+        environment |= {"SLACK_TOKEN_KEYS": TOKEN_KEY, "SLACK_CLIENT_ID": CLIENT_ID,
+                        "SLACK_CLIENT_SECRET": CLIENT_SECRET}
+    else:
+        environment["SLACK_BOT_TOKEN"] = "xoxb-bench"
     if database_url is not None:
         environment["DATABASE_URL"] = database_url
     return environment
@@ -268,21 +321,26 @@ def _init(home: Path, environment: dict[str, str]) -> None:
         raise SystemExit(f"thoth init failed: {made.stderr.strip()[-2000:]}")
 
 
-def _deliveries(threads: int, replicas: int) -> list[Delivery]:
+def _deliveries(threads: int, replicas: int, places: list[tuple[str, str]]) -> list[Delivery]:
     """Per thread, the mention and its ``message`` event, each sent to one replica and
-    retried on the next."""
+    retried on the next; thread i in workspace i mod len(places)."""
     deliveries: list[Delivery] = []
     now = int(time.time())
+    installed = len(places) > 1 or places[0][1] != CHANNEL
     for number in range(threads):
+        team, channel = places[number % len(places)]
+        bot = f"UBOT{team}" if installed else "UBOT"
         ts = f"{now}.{number:06d}"
-        text = f"<@UBOT> question {number}"
+        text = f"<@{bot}> question {number}"
         mention = {"type": "app_mention", "user": "U1", "text": text, "ts": ts,
-                   "channel": CHANNEL, "team": "T1", "event_ts": ts}
+                   "channel": channel, "team": team, "event_ts": ts}
         message = {**mention, "type": "message", "channel_type": "channel"}
         for kind, (letter, event) in enumerate((("M", mention), ("S", message))):
-            body = json.dumps({"type": "event_callback", "team_id": "T1", "api_app_id": "A1",
-                               "event_id": f"Ev{letter}{number:04d}", "event_time": now,
-                               "event": event})
+            body = json.dumps({
+                "type": "event_callback", "team_id": team, "api_app_id": "A1",
+                "event_id": f"Ev{letter}{number:04d}", "event_time": now, "event": event,
+                "authorizations": [{"enterprise_id": None, "team_id": team, "user_id": bot,
+                                    "is_bot": True, "is_enterprise_install": False}]})
             first = (2 * number + kind) % replicas
             deliveries.append(Delivery(body, retry=False, replica=first))
             deliveries.append(Delivery(body, retry=True, replica=(first + 1) % replicas))
@@ -305,11 +363,12 @@ def _held_half_open(address: str, count: int) -> Iterator[None]:
             sock.close()
 
 
-def _burst(addresses: list[str], threads: int) -> tuple[float, list[float], int, list[int]]:
+def _burst(addresses: list[str], threads: int, places: list[tuple[str, str]],
+           ) -> tuple[float, list[float], int, list[int]]:
     """Every delivery at once; (when the first was sent, ack latencies, connection
     errors, statuses with 0 for a connection error)."""
     verifier = SignatureVerifier(SECRET)
-    deliveries = _deliveries(threads, len(addresses))
+    deliveries = _deliveries(threads, len(addresses), places)
     start = threading.Barrier(len(deliveries))
     began: list[float] = []
 
@@ -340,33 +399,37 @@ def _burst(addresses: list[str], threads: int) -> tuple[float, list[float], int,
             [status for _, status in results])
 
 
-def _wait_for_replies(slack: FakeSlack, threads: int,
+def _wait_for_replies(slack: FakeSlack, threads: int, places: list[tuple[str, str]],
                       timeout_s: float) -> tuple[list[int], float]:
     """Replies per thread, and when the last reply was finished (monotonic, as the
     loopback Slack records its calls)."""
+    channels = {channel for _, channel in places}
     deadline = time.monotonic() + timeout_s
     while True:
-        counts = _reply_counts(slack)
-        done = len(counts) == threads and min(counts) >= 1 and len(_finishing(slack)) >= threads
+        counts = _reply_counts(slack, channels)
+        done = (len(counts) == threads and min(counts) >= 1
+                and len(_finishing(slack, channels)) >= threads)
         if done or time.monotonic() > deadline:
             time.sleep(1.0)  # room for a wrong second answer to show up
-            counts = _reply_counts(slack)
-            finishing = _finishing(slack)
+            counts = _reply_counts(slack, channels)
+            finishing = _finishing(slack, channels)
             last = max(finishing) if finishing else time.monotonic()
             return counts + [0] * (threads - len(counts)), last
         time.sleep(0.05)
 
 
-def _finishing(slack: FakeSlack) -> list[float]:
+def _finishing(slack: FakeSlack, channels: set[str]) -> list[float]:
     return [call.received_at for call in slack.calls()
-            if call.method in REPLY_FINISHED and call.args.get("channel") == CHANNEL]
+            if call.method in REPLY_FINISHED and call.args.get("channel") in channels]
 
 
-def _reply_counts(slack: FakeSlack) -> list[int]:
-    per_thread: dict[str, int] = {}
-    for message in slack.messages(CHANNEL):
-        if message.get("user") == "UBOT" and message.get("thread_ts"):
-            per_thread[message["thread_ts"]] = per_thread.get(message["thread_ts"], 0) + 1
+def _reply_counts(slack: FakeSlack, channels: set[str]) -> list[int]:
+    per_thread: dict[tuple[str, str], int] = {}
+    for channel in channels:
+        for message in slack.messages(channel):
+            if str(message.get("user") or "").startswith("UBOT") and message.get("thread_ts"):
+                key = (channel, message["thread_ts"])
+                per_thread[key] = per_thread.get(key, 0) + 1
     return list(per_thread.values())
 
 

@@ -90,10 +90,23 @@ def build_reflector(app: Thoth, loop: asyncio.AbstractEventLoop) -> Reflector:
 
 
 def build_notifier(app: Thoth, team: str, out: TextIO) -> Notifier:
-    if team == LOCAL_TEAM or app.settings.slack_bot_token is None:
+    """Slack's cards for a session of Slack, with the bot token, or, installed into many
+    workspaces, the token of the session's workspace (none if it uninstalled Thoth)."""
+    if team == LOCAL_TEAM:
         return PrintNotifier(out)
+    token = None
+    if app.settings.slack_bot_token is None:
+        from bridge.slack.installs.install_flow import installations_of, installs_wanted
+
+        if not installs_wanted(app.settings):
+            return PrintNotifier(out)
+        install = installations_of(app.settings, app.db).find(enterprise_id=None,
+                                                               team_id=team)
+        if install is None:
+            return PrintNotifier(out)
+        token = install.bot_token
     from bridge.slack.notifier import SlackNotifier
     from bridge.slack.web import build_web_client
 
-    return SlackNotifier(build_web_client(app.settings), app.db,
+    return SlackNotifier(build_web_client(app.settings, token=token), app.db,
                          console_links(app.settings.console_url))

@@ -31,14 +31,20 @@ def register(commands: Any) -> None:
 
 def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     # Slack's SDK is loaded by the commands that use it, not by every `thoth` start.
+    from bridge.slack.installs.install_flow import installations_of, installs_wanted
     from bridge.worker.worker import Queues, Worker
 
     settings = app.settings
     slack = None
-    if settings.slack_bot_token is not None:
+    workspace_of = None
+    if settings.slack_bot_token is not None or installs_wanted(settings):
+        from bridge.slack.installs.authorize import InstalledWorkspaces
         from bridge.slack.web import build_async_web_client
 
         slack = build_async_web_client(settings)
+        if settings.slack_bot_token is None:
+            # Installed into many workspaces: each follow-up with its own one's token.
+            workspace_of = InstalledWorkspaces(installations_of(settings, app.db))
 
     def launch(session_id: str, summary: bool) -> int:
         code, _ = run_reflection(settings, session_id, summary=summary, claimed=True)
@@ -52,6 +58,7 @@ def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             identity=app.identity,
             followups=Offloaded(app.followups),
             slack=slack,
+            workspace_of=workspace_of,
             tombstones=Offloaded(app.tombstones),
         )
     )

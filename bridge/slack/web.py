@@ -49,10 +49,13 @@ def build_async_web_client(settings: Settings) -> WorkspaceClient:
     )
 
 
-def build_web_client(settings: Settings) -> WebClient:
-    assert settings.slack_bot_token is not None
+def build_web_client(settings: Settings, *, token: str | None = None) -> WebClient:
+    """The bot token's sync client, or ``token``'s (one installed workspace's)."""
+    if token is None:
+        assert settings.slack_bot_token is not None
+        token = settings.slack_bot_token.get_secret_value()
     return WebClient(
-        token=settings.slack_bot_token.get_secret_value(),
+        token=token,
         base_url=settings.slack_api_url,
         timeout=WEB_TIMEOUT_S,
         retry_handlers=[

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.followup_posts import post_due_followups
+from bridge.slack.workspace_client import WorkspaceOf
 from bridge.worker.identity_outbox import send_outbox
 from layers.identity.forget_sweep import sweep_forgotten
 from layers.identity.outbox import IngestOutbox
@@ -47,6 +48,8 @@ class Queues:
     identity: IdentityBackend | None
     followups: Offloaded[Followups]
     slack: AsyncWebClient | None
+    # Installed into many workspaces: the install of a follow-up's workspace.
+    workspace_of: WorkspaceOf | None = None
     # Who asked to be forgotten (their earlier turns are never sent).
     tombstones: Offloaded[Tombstones] | None = None
 
@@ -69,7 +72,8 @@ class Worker:
             jobs["forget sweep"] = self.sweep_once
         if queues.slack is not None:
             followups, slack = queues.followups, queues.slack
-            jobs["follow-ups"] = lambda: post_due_followups(followups, slack)
+            jobs["follow-ups"] = lambda: post_due_followups(
+                followups, slack, workspace_of=queues.workspace_of)
         return jobs
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -275,3 +275,21 @@ def test_an_org_wide_install_answers_a_workspace_of_its_org(served: Served) -> N
                           org_wide=True, bot="UBOTE1") == 200
     (started,) = wait_until(lambda: served.answer_in("C3", "1700003300.000100"))
     assert started.token == _tokens_of(served)["E1"]
+
+
+def test_reflection_cards_go_with_the_token_of_the_sessions_workspace(served: Served) -> None:
+    import io
+
+    from bridge.cli.reflect import build_notifier
+    from bridge.slack.notifier import SlackNotifier
+    from reflection.notify import PrintNotifier
+
+    served.install(Install("T2", "Two"))
+    notifier = build_notifier(served.thoth, "T2", io.StringIO())
+    assert isinstance(notifier, SlackNotifier)
+    ts = notifier._client.chat_postMessage(channel="C2", text="a card")["ts"]
+    (posted,) = [c for c in served.slack.calls("chat.postMessage")
+                 if c.args.get("channel") == "C2"]
+    assert ts and posted.token == _tokens_of(served)["T2"]
+    # A workspace Thoth is not installed in gets nothing posted: the card is printed.
+    assert isinstance(build_notifier(served.thoth, "T9", io.StringIO()), PrintNotifier)
