@@ -206,6 +206,13 @@ SCHEMA = Schema(
                 installer_user_id TEXT,
                 installed_at {real} NOT NULL
             );
+            -- The workspaces of an Enterprise Grid org an org-wide install has answered
+            -- for: work that starts outside a request (a follow-up, a delivery taken
+            -- over) names only its workspace, and finds its org's install through this.
+            CREATE TABLE slack_org_teams (
+                team_id TEXT PRIMARY KEY,
+                enterprise_id TEXT NOT NULL
+            );
             -- An install on its way: the OAuth ``state`` handed to Slack, by its hash, used
             -- once and lapsing in minutes. In the database: Slack's redirect back may land
             -- on another replica.

@@ -94,8 +94,8 @@ async def build_bridge(
     settings = thoth.settings
     signing_secret = (settings.slack_signing_secret.get_secret_value()
                       if settings.slack_signing_secret else None)
+    identity: dict[str, Any] = {}
     if installations is None:
-        identity: dict[str, Any] = {}
         answer = await client.auth_test()
         identity = answer.data if isinstance(answer.data, dict) else {}
         app = AsyncApp(
@@ -110,7 +110,6 @@ async def build_bridge(
         only_its_workspace(app, identity)
         workspace_of: WorkspaceOf | None = None
     else:
-        identity = {}
         app = AsyncApp(
             signing_secret=signing_secret,
             client=client,

@@ -275,6 +275,12 @@ def test_an_org_wide_install_answers_a_workspace_of_its_org(served: Served) -> N
                           org_wide=True, bot="UBOTE1") == 200
     (started,) = wait_until(lambda: served.answer_in("C3", "1700003300.000100"))
     assert started.token == _tokens_of(served)["E1"]
+    # Work that starts outside a request names only the workspace: its org is found.
+    workspace = served.bridge.workspace_of
+    assert workspace is not None
+    found = served.bridge.runner.call(workspace("T3"))
+    assert found is not None and found.bot_token == _tokens_of(served)["E1"]
+    assert served.bridge.runner.call(workspace("T8")) is None
 
 
 def test_reflection_cards_go_with_the_token_of_the_sessions_workspace(served: Served) -> None:

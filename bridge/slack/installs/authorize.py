@@ -29,6 +29,9 @@ from layers.offloaded import Offloaded
 class AuthorizedByInstall(AsyncAuthorize):
     def __init__(self, installations: Installations) -> None:
         self._installations = Offloaded(installations)
+        # The org workspaces already noted (``Installations.answered_for``), so that each
+        # is written once per process, not once per request.
+        self._noted: set[tuple[str, str]] = set()
 
     async def __call__(
         self, *, context: AsyncBoltContext, enterprise_id: str | None, team_id: str | None,
@@ -39,6 +42,12 @@ class AuthorizedByInstall(AsyncAuthorize):
             is_enterprise_install=bool(context.is_enterprise_install)))
         if install is None:
             return None
+        org = install.enterprise_id
+        if install.is_enterprise_install and org and team_id and (
+                (team_id, org) not in self._noted):
+            await self._installations.run(lambda installs: installs.answered_for(
+                team_id=team_id, enterprise_id=org))
+            self._noted.add((team_id, org))
         return AuthorizeResult(
             enterprise_id=install.enterprise_id or enterprise_id,
             team_id=team_id or install.team_id, bot_user_id=install.bot_user_id,

@@ -72,6 +72,8 @@ class Installations:
         org-wide one."""
         # (key, whether the row found by it must be an org-wide install)
         keys = [] if is_enterprise_install or not team_id else [(team_id, False)]
+        if not enterprise_id and team_id:
+            enterprise_id = self._org_of(team_id)
         if enterprise_id:
             keys.append((enterprise_id, True))
         for key, org_wide in keys:
@@ -81,6 +83,20 @@ class Installations:
             if row is not None and bool(row[3]) == org_wide:
                 return self._installed(row)
         return None
+
+    def answered_for(self, *, team_id: str, enterprise_id: str) -> None:
+        """Note that ``team_id`` is a workspace of the org ``enterprise_id`` (its org-wide
+        install answered a request of it)."""
+        with self._db.write() as conn:
+            conn.execute("INSERT INTO slack_org_teams (team_id, enterprise_id) VALUES (?, ?)"
+                         " ON CONFLICT (team_id) DO UPDATE SET enterprise_id ="
+                         " excluded.enterprise_id", (team_id, enterprise_id))
+
+    def _org_of(self, team_id: str) -> str | None:
+        with self._db.read() as conn:
+            row = conn.execute("SELECT enterprise_id FROM slack_org_teams WHERE team_id = ?",
+                               (team_id,)).fetchone()
+        return None if row is None else str(row[0])
 
     def remove(self, *, enterprise_id: str | None, team_id: str | None) -> bool:
         """Delete the install a workspace was answered through, and its token
