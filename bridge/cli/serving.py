@@ -143,7 +143,8 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
         signing_secret=settings.slack_signing_secret.get_secret_value(),
         host=args.host,
         port=args.port,
-        also=(console_mount(app, login), mcp_route, *install_routes(bolt_app)),
+        # "Add to Slack" first: MCP's app is mounted at the root and takes what it is given.
+        also=(*install_routes(bolt_app), console_mount(app, login), mcp_route),
         running=mcp_sessions,
     )
     server.start()
@@ -154,8 +155,10 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
     print(f"Its memory console: open {sign_in_link(args.host, server.port, login)}"
           " (signs you in once, as the operator)", file=out, flush=True)
     signing_in = " or by signing in with Slack" if mcp_signs_in(settings) else ""
+    # Not "token: /thoth": the output's redaction takes what follows "token:" for a secret.
     print(f"MCP for coding agents: http://{args.host}:{server.port}{MCP_PATH} (each person"
-          f" with their own token: /thoth token{signing_in})", file=out, flush=True)
+          f" with a token of their own, made with /thoth token{signing_in})", file=out,
+          flush=True)
     return server.stop
 
 

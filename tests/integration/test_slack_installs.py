@@ -35,7 +35,13 @@ from tests.fakes import HashingEmbedder
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
-from tests.servers.slack_install import AppInstalls, Browser, Install, to_slack_and_back
+from tests.servers.slack_install import (
+    AppInstalls,
+    Browser,
+    Install,
+    install_through,
+    to_slack_and_back,
+)
 from tests.waiting import wait_until
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
@@ -299,3 +305,38 @@ def test_reflection_cards_go_with_the_token_of_the_sessions_workspace(served: Se
     assert ts and posted.token == _tokens_of(served)["T2"]
     # A workspace Thoth is not installed in gets nothing posted: the card is printed.
     assert isinstance(build_notifier(served.thoth, "T9", io.StringIO()), PrintNotifier)
+
+
+def test_thoth_serve_offers_add_to_slack_beside_the_console_and_mcp(tmp_path: Any) -> None:
+    """The routes as `thoth serve` mounts them (MCP's app sits at the root): "Add to
+    Slack" is served, and an install through it is kept."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    with FakeSlack() as slack:
+        installs = AppInstalls(slack, client_id=CLIENT_ID, client_secret=CLIENT_SECRET,
+                               redirect_uris=(base + "/slack/oauth_redirect",))
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("SLACK_", "ANTHROPIC_", "THOTH_", "CONSOLE_"))}
+        env |= {"THOTH_HOME": str(tmp_path / "home"), "SLACK_TOKEN_KEYS": KEY,
+                "SLACK_CLIENT_ID": CLIENT_ID, "SLACK_CLIENT_SECRET": CLIENT_SECRET,
+                "SLACK_SIGNING_SECRET": SECRET, "CONSOLE_URL": base,
+                "SLACK_API_URL": slack.url, "HF_HUB_OFFLINE": "1"}
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "bridge", "serve", "--host", "127.0.0.1", "--port",
+             str(port)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True)
+        try:
+            assert serve.stdout is not None
+            lines = [serve.stdout.readline() for _ in range(2)]
+            assert lines[1].strip() == f"Add Thoth to a workspace: {base}/slack/install"
+            assert install_through(base, installs, Install("T1", "One")) == 200
+            assert [bot.install.team_id for bot in installs.bots.values()] == ["T1"]
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            _, errors = serve.communicate(timeout=60)
+        assert serve.returncode == 0, errors
