@@ -300,6 +300,9 @@ def _environment(slack_url: str, model_url: str, database_url: str | None, *,
         "SLACK_API_URL": slack_url,
         "ANTHROPIC_API_KEY": "sk-ant-bench",
         "ANTHROPIC_BASE_URL": model_url,
+        # The bench measures Slack, not spend: fifty turns at list prices pass the default
+        # day's cap ($5), and a capped turn is not an answer.
+        "DAILY_COST_CAP_USD": "1000",
         "HF_HUB_OFFLINE": "1",
     }
     if installs:

@@ -87,6 +87,8 @@ class SlackSink:
         self._status_refresh_s = status_refresh_s
         self._text = ""
         self._pending = ""
+        # Whether any words (not only steps) reached the reader.
+        self._text_shown = False
         self._chunks: list[dict[str, Any]] = []
         self._last_flush = 0.0
         self._quiet_until = 0.0
@@ -230,6 +232,8 @@ class SlackSink:
         return {"chunks": chunks}
 
     def _sent(self) -> None:
+        if self._pending[: self._fitting()].strip():
+            self._text_shown = True
         self._pending = self._pending[self._fitting() :]
         self._chunks.clear()
 
@@ -245,6 +249,12 @@ class SlackSink:
     async def _finish(self, text: str, ok: bool) -> None:
         try:
             if self._stream_ts is not None:
+                if not ok and not self._text_shown and not self._pending.strip():
+                    # Only steps were shown (no words yet): the failure closes the same
+                    # message, not a second one below it.
+                    self._pending = text
+                    await self._stop_stream(ok)
+                    return
                 await self._stop_stream(ok)
                 if not ok:
                     await self._post(text, feedback=False)  # the failure, below what streamed

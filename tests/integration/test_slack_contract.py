@@ -16,15 +16,19 @@ from typing import Any
 import pytest
 
 from bridge import messages
+from bridge.settings import Settings
+from tests.fakes import HashingEmbedder
 from tests.integration.slack_harness import (
     CHANNEL,
     Harness,
     failures_logged,
+    running_bridge,
     shown,
     streamed_text,
 )
 from tests.secret_corpus import SECRETS
 from tests.servers import anthropic_api as api
+from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_rules import Tier
 from tests.waiting import wait_until
 
@@ -355,3 +359,18 @@ def test_the_unread_rest_of_a_refused_body_is_never_read_as_a_request(
     assert received.startswith(b"HTTP/1.1 413")
     assert received.count(b"HTTP/1.1 ") == 1, received[:500]
     assert "Invalid HTTP request" not in caplog.text and not failures_logged(caplog)
+
+
+def test_a_turn_refused_by_the_daily_cap_is_one_reply_in_its_thread(
+    model_settings: Settings, fake_anthropic: FakeAnthropic, hashing_embedder: HashingEmbedder,
+) -> None:
+    with running_bridge(model_settings, fake_anthropic, hashing_embedder,
+                        daily_cost_cap_usd=0.000001) as capped:
+        capped.model.push(api.text("The first answer, which spends the day's cap."))
+        capped.mention("what is our deploy day?", "1700004000.000100")
+        wait_until(lambda: streamed_text(capped, "1700004000.000100"))
+        capped.mention("and the freeze?", "1700004000.000200")
+        text = wait_until(lambda: streamed_text(capped, "1700004000.000200"))
+        assert "spending limit" in text
+        time.sleep(0.5)  # room for a second message to show up
+        assert len(capped.replies_in("1700004000.000200")) == 1
