@@ -27,6 +27,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -155,6 +156,11 @@ def budget_for(api_url: str, token: str) -> RateBudget:
     return _BUDGETS.setdefault(key, RateBudget())
 
 
+# The budget and key of the call in flight in this task, for the SDK's retry handler.
+_CALLING: ContextVar[tuple[RateBudget, BudgetKey] | None] = ContextVar(
+    "slack_call_budget", default=None)
+
+
 class BudgetedAsyncWebClient(AsyncWebClient):
     """The SDK's async client, each call first waiting out its method's hold in the
     budget of the workspace whose token the call carries."""
@@ -172,6 +178,7 @@ class BudgetedAsyncWebClient(AsyncWebClient):
         budget = self.budget
         key = budget_key(api_method, args if isinstance(args, dict) else None)
         await budget.wait_turn(key)
+        calling = _CALLING.set((budget, key))
         try:
             return await super().api_call(api_method, **kwargs)
         except SlackApiError as error:
@@ -181,6 +188,8 @@ class BudgetedAsyncWebClient(AsyncWebClient):
                 budget.hold(key, _seconds(_header(error.response.headers, "retry-after"))
                             + MARGIN_S)
             raise
+        finally:
+            _CALLING.reset(calling)
 
 
 class SharedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
@@ -198,8 +207,11 @@ class SharedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
         if response is None:
             raise error or RuntimeError("a 429 retry with no response")
         state.next_attempt_requested = True
-        budget = budget_for(self._api_url, _bearer(request))
-        key = budget_key(request.url.rstrip("/").rsplit("/", 1)[-1], _arguments(request))
+        # The call's own budget and key, as the client named them: the SDK's retry request
+        # carries no JSON body, so chat.postMessage's channel is not in it.
+        budget, key = _CALLING.get() or (
+            budget_for(self._api_url, _bearer(request)),
+            budget_key(request.url.rstrip("/").rsplit("/", 1)[-1], _arguments(request)))
         budget.hold(key, _retry_after(response) + MARGIN_S)
         await budget.wait_turn(key)
         state.increment_current_attempt()

@@ -41,6 +41,9 @@ FLUSH_SECONDS = 0.8
 FLUSH_CHARS = 400
 # chat.update is Tier 3 (50+ a minute per workspace): one edit a second per reply at most.
 UPDATE_SECONDS = 1.0
+# The longest a reply's first message waits for its method's turn (Slack's limit) before
+# the words gather for the final post instead.
+START_PATIENCE_S = 1.0
 # After an error, wait this long before trying again (not once per streamed chunk).
 RETRY_PAUSE_SECONDS = 2.0
 # Slack drops a status after two minutes without a message; refresh it before that.
@@ -115,7 +118,7 @@ class SlackSink:
         self._chunks.append(
             {"type": "task_update", "id": step.id, "title": step.title, "status": step.status}
         )
-        if self._stream_ts is None or not self._held():
+        if (self._stream_ts is None and not self._start_waits()) or not self._held():
             await self._flush()
         self._raise_if_stopped()
 
@@ -130,9 +133,11 @@ class SlackSink:
         interval = UPDATE_SECONDS if self._message_ts is not None else FLUSH_SECONDS
         due = now - self._last_flush >= interval
         large = self._message_ts is None and len(self._pending) >= FLUSH_CHARS
-        # The first message waits its turn; later updates gather while their method is
-        # held rather than queue behind the wait.
-        if not started or ((due or large) and not self._held()):
+        # The first message goes unless its method would keep it waiting (then the words
+        # gather, under the status line, for the next try or the final post); later
+        # updates gather while their method is held rather than queue behind the wait.
+        if (not started and not self._start_waits()) or (
+                started and (due or large) and not self._held()):
             await self._flush()
         self._raise_if_stopped()
 
@@ -160,6 +165,16 @@ class SlackSink:
         method = ("chat.appendStream" if self._stream_ts is not None else
                   "chat.update" if self._message_ts is not None else "chat.startStream")
         return self._client.budget.delay_for(budget_key(method, None)) > 0
+
+    def _start_waits(self) -> bool:
+        """Whether starting the reply now would wait longer than ``START_PATIENCE_S`` for
+        Slack's limit (a 429's wait, or the pace after one): in a burst the reply is then
+        posted whole at the end instead, through chat.postMessage's own budget, and the
+        turn does not hold its slot waiting for a stream to open."""
+        if self._streaming_refused or not isinstance(self._client, BudgetedAsyncWebClient):
+            return False
+        delay = self._client.budget.delay_for(budget_key("chat.startStream", None))
+        return delay > START_PATIENCE_S
 
     async def _flush(self) -> None:
         self._last_flush = self._clock()

@@ -105,3 +105,24 @@ def test_after_a_wait_the_calls_that_waited_go_one_at_a_time_at_the_methods_pace
     assert went[1] - went[0] >= 1.0 and went[2] - went[1] >= 1.0
     # Another channel's posts are not paced by this one's 429.
     assert budget.delay_for(budget_key("chat.postMessage", {"channel": "C2"})) == 0
+
+
+def test_a_429_the_sdk_retries_holds_the_channel_it_was_for() -> None:
+    """chat.postMessage's limit is per channel: the SDK's retry of its 429 must hold that
+    channel (its retry request carries no JSON body to read the channel from)."""
+    with FakeSlack() as slack:
+        slack.add_channel("C1", "general")
+        slack.fail_next("chat.postMessage", status=429, retry_after=1)
+        budget = budget_for(slack.url, "xoxb-test")
+
+        async def post_while_watching() -> tuple[float, float]:
+            posting = asyncio.create_task(
+                _client(slack).chat_postMessage(channel="C1", text="hello"))
+            await asyncio.sleep(0.4)  # the 429 came back; the retry waits
+            held = budget.delay_for(budget_key("chat.postMessage", {"channel": "C1"}))
+            other = budget.delay_for(budget_key("chat.postMessage", {"channel": "C2"}))
+            await posting
+            return held, other
+
+        held, other = asyncio.run(post_while_watching())
+        assert held > 0.3 and other == 0
