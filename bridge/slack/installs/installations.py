@@ -17,6 +17,11 @@ from dataclasses import dataclass, field
 from bridge.slack.installs.token_cipher import TokenCipher, TokenNotOpened
 from layers.storage.database import Database
 
+# How long an install found is answered from memory: a burst of deliveries reads the
+# database once per workspace, not once per request. Deleting an install drops it here at
+# once; another replica may go on using a revoked token this long, which Slack refuses.
+FOUND_FOR_S = 2.0
+
 COLUMNS = ("installed_in, enterprise_id, team_id, is_enterprise_install, app_id, bot_id,"
            " bot_user_id, bot_scopes, bot_token_sealed, installer_user_id, installed_at")
 
@@ -54,9 +59,11 @@ class Installations:
         self._db = db
         self._cipher = cipher
         self._clock = clock
+        self._found: dict[tuple[str | None, str | None, bool], tuple[float, Installed]] = {}
 
     def keep(self, install: Installed) -> None:
         """Record an install; installing again replaces the one before (a new token)."""
+        self._found.clear()
         row = (install.installed_in, install.enterprise_id, install.team_id,
                int(install.is_enterprise_install), install.app_id, install.bot_id,
                install.bot_user_id, install.bot_scopes, self._cipher.seal(install.bot_token),
@@ -70,6 +77,18 @@ class Installations:
              is_enterprise_install: bool = False) -> Installed | None:
         """The install that answers for a request: the workspace's own, else its org's
         org-wide one."""
+        asked = (enterprise_id, team_id, is_enterprise_install)
+        kept = self._found.get(asked)
+        if kept is not None and self._clock() < kept[0]:
+            return kept[1]
+        found = self._looked_up(enterprise_id=enterprise_id, team_id=team_id,
+                                is_enterprise_install=is_enterprise_install)
+        if found is not None:
+            self._found[asked] = (self._clock() + FOUND_FOR_S, found)
+        return found
+
+    def _looked_up(self, *, enterprise_id: str | None, team_id: str | None,
+                   is_enterprise_install: bool) -> Installed | None:
         # (key, whether the row found by it must be an org-wide install)
         keys = [] if is_enterprise_install or not team_id else [(team_id, False)]
         if not enterprise_id and team_id:
@@ -105,6 +124,7 @@ class Installations:
         key = team_id or enterprise_id
         if not key:
             return False
+        self._found.clear()
         with self._db.write() as conn:
             gone = conn.execute("DELETE FROM slack_installations WHERE installed_in = ?",
                                 (key,)).rowcount
