@@ -29,6 +29,7 @@ from bridge.slack.http_server import SlackHttpServer, install_routes
 from bridge.slack.installs.install_flow import INSTALL_PATH, installations_of, installs_wanted
 from bridge.slack.installs.installations import Installations
 from bridge.slack.runner import TurnRunner
+from bridge.slack.shared_holds import SharedHolds
 from bridge.slack.socket_mode import SocketModeConnection
 from bridge.slack.web import build_async_web_client
 from layers.errors import BackendUnavailable, ConfigurationError
@@ -57,6 +58,7 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         signal.signal(signum, lambda *_: stop.set())
     runner = TurnRunner()
     runner.start()
+    holds = _shared_holds(app)
     client = build_async_web_client(settings)
     # Slack is asked who the token is first: a wrong token or an unreachable Slack is
     # said in a second, not after the embedding model has loaded.
@@ -95,7 +97,19 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         finally:
             # Whatever failed above, the turns in flight finish and the outbox drains.
             runner.shutdown(SHUTDOWN_TIMEOUT_S, last=_finish(app))
+            if holds is not None:
+                holds.stop()
     return 0
+
+
+def _shared_holds(app: Thoth) -> SharedHolds | None:
+    """Replicas on one PostgreSQL share Slack's waits (``shared_holds.py``)."""
+    url = app.settings.database_url
+    if app.db.dialect != "postgresql" or url is None:
+        return None
+    holds = SharedHolds(url.get_secret_value())
+    holds.start()
+    return holds
 
 
 def _bridge_or_one_line(

@@ -11,9 +11,10 @@ A reply's progress updates do not queue behind the wait either: ``SlackSink`` sk
 while their method is held or paced, so the text gathers and the next update carries
 all of it (the final answer always waits its turn and goes).
 
-Decided: the budget is per process (per replica), not shared through PostgreSQL. Slack
-answers the 429 to the replica that made the call; sharing it would put a database
-round trip before every Slack call, to save at most one 429 per replica per wait.
+Replicas on PostgreSQL share each wait (``shared_holds.py``): a replica told to wait
+says so once over LISTEN/NOTIFY, and every other one holds the method too. Nothing is
+read from the database before a call: the holds arrive as they happen, so a call costs
+no round trip, and a 429 costs one NOTIFY.
 
 Why a subclass of the SDK's client and of its rate-limit retry handler, not a wrapper
 around each call: every call of the serving process goes through ``api_call``, and the
@@ -87,16 +88,33 @@ MARGIN_S = 0.25
 BudgetKey = tuple[str, str]
 
 
+# Told of each hold a 429 starts here, to share it with the other replicas
+# (``shared_holds.py``): the budget's name, the key, the seconds.
+HoldSharer = Callable[[str, BudgetKey, float], None]
+_sharer: list[HoldSharer] = []
+
+
+def share_holds_with(sharer: HoldSharer | None) -> None:
+    """Every hold a 429 starts in this process goes to ``sharer`` too (None: no more)."""
+    _sharer[:] = [] if sharer is None else [sharer]
+
+
 class RateBudget:
     """When each method may be called again, for one workspace."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, *, name: str = "", clock: Callable[[], float] = time.monotonic,
+                 ) -> None:
+        self.name = name
         self._clock = clock
         self._held_until: dict[BudgetKey, float] = {}
         self._paced_until: dict[BudgetKey, float] = {}
         self._next_slot: dict[BudgetKey, float] = {}
 
-    def hold(self, key: BudgetKey, seconds: float) -> None:
+    def hold(self, key: BudgetKey, seconds: float, *, shared: bool = True) -> None:
+        """Hold ``key`` for ``seconds``; ``shared``: a 429 of this process's, told to the
+        other replicas (not one they told this one of)."""
+        if shared and _sharer:
+            _sharer[0](self.name, key, seconds)
         until = self._clock() + seconds
         if until > self._held_until.get(key, 0.0):
             self._held_until[key] = until
@@ -152,8 +170,15 @@ def budget_for(api_url: str, token: str) -> RateBudget:
     """The process's budget for the workspace a bot token is for (one token, one
     workspace) at one Slack: every client built for it shares it."""
     # Keyed by a hash: no token kept in a long-lived map for a heap dump to show.
-    key = hashlib.sha256(f"{api_url}\n{token}".encode()).hexdigest()
-    return _BUDGETS.setdefault(key, RateBudget())
+    return named_budget(hashlib.sha256(f"{api_url}\n{token}".encode()).hexdigest())
+
+
+def named_budget(name: str) -> RateBudget:
+    """The budget ``budget_for`` names so (another replica's hold names it)."""
+    found = _BUDGETS.get(name)
+    if found is None:
+        found = _BUDGETS.setdefault(name, RateBudget(name=name))
+    return found
 
 
 # The budget and key of the call in flight in this task, for the SDK's retry handler.
