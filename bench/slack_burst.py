@@ -24,7 +24,8 @@ The loopback Slack keeps Slack's rate tiers by default, and they cap a burst's t
 whatever the replicas: a streamed reply takes ``chat.startStream`` and
 ``chat.stopStream``, Tier 2 (20 a minute per workspace, after a burst of 20), so past
 20 threads the replies wait for Slack. ``--no-rate-limits`` lifts them, to see what the
-replicas themselves can do.
+replicas themselves can do. The replies are waited for up to 60 s and 2 s a thread
+(Slack's one post a second per channel, for the threads that do not stream).
 
 ``--workspaces N`` installs Thoth into N workspaces through Slack's OAuth flow (no bot
 token: ``SLACK_TOKEN_KEYS``, "Add to Slack" driven through the first replica) and spreads
@@ -255,7 +256,7 @@ def burst_run(replicas: int, database: str, url: str | None, threads: int,
             with _held_half_open(addresses[0], half_open):
                 started, latencies, failures, statuses = _burst(addresses, threads, places)
             replies, finished = _wait_for_replies(slack, threads, places,
-                                                  timeout_s=60 + model_seconds)
+                                                  timeout_s=60 + 2 * threads + model_seconds)
         finally:
             exit_codes = [server.stop() for server in servers]
         for server, code in zip(servers, exit_codes, strict=True):

@@ -109,17 +109,23 @@ class RateBudget:
         self._held_until: dict[BudgetKey, float] = {}
         self._paced_until: dict[BudgetKey, float] = {}
         self._next_slot: dict[BudgetKey, float] = {}
+        # The other replicas that shared a wait of each key, and until when they pace.
+        self._others: dict[BudgetKey, dict[str, float]] = {}
 
-    def hold(self, key: BudgetKey, seconds: float, *, shared: bool = True) -> None:
-        """Hold ``key`` for ``seconds``; ``shared``: a 429 of this process's, told to the
-        other replicas (not one they told this one of)."""
-        if shared and _sharer:
+    def hold(self, key: BudgetKey, seconds: float, *, told_by: str | None = None) -> None:
+        """Hold ``key`` for ``seconds``: a 429 of this process's (told to the other
+        replicas), or one another replica (``told_by``) was given. Each replica heard from
+        in the paced minute slows this one's pace as much again: together they keep the
+        method's pace, not a multiple of it."""
+        if told_by is None and _sharer:
             _sharer[0](self.name, key, seconds)
         until = self._clock() + seconds
         if until > self._held_until.get(key, 0.0):
             self._held_until[key] = until
         self._paced_until[key] = self._held_until[key] + PACED_FOR_S
         self._next_slot[key] = max(self._next_slot.get(key, 0.0), self._held_until[key])
+        if told_by is not None:
+            self._others.setdefault(key, {})[told_by] = self._paced_until[key]
 
     def held_for(self, key: BudgetKey) -> float:
         """How long calls of ``key`` must still wait out Slack's Retry-After (0: over)."""
@@ -144,7 +150,8 @@ class RateBudget:
                 return
             # After a 429: one call per slot, at the method's pace, in the order they came.
             slot = max(now, self._next_slot.get(key, 0.0))
-            self._next_slot[key] = slot + 60.0 / per_minute(key) + PACE_MARGIN_S
+            pacing = 1 + sum(1 for until in self._others.get(key, {}).values() if until > now)
+            self._next_slot[key] = slot + pacing * 60.0 / per_minute(key) + PACE_MARGIN_S
             if slot > now:
                 await asyncio.sleep(slot - now)
             if self.held_for(key) == 0:

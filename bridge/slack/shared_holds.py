@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -34,6 +35,9 @@ class SharedHolds:
     def __init__(self, database_url: str, *, clock: Callable[[], float] = time.time) -> None:
         self._url = database_url
         self._clock = clock
+        # Who this replica is on the channel: its own words come back to it, and are
+        # passed over; the others' are told apart by it.
+        self.replica = secrets.token_hex(8)
         self._stop = threading.Event()
         self._listening = threading.Event()
         self._thread = threading.Thread(target=self._listen, name="thoth-slack-holds",
@@ -53,8 +57,8 @@ class SharedHolds:
     def tell(self, budget: str, key: BudgetKey, seconds: float) -> None:
         """Tell the other replicas of a hold (on its own short connection: a 429 is rare,
         and the loop that got it is not kept waiting on the pool)."""
-        payload = json.dumps({"budget": budget, "method": key[0], "channel": key[1],
-                              "until": self._clock() + seconds})
+        payload = json.dumps({"replica": self.replica, "budget": budget, "method": key[0],
+                              "channel": key[1], "until": self._clock() + seconds})
         threading.Thread(target=self._notify, args=(payload,), daemon=True).start()
 
     def _notify(self, payload: str) -> None:
@@ -82,12 +86,11 @@ class SharedHolds:
     def _heard(self, payload: str) -> None:
         try:
             hold = json.loads(payload)
-            budget, key = str(hold["budget"]), (str(hold["method"]), str(hold["channel"]))
+            replica, budget = str(hold["replica"]), str(hold["budget"])
+            key = (str(hold["method"]), str(hold["channel"]))
             seconds = float(hold["until"]) - self._clock()
         except (ValueError, KeyError, TypeError):
             log.warning("a shared Slack wait that is not one: %.200s", payload)
             return
-        if seconds > 0:
-            # Its own holds come back too (each NOTIFY goes to every listener): holding
-            # again to the same moment changes nothing.
-            named_budget(budget).hold(key, seconds, shared=False)
+        if seconds > 0 and replica != self.replica:
+            named_budget(budget).hold(key, seconds, told_by=replica)

@@ -126,3 +126,22 @@ def test_a_429_the_sdk_retries_holds_the_channel_it_was_for() -> None:
 
         held, other = asyncio.run(post_while_watching())
         assert held > 0.3 and other == 0
+
+
+def test_a_wait_another_replica_shared_slows_this_ones_pace_to_their_share() -> None:
+    budget = budget_for("http://pace.invalid/api/", "xoxb-shared")
+    key = budget_key("chat.postEphemeral", None)  # Tier 4: 100 a minute
+
+    async def three_at_once() -> list[float]:
+        budget.hold(key, 0.1, told_by="replica-2")
+        started = time.monotonic()
+
+        async def call() -> float:
+            await budget.wait_turn(key)
+            return time.monotonic() - started
+
+        return sorted(await asyncio.gather(call(), call(), call()))
+
+    went = asyncio.run(three_at_once())
+    # Two replicas pacing: each at half of 100 a minute (1.2 s apart, not 0.6).
+    assert went[1] - went[0] >= 1.2 and went[2] - went[1] >= 1.2

@@ -37,13 +37,13 @@ def test_a_wait_is_told_to_the_other_replicas_and_theirs_hold_here(
             # Another replica's 429, for a workspace this one has not called yet.
             key = budget_key("chat.postMessage", {"channel": "C7"})
             other.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps({
-                "budget": "b" * 64, "method": key[0], "channel": key[1],
+                "replica": "other", "budget": "b" * 64, "method": key[0], "channel": key[1],
                 "until": time.time() + 3})))
             wait_until(lambda: named_budget("b" * 64).delay_for(key) > 2.0, 5)
             # Bad words on the channel are passed over; the listener goes on.
             other.execute("SELECT pg_notify(%s, %s)", (CHANNEL, "not a hold"))
             other.execute("SELECT pg_notify(%s, %s)", (CHANNEL, json.dumps({
-                "budget": "c" * 64, "method": "chat.update", "channel": "",
+                "replica": "other", "budget": "c" * 64, "method": "chat.update", "channel": "",
                 "until": time.time() + 3})))
             wait_until(lambda: named_budget("c" * 64).delay_for(("chat.update", "")) > 2.0, 5)
     finally:
