@@ -9,6 +9,8 @@ import time
 
 from bridge.slack.rate_budget import (
     BudgetedAsyncWebClient,
+    BudgetKey,
+    RateBudget,
     SharedRateLimitRetryHandler,
     budget_for,
     budget_key,
@@ -85,12 +87,11 @@ def test_a_429_holds_the_method_for_every_client_of_the_workspace() -> None:
         assert all(call.received_at - refused.received_at >= 1.0 for call in after)
 
 
-def test_after_a_wait_the_calls_that_waited_go_one_at_a_time_at_the_methods_pace() -> None:
-    budget = budget_for("http://pace.invalid/api/", "xoxb-pace")
-    key = budget_key("chat.postMessage", {"channel": "C1"})  # one a second, per channel
-
-    async def three_at_once() -> list[float]:
-        budget.hold(key, 0.2)
+def _three_at_once(budget: RateBudget, key: BudgetKey, hold_s: float,
+                   told_by: str | None = None) -> list[float]:
+    """When each of three calls waiting out a hold went, from the hold."""
+    async def three() -> list[float]:
+        budget.hold(key, hold_s, told_by=told_by)
         started = time.monotonic()
 
         async def call() -> float:
@@ -99,7 +100,13 @@ def test_after_a_wait_the_calls_that_waited_go_one_at_a_time_at_the_methods_pace
 
         return sorted(await asyncio.gather(call(), call(), call()))
 
-    went = asyncio.run(three_at_once())
+    return asyncio.run(three())
+
+
+def test_after_a_wait_the_calls_that_waited_go_one_at_a_time_at_the_methods_pace() -> None:
+    budget = budget_for("http://pace.invalid/api/", "xoxb-pace")
+    key = budget_key("chat.postMessage", {"channel": "C1"})  # one a second, per channel
+    went = _three_at_once(budget, key, 0.2)
     # The first goes when the wait is over; each next one a second (and a margin) later.
     assert 0.2 <= went[0] < 0.5
     assert went[1] - went[0] >= 1.0 and went[2] - went[1] >= 1.0
@@ -131,17 +138,6 @@ def test_a_429_the_sdk_retries_holds_the_channel_it_was_for() -> None:
 def test_a_wait_another_replica_shared_slows_this_ones_pace_to_their_share() -> None:
     budget = budget_for("http://pace.invalid/api/", "xoxb-shared")
     key = budget_key("chat.postEphemeral", None)  # Tier 4: 100 a minute
-
-    async def three_at_once() -> list[float]:
-        budget.hold(key, 0.1, told_by="replica-2")
-        started = time.monotonic()
-
-        async def call() -> float:
-            await budget.wait_turn(key)
-            return time.monotonic() - started
-
-        return sorted(await asyncio.gather(call(), call(), call()))
-
-    went = asyncio.run(three_at_once())
+    went = _three_at_once(budget, key, 0.1, told_by="replica-2")
     # Two replicas pacing: each at half of 100 a minute (1.2 s apart, not 0.6).
     assert went[1] - went[0] >= 1.2 and went[2] - went[1] >= 1.2

@@ -32,7 +32,7 @@ from urllib.parse import urlencode
 
 from tests.servers.slack_api import FakeSlack, RecordedCall
 from tests.servers.slack_rules import SlackError
-from tests.servers.slack_sign_in import _client
+from tests.servers.slack_sign_in import check_client
 
 CODE_TTL_S = 600.0
 
@@ -103,13 +103,7 @@ class AppInstalls:
         return 302, {"Location": f"{redirect_uri}?{urlencode({'code': code, **state})}"}, ""
 
     def access(self, call: RecordedCall) -> dict[str, Any]:
-        client_id, client_secret = _client(call)
-        if client_id != self.client_id:
-            raise SlackError("invalid_client_id")
-        if client_secret != self.client_secret:
-            raise SlackError("bad_client_secret")
-        if call.args.get("grant_type", "authorization_code") != "authorization_code":
-            raise SlackError("invalid_grant_type")
+        check_client(call, self.client_id, self.client_secret)
         grant = self._codes.get(str(call.args.get("code") or ""))
         if grant is None or grant.used or time.time() - grant.issued_at > CODE_TTL_S:
             raise SlackError("invalid_code")

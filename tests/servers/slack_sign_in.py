@@ -77,13 +77,7 @@ class SignInWithSlack:
         return 302, {"Location": f"{redirect_uri}?{urlencode(back)}"}, ""
 
     def token(self, call: RecordedCall) -> dict[str, Any]:
-        client_id, client_secret = _client(call)
-        if client_id != self.client_id:
-            raise SlackError("invalid_client_id")
-        if client_secret != self.client_secret:
-            raise SlackError("bad_client_secret")
-        if call.args.get("grant_type", "authorization_code") != "authorization_code":
-            raise SlackError("invalid_grant_type")
+        check_client(call, self.client_id, self.client_secret)
         grant = self._grants.get(str(call.args.get("code") or ""))
         if grant is None or grant.used or time.time() - grant.issued_at > CODE_TTL_S:
             raise SlackError("invalid_code")
@@ -110,6 +104,17 @@ class SignInWithSlack:
                 "https://slack.com/team_id": self.fake.team_id,
                 "https://slack.com/team_name": self.fake.team,
                 "name": profile.get("real_name", user), "locale": "en-US"}
+
+
+def check_client(call: RecordedCall, client_id: str, client_secret: str) -> None:
+    """The app's own credentials on a code exchange, refused as Slack names it."""
+    given_id, given_secret = _client(call)
+    if given_id != client_id:
+        raise SlackError("invalid_client_id")
+    if given_secret != client_secret:
+        raise SlackError("bad_client_secret")
+    if call.args.get("grant_type", "authorization_code") != "authorization_code":
+        raise SlackError("invalid_grant_type")
 
 
 def _client(call: RecordedCall) -> tuple[str | None, str | None]:
