@@ -21,6 +21,7 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack.web import SLACK_FAILURES
+from bridge.slack.workspace_client import WorkspaceOf, serving_team
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +36,13 @@ KEPT = 1_000
 
 class SlackMemberships:
     def __init__(self, bot: AsyncWebClient | None, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 workspace_of: WorkspaceOf | None = None) -> None:
+        """``workspace_of``: installed into many workspaces, the install each person's
+        workspace is asked through."""
         self._bot = bot
         self._clock = clock
+        self._workspace_of = workspace_of
         self._kept: dict[tuple[str, str], tuple[float, frozenset[str]]] = {}
 
     async def private_channels(self, team: str, user: str) -> frozenset[str]:
@@ -46,7 +51,8 @@ class SlackMemberships:
         kept = self._kept.get(key)
         if kept is not None and self._clock() - kept[0] < TTL_S:
             return kept[1]
-        channels = await self._ask(user)
+        async with serving_team(self._workspace_of, team) as installed:
+            channels = await self._ask(user) if installed else frozenset()
         if len(self._kept) >= KEPT:
             self._kept.clear()
         self._kept[key] = (self._clock(), channels)

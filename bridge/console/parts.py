@@ -16,8 +16,10 @@ from bridge.mcp.tokens import McpTokens
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
 from bridge.slack.cards import CardStore
+from bridge.slack.installs.install_flow import installed_workspaces
 from bridge.slack.note_cards import NoteCardStore
 from bridge.slack.web import build_async_web_client
+from bridge.slack.workspace_client import WorkspaceOf
 from layers.audit.log import AuditLog
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.protocol import IdentityBackend
@@ -73,6 +75,8 @@ class ConsoleParts:
     health: HealthChecks | None = None
     # How many episodes a search shows.
     results: int = 20
+    # Installed into many workspaces: the install Slack is asked through for each team.
+    workspace_of: WorkspaceOf | None = None
 
 
 def console_parts(thoth: Thoth) -> ConsoleParts:
@@ -82,8 +86,12 @@ def console_parts(thoth: Thoth) -> ConsoleParts:
                            CardStore(thoth.db), thoth.reflections, thoth.sessions,
                            thoth.mcp_tokens)
     settings = thoth.settings
-    slack = build_async_web_client(settings) if settings.slack_bot_token else None
+    workspace_of = installed_workspaces(settings, thoth.db)
+    slack = (build_async_web_client(settings)
+             if settings.slack_bot_token or workspace_of is not None else None)
     return ConsoleParts(Offloaded(stores), settings.daily_cost_cap_usd,
-                        thoth.identity, thoth.user_models, slack, SlackMemberships(slack),
+                        thoth.identity, thoth.user_models, slack,
+                        SlackMemberships(slack, workspace_of=workspace_of),
                         console_links(settings.console_url),
-                        HealthChecks(lambda: run_checks(thoth, in_server=True)))
+                        HealthChecks(lambda: run_checks(thoth, in_server=True)),
+                        workspace_of=workspace_of)

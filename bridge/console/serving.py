@@ -27,7 +27,8 @@ def console_mount(app: Thoth, login: OneTimeLogin) -> Mount:
     parts = console_parts(app)
     return Mount(PATH, console_app(
         parts, secret=secret.get_secret_value() if secret else None, login=login,
-        slack=slack_sign_in(settings, parts.slack), public_url=settings.console_url,
+        slack=slack_sign_in(settings, parts.slack, parts.workspace_of),
+        public_url=settings.console_url,
         https_only=(settings.console_url or "").startswith("https://")))
 
 

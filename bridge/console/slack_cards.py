@@ -12,6 +12,7 @@ from bridge.console.parts import ConsoleParts
 from bridge.slack.cards import show_outcome
 from bridge.slack.note_cards import show_on_cards
 from bridge.slack.web import SLACK_FAILURES
+from bridge.slack.workspace_client import serving_team
 from layers.notes.store import Note
 from layers.procedural.drafts import Draft
 
@@ -22,11 +23,16 @@ async def show_note_decided(parts: ConsoleParts, note: Note) -> None:
     if parts.slack is None:
         return
     cards = await parts.stores.run(lambda s: s.note_cards.cards_of(note.id))
-    await show_on_cards(parts.slack, note, cards, parts.links)
+    async with serving_team(parts.workspace_of, note.place.team) as installed:
+        if installed:
+            await show_on_cards(parts.slack, note, cards, parts.links)
 
 
 async def show_draft_decided(parts: ConsoleParts, draft: Draft) -> None:
-    if parts.slack is None:
+    """Decided: installed into many workspaces, a skill's cards are left as they are
+    after a decision here (a card records no workspace to update it through); the
+    decision stands all the same."""
+    if parts.slack is None or parts.workspace_of is not None:
         return
     client = parts.slack
     for channel, ts in await parts.stores.run(lambda s: s.cards.cards_of(draft.id)):

@@ -24,30 +24,37 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.console.sign_in import ConsoleUser
 from bridge.settings import Settings
+from bridge.slack.workspace_client import WorkspaceOf, serving_team
 from layers.audit.log import slack_actor
 from layers.errors import BadInput
 
 SCOPES = "openid profile"
 
 
-def slack_sign_in(settings: Settings, bot: AsyncWebClient | None) -> SlackSignIn | None:
+def slack_sign_in(settings: Settings, bot: AsyncWebClient | None,
+                  workspace_of: WorkspaceOf | None = None) -> SlackSignIn | None:
     """Sign in with Slack, where the app's client id and secret are set."""
     if not (settings.slack_client_id and settings.slack_client_secret):
         return None
     return SlackSignIn(client_id=settings.slack_client_id,
                        client_secret=settings.slack_client_secret.get_secret_value(),
                        api_url=settings.slack_api_url,
-                       founders=frozenset(settings.founder_user_ids), bot=bot)
+                       founders=frozenset(settings.founder_user_ids), bot=bot,
+                       workspace_of=workspace_of)
 
 
 class SlackSignIn:
     def __init__(self, *, client_id: str, client_secret: str, api_url: str,
-                 founders: frozenset[str], bot: AsyncWebClient | None) -> None:
+                 founders: frozenset[str], bot: AsyncWebClient | None,
+                 workspace_of: WorkspaceOf | None = None) -> None:
+        """``workspace_of``: installed into many workspaces, the install each person's
+        workspace is asked through."""
         self._client_id = client_id
         self._client_secret = client_secret
         self._api_url = api_url
         self._founders = founders
         self._bot = bot
+        self._workspace_of = workspace_of
         self._installed_team: str | None = None
 
     def authorize_url(self, redirect_uri: str) -> tuple[str, str]:
@@ -82,18 +89,25 @@ class SlackSignIn:
                            sees_everything=founder, founder=founder, team=team, user=user)
 
     async def check_member(self, team: str, user: str) -> None:
-        """``BadInput`` unless ``user`` is a full, active member of Thoth's workspace."""
+        """``BadInput`` unless ``user`` is a full, active member of a workspace Thoth is
+        installed in (with one bot token: of its workspace)."""
         if self._bot is None:
             raise BadInput("members cannot sign in here: the console needs SLACK_BOT_TOKEN to"
                            " ask Slack who they are")
-        try:
-            if self._installed_team is None:
-                self._installed_team = str((await self._bot.auth_test()).get("team_id") or "")
-            known = (await self._bot.users_info(user=user)).get("user") or {}
-        except SlackApiError as error:
-            raise BadInput(f"Slack would not say who signed in ({error.response.get('error')})"
-                           ) from error
-        if team != self._installed_team:
+        async with serving_team(self._workspace_of, team) as installed:
+            if not installed:
+                raise BadInput("signing in is for the members of the workspaces Thoth is"
+                               " installed in")
+            try:
+                if self._workspace_of is None and self._installed_team is None:
+                    self._installed_team = str(
+                        (await self._bot.auth_test()).get("team_id") or "")
+                known = (await self._bot.users_info(user=user)).get("user") or {}
+            except SlackApiError as error:
+                raise BadInput(f"Slack would not say who signed in"
+                               f" ({error.response.get('error')})") from error
+        # Installed into many workspaces, the team's own install answered: it is one.
+        if self._workspace_of is None and team != self._installed_team:
             raise BadInput("signing in is for the members of the workspace Thoth is in")
         if any(known.get(flag) for flag in (
                 "is_restricted", "is_ultra_restricted", "is_stranger", "is_bot", "deleted")):

@@ -43,6 +43,7 @@ from bridge.mcp.sign_in_pages import SignInPages
 from bridge.mcp.tokens import McpTokens
 from bridge.settings import Settings
 from bridge.slack.http_server import Running
+from bridge.slack.installs.install_flow import installed_workspaces
 from bridge.slack.web import build_async_web_client
 
 ORIGIN = "mcp http"
@@ -70,8 +71,10 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
     """The route that serves /mcp (mounted last: it answers only its own path) and what
     must run while the server does (the SDK's session manager)."""
     settings = app.settings
-    bot = build_async_web_client(settings) if settings.slack_bot_token is not None else None
-    memberships = SlackMemberships(bot)
+    workspace_of = installed_workspaces(settings, app.db)
+    bot = (build_async_web_client(settings)
+           if settings.slack_bot_token is not None or workspace_of is not None else None)
+    memberships = SlackMemberships(bot, workspace_of=workspace_of)
 
     async def asker_of_call() -> Asker:
         token = get_access_token()
@@ -82,7 +85,8 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
                             " in a DM with Thoth")
         return Asker(team, user, await memberships.private_channels(team, user))
 
-    signing_in = slack_sign_in(settings, bot) if mcp_signs_in(settings) else None
+    signing_in = (slack_sign_in(settings, bot, workspace_of) if mcp_signs_in(settings)
+                  else None)
     if signing_in is not None and settings.console_url:
         oauth = SlackOAuth(app.mcp_tokens, OAuthGrants(app.db), signing_in,
                            public_url=settings.console_url)

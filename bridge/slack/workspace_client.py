@@ -14,8 +14,8 @@ workspace it works for fails loudly (``NoWorkspace``) rather than speaking for a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
@@ -62,6 +62,21 @@ def serving(workspace: Workspace | None) -> Iterator[None]:
         yield
     finally:
         _SERVED.reset(token)
+
+
+@asynccontextmanager
+async def serving_team(workspace_of: WorkspaceOf | None, team: str) -> AsyncIterator[bool]:
+    """Within, Slack calls are ``team``'s (with one bot token there is nothing to do);
+    yields whether Slack may be asked for it at all (False: Thoth is not installed there)."""
+    if workspace_of is None:
+        yield True
+        return
+    workspace = await workspace_of(team)
+    if workspace is None:
+        yield False
+        return
+    with serving(workspace):
+        yield True
 
 
 class WorkspaceClient(BudgetedAsyncWebClient):

@@ -340,3 +340,35 @@ def test_thoth_serve_offers_add_to_slack_beside_the_console_and_mcp(tmp_path: An
             serve.send_signal(signal.SIGTERM)
             _, errors = serve.communicate(timeout=60)
         assert serve.returncode == 0, errors
+
+
+def test_the_console_asks_slack_about_a_member_through_their_workspaces_install(
+    served: Served,
+) -> None:
+    """Signing in (console, MCP) and the private channels a member is in are asked of
+    Slack with the token of the member's own workspace; a workspace with no install
+    signs no one in."""
+    from bridge.console.memberships import SlackMemberships
+    from bridge.console.slack_sign_in import SlackSignIn
+    from layers.errors import BadInput
+
+    served.install(Install("T2", "Two"))
+    settings = served.thoth.settings
+    bot = build_async_web_client(settings)
+    sign_in = SlackSignIn(client_id=CLIENT_ID, client_secret=CLIENT_SECRET,
+                          api_url=settings.slack_api_url, founders=frozenset(), bot=bot,
+                          workspace_of=served.bridge.workspace_of)
+    memberships = SlackMemberships(bot, workspace_of=served.bridge.workspace_of)
+    run = served.bridge.runner.call
+
+    run(sign_in.check_member("T2", "U2"))
+    (asked,) = served.slack.calls("users.info")
+    assert asked.token == _tokens_of(served)["T2"]
+    with pytest.raises(BadInput, match="installed in"):
+        run(sign_in.check_member("T9", "U9"))
+
+    assert run(memberships.private_channels("T2", "U2")) == frozenset()
+    (listed,) = served.slack.calls("users.conversations")
+    assert listed.token == _tokens_of(served)["T2"]
+    assert run(memberships.private_channels("T9", "U9")) == frozenset()
+    assert len(served.slack.calls("users.conversations")) == 1

@@ -14,6 +14,7 @@ from bridge.console.parts import ConsoleParts, ConsoleStores
 from bridge.console.sign_in import ConsoleUser
 from bridge.forget_exchange import forget_exchange
 from bridge.slack.web import SLACK_FAILURES
+from bridge.slack.workspace_client import serving_team
 from layers.episodic.episode import FEEDBACK_NAMES, Episode, Hit
 from layers.episodic.episode_filter import EpisodeFilter
 from layers.episodic.recall_uses import RecallUse
@@ -108,8 +109,11 @@ async def _permalink(parts: ConsoleParts, episode: Episode) -> str | None:
     if parts.slack is None or not episode.thread_ts or episode.team == LOCAL_TEAM:
         return None
     try:
-        response = await parts.slack.chat_getPermalink(channel=episode.channel,
-                                                       message_ts=episode.thread_ts)
+        async with serving_team(parts.workspace_of, episode.team) as installed:
+            if not installed:
+                return None
+            response = await parts.slack.chat_getPermalink(channel=episode.channel,
+                                                           message_ts=episode.thread_ts)
     except SLACK_FAILURES as error:
         log.info("no permalink for episode %s: %s", episode.id, type(error).__name__)
         return None

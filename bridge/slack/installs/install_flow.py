@@ -23,6 +23,7 @@ from bridge.slack.installs.bolt_stores import InstallationsForBolt, OAuthStatesF
 from bridge.slack.installs.installations import Installations
 from bridge.slack.installs.oauth_states import STATE_TTL_S, OAuthStates
 from bridge.slack.installs.token_cipher import TokenCipher
+from bridge.slack.workspace_client import WorkspaceOf
 from layers.errors import ConfigurationError
 from layers.storage.database import Database
 
@@ -38,6 +39,16 @@ BOT_SCOPES = (
 
 def installs_wanted(settings: Settings) -> bool:
     return settings.slack_bot_token is None and settings.slack_token_keys is not None
+
+
+def installed_workspaces(settings: Settings, db: Database) -> WorkspaceOf | None:
+    """Installed into many workspaces: the install each team is served through (for the
+    console and MCP, whose work starts outside Slack's requests); None with a bot token."""
+    if not installs_wanted(settings):
+        return None
+    from bridge.slack.installs.authorize import InstalledWorkspaces
+
+    return InstalledWorkspaces(installations_of(settings, db))
 
 
 def installations_of(settings: Settings, db: Database) -> Installations:
