@@ -429,7 +429,8 @@ def _slack(app: Thoth) -> list[Check]:
 def _slack_installs(app: Thoth) -> list[Check]:
     """Installed into workspaces through Slack's OAuth flow: its settings, and whether the
     keys open every install's token."""
-    from bridge.slack.installs.install_flow import installations_of, missing_for_installs
+    from bridge.slack.installs.install_flow import missing_for_installs
+    from bridge.slack.installs.installations import installations_of
 
     missing = missing_for_installs(app.settings)
     if missing is not None:

@@ -15,8 +15,7 @@ from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.cli.redacted_output import RedactedOutput
-from bridge.slack.installs.install_flow import installations_of
-from bridge.slack.installs.installations import Installations
+from bridge.slack.installs.installations import Installations, installations_of
 from bridge.slack.installs.token_cipher import TokenCipher
 from layers.errors import ConfigurationError
 

@@ -96,7 +96,7 @@ def build_notifier(app: Thoth, team: str, out: TextIO) -> Notifier:
         return PrintNotifier(out)
     token = None
     if app.settings.slack_bot_token is None:
-        from bridge.slack.installs.install_flow import installations_of, installs_wanted
+        from bridge.slack.installs.installations import installations_of, installs_wanted
 
         if not installs_wanted(app.settings):
             return PrintNotifier(out)

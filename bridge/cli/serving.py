@@ -26,8 +26,8 @@ from bridge.console.sign_in import OneTimeLogin
 from bridge.slack.bolt_app import SlackTransport, build_bridge, take_over
 from bridge.slack.followup_posts import post_due_followups
 from bridge.slack.http_server import SlackHttpServer, install_routes
-from bridge.slack.installs.install_flow import INSTALL_PATH, installations_of, installs_wanted
-from bridge.slack.installs.installations import Installations
+from bridge.slack.installs.install_flow import INSTALL_PATH
+from bridge.slack.installs.installations import Installations, installations_of, installs_wanted
 from bridge.slack.runner import TurnRunner
 from bridge.slack.shared_holds import SharedHolds
 from bridge.slack.socket_mode import SocketModeConnection

@@ -31,7 +31,7 @@ def register(commands: Any) -> None:
 
 def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     # Slack's SDK is loaded by the commands that use it, not by every `thoth` start.
-    from bridge.slack.installs.install_flow import installations_of, installs_wanted
+    from bridge.slack.installs.installations import installations_of, installs_wanted
     from bridge.worker.worker import Queues, Worker
 
     settings = app.settings

@@ -28,9 +28,10 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Cards:
-    """``notifier``: Slack's, None where Slack is not configured."""
+    """``notifier_of``: Slack's for a workspace (installed into many, through its own
+    install), None where Slack is not configured for it."""
 
-    notifier: SlackNotifier | None
+    notifier_of: Callable[[str], SlackNotifier | None]
     founders: Sequence[str]
 
     def note_card(self, note: Note, asker: Asker) -> bool:
@@ -57,7 +58,7 @@ class Cards:
 
     def _notifier(self, asker: Asker) -> SlackNotifier | None:
         """None for the terminal's own user: no Slack place is theirs."""
-        return None if asker.local else self.notifier
+        return None if asker.local else self.notifier_of(asker.team)
 
 
 def _posted(what: str, post: Callable[[], object]) -> bool:

@@ -10,6 +10,7 @@ Without a Slack token nothing can vouch for a channel, so only the DM is offered
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,22 +28,24 @@ DM = "dm"
 
 @dataclass(frozen=True)
 class NotePlaces:
-    """``slack``: the bot's client, None where Slack is not configured."""
+    """``slack_of``: the bot's client for a workspace (installed into many, each its own
+    install's), None where Slack is not configured for it."""
 
-    slack: WebClient | None
+    slack_of: Callable[[str], WebClient | None]
 
     def place(self, asker: Asker, where: str) -> Place:
         """The place ``where`` names (``dm``, or a channel id), if ``asker`` may write there."""
         wanted = where.strip()
         if wanted.lower() in ("", DM):
             return Place(asker.team, asker.viewer.channel, "im", None)
-        if asker.local or self.slack is None:
+        slack = None if asker.local else self.slack_of(asker.team)
+        if slack is None:
             raise BadInput(f"notes go to your DM with Thoth here (where: {DM}): no Slack"
                            " workspace is configured to vouch for a channel")
         from slack_sdk.errors import SlackApiError
 
         try:
-            info = self.slack.conversations_info(channel=wanted)["channel"]
+            info = slack.conversations_info(channel=wanted)["channel"]
         except SlackApiError as error:
             raise BadInput(f"Slack shows Thoth no channel {wanted!r}"
                            f" ({error.response.get('error')})") from error
@@ -59,12 +62,13 @@ class NotePlaces:
     def name_of(self, asker: Asker) -> str:
         """How MEMORY.md will name who proposed the note: their Slack name where Slack can
         say it, else their id (or login name)."""
-        if self.slack is None or asker.local:
+        slack = None if asker.local else self.slack_of(asker.team)
+        if slack is None:
             return asker.user
         from slack_sdk.errors import SlackApiError
 
         try:
-            user = self.slack.users_info(user=asker.user)["user"]
+            user = slack.users_info(user=asker.user)["user"]
         except SlackApiError:
             return asker.user
         return user_name(user) or asker.user

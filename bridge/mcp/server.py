@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server.auth.provider import OAuthAuthorizationServerProvider, TokenVerifier
@@ -33,6 +33,9 @@ from bridge.slack.web import build_web_client
 from layers.episodic.episode import Hit
 from layers.errors import BadInput
 
+if TYPE_CHECKING:
+    from slack_sdk import WebClient
+
 # As many as a Slack turn's recall reads at most: a client asking for more gets this.
 MAX_RESULTS = 20
 # The tools that change what Thoth keeps; every other call only reads.
@@ -49,6 +52,27 @@ def the_one(asker: Asker) -> AskerOf:
     return same
 
 
+def _slack_of(app: Thoth) -> Callable[[str], WebClient | None]:
+    """The bot's sync client for a workspace: the bot token's, or, installed into many
+    workspaces, the client of that workspace's install (None: not installed there)."""
+    settings = app.settings
+    if settings.slack_bot_token is not None:
+        slack = build_web_client(settings)
+        return lambda team: slack
+    # Not the install flow's module: `thoth mcp` does not load Bolt to start.
+    from bridge.slack.installs.installations import installations_of, installs_wanted
+
+    if not installs_wanted(settings):
+        return lambda team: None
+    installations = installations_of(settings, app.db)
+
+    def of_install(team: str) -> WebClient | None:
+        install = installations.find(enterprise_id=None, team_id=team)
+        return None if install is None else build_web_client(settings, token=install.bot_token)
+
+    return of_install
+
+
 def mcp_server(app: Thoth, asker: AskerOf, *, origin: str,
                token_verifier: TokenVerifier | None = None,
                auth_server_provider: OAuthAuthorizationServerProvider[Any, Any, Any] | None = None,
@@ -56,12 +80,17 @@ def mcp_server(app: Thoth, asker: AskerOf, *, origin: str,
     """The server: every tool reads as the asker of the call may read; ``origin`` is how
     the audit log names the way in."""
     settings = app.settings
-    # Slack vouches for a note's channel and shows the cards, where the bot token is set.
-    slack = build_web_client(settings) if settings.slack_bot_token is not None else None
-    places = NotePlaces(slack)
-    notifier = None if slack is None else SlackNotifier(
-        slack, app.db, console_links(settings.console_url))
-    cards = Cards(notifier, settings.founder_user_ids)
+    # Slack vouches for a note's channel and shows the cards, where the bot token is set
+    # (installed into many workspaces: with the token of the asker's workspace).
+    slack_of = _slack_of(app)
+    links = console_links(settings.console_url)
+
+    def notifier_of(team: str) -> SlackNotifier | None:
+        slack = slack_of(team)
+        return None if slack is None else SlackNotifier(slack, app.db, links)
+
+    places = NotePlaces(slack_of)
+    cards = Cards(notifier_of, settings.founder_user_ids)
     server = MCPServer(
         name="thoth",
         token_verifier=token_verifier,

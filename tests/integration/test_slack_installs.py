@@ -26,8 +26,7 @@ from bridge.app import Thoth, build
 from bridge.settings import Settings
 from bridge.slack.bolt_app import SlackTransport, build_bridge
 from bridge.slack.http_server import SlackHttpServer, install_routes
-from bridge.slack.installs.install_flow import installations_of
-from bridge.slack.installs.installations import Installations
+from bridge.slack.installs.installations import Installations, installations_of
 from bridge.slack.installs.token_cipher import TokenCipher
 from bridge.slack.runner import TurnRunner
 from bridge.slack.web import build_async_web_client
@@ -372,3 +371,26 @@ def test_the_console_asks_slack_about_a_member_through_their_workspaces_install(
     assert listed.token == _tokens_of(served)["T2"]
     assert run(memberships.private_channels("T9", "U9")) == frozenset()
     assert len(served.slack.calls("users.conversations")) == 1
+
+
+def test_an_mcp_note_is_vouched_for_with_the_token_of_the_askers_workspace(
+    served: Served,
+) -> None:
+    from bridge.mcp.asker import Asker
+    from bridge.mcp.note_places import NotePlaces
+    from bridge.mcp.server import _slack_of
+    from layers.errors import BadInput
+
+    served.install(Install("T2", "Two"))
+    places = NotePlaces(_slack_of(served.thoth))
+    place = places.place(Asker("T2", "U2"), "C2")
+    assert (place.team, place.channel, place.channel_type) == ("T2", "C2", "public")
+    (asked,) = served.slack.calls("conversations.info")
+    assert asked.token == _tokens_of(served)["T2"]
+    # Another workspace's channel is not one its token can see.
+    with pytest.raises(BadInput, match="no channel"):
+        places.place(Asker("T2", "U2"), "C1")
+    # A workspace with no install: notes go to the person's DM only.
+    with pytest.raises(BadInput, match="DM with Thoth"):
+        places.place(Asker("T9", "U9"), "C9")
+    assert places.place(Asker("T9", "U9"), "dm").channel_type == "im"

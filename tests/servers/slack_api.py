@@ -908,7 +908,7 @@ class FakeSlack(LoopbackServer):
     @api("conversations.info")
     def _conversations_info(self, call: RecordedCall) -> dict[str, Any]:
         channel = self._channels.get(_text(call, "channel", "channel_not_found") or "")
-        if channel is None:
+        if channel is None or not self._reaches(call, channel):
             raise SlackError("channel_not_found")
         return {"channel": channel}
 

@@ -20,9 +20,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.settings import Settings
 from bridge.slack.installs.bolt_stores import InstallationsForBolt, OAuthStatesForBolt
-from bridge.slack.installs.installations import Installations
+from bridge.slack.installs.installations import Installations, installations_of, installs_wanted
 from bridge.slack.installs.oauth_states import STATE_TTL_S, OAuthStates
-from bridge.slack.installs.token_cipher import TokenCipher
 from bridge.slack.workspace_client import WorkspaceOf
 from layers.errors import ConfigurationError
 from layers.storage.database import Database
@@ -37,10 +36,6 @@ BOT_SCOPES = (
 )
 
 
-def installs_wanted(settings: Settings) -> bool:
-    return settings.slack_bot_token is None and settings.slack_token_keys is not None
-
-
 def installed_workspaces(settings: Settings, db: Database) -> WorkspaceOf | None:
     """Installed into many workspaces: the install each team is served through (for the
     console and MCP, whose work starts outside Slack's requests); None with a bot token."""
@@ -49,12 +44,6 @@ def installed_workspaces(settings: Settings, db: Database) -> WorkspaceOf | None
     from bridge.slack.installs.authorize import InstalledWorkspaces
 
     return InstalledWorkspaces(installations_of(settings, db))
-
-
-def installations_of(settings: Settings, db: Database) -> Installations:
-    assert settings.slack_token_keys is not None
-    return Installations(db, TokenCipher.from_setting(
-        settings.slack_token_keys.get_secret_value()))
 
 
 def missing_for_installs(settings: Settings) -> str | None:

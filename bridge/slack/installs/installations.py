@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bridge.settings import Settings
 from bridge.slack.installs.token_cipher import TokenCipher, TokenNotOpened
 from layers.storage.database import Database
 
@@ -172,3 +173,13 @@ class Installations:
             bot_token=self._cipher.open(str(row[8])) if opened else "",
             installer_user_id=text(row[9]), installed_at=float(str(row[10])),
         )
+
+
+def installs_wanted(settings: Settings) -> bool:
+    return settings.slack_bot_token is None and settings.slack_token_keys is not None
+
+
+def installations_of(settings: Settings, db: Database) -> Installations:
+    assert settings.slack_token_keys is not None
+    return Installations(db, TokenCipher.from_setting(
+        settings.slack_token_keys.get_secret_value()))
