@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+import os
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,14 +100,16 @@ async def build_bridge(
     if installations is None:
         answer = await client.auth_test()
         identity = answer.data if isinstance(answer.data, dict) else {}
-        app = AsyncApp(
-            # The client carries the bot token (and the base URL and retry handlers).
-            signing_secret=signing_secret,
-            client=client,
-            # Bolt acks first and runs listeners after; ours only enqueue, so acks stay fast.
-            process_before_response=False,
-            logger=logging.getLogger("slack_bolt"),
-        )
+        with _unseen_by_bolt(*BOLT_OAUTH_VARIABLES):
+            app = AsyncApp(
+                # The client carries the bot token (and the base URL and retry handlers).
+                signing_secret=signing_secret,
+                client=client,
+                # Bolt acks first and runs listeners after; ours only enqueue, so acks
+                # stay fast.
+                process_before_response=False,
+                logger=logging.getLogger("slack_bolt"),
+            )
         _authorized_as(app, answer)
         only_its_workspace(app, identity)
         workspace_of: WorkspaceOf | None = None
@@ -156,6 +160,24 @@ async def build_bridge(
     _listen_to_the_ai_pane_and_commands(bridge, client)
     _listen_to_the_home_tab_and_shortcuts(bridge)
     return bridge
+
+
+# With both in the environment and no OAuth settings given, Bolt makes itself an OAuth
+# app (async_app.py): a file installation store, "please install" for every request, and
+# the bot token ignored. They are there wherever sign-in with Slack (the console, MCP) is
+# set up through the environment, so Bolt's one-token app is built without seeing them.
+BOLT_OAUTH_VARIABLES = ("SLACK_CLIENT_ID", "SLACK_CLIENT_SECRET")
+
+
+@contextmanager
+def _unseen_by_bolt(*names: str) -> Iterator[None]:
+    """Within, ``names`` are not in the environment (at start-up, before any thread reads
+    it); after, they are back as they were."""
+    hidden = {name: os.environ.pop(name) for name in names if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(hidden)
 
 
 def _authorized_as(app: AsyncApp, identity: AsyncSlackResponse) -> None:

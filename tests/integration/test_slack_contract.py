@@ -8,6 +8,7 @@ import html
 import http.client
 import json
 import logging
+import os
 import socket
 import time
 import urllib.parse
@@ -374,3 +375,19 @@ def test_a_turn_refused_by_the_daily_cap_is_one_reply_in_its_thread(
         assert "spending limit" in text
         time.sleep(0.5)  # room for a second message to show up
         assert len(capped.replies_in("1700004000.000200")) == 1
+
+
+def test_one_bot_token_answers_with_sign_in_set_up_in_the_environment(
+    model_settings: Settings, fake_anthropic: FakeAnthropic, hashing_embedder: HashingEmbedder,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """SLACK_CLIENT_ID and SLACK_CLIENT_SECRET exported (sign-in with Slack for the console
+    and MCP) once made Bolt an OAuth app that ignored the bot token."""
+    monkeypatch.setenv("SLACK_CLIENT_ID", "111.222")
+    monkeypatch.setenv("SLACK_CLIENT_SECRET", "app-client-secret")
+    with running_bridge(model_settings, fake_anthropic, hashing_embedder) as running:
+        assert running.bridge.app.oauth_flow is None
+        running.model.push(api.text("Answered with the bot token."))
+        assert running.mention("are you there?", "1700004100.000100") == 200
+        assert wait_until(lambda: streamed_text(running, "1700004100.000100"))
+    assert os.environ["SLACK_CLIENT_ID"] == "111.222"  # put back after Bolt was built
