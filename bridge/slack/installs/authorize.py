@@ -4,8 +4,9 @@ Bolt's own authorize for an installation store asks Slack ``auth.test`` on every
 (a Tier 4 method: a burst of mentions would spend the workspace's budget on it); the
 install already holds what ``auth.test`` would say, so it is read from there. No install
 for the workspace: Bolt answers Slack with its "please install" line and runs nothing.
-The lookup is a database read per request, not cached: a revoked token must stop being
-used at once, on every replica.
+The lookup is a database read, kept for two seconds (``installations.FOUND_FOR_S``): a
+burst of deliveries does not read it once per request, and a revoked token stops being
+used at once here and within those seconds on another replica.
 
 After authorizing, the workspace is served (``workspace_client.py``) for everything the
 request starts: its token on every Slack call, its budget, its own bot user.
