@@ -44,10 +44,6 @@ WorkspaceOf = Callable[[str], Awaitable[Workspace | None]]
 _SERVED: ContextVar[Workspace | None] = ContextVar("slack_workspace", default=None)
 
 
-def served() -> Workspace | None:
-    return _SERVED.get()
-
-
 def serve(workspace: Workspace | None) -> None:
     """From here on in this task (and the tasks it starts), calls are ``workspace``'s:
     for a Bolt middleware, whose request is scoped by ``serving`` around the dispatch."""
