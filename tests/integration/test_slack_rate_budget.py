@@ -108,7 +108,7 @@ def test_after_a_wait_the_calls_that_waited_go_one_at_a_time_at_the_methods_pace
     key = budget_key("chat.postMessage", {"channel": "C1"})  # one a second, per channel
     went = _three_at_once(budget, key, 0.2)
     # The first goes when the wait is over; each next one a second (and a margin) later.
-    assert 0.2 <= went[0] < 0.5
+    assert 0.2 <= went[0] < 1.0
     assert went[1] - went[0] >= 1.0 and went[2] - went[1] >= 1.0
     # Another channel's posts are not paced by this one's 429.
     assert budget.delay_for(budget_key("chat.postMessage", {"channel": "C2"})) == 0
