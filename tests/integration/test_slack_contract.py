@@ -373,7 +373,8 @@ def test_a_turn_refused_by_the_daily_cap_is_one_reply_in_its_thread(
         capped.mention("and the freeze?", "1700004000.000200")
         text = wait_until(lambda: streamed_text(capped, "1700004000.000200"))
         assert "spending limit" in text
-        time.sleep(0.5)  # room for a second message to show up
+        # The delivery is done once the turn has said all it will say.
+        wait_until(lambda: capped.bridge.stores.inbox.waiting() == 0)
         assert len(capped.replies_in("1700004000.000200")) == 1
 
 
