@@ -61,7 +61,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, NamedTuple
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,6 +69,7 @@ sys.path[:0] = [str(ROOT)]
 
 from slack_sdk.signature import SignatureVerifier  # noqa: E402
 
+from bridge.slack.installs.token_cipher import TokenCipher  # noqa: E402
 from tests.postgres import PostgresForTests  # noqa: E402
 from tests.servers import anthropic_api as api  # noqa: E402
 from tests.servers.anthropic_api import FakeAnthropic  # noqa: E402
@@ -79,7 +80,8 @@ SECRET = "bench-signing-secret"
 CHANNEL = "C1"
 CLIENT_ID = "bench.client"
 CLIENT_SECRET = "bench-client-secret"
-TOKEN_KEY = "4Vx0n1pHyYd0m0cV3m4r9bRkqvJ0Yt6n8Qm3Zs1Lx2E="
+# A new key each run: the installs of a run are its own.
+TOKEN_KEY = TokenCipher.new_key()
 START_TIMEOUT_S = 120.0
 DATABASES = ("sqlite", "postgresql")
 # The Slack calls that leave a reply finished in the thread: the stream closed, or a
@@ -250,9 +252,10 @@ def burst_run(replicas: int, database: str, url: str | None, threads: int,
             addresses = [server.url() for server in servers]
             if installs is not None:
                 base = addresses[0].rsplit("/slack/events", 1)[0]
-                for team, _ in places:
-                    if install_through(base, installs, Install(team, f"Team {team}")) != 200:
-                        raise SystemExit(f"installing into {team} failed")
+                for place in places:
+                    if install_through(base, installs,
+                                       Install(place.team, f"Team {place.team}")) != 200:
+                        raise SystemExit(f"installing into {place.team} failed")
             with _held_half_open(addresses[0], half_open):
                 started, latencies, failures, statuses = _burst(addresses, threads, places)
             replies, finished = _wait_for_replies(slack, threads, places,
@@ -274,14 +277,24 @@ def burst_run(replicas: int, database: str, url: str | None, threads: int,
         )
 
 
-def _places(slack: FakeSlack, workspaces: int) -> list[tuple[str, str]]:
-    """(team, channel) of each workspace the threads go to: one, T1's C1, with a bot token."""
+class Place(NamedTuple):
+    """Where a workspace's threads go, and who Thoth is there (the loopback names each
+    install's bot after its workspace)."""
+
+    team: str
+    channel: str
+    bot: str
+
+
+def _places(slack: FakeSlack, workspaces: int) -> list[Place]:
+    """The workspaces the threads go to: one, T1's C1, with a bot token; or ``workspaces``
+    installed through OAuth."""
     if not workspaces:
         slack.add_channel(CHANNEL, "general")
-        return [("T1", CHANNEL)]
-    places = [(f"T{n + 1}", f"C{n + 1}") for n in range(workspaces)]
-    for team, channel in places:
-        slack.add_channel(channel, f"general-{team}", context_team_id=team)
+        return [Place("T1", CHANNEL, "UBOT")]
+    places = [Place(f"T{n + 1}", f"C{n + 1}", f"UBOTT{n + 1}") for n in range(workspaces)]
+    for place in places:
+        slack.add_channel(place.channel, f"general-{place.team}", context_team_id=place.team)
     return places
 
 
@@ -325,15 +338,13 @@ def _init(home: Path, environment: dict[str, str]) -> None:
         raise SystemExit(f"thoth init failed: {made.stderr.strip()[-2000:]}")
 
 
-def _deliveries(threads: int, replicas: int, places: list[tuple[str, str]]) -> list[Delivery]:
+def _deliveries(threads: int, replicas: int, places: list[Place]) -> list[Delivery]:
     """Per thread, the mention and its ``message`` event, each sent to one replica and
     retried on the next; thread i in workspace i mod len(places)."""
     deliveries: list[Delivery] = []
     now = int(time.time())
-    installed = len(places) > 1 or places[0][1] != CHANNEL
     for number in range(threads):
-        team, channel = places[number % len(places)]
-        bot = f"UBOT{team}" if installed else "UBOT"
+        team, channel, bot = places[number % len(places)]
         ts = f"{now}.{number:06d}"
         text = f"<@{bot}> question {number}"
         mention = {"type": "app_mention", "user": "U1", "text": text, "ts": ts,
@@ -367,7 +378,7 @@ def _held_half_open(address: str, count: int) -> Iterator[None]:
             sock.close()
 
 
-def _burst(addresses: list[str], threads: int, places: list[tuple[str, str]],
+def _burst(addresses: list[str], threads: int, places: list[Place],
            ) -> tuple[float, list[float], int, list[int]]:
     """Every delivery at once; (when the first was sent, ack latencies, connection
     errors, statuses with 0 for a connection error)."""
@@ -403,11 +414,11 @@ def _burst(addresses: list[str], threads: int, places: list[tuple[str, str]],
             [status for _, status in results])
 
 
-def _wait_for_replies(slack: FakeSlack, threads: int, places: list[tuple[str, str]],
+def _wait_for_replies(slack: FakeSlack, threads: int, places: list[Place],
                       timeout_s: float) -> tuple[list[int], float]:
     """Replies per thread, and when the last reply was finished (monotonic, as the
     loopback Slack records its calls)."""
-    channels = {channel for _, channel in places}
+    channels = {place.channel for place in places}
     deadline = time.monotonic() + timeout_s
     while True:
         counts = _reply_counts(slack, channels)

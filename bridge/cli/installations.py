@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bridge.app import Thoth
-from bridge.cli.redacted_output import RedactedOutput
+from bridge.cli.redacted_output import show_once
 from bridge.slack.installs.installations import Installations, installations_of
 from bridge.slack.installs.token_cipher import TokenCipher
 from layers.errors import ConfigurationError
@@ -37,10 +37,7 @@ def run_new_key(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     print("a new key, shown once, below: put it first in SLACK_TOKEN_KEYS (commas between"
           " keys), then run `thoth installations reseal`", file=out)
     key = TokenCipher.new_key()
-    if isinstance(out, RedactedOutput):
-        out.show_once(key)
-    else:
-        print(key, file=out)
+    show_once(out, key)
     return 0
 
 

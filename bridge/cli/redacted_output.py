@@ -51,3 +51,12 @@ class RedactedOutput(io.TextIOBase):
     @property
     def errors(self) -> str:  # type: ignore[override]
         return getattr(self._target, "errors", None) or "strict"
+
+
+def show_once(out: TextIO, secret_line: str) -> None:
+    """``secret_line`` on a line of its own, past the redaction where ``out`` has one (a
+    command's output does; a test's plain buffer does not)."""
+    if isinstance(out, RedactedOutput):
+        out.show_once(secret_line)
+    else:
+        print(secret_line, file=out)

@@ -152,18 +152,19 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
     # The memory console on the same port, under /console, and MCP at /mcp.
     login = OneTimeLogin()
     mcp_route, mcp_sessions = mcp_over_http(app, host=args.host)
+    installing = install_routes(bolt_app)
     server = SlackHttpServer(
         bolt_app,
         signing_secret=settings.slack_signing_secret.get_secret_value(),
         host=args.host,
         port=args.port,
         # "Add to Slack" first: MCP's app is mounted at the root and takes what it is given.
-        also=(*install_routes(bolt_app), console_mount(app, login), mcp_route),
+        also=(*installing, console_mount(app, login), mcp_route),
         running=mcp_sessions,
     )
     server.start()
     print(f"Thoth listens on http://{args.host}:{server.port}/slack/events", file=out, flush=True)
-    if install_routes(bolt_app):
+    if installing:
         print(f"Add Thoth to a workspace: {settings.console_url or ''}{INSTALL_PATH}",
               file=out, flush=True)
     print(f"Its memory console: open {sign_in_link(args.host, server.port, login)}"

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
-from bridge.cli.redacted_output import RedactedOutput
+from bridge.cli.redacted_output import show_once
 from bridge.mcp.tokens import McpToken
 
 ORIGIN = "cli"
@@ -46,10 +46,7 @@ def run_make(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     print(f"made {token.id} for {token.team}:{token.user} ({token.label}), an MCP token"
           " shown once, below: give it to them, and it goes in their MCP client's"
           " Authorization header as Bearer", file=out)
-    if isinstance(out, RedactedOutput):
-        out.show_once(secret)
-    else:
-        print(secret, file=out)
+    show_once(out, secret)
     return 0
 
 

@@ -90,8 +90,6 @@ class SlackSink:
         self._status_refresh_s = status_refresh_s
         self._text = ""
         self._pending = ""
-        # Whether any words (not only steps) reached the reader.
-        self._text_shown = False
         self._chunks: list[dict[str, Any]] = []
         self._last_flush = 0.0
         self._quiet_until = 0.0
@@ -160,21 +158,22 @@ class SlackSink:
         """Whether the next update's method is waiting out a 429 of Slack's (given to
         any conversation of the workspace), or its pace after one: then the update is not
         queued behind the wait, its text gathers for the next one (``rate_budget.py``)."""
-        if not isinstance(self._client, BudgetedAsyncWebClient):
-            return False
         method = ("chat.appendStream" if self._stream_ts is not None else
                   "chat.update" if self._message_ts is not None else "chat.startStream")
-        return self._client.budget.delay_for(budget_key(method, None)) > 0
+        return self._delay(method) > 0
 
     def _start_waits(self) -> bool:
         """Whether starting the reply now would wait longer than ``START_PATIENCE_S`` for
         Slack's limit (a 429's wait, or the pace after one): in a burst the reply is then
         posted whole at the end instead, through chat.postMessage's own budget, and the
         turn does not hold its slot waiting for a stream to open."""
-        if self._streaming_refused or not isinstance(self._client, BudgetedAsyncWebClient):
-            return False
-        delay = self._client.budget.delay_for(budget_key("chat.startStream", None))
-        return delay > START_PATIENCE_S
+        return not self._streaming_refused and self._delay("chat.startStream") > START_PATIENCE_S
+
+    def _delay(self, method: str) -> float:
+        """How long a call of ``method`` made now would wait for the workspace's budget."""
+        if not isinstance(self._client, BudgetedAsyncWebClient):
+            return 0.0
+        return self._client.budget.delay_for(budget_key(method, None))
 
     async def _flush(self) -> None:
         self._last_flush = self._clock()
@@ -247,8 +246,6 @@ class SlackSink:
         return {"chunks": chunks}
 
     def _sent(self) -> None:
-        if self._pending[: self._fitting()].strip():
-            self._text_shown = True
         self._pending = self._pending[self._fitting() :]
         self._chunks.clear()
 
@@ -264,7 +261,7 @@ class SlackSink:
     async def _finish(self, text: str, ok: bool) -> None:
         try:
             if self._stream_ts is not None:
-                if not ok and not self._text_shown and not self._pending.strip():
+                if not ok and not self._text.strip():
                     # Only steps were shown (no words yet): the failure closes the same
                     # message, not a second one below it.
                     self._pending = text

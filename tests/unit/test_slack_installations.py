@@ -122,3 +122,33 @@ def test_doctor_says_whether_the_keys_open_every_install(tmp_path: Path) -> None
         assert check.status == Status.FAIL and "CONSOLE_URL" in check.detail
     finally:
         app.close()
+
+
+def test_thoth_installations_new_key_list_and_reseal(tmp_path: Path) -> None:
+    import io
+
+    from pydantic import SecretStr
+
+    from bridge.cli.main import main
+    from bridge.settings import Settings
+    from tests.fakes import HashingEmbedder
+
+    def thoth(settings: Settings, *argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        code = main(list(argv), settings=settings, stdout=out, stderr=err,
+                    embedder=HashingEmbedder())
+        return code, out.getvalue(), err.getvalue()
+
+    bare = Settings(_env_file=None, thoth_home=tmp_path)  # type: ignore[call-arg]
+    code, out, _ = thoth(bare, "installations", "new-key")
+    key = out.strip().splitlines()[-1]
+    assert code == 0 and TokenCipher([key]).open(TokenCipher([key]).seal(TOKEN)) == TOKEN
+    code, _, err = thoth(bare, "installations", "list")
+    assert code == 1 and "SLACK_TOKEN_KEYS is not set" in err
+
+    keyed = bare.model_copy(update={"slack_token_keys": SecretStr(key)})
+    code, out, _ = thoth(keyed, "installations", "list")
+    assert (code, out.strip()) == (0, "Thoth is installed in no workspace through Slack's"
+                                      " OAuth flow")
+    code, out, _ = thoth(keyed, "installations", "reseal")
+    assert code == 0 and out.startswith("0 bot token(s) sealed again")

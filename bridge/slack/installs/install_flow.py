@@ -19,6 +19,7 @@ from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.settings import Settings
+from bridge.slack.installs.authorize import InstalledWorkspaces
 from bridge.slack.installs.bolt_stores import InstallationsForBolt, OAuthStatesForBolt
 from bridge.slack.installs.installations import Installations, installations_of, installs_wanted
 from bridge.slack.installs.oauth_states import STATE_TTL_S, OAuthStates
@@ -41,8 +42,6 @@ def installed_workspaces(settings: Settings, db: Database) -> WorkspaceOf | None
     console and MCP, whose work starts outside Slack's requests); None with a bot token."""
     if not installs_wanted(settings):
         return None
-    from bridge.slack.installs.authorize import InstalledWorkspaces
-
     return InstalledWorkspaces(installations_of(settings, db))
 
 

@@ -42,16 +42,11 @@ class Installed:
 
     @property
     def installed_in(self) -> str:
-        return installed_in(self.enterprise_id, self.team_id,
-                            is_enterprise_install=self.is_enterprise_install)
-
-
-def installed_in(enterprise_id: str | None, team_id: str | None, *,
-                 is_enterprise_install: bool) -> str:
-    key = enterprise_id if is_enterprise_install else team_id
-    if not key:
-        raise ValueError("an install names neither its workspace nor its org")
-    return key
+        """The row's key: the org for an org-wide install, else the workspace."""
+        key = self.enterprise_id if self.is_enterprise_install else self.team_id
+        if not key:
+            raise ValueError("an install names neither its workspace nor its org")
+        return key
 
 
 class Installations:
