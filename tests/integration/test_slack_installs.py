@@ -394,3 +394,35 @@ def test_an_mcp_note_is_vouched_for_with_the_token_of_the_askers_workspace(
     with pytest.raises(BadInput, match="DM with Thoth"):
         places.place(Asker("T9", "U9"), "C9")
     assert places.place(Asker("T9", "U9"), "dm").channel_type == "im"
+
+
+def test_the_loopback_keeps_each_installs_bot_apart_as_slack_does(served: Served) -> None:
+    """Each install is its own bot user: in a channel shared by two workspaces, one
+    install cannot edit or delete the other's message (Slack: cant_update_message), nor
+    reach the other workspace's own channel, and a revoked token is refused."""
+    from slack_sdk import WebClient
+    from slack_sdk.errors import SlackApiError
+
+    served.install(Install("T1", "One"))
+    served.install(Install("T2", "Two"))
+    served.slack.add_channel("CSHARED", "shared", context_team_id="T1",
+                             shared_team_ids=["T1", "T2"])
+    tokens = _tokens_of(served)
+    one = WebClient(token=tokens["T1"], base_url=served.slack.url)
+    two = WebClient(token=tokens["T2"], base_url=served.slack.url)
+    posted = one.chat_postMessage(channel="CSHARED", text="from one")
+    assert posted["message"]["user"] == "UBOTT1"
+    for refused, call in (
+        ("cant_update_message", lambda: two.chat_update(channel="CSHARED", ts=posted["ts"],
+                                                        text="changed")),
+        ("cant_delete_message", lambda: two.chat_delete(channel="CSHARED", ts=posted["ts"])),
+        ("channel_not_found", lambda: two.chat_postMessage(channel="C1", text="hi")),
+    ):
+        with pytest.raises(SlackApiError) as error:
+            call()
+        assert error.value.response["error"] == refused
+    assert one.chat_update(channel="CSHARED", ts=posted["ts"], text="edited")["ok"]
+    served.installs.uninstall("T1")
+    with pytest.raises(SlackApiError) as error:
+        one.auth_test()
+    assert error.value.response["error"] == "token_revoked"

@@ -480,12 +480,21 @@ class FakeSlack(LoopbackServer):
         stored.append(message)
         stored.sort(key=lambda m: _ts_key(m["ts"]))
 
-    def _bot_message(self, text: str, blocks: Any, ts: str | None = None) -> dict[str, Any]:
+    def _bot(self, call: RecordedCall) -> tuple[str, str]:
+        """The bot user and bot id the call's token is (each install has its own)."""
+        installed = None if self.installs is None else self.installs.bots.get(call.token or "")
+        if installed is not None:
+            return installed.bot_user_id, installed.bot_id
+        return self.bot_user_id, self.bot_id
+
+    def _bot_message(self, call: RecordedCall, text: str, blocks: Any,
+                     ts: str | None = None) -> dict[str, Any]:
+        user, bot = self._bot(call)
         message: dict[str, Any] = {
-            "type": "message", "user": self.bot_user_id, "bot_id": self.bot_id,
+            "type": "message", "user": user, "bot_id": bot,
             "app_id": self.app_id, "team": self.team_id, "text": text,
             "ts": ts or self._next_ts(),
-            "bot_profile": {"id": self.bot_id, "app_id": self.app_id, "name": self.bot_name,
+            "bot_profile": {"id": bot, "app_id": self.app_id, "name": self.bot_name,
                             "team_id": self.team_id, "deleted": False},
         }
         if blocks is not None:
@@ -498,7 +507,7 @@ class FakeSlack(LoopbackServer):
         message = self._find(channel, _text(call, "ts", "message_not_found"))
         if message is None:
             raise SlackError("message_not_found")
-        if message.get("bot_id") != self.bot_id:
+        if message.get("bot_id") != self._bot(call)[1]:
             raise SlackError(refusal)
         return channel, message
 
@@ -721,7 +730,7 @@ class FakeSlack(LoopbackServer):
         channel = self._postable(call)
         blocks = _structured(call, "blocks", "invalid_blocks_format")
         text = self._checked_content(call, blocks)
-        message = self._bot_message(text or "", blocks)
+        message = self._bot_message(call, text or "", blocks)
         for name in ("attachments", "metadata"):
             if call.field(name) is not None:
                 message[name] = _structured(call, name)
@@ -751,7 +760,7 @@ class FakeSlack(LoopbackServer):
             message["blocks"] = blocks
         if call.field("attachments") is not None:
             message["attachments"] = _structured(call, "attachments")
-        message["edited"] = {"user": self.bot_user_id, "ts": self._next_ts()}
+        message["edited"] = {"user": self._bot(call)[0], "ts": self._next_ts()}
         return {"channel": channel, "ts": message["ts"], "text": message["text"],
                 "message": message}
 
@@ -797,7 +806,7 @@ class FakeSlack(LoopbackServer):
             # "required when streaming to channels"
             _text(call, "recipient_team_id", "missing_recipient_team_id")
             _text(call, "recipient_user_id", "missing_recipient_user_id")
-        message = self._bot_message("", None)
+        message = self._bot_message(call, "", None)
         stream = _Stream(channel, message["ts"])
         self._append_to_stream(call, stream, message)
         self._store(channel, message, thread_ts)
@@ -869,12 +878,13 @@ class FakeSlack(LoopbackServer):
         key, name = self._reaction_target(call)
         reactions = self._reactions.setdefault(key, [])
         entry = next((r for r in reactions if r["name"] == name), None)
+        bot_user = self._bot(call)[0]
         if entry is None:
-            reactions.append({"name": name, "users": [self.bot_user_id], "count": 1})
-        elif self.bot_user_id in entry["users"]:
+            reactions.append({"name": name, "users": [bot_user], "count": 1})
+        elif bot_user in entry["users"]:
             raise SlackError("already_reacted")
         else:
-            entry["users"].append(self.bot_user_id)
+            entry["users"].append(bot_user)
             entry["count"] += 1
         return {}
 
@@ -883,9 +893,10 @@ class FakeSlack(LoopbackServer):
         key, name = self._reaction_target(call)
         reactions = self._reactions.get(key, [])
         entry = next((r for r in reactions if r["name"] == name), None)
-        if entry is None or self.bot_user_id not in entry["users"]:
+        bot_user = self._bot(call)[0]
+        if entry is None or bot_user not in entry["users"]:
             raise SlackError("no_reaction")
-        entry["users"].remove(self.bot_user_id)
+        entry["users"].remove(bot_user)
         entry["count"] -= 1
         if not entry["users"]:
             reactions.remove(entry)

@@ -31,10 +31,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from tests.servers.slack_api import FakeSlack, RecordedCall
-from tests.servers.slack_rules import SlackError
-from tests.servers.slack_sign_in import check_client
-
-CODE_TTL_S = 600.0
+from tests.servers.slack_sign_in import check_client, spend_code
 
 
 @dataclass
@@ -105,11 +102,8 @@ class AppInstalls:
     def access(self, call: RecordedCall) -> dict[str, Any]:
         check_client(call, self.client_id, self.client_secret)
         grant = self._codes.get(str(call.args.get("code") or ""))
-        if grant is None or grant.used or time.time() - grant.issued_at > CODE_TTL_S:
-            raise SlackError("invalid_code")
-        if call.args.get("redirect_uri") not in (None, grant.redirect_uri):
-            raise SlackError("bad_redirect_uri")
-        grant.used = True
+        spend_code(grant, call, redirect_uri_required=False)
+        assert grant is not None
         install = grant.install
         where = install.enterprise_id if install.org_wide else install.team_id
         bot = InstalledBot(install, bot_user_id=f"UBOT{where}", bot_id=f"BBOT{where}",

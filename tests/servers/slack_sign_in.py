@@ -23,7 +23,7 @@ import json
 import secrets
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 from tests.servers.slack_api import FakeSlack, RecordedCall
@@ -79,11 +79,8 @@ class SignInWithSlack:
     def token(self, call: RecordedCall) -> dict[str, Any]:
         check_client(call, self.client_id, self.client_secret)
         grant = self._grants.get(str(call.args.get("code") or ""))
-        if grant is None or grant.used or time.time() - grant.issued_at > CODE_TTL_S:
-            raise SlackError("invalid_code")
-        if call.args.get("redirect_uri") != grant.redirect_uri:
-            raise SlackError("bad_redirect_uri")
-        grant.used = True
+        spend_code(grant, call, redirect_uri_required=True)
+        assert grant is not None
         access = f"xoxp-{secrets.token_hex(12)}"
         self._tokens[access] = grant.user
         claims = {"iss": "https://slack.com", "sub": grant.user, "aud": self.client_id,
@@ -104,6 +101,25 @@ class SignInWithSlack:
                 "https://slack.com/team_id": self.fake.team_id,
                 "https://slack.com/team_name": self.fake.team,
                 "name": profile.get("real_name", user), "locale": "en-US"}
+
+
+class OneTimeCode(Protocol):
+    redirect_uri: str
+    issued_at: float
+    used: bool
+
+
+def spend_code(grant: OneTimeCode | None, call: RecordedCall, *,
+               redirect_uri_required: bool) -> None:
+    """Use a code once, refused as Slack names it: ``invalid_code`` (unknown, used, or
+    past ten minutes), ``bad_redirect_uri`` (not the authorize step's; OAuth v2 lets the
+    exchange leave it out, OpenID Connect does not)."""
+    if grant is None or grant.used or time.time() - grant.issued_at > CODE_TTL_S:
+        raise SlackError("invalid_code")
+    given = call.args.get("redirect_uri")
+    if given != grant.redirect_uri and (redirect_uri_required or given is not None):
+        raise SlackError("bad_redirect_uri")
+    grant.used = True
 
 
 def check_client(call: RecordedCall, client_id: str, client_secret: str) -> None:
