@@ -3,21 +3,25 @@ through Slack's OAuth flow, and the keys their bot tokens are sealed with.
 
 Rotating the key, without losing an install: put a new key (`new-key`) first in
 SLACK_TOKEN_KEYS, keep the old one after it, run `reseal` (every token sealed again with
-the new key), then drop the old key. A workspace's memory is exported or purged with
-`thoth episodes export/purge --team`.
+the new key), then drop the old key. A workspace that uninstalled Thoth keeps its memory
+until the operator exports it (`thoth episodes export --team T`) and purges it
+(`thoth installations purge --team T --yes`: every layer, ``workspace_purge.py``).
 """
 
 from __future__ import annotations
 
 import argparse
+import time
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
 from bridge.app import Thoth
+from bridge.cli.login import login_name
 from bridge.cli.redacted_output import show_once
 from bridge.slack.installs.installations import Installations, installations_of
 from bridge.slack.installs.token_cipher import TokenCipher
-from layers.errors import ConfigurationError
+from bridge.workspace_purge import purge_workspace
+from layers.errors import BadInput, ConfigurationError
 
 
 def register(commands: Any) -> None:
@@ -31,6 +35,13 @@ def register(commands: Any) -> None:
     reseal = actions.add_parser(
         "reseal", help="seal every bot token again with the first key of SLACK_TOKEN_KEYS")
     reseal.set_defaults(handler=run_reseal)
+    purge = actions.add_parser(
+        "purge", help="delete everything Thoth keeps of a workspace that uninstalled it")
+    purge.add_argument("--team", required=True,
+                       help="the workspace's id (T...), or an Enterprise Grid org's (E...)")
+    purge.add_argument("--yes", action="store_true",
+                       help="yes, delete it: episodes, sessions, notes, identity, follow-ups")
+    purge.set_defaults(handler=run_purge)
 
 
 def run_new_key(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
@@ -59,6 +70,24 @@ def run_reseal(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     count = _installations(app).reseal()
     print(f"{count} bot token(s) sealed again with the first key of SLACK_TOKEN_KEYS: the"
           " other keys may now be dropped", file=out)
+    return 0
+
+
+def run_purge(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
+    team = args.team.strip()
+    if not team:
+        raise BadInput("--team names the workspace to purge (its id, T...)")
+    if app.settings.slack_token_keys is not None and _installations(app).find(
+            enterprise_id=None, team_id=team) is not None:
+        raise BadInput(f"Thoth is still installed in {team}: its memory would grow again;"
+                       " purge a workspace after it uninstalled Thoth")
+    if not args.yes:
+        raise BadInput(f"this deletes everything Thoth keeps of {team} and cannot be undone"
+                       " (export it first: thoth episodes export --team); say --yes")
+    purged = purge_workspace(app, team, by=login_name(), now=time.time())
+    app.audit.record(actor=login_name(), action="workspace.purge", target=team,
+                     origin="cli", detail=purged.describe())
+    print(f"purged workspace {team}: {purged.describe()}", file=out)
     return 0
 
 

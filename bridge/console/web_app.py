@@ -307,7 +307,9 @@ class _Pages:
         found = None
         if team or who:
             try:
-                found = await people.facts(self._parts, people.person_of(team, who))
+                person = people.person_of(team, who)
+                found = await people.facts(
+                    self._parts, await people.known_as_by(self._parts, user, person))
             except ThothError as error:
                 return PlainTextResponse(f"Sorry: {error}", status_code=400)
         return self._page(request, user, "people.html", team=team, who=who, facts=found,
@@ -361,8 +363,9 @@ class _Pages:
         person = self._forgettable(request, user)
         if isinstance(person, Response):
             return person
-        deleted = await people.forget_fact(self._parts, user, person,
-                                           request.path_params["fact_id"], _origin(request))
+        deleted = await people.forget_fact(
+            self._parts, user, await people.known_as_by(self._parts, user, person),
+            request.path_params["fact_id"], _origin(request))
         return self._back_to_person(request, person, f"deleted {deleted} fact(s)")
 
     async def forget_person(self, request: Request) -> Response:
@@ -372,8 +375,9 @@ class _Pages:
         person = self._forgettable(request, user)
         if isinstance(person, Response):
             return person
-        forgotten = await people.forget_everything(self._parts, user, person,
-                                                   _origin(request))
+        forgotten = await people.forget_everything(
+            self._parts, user, await people.known_as_by(self._parts, user, person),
+            _origin(request))
         said = forgotten.describe() if forgotten is not None else "no identity layer"
         return self._back_to_person(request, person, said)
 

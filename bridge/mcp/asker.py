@@ -4,16 +4,18 @@ Over stdio the operator names the person (``thoth mcp --team T --user U``) or it
 terminal's own user, as in ``thoth chat``. Over HTTP it is the holder of the request's
 token (``http.py``). Either reads as they would in a DM with Thoth: their own DMs and
 the public channels of their workspace — the rule of every Slack turn
-(``layers/places``) — and, over HTTP, the private channels and group DMs Slack says they
-are in (``member_of``, asked as the console asks). Over stdio none: a stdio server has
+(``layers/places``) — and, over HTTP, the private channels, group DMs and channels
+shared across their Enterprise Grid org that Slack says they are in (``memberships``,
+asked as the console asks). Over stdio none: a stdio server has
 no token to tie the person to, so it does not vouch for memberships. Decided: none
 rather than unchecked ones.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from bridge.console.memberships import NONE, Memberships
 from layers.audit.log import slack_actor
 from layers.identity.protocol import Person
 from layers.places import LOCAL_TEAM, TERMINAL_CHANNEL, Viewer
@@ -26,8 +28,13 @@ MCP_CHANNEL = "mcp"
 class Asker:
     team: str
     user: str
-    # The private channels and group DMs Slack says they are in (HTTP only).
-    member_of: frozenset[str] = field(default_factory=frozenset)
+    # What Slack says they are in (HTTP only).
+    memberships: Memberships = NONE
+
+    @property
+    def member_of(self) -> frozenset[str]:
+        """The private channels and group DMs they are in."""
+        return self.memberships.private
 
     @property
     def local(self) -> bool:
@@ -37,7 +44,7 @@ class Asker:
     @property
     def viewer(self) -> Viewer:
         channel = TERMINAL_CHANNEL if self.local else MCP_CHANNEL
-        return Viewer(self.team, channel, "im", self.user, member_of=self.member_of)
+        return self.memberships.viewer(self.team, channel, self.user)
 
     @property
     def person(self) -> Person:

@@ -83,7 +83,7 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
         if not (team and user):
             raise ToolError("no Thoth token with this request: make one with /thoth token"
                             " in a DM with Thoth")
-        return Asker(team, user, await memberships.private_channels(team, user))
+        return Asker(team, user, await memberships.of(team, user))
 
     signing_in = (slack_sign_in(settings, bot, workspace_of) if mcp_signs_in(settings)
                   else None)

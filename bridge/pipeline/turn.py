@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from layers.episodic.episode import MAX_TEXT_CHARS
 from layers.errors import BadInput
-from layers.identity.protocol import Person
+from layers.identity.protocol import Person, known_as
 from layers.places import Place, Viewer
 
 
@@ -31,11 +31,17 @@ class Turn:
     looking_at: str | None = None
     # The speaker sees only this channel's own memory (``Viewer.confined``).
     confined: bool = False
+    # The speaker's Enterprise Grid org, when Slack says: they are known under its key too.
+    org: str | None = None
 
     @property
     def person(self) -> Person | None:
         """The speaker in the identity layer's terms (None for an anonymous turn)."""
         return Person(self.place.team, self.user, self.user_name) if self.user else None
+
+    def known_as(self) -> list[Person]:
+        """Every key the speaker is known under (``identity.protocol.known_as``)."""
+        return [] if self.person is None else known_as(self.person, self.org)
 
     @property
     def viewer(self) -> Viewer:

@@ -51,6 +51,7 @@ from bridge.slack.installs.authorize import (
 )
 from bridge.slack.installs.install_flow import install_flow
 from bridge.slack.installs.installations import Installations
+from bridge.slack.installs.org_access import listen_to_org_access
 from bridge.slack.lanes import Lanes
 from bridge.slack.reactions import Reactions
 from bridge.slack.runner import TurnRunner
@@ -59,7 +60,7 @@ from bridge.slack.stores import SlackStores, slack_stores
 from bridge.slack.token_command import thoth_command
 from bridge.slack.workspace_client import WorkspaceOf, serving
 from bridge.slack.workspace_client import bot_user as served_bot_user
-from bridge.slack.workspace_guard import only_its_workspace
+from bridge.slack.workspace_guard import enterprise_of, only_its_workspace
 from layers.offloaded import Offloaded
 from layers.redaction import redact
 
@@ -128,6 +129,7 @@ async def build_bridge(
         serve_the_authorized_workspace(app)
         # tokens_revoked and app_uninstalled delete the install (and its token) at once.
         app.enable_token_revocation_listeners()
+        listen_to_org_access(app, installations)
         workspace_of = InstalledWorkspaces(installations)
     bot_user = str(identity.get("user_id") or "") or None
     directory = Directory(client)
@@ -199,12 +201,13 @@ def _listen_to_messages(bridge: SlackTransport) -> None:
         own = served_bot_user(bot_user)
         incoming = from_event(
             event, team=str(body.get("team_id") or ""), event_id=body.get("event_id"),
-            bot_user=own,
+            bot_user=own, enterprise=enterprise_of(body),
         )
         if incoming is None:
             return
         if not (addressed or await _followed(incoming, event, stores, own)):
             return
+        incoming = await bridge.conversation.placed(incoming)
         if incoming.event_channel_type == "im":
             # The agent view says what the person is looking at as they write: kept before
             # the turn, which reads it to widen recall.
@@ -328,7 +331,8 @@ def _listen_to_the_ai_pane_and_commands(bridge: SlackTransport, client: AsyncWeb
     async def on_home_opened(body: dict[str, Any], event: dict[str, Any]) -> None:
         team = str(body.get("team_id") or "")
         if event.get("tab") == "home" and event.get("user"):
-            runner.submit(bridge.home.publish(team, str(event["user"])), turn=False)
+            runner.submit(bridge.home.publish(team, str(event["user"]),
+                                              org=enterprise_of(body)), turn=False)
             return
         runner.submit(assistant.opened(event, team), turn=False)
 
@@ -375,13 +379,15 @@ def _listen_to_the_home_tab_and_shortcuts(bridge: SlackTransport) -> None:
     async def on_forget_fact(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         team, user, fact_id = clicked(body)
-        runner.submit(home.forget_fact(team, user, fact_id), turn=False)
+        runner.submit(home.forget_fact(team, user, fact_id, org=enterprise_of(body)),
+                      turn=False)
 
     @app.action(FORGET_EVERYTHING)
     async def on_forget_everything(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         team, user, _ = clicked(body)
-        runner.submit(home.forget_everything(team, user), turn=False)
+        runner.submit(home.forget_everything(team, user, org=enterprise_of(body)),
+                      turn=False)
 
     @app.action(KEEP_NOTE)
     async def on_keep_note(ack: AsyncAck, body: dict[str, Any]) -> None:

@@ -11,10 +11,11 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bridge import messages
 from bridge.slack.conversation import Conversation
-from bridge.slack.directory import confined_reader
+from bridge.slack.directory import confined_reader, org_place
 from bridge.slack.escaping import escape, preview, split_message
 from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
+from bridge.slack.workspace_guard import enterprise_of
 from layers.offloaded import Offloaded
 from layers.places import Place
 
@@ -34,7 +35,8 @@ async def recall_command(
         team = str(command.get("team_id"))
         info = await conversation.directory.channel(channel, _command_channel_type(command))
         asker = await conversation.directory.user(user)
-        place = Place(team, channel, info.channel_type, None, info.name)
+        place = Place(org_place(info, enterprise_of(command)) or team, channel,
+                      info.channel_type, None, info.name)
         markdown = await conversation.recall_markdown(
             query, place, user, with_links=True,
             confined=confined_reader(info, asker, team, command.get("user_team") or None),
@@ -50,7 +52,9 @@ async def done_command(
     command: dict[str, Any],
 ) -> None:
     channel = str(command.get("channel_id"))
-    prefix = f"slack:{command.get('team_id')}:{channel}:"
+    info = await conversation.directory.channel(channel, _command_channel_type(command))
+    team = org_place(info, enterprise_of(command)) or command.get("team_id")
+    prefix = f"slack:{team}:{channel}:"
     session = await stores.run(lambda stores: stores.sessions.latest_open_with_prefix(prefix))
     if session is None:
         await answer_privately(client, command, escape(messages.NOTHING_TO_END))

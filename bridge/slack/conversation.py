@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -21,7 +21,7 @@ from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message, viewer_at
 from bridge.session_end import SessionEnd
 from bridge.slack.assistant import AssistantThreads
-from bridge.slack.directory import Directory, UserInfo, confined_reader
+from bridge.slack.directory import Directory, UserInfo, confined_reader, org_place
 from bridge.slack.escaping import escape, split_message
 from bridge.slack.events import Incoming
 from bridge.slack.followup_posts import CANCEL
@@ -115,6 +115,7 @@ class Conversation:
             event_id=incoming.event_id,
             looking_at=looking_at,
             confined=confined,
+            org=incoming.enterprise,
         )
         session = await self._stores.run(
             lambda stores: stores.sessions.open(incoming.session_key, place))
@@ -122,7 +123,7 @@ class Conversation:
         async def posted(ts: str) -> None:
             # Recorded as soon as it exists: a reaction or a follow-up in the thread may
             # come while the reply is still streaming. The episode is filled in after.
-            record = ReplyRecord(incoming.channel, ts, incoming.team, incoming.thread_root,
+            record = ReplyRecord(incoming.channel, ts, place.team, incoming.thread_root,
                                  session.id, None, incoming.user)
             await self._stores.run(lambda stores: stores.replies.record(record))
 
@@ -284,6 +285,13 @@ class Conversation:
         # Otherwise the reflection process has posted the summary (and any approval
         # card) in the thread.
 
+    async def placed(self, incoming: Incoming) -> Incoming:
+        """``incoming``, kept as the org's when its channel is shared across the org's
+        workspaces (``directory.org_place``): asked before its session is known."""
+        channel = await self._directory.channel(incoming.channel, incoming.event_channel_type)
+        org = org_place(channel, incoming.enterprise)
+        return incoming if org is None else replace(incoming, shared_by_org=org)
+
     async def _place_and_name(self, incoming: Incoming) -> tuple[Place, UserInfo, bool]:
         """Where it was said, who the speaker is (their name, their time zone), and whether
         they see only this channel's own memory (Slack Connect, a guest, another
@@ -291,7 +299,7 @@ class Conversation:
         channel = await self._directory.channel(incoming.channel, incoming.event_channel_type)
         user = await self._directory.user(incoming.user)
         place = Place(
-            incoming.team,
+            incoming.place_team,
             incoming.channel,
             channel.channel_type,
             incoming.thread_root,

@@ -30,6 +30,8 @@ class ChannelInfo:
     channel_type: ChannelType
     # Shared with another organisation (Slack Connect), or on its way to be.
     external: bool = False
+    # Shared across workspaces of one Enterprise Grid organisation (``is_org_shared``).
+    org_shared: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,7 @@ class Directory:
             return cached
         try:
             response = await self._client.conversations_info(channel=channel_id)
-            data = response.get("channel") or {}
-            info = ChannelInfo(channel_id, data.get("name"), channel_kind(data),
-                               _external(data))
+            info = channel_info(channel_id, response.get("channel") or {})
         except SLACK_FAILURES as error:
             log.warning("conversations.info %s failed: %r", channel_id, error)
             # Without Slack's answer, err on the private side: never widen who may recall
@@ -127,6 +127,12 @@ def user_name(user: dict[str, Any]) -> str | None:
     return profile.get("display_name") or profile.get("real_name") or user.get("name") or None
 
 
+def channel_info(channel_id: str, channel: dict[str, Any]) -> ChannelInfo:
+    """What Thoth keeps of ``conversations.info``'s channel."""
+    return ChannelInfo(channel_id, channel.get("name"), channel_kind(channel),
+                       _external(channel), org_shared=_org_shared(channel))
+
+
 def channel_kind(channel: dict[str, object]) -> ChannelType:
     """A conversation's type as places name it (``conversations.info``'s channel)."""
     if channel.get("is_im"):
@@ -147,14 +153,33 @@ def _external(channel: dict[str, object]) -> bool:
     )
 
 
+def _org_shared(channel: dict[str, object]) -> bool:
+    """Shared across workspaces of one Enterprise Grid organisation, and with no one
+    outside it."""
+    return bool(channel.get("is_org_shared")) and not _external(channel)
+
+
+def org_place(channel: ChannelInfo, enterprise: str | None) -> str | None:
+    """The org whose place ``channel`` is, or None for a workspace's own channel.
+
+    Decided (DESIGN.md, "Memory must never leak"): a channel shared across the workspaces
+    of one Enterprise Grid org is one place, whichever workspace a person writes from, so
+    its memory is kept under the org's id rather than split by the workspace each event
+    names. Its readers come from several workspaces, so each is confined to the
+    channel's own memory (``confined_reader``): what a workspace keeps elsewhere never
+    reaches people of another, and the channel's memory reaches no other channel.
+    """
+    return enterprise if channel.org_shared and enterprise else None
+
+
 def confined_reader(channel: ChannelInfo, user: UserInfo, team: str,
                     user_team: str | None = None) -> bool:
     """Whether a reader here sees only this channel's own memory: a channel shared with
-    another organisation, a guest, a person of another workspace (the event's
-    ``user_team`` or their users.info ``team_id``), or someone Slack could not tell us
-    about (never widen on a guess)."""
+    another organisation or across an Enterprise Grid org's workspaces, a guest, a
+    person of another workspace (the event's ``user_team`` or their users.info
+    ``team_id``), or someone Slack could not tell us about (never widen on a guess)."""
     return (
-        channel.external or user.guest or not user.known
+        channel.external or channel.org_shared or user.guest or not user.known
         or (user.team is not None and user.team != team)
         or (user_team is not None and user_team != team)
     )

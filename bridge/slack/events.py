@@ -35,14 +35,26 @@ class Incoming:
     event_channel_type: str | None
     # The speaker's own workspace, when Slack says (Slack Connect events carry it).
     user_team: str | None = None
+    # The Enterprise Grid org the event came from, when Slack says.
+    enterprise: str | None = None
+    # Set for a channel shared across the org's workspaces: its memory is the org's
+    # (``directory.org_place``), whichever workspace the event names.
+    shared_by_org: str | None = None
+
+    @property
+    def place_team(self) -> str:
+        """Whose memory this conversation is: the workspace's, or the org's for a channel
+        shared across its workspaces. Slack calls still go to ``team``."""
+        return self.shared_by_org or self.team
 
     @property
     def session_key(self) -> str:
-        return f"slack:{self.team}:{self.channel}:{self.thread_root}"
+        return f"slack:{self.place_team}:{self.channel}:{self.thread_root}"
 
 
 def from_event(
-    event: dict[str, Any], *, team: str, event_id: str | None, bot_user: str | None
+    event: dict[str, Any], *, team: str, event_id: str | None, bot_user: str | None,
+    enterprise: str | None = None,
 ) -> Incoming | None:
     """The event as an ``Incoming`` message, or None if it is not a person talking."""
     if event.get("bot_id") or event.get("subtype") in IGNORED_SUBTYPES:
@@ -66,6 +78,7 @@ def from_event(
         event_id=event_id,
         event_channel_type=event.get("channel_type"),
         user_team=event.get("user_team") or None,
+        enterprise=enterprise,
     )
 
 

@@ -9,9 +9,11 @@ from typing import Any
 
 from bridge import messages
 from bridge.forget_exchange import forget_exchange
+from bridge.slack.directory import org_place
 from bridge.slack.reply_reactions import Kit
 from bridge.slack.reply_reactions.brain import post_note_card
 from bridge.slack.stores import SlackStores
+from bridge.slack.workspace_guard import enterprise_of
 from layers.audit.log import slack_actor
 from layers.notes.store import Note
 from layers.places import Place
@@ -33,7 +35,8 @@ class Shortcuts:
             return
         who = (await self._kit.directory.user(user)).name or user
         info = await self._kit.directory.channel(channel)
-        team = str((payload.get("team") or {}).get("id") or "")
+        team = org_place(info, enterprise_of(payload)) or str(
+            (payload.get("team") or {}).get("id") or "")
         place = Place(team, channel, info.channel_type, thread_ts or ts, info.name)
         speaker = str(message.get("user") or user)
 

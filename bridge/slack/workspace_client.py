@@ -75,6 +75,11 @@ async def serving_team(workspace_of: WorkspaceOf | None, team: str) -> AsyncIter
         yield True
 
 
+def served() -> Workspace | None:
+    """The workspace being served, if any (None with one bot token)."""
+    return _SERVED.get()
+
+
 class WorkspaceClient(BudgetedAsyncWebClient):
     """The SDK's async client whose token is the served workspace's (else its own)."""
 

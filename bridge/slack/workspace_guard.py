@@ -36,7 +36,7 @@ def only_its_workspace(app: AsyncApp, identity: Mapping[str, Any]) -> None:
                                  next: Callable[[], Awaitable[None]]) -> BoltResponse | None:
         sender = _team_of(body)
         if sender is None or team is None or sender == team or (
-                enterprise is not None and _enterprise_of(body) == enterprise):
+                enterprise is not None and enterprise_of(body) == enterprise):
             await next()
             return None
         log.warning("a request for workspace %s, not %s (this bot token's): answered,"
@@ -51,6 +51,7 @@ def _team_of(body: Mapping[str, Any]) -> str | None:
     return str(team) if team else None
 
 
-def _enterprise_of(body: Mapping[str, Any]) -> str | None:
+def enterprise_of(body: Mapping[str, Any]) -> str | None:
+    """The Enterprise Grid org a request came from, when Slack names one."""
     enterprise = body.get("enterprise_id") or (body.get("enterprise") or {}).get("id")
     return str(enterprise) if enterprise else None

@@ -23,7 +23,7 @@ import functools
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, Protocol, TypeVar
@@ -294,27 +294,37 @@ class HonchoIdentity:
         peer's metadata (their name and Slack ids). Honcho deletes neither one person's
         messages from a shared session nor a peer: those messages are counted, not
         hidden, and the peer stays, an id with nothing attached."""
-        from honcho.http.exceptions import NotFoundError
-        from honcho.session import Session
-
         # Named by id alone: a get-or-create with metadata would write their name back.
         peer = await self._peer(person.team, person_peer_id(person))
         deleted, shared = 0, 0
         if self._conversations_of is not None:
             theirs = await asyncio.to_thread(self._conversations_of, person)
             shared = len(theirs.shared)
-            client = self._client(person.team)
             # First: a session's deletion takes its facts with it, one request for many.
-            for session_id in theirs.alone:
-                # A Session object alone makes no request: a get-or-create would first
-                # make a session that was never sent, only to delete it.
-                with contextlib.suppress(NotFoundError):
-                    await Session(honcho_id(session_id), client).aio.delete()
-                    deleted += 1
-                self._objects.pop((id(client), "session", honcho_id(session_id)), None)
+            deleted = await self._delete_sessions(person.team, theirs.alone)
         facts = await self._delete_all(person, peer)
         await self._wipe_peer(peer)
         return Forgotten(facts, deleted, shared, self.settle_s)
+
+    @_honcho_failures_are_backend_errors
+    async def forget_conversations(self, team: str, session_ids: Sequence[str]) -> int:
+        """Each session deleted takes its messages, and the conclusions drawn from them."""
+        return await self._delete_sessions(team, session_ids)
+
+    async def _delete_sessions(self, team: str, session_ids: Sequence[str]) -> int:
+        from honcho.http.exceptions import NotFoundError
+        from honcho.session import Session
+
+        client = self._client(team)
+        deleted = 0
+        for session_id in session_ids:
+            # A Session object alone makes no request: a get-or-create would first make a
+            # session that was never sent, only to delete it.
+            with contextlib.suppress(NotFoundError):
+                await Session(honcho_id(session_id), client).aio.delete()
+                deleted += 1
+            self._objects.pop((id(client), "session", honcho_id(session_id)), None)
+        return deleted
 
     @_honcho_failures_are_backend_errors
     async def sweep(self, person: Person, since: float) -> int:

@@ -7,6 +7,7 @@ model under a deadline and ingest in the background (``ingest_queue.py``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -39,6 +40,16 @@ class TurnMessages:
     retry: bool = False
 
 
+def known_as(person: Person, org: str | None) -> list[Person]:
+    """Every key ``person`` is known under: their workspace's, and on Enterprise Grid their
+    org's, for what was learned in a channel shared across the org's workspaces (kept as
+    the org's place, ``bridge/slack/directory.org_place``). What a person sees of
+    themselves, and what they forget, covers both."""
+    if org is None or org == person.team:
+        return [person]
+    return [person, Person(org, person.user, person.name)]
+
+
 @dataclass(frozen=True)
 class Fact:
     """One thing known about a person, as stored (ids are the backend's own)."""
@@ -60,6 +71,11 @@ class Forgotten:
     conversations_kept: int = 0  # shared with others: their words are not only theirs
     # The backend may still draw facts from their earlier words this long (tombstones.py).
     settle_s: float = 0.0
+
+    def __add__(self, other: Forgotten) -> Forgotten:
+        return Forgotten(self.facts + other.facts, self.conversations + other.conversations,
+                         self.conversations_kept + other.conversations_kept,
+                         max(self.settle_s, other.settle_s))
 
     def describe(self) -> str:
         said = f"deleted {self.facts} fact(s)"
@@ -111,6 +127,11 @@ class IdentityBackend(Protocol):
 
     async def forget_person(self, person: Person) -> Forgotten:
         """"Forget me": every fact, and what they said where the backend keeps it."""
+        ...
+
+    async def forget_conversations(self, team: str, session_ids: Sequence[str]) -> int:
+        """A workspace that left: delete its conversations where the backend keeps them
+        (their messages, and what was drawn from them); returns how many."""
         ...
 
     async def sweep(self, person: Person, since: float) -> int:

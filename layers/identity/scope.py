@@ -5,7 +5,10 @@ viewer V (the turn's place and speaker), a fact learned in
 - a public channel is visible anywhere in the same workspace;
 - a private channel or a group DM only in that channel;
 - a DM (with P) only in a DM with P;
-and nothing crosses workspaces. A fact with no session (typed in by hand) counts as
+and nothing crosses workspaces. A channel shared across an Enterprise Grid org's
+workspaces is the org's place: what was learned there about the person (known under the
+org's id) is read in that channel, and by them where their view lists the channel
+(``Viewer.org_channels``: the console, MCP). A fact with no session (typed in by hand) counts as
 said in a DM with P: the narrowest place, never widened by a guess. ``viewer=None``
 is the operator's view (``thoth people show --all``, forgetting): everything.
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 from layers.identity.protocol import Person
 from layers.places import Viewer
+from layers.places.visibility import in_org_channels
 from layers.storage.database import Database
 
 
@@ -45,6 +49,9 @@ def session_predicate(
         "v_person": person.user,
         "v_person_team": person.team,
     }
+    org = in_org_channels(viewer, alias, also=" AND :v_org = :v_person_team")
+    if org is not None:
+        clause, params = f"(({clause}) OR {org[0]})", params | org[1]
     return clause, params
 
 

@@ -125,6 +125,15 @@ class NoteGovernance:
                 self._record.remove(note.record_line, who=by, why=why)
             return self._store.decide(note.id, "rejected", by=by, was=("proposed", "kept"))
 
+    def purge_team(self, team: str, *, by: str) -> int:
+        """Delete every note of a workspace that left, and take its kept notes' lines
+        out of MEMORY.md; how many notes."""
+        with self._record.writing():
+            for note in self._store.kept_of_team(team):
+                if note.record_line:
+                    self._record.remove(note.record_line, who=by, why="workspace purged")
+            return self._store.delete_team(team)
+
     def reject_pending_of(self, session_id: str, *, by: str) -> int:
         """Reject the notes still waiting from a session (its words were forgotten), under
         the same lock as every decision, so a ✅ at that moment cannot keep one."""

@@ -150,6 +150,19 @@ class NoteStore:
             ).rowcount
         return int(rejected or 0)
 
+    def kept_of_team(self, team: str) -> list[Note]:
+        """The notes of one workspace (or org) kept now: their lines are in MEMORY.md."""
+        with self._db.read() as conn:
+            rows = conn.execute(f"SELECT {_COLUMNS} FROM memory_notes"
+                                " WHERE team = ? AND status = 'kept'", (team,)).fetchall()
+        return [_note(row) for row in rows]
+
+    def delete_team(self, team: str) -> int:
+        """Delete every note of one workspace (or org), whatever its status; how many."""
+        with self._db.write() as conn:
+            deleted = conn.execute("DELETE FROM memory_notes WHERE team = ?", (team,)).rowcount
+        return int(deleted or 0)
+
     def listed(self, status: str | None = None, limit: int = 200) -> list[Note]:
         """Every note (or those of one status), newest first: the operator's view."""
         where, params = ("WHERE status = ?", (status,)) if status else ("", ())

@@ -53,6 +53,12 @@ class Viewer:
     # the console's person view has such a set (asked of Slack, `users.conversations`);
     # a turn reads its own channel's only.
     member_of: frozenset[str] = frozenset()
+    # The viewer's Enterprise Grid org, and the channels shared across its workspaces that
+    # they are a member of: such a channel's memory is the org's (kept under ``org``), and
+    # is read by its members from whichever workspace. Only the console's and MCP's person
+    # view has them; a turn in such a channel is confined to it.
+    org: str | None = None
+    org_channels: frozenset[str] = frozenset()
 
     def private_channels(self) -> frozenset[str]:
         """The private channels and group DMs whose memory this viewer may read."""

@@ -5,6 +5,9 @@ An episode is visible to a viewer in the same workspace when it was said
 - in a private channel or a group DM: only in that same channel, or to a person who is
   a member of it (``Viewer.member_of``: the console's view of a person);
 - in a DM: only in a DM with the same person.
+A channel shared across the workspaces of one Enterprise Grid org keeps its memory under
+the org's id: it is read in that channel (confined, below) and by its members wherever
+they read (``Viewer.org_channels``).
 A confined viewer (Slack Connect, a guest, another organisation's person) sees only what
 was said in the channel they are in (in a DM, their own DM). Nothing crosses
 workspaces, but for the operator's view (``Viewer.sees_everything``,
@@ -47,7 +50,24 @@ def sql_predicate(viewer: Viewer, alias: str = "e") -> tuple[str, dict[str, str 
         "v_user": viewer.user,
         **{f"v_in_{index}": channel for index, channel in enumerate(shared_channels)},
     }
+    org = in_org_channels(viewer, alias)
+    if org is not None:
+        clause, params = f"(({clause}) OR {org[0]})", params | org[1]
     return clause, params
+
+
+def in_org_channels(viewer: Viewer, alias: str, also: str = ""
+                    ) -> tuple[str, dict[str, str | None]] | None:
+    """A clause for the rows of the channels shared across the viewer's org that they are
+    a member of (``also``: a further condition), or None when there are none."""
+    org_channels = sorted(viewer.org_channels) if viewer.org else []
+    if not org_channels:
+        return None
+    in_org = ", ".join(f":v_org_{index}" for index in range(len(org_channels)))
+    return (f"({alias}.team = :v_org AND {alias}.channel_type <> 'im'"
+            f" AND {alias}.channel IN ({in_org}){also})",
+            {"v_org": viewer.org,
+             **{f"v_org_{index}": channel for index, channel in enumerate(org_channels)}})
 
 
 class Interner:
@@ -100,4 +120,9 @@ def visible_mask(
     if viewer.channel_type == "im" and viewer.user is not None and user_code != Interner.MISSING:
         visible |= (channel_types == CHANNEL_TYPE_CODES["im"]) & (users == user_code)
     visible &= teams == team_code
+    org_codes = [code for code in map(interner.lookup, viewer.org_channels)
+                 if code != Interner.MISSING] if viewer.org else []
+    if org_codes:
+        visible |= ((teams == interner.lookup(viewer.org))
+                    & (channel_types != CHANNEL_TYPE_CODES["im"]) & np.isin(channels, org_codes))
     return np.asarray(visible, dtype=np.bool_)

@@ -7,165 +7,25 @@ each workspace its own bot token and refuses it outside that workspace."""
 from __future__ import annotations
 
 import json
-import socket
 import sqlite3
-import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
-from slack_sdk.signature import SignatureVerifier
 
-from bridge.app import Thoth, build
-from bridge.settings import Settings
-from bridge.slack.bolt_app import SlackTransport, build_bridge
-from bridge.slack.http_server import SlackHttpServer, install_routes
-from bridge.slack.installs.installations import Installations, installations_of
-from bridge.slack.installs.token_cipher import TokenCipher
-from bridge.slack.runner import TurnRunner
 from bridge.slack.web import build_async_web_client
-from tests.fakes import HashingEmbedder
-from tests.servers import anthropic_api as api
-from tests.servers.anthropic_api import FakeAnthropic
-from tests.servers.slack_api import FakeSlack
-from tests.servers.slack_install import (
-    AppInstalls,
-    Browser,
-    Install,
-    install_through,
-    to_slack_and_back,
+from tests.integration.installs_harness import (
+    CLIENT_ID,
+    CLIENT_SECRET,
+    KEY,
+    SECRET,
+    Served,
+    free_port,
+    tokens_of,
 )
+from tests.servers import anthropic_api as api
+from tests.servers.slack_api import FakeSlack
+from tests.servers.slack_install import AppInstalls, Browser, Install, install_through
 from tests.waiting import wait_until
-
-SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
-CLIENT_ID = "111.222"
-CLIENT_SECRET = "app-client-secret"
-KEY = TokenCipher.new_key()
-
-
-@dataclass
-class Served:
-    thoth: Thoth
-    bridge: SlackTransport
-    slack: FakeSlack
-    installs: AppInstalls
-    model: FakeAnthropic
-    base: str
-    counter: int = 0
-    last_browser: Browser = field(default_factory=Browser)
-
-    @property
-    def installations(self) -> Installations:
-        return installations_of(self.thoth.settings, self.thoth.db)
-
-    def install(self, install: Install, browser: Browser | None = None) -> tuple[int, str]:
-        """Add to Slack, as a browser does it: the install page, Slack's authorize page,
-        then Slack's redirect back to Thoth."""
-        back = self.to_slack_and_back(install, browser or Browser())
-        status, page, _ = (browser or self.last_browser).get(back)
-        return status, page
-
-    def to_slack_and_back(self, install: Install, browser: Browser) -> str:
-        """Where Slack sends the browser back to, after the install page and Slack's own."""
-        self.last_browser = browser
-        return to_slack_and_back(self.base, self.installs, install, browser)
-
-    def event(self, team: str, event: dict[str, Any], *, enterprise: str | None = None,
-              org_wide: bool = False) -> int:
-        self.counter += 1
-        body = {
-            "token": "verification_token", "team_id": team, "enterprise_id": enterprise,
-            "api_app_id": "A1", "event": {"event_ts": f"{time.time():.6f}", **event},
-            "type": "event_callback", "event_id": f"Ev{team}{self.counter:04d}",
-            "event_time": int(time.time()),
-            "authorizations": [{"enterprise_id": enterprise, "team_id": team,
-                                "user_id": f"UBOT{enterprise if org_wide else team}",
-                                "is_bot": True, "is_enterprise_install": org_wide}],
-            "is_ext_shared_channel": False,
-        }
-        text = json.dumps(body)
-        moment = str(int(time.time()))
-        request = urllib.request.Request(
-            self.base + "/slack/events", data=text.encode(), method="POST",
-            headers={"content-type": "application/json",
-                     "x-slack-request-timestamp": moment,
-                     "x-slack-signature": SignatureVerifier(SECRET).generate_signature(
-                         timestamp=moment, body=text)})
-        try:
-            with urllib.request.urlopen(request, timeout=10) as response:
-                return int(response.status)
-        except urllib.error.HTTPError as error:
-            return int(error.code)
-
-    def mention(self, team: str, channel: str, text: str, ts: str, *, user: str,
-                bot: str | None = None, **kw: Any) -> int:
-        return self.event(team, {"type": "app_mention", "user": user, "team": team,
-                                 "text": f"<@{bot or 'UBOT' + team}> {text}", "ts": ts,
-                                 "channel": channel}, **kw)
-
-    def answer_in(self, channel: str, ts: str) -> list[Any]:
-        """The calls that answered the thread (the stream's start), once there are any."""
-        return [c for c in self.slack.calls("chat.startStream")
-                if c.args.get("channel") == channel and c.args.get("thread_ts") == ts]
-
-
-def _free_port() -> int:
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        return int(listener.getsockname()[1])
-
-
-@contextmanager
-def serving_installs(model_settings: Settings, fake_anthropic: FakeAnthropic,
-                     embedder: HashingEmbedder) -> Iterator[Served]:
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    with FakeSlack() as slack:
-        installs = AppInstalls(slack, client_id=CLIENT_ID, client_secret=CLIENT_SECRET,
-                               redirect_uris=(base + "/slack/oauth_redirect",))
-        for team, channel, person in (("T1", "C1", "U1"), ("T2", "C2", "U2"),
-                                      ("T3", "C3", "U3")):
-            slack.add_user(person, f"person-{team}")
-            slack.add_channel(channel, f"general-{team}", context_team_id=team)
-        slack.add_channel("C3", "org-wide", context_team_id="T3", enterprise_id="E1")
-        settings = model_settings.model_copy(update={
-            "slack_bot_token": None, "slack_signing_secret": SecretStr(SECRET),
-            "slack_api_url": slack.url, "slack_client_id": CLIENT_ID,
-            "slack_client_secret": SecretStr(CLIENT_SECRET), "console_url": base,
-            "slack_token_keys": SecretStr(KEY),
-        })
-        thoth = build(settings, embedder=embedder)
-        runner = TurnRunner()
-        runner.start()
-        bridge = runner.call(build_bridge(thoth, build_async_web_client(settings), runner,
-                                          installations_of(settings, thoth.db)))
-        server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1",
-                                 port=port, also=install_routes(bridge.app))
-        server.start()
-        try:
-            yield Served(thoth, bridge, slack, installs, fake_anthropic, base)
-        finally:
-            server.stop()
-            runner.shutdown(30, last=thoth.drain())
-            thoth.close()
-
-
-@pytest.fixture
-def served(model_settings: Settings, fake_anthropic: FakeAnthropic,
-           hashing_embedder: HashingEmbedder) -> Iterator[Served]:
-    with serving_installs(model_settings, fake_anthropic, hashing_embedder) as running:
-        yield running
-
-
-def _tokens_of(served: Served) -> dict[str, str]:
-    return {bot.install.team_id or str(bot.install.enterprise_id): token
-            for token, bot in served.installs.bots.items()}
 
 
 def test_two_workspaces_installed_each_answered_with_its_own_token_and_memory(
@@ -174,7 +34,7 @@ def test_two_workspaces_installed_each_answered_with_its_own_token_and_memory(
     assert served.install(Install("T1", "One"))[0] == 200
     assert served.install(Install("T2", "Two"))[0] == 200
     assert sorted(i.team_id or "" for i in served.installations.listed()) == ["T1", "T2"]
-    tokens = _tokens_of(served)
+    tokens = tokens_of(served)
     # Sealed at rest: the database file holds neither token.
     raw = sqlite3.connect(served.thoth.settings.db_path).execute(
         "SELECT bot_token_sealed FROM slack_installations").fetchall()
@@ -279,13 +139,20 @@ def test_an_org_wide_install_answers_a_workspace_of_its_org(served: Served) -> N
     assert served.mention("T3", "C3", "hi", "1700003300.000100", user="U3", enterprise="E1",
                           org_wide=True, bot="UBOTE1") == 200
     (started,) = wait_until(lambda: served.answer_in("C3", "1700003300.000100"))
-    assert started.token == _tokens_of(served)["E1"]
+    assert started.token == tokens_of(served)["E1"]
     # Work that starts outside a request names only the workspace: its org is found.
     workspace = served.bridge.workspace_of
     assert workspace is not None
     found = served.bridge.runner.call(workspace("T3"))
-    assert found is not None and found.bot_token == _tokens_of(served)["E1"]
+    assert found is not None and found.bot_token == tokens_of(served)["E1"]
     assert served.bridge.runner.call(workspace("T8")) is None
+    # An admin gives the org's install to a workspace that has sent nothing yet, then
+    # takes it back: Slack's team_access_granted and team_access_revoked say which.
+    for kind, answered in (("team_access_granted", True), ("team_access_revoked", False)):
+        assert served.event("T3", {"type": kind, "team_ids": ["T8"]}, enterprise="E1",
+                            org_wide=True) == 200
+        wait_until(lambda answered=answered: (
+            served.bridge.runner.call(workspace("T8")) is not None) == answered)
 
 
 def test_reflection_cards_go_with_the_token_of_the_sessions_workspace(served: Served) -> None:
@@ -301,7 +168,7 @@ def test_reflection_cards_go_with_the_token_of_the_sessions_workspace(served: Se
     ts = notifier._client.chat_postMessage(channel="C2", text="a card")["ts"]
     (posted,) = [c for c in served.slack.calls("chat.postMessage")
                  if c.args.get("channel") == "C2"]
-    assert ts and posted.token == _tokens_of(served)["T2"]
+    assert ts and posted.token == tokens_of(served)["T2"]
     # A workspace Thoth is not installed in gets nothing posted: the card is printed.
     assert isinstance(build_notifier(served.thoth, "T9", io.StringIO()), PrintNotifier)
 
@@ -314,7 +181,7 @@ def test_thoth_serve_offers_add_to_slack_beside_the_console_and_mcp(tmp_path: An
     import subprocess
     import sys
 
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     with FakeSlack() as slack:
         installs = AppInstalls(slack, client_id=CLIENT_ID, client_secret=CLIENT_SECRET,
@@ -362,13 +229,13 @@ def test_the_console_asks_slack_about_a_member_through_their_workspaces_install(
 
     run(sign_in.check_member("T2", "U2"))
     (asked,) = served.slack.calls("users.info")
-    assert asked.token == _tokens_of(served)["T2"]
+    assert asked.token == tokens_of(served)["T2"]
     with pytest.raises(BadInput, match="installed in"):
         run(sign_in.check_member("T9", "U9"))
 
     assert run(memberships.private_channels("T2", "U2")) == frozenset()
     (listed,) = served.slack.calls("users.conversations")
-    assert listed.token == _tokens_of(served)["T2"]
+    assert listed.token == tokens_of(served)["T2"]
     assert run(memberships.private_channels("T9", "U9")) == frozenset()
     assert len(served.slack.calls("users.conversations")) == 1
 
@@ -386,7 +253,7 @@ def test_an_mcp_note_is_vouched_for_with_the_token_of_the_askers_workspace(
     place = places.place(Asker("T2", "U2"), "C2")
     assert (place.team, place.channel, place.channel_type) == ("T2", "C2", "public")
     (asked,) = served.slack.calls("conversations.info")
-    assert asked.token == _tokens_of(served)["T2"]
+    assert asked.token == tokens_of(served)["T2"]
     # Another workspace's channel is not one its token can see.
     with pytest.raises(BadInput, match="no channel"):
         places.place(Asker("T2", "U2"), "C1")
@@ -407,7 +274,7 @@ def test_the_loopback_keeps_each_installs_bot_apart_as_slack_does(served: Served
     served.install(Install("T2", "Two"))
     served.slack.add_channel("CSHARED", "shared", context_team_id="T1",
                              shared_team_ids=["T1", "T2"])
-    tokens = _tokens_of(served)
+    tokens = tokens_of(served)
     one = WebClient(token=tokens["T1"], base_url=served.slack.url)
     two = WebClient(token=tokens["T2"], base_url=served.slack.url)
     posted = one.chat_postMessage(channel="CSHARED", text="from one")
@@ -426,3 +293,158 @@ def test_the_loopback_keeps_each_installs_bot_apart_as_slack_does(served: Served
     with pytest.raises(SlackApiError) as error:
         one.auth_test()
     assert error.value.response["error"] == "token_revoked"
+
+
+def _grid_org(served: Served) -> None:
+    """Org E1, installed org-wide: workspaces T3 (U3) and T4 (U4, U5), each with a channel
+    of its own, and CORG shared across both (U5 not in it)."""
+    served.install(Install(None, enterprise_id="E1", org_wide=True))
+    for team, channel, person in (("T3", "C3", "U3"), ("T4", "C4", "U4"), ("T4", "C4", "U5")):
+        served.slack.add_user(person, f"person-{person}", team_id=team, enterprise_id="E1")
+        served.slack.add_channel(channel, f"own-{team}", context_team_id=team,
+                                 enterprise_id="E1")
+    served.slack.add_channel("CORG", "org-plans", context_team_id="T3", enterprise_id="E1",
+                             is_shared=True, is_org_shared=True, shared_team_ids=["T3", "T4"],
+                             members=["U3", "U4"])
+
+
+def _say_in_org(served: Served, team: str, user: str, channel: str, text: str, ts: str,
+                thread_ts: str | None = None) -> None:
+    """A person of ``team`` mentions Thoth; returns once the answer has started."""
+    served.model.push(api.text(f"Noted ({ts})."))
+    event = {"type": "app_mention", "user": user, "team": team, "user_team": team,
+             "text": f"<@UBOTE1> {text}", "ts": ts, "channel": channel,
+             **({"thread_ts": thread_ts} if thread_ts else {})}
+    assert served.event(team, event, enterprise="E1", org_wide=True) == 200
+    wait_until(lambda: [c for c in served.slack.calls("chat.startStream")
+                        if c.args.get("thread_ts") == (thread_ts or ts)
+                        and c.args.get("recipient_user_id") == user])
+
+
+def test_a_channel_shared_across_an_orgs_workspaces_is_one_place(served: Served) -> None:
+    """Enterprise Grid: a channel shared by two workspaces of one org keeps one memory,
+    whichever workspace a person writes from; its readers see that channel's own memory
+    only, and what it keeps reaches no workspace's own channel (DESIGN.md)."""
+    _grid_org(served)
+    say = lambda *args, **kw: _say_in_org(served, *args, **kw)  # noqa: E731
+
+    def prompt_of(text: str) -> str:
+        (asked,) = wait_until(lambda: [r for r in served.model.requests
+                                       if text in json.dumps(r.body)])
+        return json.dumps(asked.body)
+
+    said = served.thoth.episodic.store.count
+    say("T3", "U3", "CORG", "the offsite venue is Lisbon", "1700003400.000100")
+    # A person of the other workspace answers in the same thread: one conversation.
+    say("T4", "U4", "CORG", "and the offsite date is May 4", "1700003400.000200",
+        thread_ts="1700003400.000100")
+    say("T3", "U3", "C3", "our own budget code is heron", "1700003400.000300")
+    wait_until(lambda: said() == 3)
+    with served.thoth.db.read() as conn:
+        sessions = conn.execute("SELECT team, channel FROM sessions ORDER BY channel").fetchall()
+    assert [tuple(row) for row in sessions] == [("T3", "C3"), ("E1", "CORG")]
+    stream = [c for c in served.slack.calls("chat.startStream")
+              if c.args.get("recipient_user_id") == "U4"]
+    assert stream[0].args.get("recipient_team_id") == "T4"
+
+    # In the shared channel, the other workspace's person recalls what was said there...
+    say("T4", "U4", "CORG", "what is the offsite venue?", "1700003400.000400")
+    assert "Lisbon" in prompt_of("what is the offsite venue?")
+    # ...but nothing a workspace keeps in its own channels.
+    say("T4", "U4", "CORG", "what is our own budget code?", "1700003400.000500")
+    assert "heron" not in prompt_of("what is our own budget code?")
+    # The shared channel's memory stays in it: neither workspace's own channel reads it,
+    # while that workspace's own memory is read there (so the check can fail).
+    say("T3", "U3", "C3", "what is the offsite venue, and our budget code?",
+        "1700003400.000600")
+    asked_in_t3 = prompt_of("what is the offsite venue, and our budget code?")
+    assert "heron" in asked_in_t3 and "Lisbon" not in asked_in_t3
+    say("T4", "U4", "C4", "so what is the offsite venue?", "1700003400.000700")
+    assert "Lisbon" not in prompt_of("so what is the offsite venue?")
+
+
+def test_the_console_shows_an_org_shared_channels_memory_to_its_members_only(
+    served: Served,
+) -> None:
+    from bridge.console.memberships import SlackMemberships
+    from layers.episodic.episode_filter import EpisodeFilter
+
+    _grid_org(served)
+    _say_in_org(served, "T3", "U3", "CORG", "the offsite venue is Lisbon", "1700003500.000100")
+    _say_in_org(served, "T3", "U3", "C3", "our own budget code is heron", "1700003500.000200")
+    _say_in_org(served, "T4", "U4", "C4", "our own launch is in June", "1700003500.000300")
+    wait_until(lambda: served.thoth.episodic.store.count() == 3)
+    memberships = SlackMemberships(build_async_web_client(served.thoth.settings),
+                                   workspace_of=served.bridge.workspace_of)
+    store = served.thoth.episodic.store
+
+    def seen_by(team: str, user: str) -> set[str]:
+        viewer = served.bridge.runner.call(memberships.of(team, user)).viewer(
+            team, "console", user)
+        listed = {e.user_text for e in store.recent(viewer, EpisodeFilter(), 10)}
+        recalled = {hit.episode.user_text
+                    for hit in served.thoth.episodic.recall("offsite venue", viewer, k=5)}
+        assert recalled <= listed
+        return listed
+
+    lisbon, heron, june = ("the offsite venue is Lisbon", "our own budget code is heron",
+                           "our own launch is in June")
+    # A member from either workspace reads the shared channel's memory, and their own
+    # workspace's: never the other's.
+    assert seen_by("T4", "U4") == {lisbon, june}
+    assert seen_by("T3", "U3") == {lisbon, heron}
+    # Of the org, but not in the channel: nothing of it.
+    assert seen_by("T4", "U5") == {june}
+
+
+def test_what_is_learned_of_a_person_in_an_org_shared_channel_is_theirs_to_see_and_forget(
+    served: Served,
+) -> None:
+    """Learned in the org's channel, a fact is kept under the org's key: it is read in that
+    channel and by its members' own views, and "forget me" from their workspace's Home tab
+    deletes it with the rest."""
+    from collections.abc import Awaitable, Callable
+
+    from bridge.console.memberships import SlackMemberships
+    from bridge.slack.workspace_client import serving_team
+    from layers.identity.protocol import Person
+    from layers.places import Viewer
+
+    _grid_org(served)
+    _say_in_org(served, "T4", "U4", "CORG", "I run the offsite planning", "1700003700.000100")
+    wait_until(lambda: served.thoth.episodic.store.count() == 1)
+    (session,) = served.thoth.sessions.listed(open_only=True)
+    identity = served.thoth.identity
+    assert identity is not None and session.place.team == "E1"
+    run = served.bridge.runner.call
+    run(identity.observe(Person("E1", "U4"), ["U4 runs the offsite planning"],
+                         session_id=session.id, source="test"))
+    run(identity.observe(Person("T4", "U4"), ["U4 prefers mornings"], session_id=None,
+                         source="test"))
+
+    def seen(viewer: Viewer | None) -> list[str]:
+        return [fact.text for fact in run(identity.facts(Person("E1", "U4"), viewer))]
+
+    memberships = SlackMemberships(build_async_web_client(served.thoth.settings),
+                                   workspace_of=served.bridge.workspace_of)
+    theirs = run(memberships.of("T4", "U4"))
+    assert theirs.org == "E1" and theirs.org_shared == {"CORG"}
+    assert seen(theirs.viewer("T4", "console", "U4")) == ["U4 runs the offsite planning"]
+    assert seen(Viewer("E1", "CORG", "public", "U4", confined=True)) == [
+        "U4 runs the offsite planning"]
+    # Their workspace's own channels, and someone not in the org's channel: nothing.
+    assert seen(Viewer("T4", "C4", "public", "U4")) == []
+    assert seen(run(memberships.of("T4", "U5")).viewer("T4", "console", "U5")) == []
+
+    # Their Home tab lists both keys' facts; "forget everything" there deletes both.
+    home = served.bridge.home
+
+    async def in_t4(work: Callable[[], Awaitable[None]]) -> None:
+        async with serving_team(served.bridge.workspace_of, "T4"):
+            await work()
+
+    run(in_t4(lambda: home.publish("T4", "U4", org="E1")))
+    (tab,) = served.slack.calls("views.publish")
+    assert "offsite planning" in json.dumps(tab.args) and "mornings" in json.dumps(tab.args)
+    run(in_t4(lambda: home.forget_everything("T4", "U4", org="E1")))
+    assert seen(None) == [] and run(identity.facts(Person("T4", "U4"), None)) == []

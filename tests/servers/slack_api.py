@@ -944,7 +944,8 @@ class FakeSlack(LoopbackServer):
         ``types`` (default ``public_channel``), each needing its read scope. As Slack's
         reference has it: "Non-public channels are restricted to those where the calling
         user shares membership" — a private channel or group DM the bot is not in is
-        never listed. ``limit`` is at most 999; pages by an opaque cursor."""
+        never listed, nor one the token's workspace does not see (an install's reach).
+        ``limit`` is at most 999; pages by an opaque cursor."""
         asked = [kind.strip() for kind in (_text(call, "types") or "public_channel").split(",")]
         if any(kind not in READ_SCOPES for kind in asked):
             raise SlackError("invalid_types")
@@ -964,6 +965,7 @@ class FakeSlack(LoopbackServer):
                 and self._is_member(info, person)
                 and (_kind(info) == "channel" or self._is_member(info, self.bot_user_id))
                 and not (exclude_archived and info.get("is_archived"))
+                and self._reaches(call, info)
             ]
         start = _page_start(_text(call, "cursor"))
         more = start + limit < len(listed)

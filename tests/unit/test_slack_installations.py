@@ -67,13 +67,30 @@ def test_an_org_wide_install_answers_for_its_workspaces_unless_one_has_its_own(
     assert org is not None and org.bot_token == "xoxb-org"
     assert own is not None and own.bot_token == "xoxb-own"
     assert installs.find(enterprise_id="E9", team_id="T9") is None
-    # Another org's workspace with the same team id as a row is not answered by it.
-    assert installs.find(enterprise_id=None, team_id="E1") is None
+    # The org's own id as a team: the place of a channel shared across its workspaces
+    # (directory.org_place), spoken in through the org-wide install.
+    by_org = installs.find(enterprise_id=None, team_id="E1")
+    assert by_org is not None and by_org.bot_token == "xoxb-org"
 
     assert installs.remove(enterprise_id="E1", team_id="T2")
     assert installs.find(enterprise_id=None, team_id="T2") is None
     assert installs.remove(enterprise_id="E1", team_id=None)
     assert installs.listed() == []
+
+
+def test_an_orgs_place_with_no_org_wide_install_is_spoken_in_by_a_workspace_of_it(
+    db: Database,
+) -> None:
+    installs = Installations(db, TokenCipher([TokenCipher.new_key()]))
+    installs.keep(Installed(enterprise_id="E1", team_id="T2", is_enterprise_install=False,
+                            bot_token="xoxb-two", installed_at=20.0))
+    installs.keep(Installed(enterprise_id="E1", team_id="T1", is_enterprise_install=False,
+                            bot_token="xoxb-one", installed_at=10.0))
+    installs.keep(Installed(enterprise_id=None, team_id="T5", is_enterprise_install=False,
+                            bot_token="xoxb-five", installed_at=5.0))
+    found = installs.find(enterprise_id=None, team_id="E1")
+    assert found is not None and found.bot_token == "xoxb-one"
+    assert installs.find(enterprise_id=None, team_id="E2") is None
 
 
 def test_an_oauth_state_is_used_once_and_lapses(db: Database) -> None:

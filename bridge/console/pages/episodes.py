@@ -32,11 +32,12 @@ NOTHING_NARROWED = EpisodeFilter()
 async def viewer_of(parts: ConsoleParts, user: ConsoleUser) -> Viewer:
     """What the person may read, by the rule every turn follows: a member sees what they
     would in a DM with Thoth — their own DMs and the public channels of their workspace —
-    and the private channels and group DMs Slack says they are in."""
+    and the private channels, group DMs and channels shared across their Enterprise Grid
+    org that Slack says they are in."""
     if user.sees_everything or user.team is None or user.user is None:
         return Viewer(sees_everything=user.sees_everything)
-    member_of = await parts.memberships.private_channels(user.team, user.user)
-    return Viewer(user.team, "console", "im", user.user, member_of=member_of)
+    memberships = await parts.memberships.of(user.team, user.user)
+    return memberships.viewer(user.team, "console", user.user)
 
 
 def seen_as(user: ConsoleUser, view_as: str) -> ConsoleUser:

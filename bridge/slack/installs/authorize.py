@@ -47,7 +47,7 @@ class AuthorizedByInstall(AsyncAuthorize):
         if install.is_enterprise_install and org and team_id and (
                 (team_id, org) not in self._noted):
             await self._installations.run(lambda installs: installs.answered_for(
-                team_id=team_id, enterprise_id=org))
+                team_ids=[team_id], enterprise_id=org))
             self._noted.add((team_id, org))
         return AuthorizeResult(
             enterprise_id=install.enterprise_id or enterprise_id,

@@ -5,13 +5,14 @@ install on Enterprise Grid by the org's enterprise id, and it answers for every 
 of the org that has no install of its own. Only bot tokens are kept (Thoth asks Slack for
 no user scopes), sealed with ``SLACK_TOKEN_KEYS`` (``token_cipher.py``): the database alone
 never gives a token away. Uninstalling deletes the row at once; the workspace's memory
-stays until the operator exports or purges it (``thoth episodes export/purge --team``).
+stays until the operator exports it (``thoth episodes export --team``) and purges it
+(``thoth installations purge --team``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bridge.settings import Settings
@@ -85,27 +86,44 @@ class Installations:
 
     def _looked_up(self, *, enterprise_id: str | None, team_id: str | None,
                    is_enterprise_install: bool) -> Installed | None:
-        # (key, whether the row found by it must be an org-wide install)
-        keys = [] if is_enterprise_install or not team_id else [(team_id, False)]
+        # A team id finds its workspace's install, or, when it is an org's id (the place
+        # of a channel shared across the org's workspaces), the org-wide one.
+        keys = [] if is_enterprise_install or not team_id else [team_id]
         if not enterprise_id and team_id:
             enterprise_id = self._org_of(team_id)
         if enterprise_id:
-            keys.append((enterprise_id, True))
-        for key, org_wide in keys:
-            with self._db.read() as conn:
+            keys.append(enterprise_id)
+        with self._db.read() as conn:
+            for key in keys:
                 row = conn.execute(f"SELECT {COLUMNS} FROM slack_installations"
                                    " WHERE installed_in = ?", (key,)).fetchone()
-            if row is not None and bool(row[3]) == org_wide:
-                return self._installed(row)
+                if row is not None and (key == team_id or bool(row[3])):
+                    return self._installed(row)
+            if team_id and not is_enterprise_install:
+                # An org's place where the org has no org-wide install: the first of its
+                # workspaces' own installs speaks there (Slack's shared channel holds it).
+                row = conn.execute(f"SELECT {COLUMNS} FROM slack_installations"
+                                   " WHERE enterprise_id = ? AND is_enterprise_install = 0"
+                                   " ORDER BY installed_at LIMIT 1", (team_id,)).fetchone()
+                if row is not None:
+                    return self._installed(row)
         return None
 
-    def answered_for(self, *, team_id: str, enterprise_id: str) -> None:
-        """Note that ``team_id`` is a workspace of the org ``enterprise_id`` (its org-wide
-        install answered a request of it)."""
+    def answered_for(self, *, team_ids: Sequence[str], enterprise_id: str) -> None:
+        """Note that ``team_ids`` are workspaces of the org ``enterprise_id``: its org-wide
+        install answered a request of one, or Slack said it was given access to them."""
         with self._db.write() as conn:
-            conn.execute("INSERT INTO slack_org_teams (team_id, enterprise_id) VALUES (?, ?)"
-                         " ON CONFLICT (team_id) DO UPDATE SET enterprise_id ="
-                         " excluded.enterprise_id", (team_id, enterprise_id))
+            for team_id in team_ids:
+                conn.execute("INSERT INTO slack_org_teams (team_id, enterprise_id)"
+                             " VALUES (?, ?) ON CONFLICT (team_id) DO UPDATE SET"
+                             " enterprise_id = excluded.enterprise_id", (team_id, enterprise_id))
+
+    def no_longer_for(self, team_ids: Sequence[str]) -> None:
+        """The org's install was taken from these workspaces (``team_access_revoked``)."""
+        self._found.clear()
+        with self._db.write() as conn:
+            for team_id in team_ids:
+                conn.execute("DELETE FROM slack_org_teams WHERE team_id = ?", (team_id,))
 
     def _org_of(self, team_id: str) -> str | None:
         with self._db.read() as conn:

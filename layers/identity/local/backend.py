@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -79,6 +79,9 @@ class LocalIdentity:
     async def forget_person(self, person: Person) -> Forgotten:
         # The local backend keeps no messages: the observations are all it holds.
         return Forgotten(await self.forget(person))
+
+    async def forget_conversations(self, team: str, session_ids: Sequence[str]) -> int:
+        return 0  # no messages kept: each person's observations go with forget_person
 
     async def sweep(self, person: Person, since: float) -> int:
         return 0  # nothing is derived after a turn is ingested: nothing comes late
