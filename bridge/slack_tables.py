@@ -222,5 +222,14 @@ SCHEMA = Schema(
             );
             """,
         ),
+        Migration(
+            7,
+            "slack_cards_team",
+            portable="""
+            -- The workspace a draft's card was posted in, so that a decision made in the
+            -- console updates it with that workspace's token (installed into many).
+            ALTER TABLE slack_cards ADD COLUMN team TEXT;
+            """,
+        ),
     ),
 )

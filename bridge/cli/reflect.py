@@ -109,4 +109,5 @@ def build_notifier(app: Thoth, team: str, out: TextIO) -> Notifier:
     from bridge.slack.web import build_web_client
 
     return SlackNotifier(build_web_client(app.settings, token=token), app.db,
-                         console_links(app.settings.console_url))
+                         console_links(app.settings.console_url),
+                         team=None if token is None else team)

@@ -29,15 +29,23 @@ async def show_note_decided(parts: ConsoleParts, note: Note) -> None:
 
 
 async def show_draft_decided(parts: ConsoleParts, draft: Draft) -> None:
-    """Decided: installed into many workspaces, a skill's cards are left as they are
-    after a decision here (a card records no workspace to update it through); the
-    decision stands all the same."""
-    if parts.slack is None or parts.workspace_of is not None:
+    """Installed into many workspaces, each card is updated with the token of the
+    workspace it was posted in; a card posted before that was recorded (no workspace) is
+    left as it is. The decision stands all the same."""
+    if parts.slack is None:
         return
     client = parts.slack
-    for channel, ts in await parts.stores.run(lambda s: s.cards.cards_of(draft.id)):
-        try:
-            await show_outcome(client, draft, channel=channel, ts=ts, console=parts.links)
-        except SLACK_FAILURES as error:
-            log.warning("the card of draft %s in %s was not updated: %s", draft.id, channel,
-                        error)
+    for channel, ts, team in await parts.stores.run(lambda s: s.cards.cards_of(draft.id)):
+        if parts.workspace_of is not None and team is None:
+            log.info("the card of draft %s in %s records no workspace: left as it is",
+                     draft.id, channel)
+            continue
+        async with serving_team(parts.workspace_of, team or "") as installed:
+            if not installed:
+                continue
+            try:
+                await show_outcome(client, draft, channel=channel, ts=ts,
+                                   console=parts.links)
+            except SLACK_FAILURES as error:
+                log.warning("the card of draft %s in %s was not updated: %s", draft.id,
+                            channel, error)

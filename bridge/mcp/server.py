@@ -88,7 +88,8 @@ def mcp_server(app: Thoth, asker: AskerOf, *, origin: str,
 
     def notifier_of(team: str) -> SlackNotifier | None:
         slack = slack_of(team)
-        return None if slack is None else SlackNotifier(slack, app.db, links)
+        return None if slack is None else SlackNotifier(
+            slack, app.db, links, team=None if settings.slack_bot_token else team)
 
     places = NotePlaces(slack_of)
     cards = Cards(notifier_of, settings.founder_user_ids)

@@ -41,13 +41,16 @@ class CardStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    def record(self, draft_id: str, *, channel: str, ts: str, thread_ts: str | None) -> None:
+    def record(self, draft_id: str, *, channel: str, ts: str, thread_ts: str | None,
+               team: str | None = None) -> None:
+        """``team``: the workspace it was posted in (None with one bot token)."""
         with self._db.write() as conn:
             conn.execute(
-                "INSERT INTO slack_cards (channel, ts, draft_id, thread_ts) VALUES (?, ?, ?, ?)"
-                " ON CONFLICT (channel, ts) DO UPDATE SET draft_id = excluded.draft_id,"
-                " thread_ts = excluded.thread_ts",
-                (channel, ts, draft_id, thread_ts),
+                "INSERT INTO slack_cards (channel, ts, draft_id, thread_ts, team)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (channel, ts) DO UPDATE SET"
+                " draft_id = excluded.draft_id, thread_ts = excluded.thread_ts,"
+                " team = excluded.team",
+                (channel, ts, draft_id, thread_ts, team),
             )
 
     def find(self, channel: str, ts: str) -> Card | None:
@@ -58,13 +61,14 @@ class CardStore:
             ).fetchone()
         return None if row is None else Card(str(row[0]), row[1])
 
-    def cards_of(self, draft_id: str) -> list[tuple[str, str]]:
-        """Every card of the draft, as (channel, ts)."""
+    def cards_of(self, draft_id: str) -> list[tuple[str, str, str | None]]:
+        """Every card of the draft, as (channel, ts, the workspace it was posted in)."""
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT channel, ts FROM slack_cards WHERE draft_id = ?", (draft_id,)
+                "SELECT channel, ts, team FROM slack_cards WHERE draft_id = ?", (draft_id,)
             ).fetchall()
-        return [(str(channel), str(ts)) for channel, ts in rows]
+        return [(str(channel), str(ts), None if team is None else str(team))
+                for channel, ts, team in rows]
 
 
 

@@ -20,8 +20,11 @@ from layers.storage.database import Database
 
 
 class SlackNotifier:
-    def __init__(self, client: WebClient, db: Database, console: ConsoleLinks | None) -> None:
+    def __init__(self, client: WebClient, db: Database, console: ConsoleLinks | None, *,
+                 team: str | None = None) -> None:
+        """``team``: installed into many workspaces, the one ``client``'s token is for."""
         self._client = client
+        self._team = team
         self._console = console
         self._cards = CardStore(db)
         self._note_cards = NoteCardStore(db)
@@ -35,7 +38,8 @@ class SlackNotifier:
             channel=channel, thread_ts=thread_ts, **card_message(draft, self._console)
         )
         ts, channel = str(response["ts"]), _posted_in(response, channel)
-        self._cards.record(draft.id, channel=channel, ts=ts, thread_ts=thread_ts)
+        self._cards.record(draft.id, channel=channel, ts=ts, thread_ts=thread_ts,
+                           team=self._team)
         for name in CARD_REACTIONS:
             self._client.reactions_add(channel=channel, timestamp=ts, name=name)
         return ts

@@ -448,3 +448,29 @@ def test_what_is_learned_of_a_person_in_an_org_shared_channel_is_theirs_to_see_a
     assert "offsite planning" in json.dumps(tab.args) and "mornings" in json.dumps(tab.args)
     run(in_t4(lambda: home.forget_everything("T4", "U4", org="E1")))
     assert seen(None) == [] and run(identity.facts(Person("T4", "U4"), None)) == []
+
+
+def test_a_skill_decided_in_the_console_shows_on_its_card_through_its_workspaces_install(
+    served: Served,
+) -> None:
+    import io
+
+    from bridge.cli.reflect import build_notifier
+    from bridge.console.pages import skills
+    from bridge.console.parts import console_parts
+    from bridge.console.sign_in import ConsoleUser
+    from bridge.slack.notifier import SlackNotifier
+
+    served.install(Install("T2", "Two"))
+    draft = served.thoth.drafts.propose("standup-digest", "Digest a standup",
+                                        "Read the thread, list blockers, name owners. " * 3)
+    notifier = build_notifier(served.thoth, "T2", io.StringIO())
+    assert isinstance(notifier, SlackNotifier)
+    notifier.post_card(draft, channel="C2", thread_ts=None)
+    parts = console_parts(served.thoth)
+    operator = ConsoleUser("operator", "operator", sees_everything=True, founder=True)
+    served.bridge.runner.call(skills.decide(parts, operator, draft.id, approve=True,
+                                            origin="console"))
+    (updated,) = served.slack.calls("chat.update")
+    assert updated.args.get("channel") == "C2" and updated.token == tokens_of(served)["T2"]
+    assert "approved" in json.dumps(updated.args).lower()
