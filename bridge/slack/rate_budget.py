@@ -131,6 +131,11 @@ class RateBudget:
         """How long calls of ``key`` must still wait out Slack's Retry-After (0: over)."""
         return max(0.0, self._held_until.get(key, 0.0) - self._clock())
 
+    def paced(self, key: BudgetKey) -> bool:
+        """Whether ``key`` had a 429 (here, or on another replica) within the paced
+        minute: its calls go at the tier's pace, not in bursts."""
+        return self._clock() < self._paced_until.get(key, 0.0)
+
     def delay_for(self, key: BudgetKey) -> float:
         """How long a call of ``key`` made now would wait: the hold, then its paced slot."""
         now = self._clock()

@@ -163,11 +163,18 @@ class SlackSink:
         return self._delay(method) > 0
 
     def _start_waits(self) -> bool:
-        """Whether starting the reply now would wait longer than ``START_PATIENCE_S`` for
-        Slack's limit (a 429's wait, or the pace after one): in a burst the reply is then
-        posted whole at the end instead, through chat.postMessage's own budget, and the
-        turn does not hold its slot waiting for a stream to open."""
-        return not self._streaming_refused and self._delay("chat.startStream") > START_PATIENCE_S
+        """Whether a stream should not be started now: starting it would wait longer than
+        ``START_PATIENCE_S`` for Slack's limit (a 429's wait, or the pace after one), or
+        the streaming methods are being paced after a 429 (a stream costs two Tier 2
+        calls, its start and its stop, where a whole reply costs one chat.postMessage at
+        three times their pace). In a burst the reply is then posted whole at the end,
+        and the turn does not hold its slot waiting for a stream to open or close."""
+        if self._streaming_refused or not isinstance(self._client, BudgetedAsyncWebClient):
+            return False
+        budget = self._client.budget
+        return budget.delay_for(budget_key("chat.startStream", None)) > START_PATIENCE_S or any(
+            budget.paced(budget_key(method, None))
+            for method in ("chat.startStream", "chat.stopStream"))
 
     def _delay(self, method: str) -> float:
         """How long a call of ``method`` made now would wait for the workspace's budget."""

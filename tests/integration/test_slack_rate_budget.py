@@ -65,6 +65,33 @@ def test_updates_gather_while_their_method_waits_and_the_final_answer_goes() -> 
         assert shown(message) == WHOLE  # the final answer, whole
 
 
+def test_while_streaming_is_paced_after_a_429_a_reply_is_posted_whole() -> None:
+    """A stream costs two Tier 2 calls (its start and its stop): while either is paced
+    after a 429 (here, or told by another replica), a reply goes whole in one
+    chat.postMessage instead of waiting its turn twice."""
+    with FakeSlack() as slack:
+        slack.add_channel("C1", "general")
+        slack.add_user("U1", "dana")
+        budget = budget_for(slack.url, "xoxb-test")
+
+        async def reply(thread: str) -> None:
+            sink = SlackSink(_client(slack), channel="C1", thread_ts=thread,
+                             recipient_user="U1", recipient_team="T1")
+            await sink.stream("The first words. ")
+            await sink.finish(WHOLE, ok=True)
+
+        asyncio.run(reply(ROOT))
+        assert len(slack.calls("chat.startStream")) == 1  # nothing paced: it streams
+        # Another replica was told to wait on chat.stopStream: a wait already over, its
+        # paced minute begun.
+        budget.hold(budget_key("chat.stopStream", None), 0.0, told_by="replica-2")
+        asyncio.run(reply("1700002000.000200"))
+        assert len(slack.calls("chat.startStream")) == 1
+        (posted,) = [m for m in slack.messages("C1", "1700002000.000200")
+                     if m.get("user") == "UBOT"]
+        assert shown(posted) == WHOLE
+
+
 def test_a_429_holds_the_method_for_every_client_of_the_workspace() -> None:
     with FakeSlack() as slack:
         slack.add_channel("C1", "general")
