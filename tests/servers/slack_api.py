@@ -927,8 +927,9 @@ class FakeSlack(LoopbackServer):
     def _conversations_members(self, call: RecordedCall) -> dict[str, Any]:
         channel = self._postable(call)
         members = self._channels.get(channel, {}).get("members")
-        everyone = [user for user in self._users if user != self.bot_user_id]
-        listed = list(members) if members is not None else [self.bot_user_id, *everyone]
+        bot, _ = self._bot(call)  # each install's own bot user is the member
+        everyone = [user for user in self._users if user not in (self.bot_user_id, bot)]
+        listed = list(members) if members is not None else [bot, *everyone]
         try:
             start = int(_text(call, "cursor") or 0)
             limit = int(_text(call, "limit") or 100) or 100
@@ -951,7 +952,8 @@ class FakeSlack(LoopbackServer):
             raise SlackError("invalid_types")
         for kind in asked:
             check_scope(READ_SCOPES[kind], self.scopes)
-        person = _text(call, "user") or self.bot_user_id
+        bot, _ = self._bot(call)
+        person = _text(call, "user") or bot
         if person not in self._users:
             raise SlackError("user_not_found")
         limit = _limit(call, default=100, most=1000)
@@ -962,8 +964,8 @@ class FakeSlack(LoopbackServer):
             listed = [
                 info for info in self._channels.values()
                 if CONVERSATION_TYPES[_kind(info)] in asked
-                and self._is_member(info, person)
-                and (_kind(info) == "channel" or self._is_member(info, self.bot_user_id))
+                and self._is_member(info, person, bot)
+                and (_kind(info) == "channel" or self._is_member(info, bot, bot))
                 and not (exclude_archived and info.get("is_archived"))
                 and self._reaches(call, info)
             ]
@@ -973,8 +975,9 @@ class FakeSlack(LoopbackServer):
                 "response_metadata": {"next_cursor": _page_cursor(start + limit) if more
                                       else ""}}
 
-    def _is_member(self, info: dict[str, Any], user: str) -> bool:
-        if user == self.bot_user_id:
+    def _is_member(self, info: dict[str, Any], user: str, bot: str) -> bool:
+        """``bot``: the calling token's bot user, whose membership is ``is_member``."""
+        if user == bot:
             return bool(info.get("is_member"))
         members = info.get("members")
         return members is None or user in members
