@@ -13,7 +13,7 @@ people's MCP tokens are revoked, not deleted, as a revoked token always is.
 Decided: the audit log keeps its rows (it records who did what, this purge included),
 and the brain's git history keeps the MEMORY.md lines removed, as it keeps every edit. An
 Enterprise Grid channel shared across the org's workspaces is kept under the org's id
-(``directory.org_place``): purge the org's id as well to delete it. A workspace still
+(``directory.place_team``): purge the org's id as well to delete it. A workspace still
 installed is refused: its memory would start to grow again at once.
 """
 
@@ -23,6 +23,7 @@ import asyncio
 from dataclasses import dataclass
 
 from bridge.app import Thoth
+from layers.identity.known_as import forget_all_of
 from layers.identity.protocol import Person
 
 # Rows of the workspace with nothing else to tidy, deleted after the layers that have.
@@ -52,12 +53,12 @@ def purge_workspace(app: Thoth, team: str, *, by: str, now: float) -> Purged:
     # First the identity backend (it may be a server, and may fail): nothing else is
     # gone yet, and the purge can simply run again.
     if app.identity is not None:
-        for user in people:
-            person = Person(team, user)
-            asyncio.run(app.identity.forget_person(person))
-            if app.user_models is not None:
-                app.user_models.forget(person)
+        persons = [Person(team, user) for user in people]
+        asyncio.run(forget_all_of(app.identity, persons))
         asyncio.run(app.identity.forget_conversations(team, sessions))
+        if app.user_models is not None:
+            for person in persons:
+                app.user_models.forget(person)
     notes = app.notes.purge_team(team, by=by)
     episodes = app.episodic.purge_team(team)
     with app.db.write() as conn:

@@ -84,8 +84,9 @@ def run_purge(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     if not args.yes:
         raise BadInput(f"this deletes everything Thoth keeps of {team} and cannot be undone"
                        " (export it first: thoth episodes export --team); say --yes")
-    purged = purge_workspace(app, team, by=login_name(), now=time.time())
-    app.audit.record(actor=login_name(), action="workspace.purge", target=team,
+    by = login_name()
+    purged = purge_workspace(app, team, by=by, now=time.time())
+    app.audit.record(actor=by, action="workspace.purge", target=team,
                      origin="cli", detail=purged.describe())
     print(f"purged workspace {team}: {purged.describe()}", file=out)
     return 0

@@ -4,7 +4,7 @@ The console shows a member what they could read in Slack: a private channel's me
 only to its members. Slack says who is in what (``users.conversations`` with ``user``);
 it lists only the private conversations Thoth's bot is in too, which are the only ones
 Thoth remembers anything of. On Enterprise Grid, a channel shared across the org's
-workspaces keeps its memory under the org (``directory.org_place``): the member's
+workspaces keeps its memory under the org (``directory.place_team``): the member's
 channels of that kind, and their org, are kept too, so its members read it wherever
 they sign in. Public channels are listed for that alone.
 
@@ -85,10 +85,6 @@ class SlackMemberships:
             self._kept.clear()
         self._kept[key] = (self._clock(), found)
         return found
-
-    async def private_channels(self, team: str, user: str) -> frozenset[str]:
-        """The private channels and group DMs ``user`` is in (with Thoth), or none."""
-        return (await self.of(team, user)).private
 
     async def _ask(self, user: str) -> Memberships:
         if self._bot is None:

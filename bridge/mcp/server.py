@@ -32,7 +32,7 @@ from bridge.slack.notifier import SlackNotifier
 from bridge.slack.web import build_web_client
 from layers.episodic.episode import Hit
 from layers.errors import BadInput
-from layers.identity.protocol import known_as
+from layers.identity.known_as import facts_of, known_as
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient
@@ -182,8 +182,8 @@ class AskersTools:
                             " kept about anyone")
         asker = await self._asker_of()
         person = asker.person
-        facts = [fact for known in known_as(person, asker.memberships.org)
-                 for fact in await identity.facts(known, asker.viewer)]
+        facts = await facts_of(identity, known_as(person, asker.memberships.org),
+                               asker.viewer)
         await anyio.to_thread.run_sync(
             lambda: self._audited(asker, "about_me", person.key, f"{len(facts)} facts"))
         return [{"id": fact.id, "fact": fact.text, "learned": _when(fact.at)}

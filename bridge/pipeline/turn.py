@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from layers.episodic.episode import MAX_TEXT_CHARS
 from layers.errors import BadInput
-from layers.identity.protocol import Person, known_as
+from layers.identity.known_as import known_as
+from layers.identity.protocol import Person
 from layers.places import Place, Viewer
 
 

@@ -20,7 +20,8 @@ from bridge.slack.note_cards import decided, show_on_cards
 from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
 from layers.audit.log import slack_actor
-from layers.identity.protocol import Forgotten, IdentityBackend, Person, known_as
+from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of, known_as
+from layers.identity.protocol import IdentityBackend, Person
 from layers.identity.user_models import UserModels
 from layers.notes.store import Note
 from layers.offloaded import Offloaded
@@ -56,9 +57,8 @@ class AppHome:
     async def publish(self, team: str, user: str, *, org: str | None = None) -> None:
         """Build and publish this person's Home tab; a refusal is logged, never raised.
         ``org``: their Enterprise Grid org, whose key they are also known under."""
-        identity = self._identity
-        facts = [fact for person in known_as(Person(team, user), org)
-                 for fact in await identity.facts(person, None)] if identity is not None else []
+        facts = (await facts_of(self._identity, known_as(Person(team, user), org), None)
+                 if self._identity is not None else [])
         viewer = Viewer(team, "home", "im", user)
 
         def read(stores: SlackStores) -> tuple[list[Any], list[Note]]:
@@ -83,37 +83,34 @@ class AppHome:
 
     async def forget_fact(self, team: str, user: str, fact_id: str, *,
                           org: str | None = None) -> None:
-        if self._identity is not None:
-            for person in known_as(Person(team, user), org):
-                if await self._identity.forget(person, fact_id):
-                    self._forgot(person)
-                    await self._stores.run(lambda stores: stores.audit.record(
-                        actor=slack_actor(user), action="fact.forget",
-                        target=f"fact:{fact_id}", origin="slack home"))
-                    break
+        persons = known_as(Person(team, user), org)
+        if self._identity is not None and await forget_fact_of(self._identity, persons,
+                                                               fact_id):
+            self._forgot(persons)
+            await self._stores.run(lambda stores: stores.audit.record(
+                actor=slack_actor(user), action="fact.forget", target=f"fact:{fact_id}",
+                origin="slack home"))
         await self.publish(team, user, org=org)
 
     async def forget_everything(self, team: str, user: str, *, org: str | None = None) -> None:
         if self._identity is not None:
             persons = known_as(Person(team, user), org)
-            forgotten = Forgotten(0)
-            for person in persons:
-                # A tombstone first: nothing said before this is sent to the backend after.
-                def bury(stores: SlackStores, person: Person = person) -> float:
-                    return stores.tombstones.record(person)
 
-                await self._stores.run(bury)
-                forgotten += await self._identity.forget_person(person)
-                self._forgot(person)
+            async def bury(person: Person) -> None:
+                await self._stores.run(lambda stores: stores.tombstones.record(person))
+
+            forgotten = await forget_all_of(self._identity, persons, first=bury)
+            self._forgot(persons)
             await self._stores.run(lambda stores: stores.audit.record(
                 actor=slack_actor(user), action="person.forget",
                 target=f"person:{persons[0].key}", origin="slack home",
                 detail=forgotten.describe()))
         await self.publish(team, user, org=org)
 
-    def _forgot(self, person: Person) -> None:
+    def _forgot(self, persons: list[Person]) -> None:
         if self._user_models is not None:
-            self._user_models.forget(person)
+            for person in persons:
+                self._user_models.forget(person)
 
     async def decide_note(self, team: str, user: str, note_id: str, *, keep: bool) -> None:
         if user not in self._founders:

@@ -11,7 +11,7 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bridge import messages
 from bridge.slack.conversation import Conversation
-from bridge.slack.directory import confined_reader, org_place
+from bridge.slack.directory import confined_reader, place_team
 from bridge.slack.escaping import escape, preview, split_message
 from bridge.slack.stores import SlackStores
 from bridge.slack.web import SLACK_FAILURES
@@ -35,7 +35,7 @@ async def recall_command(
         team = str(command.get("team_id"))
         info = await conversation.directory.channel(channel, _command_channel_type(command))
         asker = await conversation.directory.user(user)
-        place = Place(org_place(info, enterprise_of(command)) or team, channel,
+        place = Place(place_team(info, team, enterprise_of(command)), channel,
                       info.channel_type, None, info.name)
         markdown = await conversation.recall_markdown(
             query, place, user, with_links=True,
@@ -53,7 +53,7 @@ async def done_command(
 ) -> None:
     channel = str(command.get("channel_id"))
     info = await conversation.directory.channel(channel, _command_channel_type(command))
-    team = org_place(info, enterprise_of(command)) or command.get("team_id")
+    team = place_team(info, str(command.get("team_id")), enterprise_of(command))
     prefix = f"slack:{team}:{channel}:"
     session = await stores.run(lambda stores: stores.sessions.latest_open_with_prefix(prefix))
     if session is None:

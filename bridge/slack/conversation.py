@@ -21,7 +21,7 @@ from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message, viewer_at
 from bridge.session_end import SessionEnd
 from bridge.slack.assistant import AssistantThreads
-from bridge.slack.directory import Directory, UserInfo, confined_reader, org_place
+from bridge.slack.directory import Directory, UserInfo, confined_reader, place_team
 from bridge.slack.escaping import escape, split_message
 from bridge.slack.events import Incoming
 from bridge.slack.followup_posts import CANCEL
@@ -287,10 +287,10 @@ class Conversation:
 
     async def placed(self, incoming: Incoming) -> Incoming:
         """``incoming``, kept as the org's when its channel is shared across the org's
-        workspaces (``directory.org_place``): asked before its session is known."""
+        workspaces (``directory.place_team``): asked before its session is known."""
         channel = await self._directory.channel(incoming.channel, incoming.event_channel_type)
-        org = org_place(channel, incoming.enterprise)
-        return incoming if org is None else replace(incoming, shared_by_org=org)
+        team = place_team(channel, incoming.team, incoming.enterprise)
+        return incoming if team == incoming.team else replace(incoming, shared_by_org=team)
 
     async def _place_and_name(self, incoming: Incoming) -> tuple[Place, UserInfo, bool]:
         """Where it was said, who the speaker is (their name, their time zone), and whether

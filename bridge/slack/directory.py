@@ -159,8 +159,9 @@ def _org_shared(channel: dict[str, object]) -> bool:
     return bool(channel.get("is_org_shared")) and not _external(channel)
 
 
-def org_place(channel: ChannelInfo, enterprise: str | None) -> str | None:
-    """The org whose place ``channel`` is, or None for a workspace's own channel.
+def place_team(channel: ChannelInfo, team: str, enterprise: str | None) -> str:
+    """Whose memory what is said in ``channel`` is: the org's for a channel shared across
+    its workspaces, else the workspace's (``team``).
 
     Decided (DESIGN.md, "Memory must never leak"): a channel shared across the workspaces
     of one Enterprise Grid org is one place, whichever workspace a person writes from, so
@@ -169,7 +170,7 @@ def org_place(channel: ChannelInfo, enterprise: str | None) -> str | None:
     channel's own memory (``confined_reader``): what a workspace keeps elsewhere never
     reaches people of another, and the channel's memory reaches no other channel.
     """
-    return enterprise if channel.org_shared and enterprise else None
+    return enterprise if channel.org_shared and enterprise else team
 
 
 def confined_reader(channel: ChannelInfo, user: UserInfo, team: str,

@@ -38,7 +38,7 @@ class Incoming:
     # The Enterprise Grid org the event came from, when Slack says.
     enterprise: str | None = None
     # Set for a channel shared across the org's workspaces: its memory is the org's
-    # (``directory.org_place``), whichever workspace the event names.
+    # (``directory.place_team``), whichever workspace the event names.
     shared_by_org: str | None = None
 
     @property

@@ -132,8 +132,8 @@ class RateBudget:
         return max(0.0, self._held_until.get(key, 0.0) - self._clock())
 
     def paced(self, key: BudgetKey) -> bool:
-        """Whether ``key`` had a 429 (here, or on another replica) within the paced
-        minute: its calls go at the tier's pace, not in bursts."""
+        """Whether ``key`` is waiting out a 429 (here, or on another replica) or within
+        the paced minute after it: its calls go at the tier's pace, not in bursts."""
         return self._clock() < self._paced_until.get(key, 0.0)
 
     def delay_for(self, key: BudgetKey) -> float:

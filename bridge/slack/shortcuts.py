@@ -9,7 +9,7 @@ from typing import Any
 
 from bridge import messages
 from bridge.forget_exchange import forget_exchange
-from bridge.slack.directory import org_place
+from bridge.slack.directory import place_team
 from bridge.slack.reply_reactions import Kit
 from bridge.slack.reply_reactions.brain import post_note_card
 from bridge.slack.stores import SlackStores
@@ -35,8 +35,8 @@ class Shortcuts:
             return
         who = (await self._kit.directory.user(user)).name or user
         info = await self._kit.directory.channel(channel)
-        team = org_place(info, enterprise_of(payload)) or str(
-            (payload.get("team") or {}).get("id") or "")
+        team = place_team(info, str((payload.get("team") or {}).get("id") or ""),
+                          enterprise_of(payload))
         place = Place(team, channel, info.channel_type, thread_ts or ts, info.name)
         speaker = str(message.get("user") or user)
 

@@ -32,7 +32,7 @@ from bridge.pipeline.quoting import quoted
 from bridge.pipeline.reply_sink import ReplyStopped, Step
 from bridge.slack.escaping import MARKDOWN_CHARS, escape, escaped_pieces, preview
 from bridge.slack.feedback import feedback_block
-from bridge.slack.rate_budget import BudgetedAsyncWebClient, budget_key
+from bridge.slack.rate_budget import BudgetedAsyncWebClient, RateBudget, budget_key
 from bridge.slack.web import SLACK_FAILURES
 
 log = logging.getLogger(__name__)
@@ -41,9 +41,9 @@ FLUSH_SECONDS = 0.8
 FLUSH_CHARS = 400
 # chat.update is Tier 3 (50+ a minute per workspace): one edit a second per reply at most.
 UPDATE_SECONDS = 1.0
-# The longest a reply's first message waits for its method's turn (Slack's limit) before
-# the words gather for the final post instead.
-START_PATIENCE_S = 1.0
+# A stream's two Tier 2 calls: while either is held or paced after a 429, a reply is
+# posted whole instead (``SlackSink._start_waits``).
+STREAM_ENDS = ("chat.startStream", "chat.stopStream")
 # After an error, wait this long before trying again (not once per streamed chunk).
 RETRY_PAUSE_SECONDS = 2.0
 # Slack drops a status after two minutes without a message; refresh it before that.
@@ -163,24 +163,23 @@ class SlackSink:
         return self._delay(method) > 0
 
     def _start_waits(self) -> bool:
-        """Whether a stream should not be started now: starting it would wait longer than
-        ``START_PATIENCE_S`` for Slack's limit (a 429's wait, or the pace after one), or
-        the streaming methods are being paced after a 429 (a stream costs two Tier 2
-        calls, its start and its stop, where a whole reply costs one chat.postMessage at
-        three times their pace). In a burst the reply is then posted whole at the end,
-        and the turn does not hold its slot waiting for a stream to open or close."""
-        if self._streaming_refused or not isinstance(self._client, BudgetedAsyncWebClient):
-            return False
-        budget = self._client.budget
-        return budget.delay_for(budget_key("chat.startStream", None)) > START_PATIENCE_S or any(
-            budget.paced(budget_key(method, None))
-            for method in ("chat.startStream", "chat.stopStream"))
+        """Whether a stream should not be started now: its start or its stop is waiting out
+        a 429 of Slack's, or paced after one (a stream costs those two Tier 2 calls, where
+        a whole reply costs one chat.postMessage at three times their pace). In a burst the
+        reply is then posted whole at the end, and the turn does not hold its slot waiting
+        for a stream to open or close."""
+        budget = self._budget()
+        return not self._streaming_refused and budget is not None and any(
+            budget.paced(budget_key(method, None)) for method in STREAM_ENDS)
 
     def _delay(self, method: str) -> float:
         """How long a call of ``method`` made now would wait for the workspace's budget."""
-        if not isinstance(self._client, BudgetedAsyncWebClient):
-            return 0.0
-        return self._client.budget.delay_for(budget_key(method, None))
+        budget = self._budget()
+        return 0.0 if budget is None else budget.delay_for(budget_key(method, None))
+
+    def _budget(self) -> RateBudget | None:
+        """The workspace's rate budget (None for a client that keeps none)."""
+        return self._client.budget if isinstance(self._client, BudgetedAsyncWebClient) else None
 
     async def _flush(self) -> None:
         self._last_flush = self._clock()

@@ -40,16 +40,6 @@ class TurnMessages:
     retry: bool = False
 
 
-def known_as(person: Person, org: str | None) -> list[Person]:
-    """Every key ``person`` is known under: their workspace's, and on Enterprise Grid their
-    org's, for what was learned in a channel shared across the org's workspaces (kept as
-    the org's place, ``bridge/slack/directory.org_place``). What a person sees of
-    themselves, and what they forget, covers both."""
-    if org is None or org == person.team:
-        return [person]
-    return [person, Person(org, person.user, person.name)]
-
-
 @dataclass(frozen=True)
 class Fact:
     """One thing known about a person, as stored (ids are the backend's own)."""

@@ -63,19 +63,19 @@ def test_the_console_reads_a_members_channels_once_a_minute_and_fails_closed() -
             now = [0.0]
             memberships = SlackMemberships(
                 AsyncWebClient(token="xoxb-test", base_url=slack.url), clock=lambda: now[0])
-            assert await memberships.private_channels("T1", "U1") == {"G2", "M1"}
+            assert (await memberships.of("T1", "U1")).private == {"G2", "M1"}
             asked = sum(call.method == "users.conversations" for call in slack.requests)
-            assert await memberships.private_channels("T1", "U1") == {"G2", "M1"}
+            assert (await memberships.of("T1", "U1")).private == {"G2", "M1"}
             assert sum(call.method == "users.conversations" for call in slack.requests) == asked
             now[0] = 61.0  # a minute on: asked again, so leaving a channel shows
-            assert await memberships.private_channels("T1", "U2") == {"G1", "G2", "M1"}
-            assert await memberships.private_channels("T1", "U1") == {"G2", "M1"}
+            assert (await memberships.of("T1", "U2")).private == {"G1", "G2", "M1"}
+            assert (await memberships.of("T1", "U1")).private == {"G2", "M1"}
             assert sum(call.method == "users.conversations"
                        for call in slack.requests) == asked + 2
         with FakeSlack(scopes="chat:write") as refusing:
             _slack_with_channels(refusing)
             closed = SlackMemberships(AsyncWebClient(token="xoxb-test", base_url=refusing.url))
-            assert await closed.private_channels("T1", "U1") == frozenset()
-        assert await SlackMemberships(None).private_channels("T1", "U1") == frozenset()
+            assert (await closed.of("T1", "U1")).private == frozenset()
+        assert (await SlackMemberships(None).of("T1", "U1")).private == frozenset()
 
     asyncio.run(scenario())

@@ -233,10 +233,10 @@ def test_the_console_asks_slack_about_a_member_through_their_workspaces_install(
     with pytest.raises(BadInput, match="installed in"):
         run(sign_in.check_member("T9", "U9"))
 
-    assert run(memberships.private_channels("T2", "U2")) == frozenset()
+    assert run(memberships.of("T2", "U2")).private == frozenset()
     (listed,) = served.slack.calls("users.conversations")
     assert listed.token == tokens_of(served)["T2"]
-    assert run(memberships.private_channels("T9", "U9")) == frozenset()
+    assert run(memberships.of("T9", "U9")).private == frozenset()
     assert len(served.slack.calls("users.conversations")) == 1
 
 

@@ -68,7 +68,7 @@ def test_an_org_wide_install_answers_for_its_workspaces_unless_one_has_its_own(
     assert own is not None and own.bot_token == "xoxb-own"
     assert installs.find(enterprise_id="E9", team_id="T9") is None
     # The org's own id as a team: the place of a channel shared across its workspaces
-    # (directory.org_place), spoken in through the org-wide install.
+    # (directory.place_team), spoken in through the org-wide install.
     by_org = installs.find(enterprise_id=None, team_id="E1")
     assert by_org is not None and by_org.bot_token == "xoxb-org"
 

@@ -10,7 +10,7 @@ from bridge.slack.directory import (
     UserInfo,
     channel_info,
     confined_reader,
-    org_place,
+    place_team,
 )
 
 
@@ -20,17 +20,17 @@ def _info(**channel: Any) -> ChannelInfo:
 
 def test_an_org_shared_channel_is_the_orgs_place_and_confines_its_readers() -> None:
     shared = _info(is_shared=True, is_org_shared=True)
-    assert org_place(shared, "E1") == "E1"
+    assert place_team(shared, "T1", "E1") == "E1"
     colleague = UserInfo("U1", "ana", is_bot=False, team="T1")
     assert confined_reader(shared, colleague, "T1")
     # Slack did not name the org: the workspace keeps it, its readers still confined.
-    assert org_place(shared, None) is None
+    assert place_team(shared, "T1", None) == "T1"
 
 
 def test_a_workspaces_own_channel_and_a_slack_connect_one_are_not_the_orgs() -> None:
     own = _info(is_shared=False)
     colleague = UserInfo("U1", "ana", is_bot=False, team="T1")
-    assert org_place(own, "E1") is None and not confined_reader(own, colleague, "T1")
+    assert place_team(own, "T1", "E1") == "T1" and not confined_reader(own, colleague, "T1")
     # Shared with another organisation as well: Slack Connect's rule, under the workspace.
     connect = _info(is_shared=True, is_org_shared=True, is_ext_shared=True)
-    assert org_place(connect, "E1") is None and confined_reader(connect, colleague, "T1")
+    assert place_team(connect, "T1", "E1") == "T1" and confined_reader(connect, colleague, "T1")

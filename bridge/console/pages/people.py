@@ -4,12 +4,11 @@ sent to the identity backend afterwards)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from bridge.console.parts import ConsoleParts, ConsoleStores
+from bridge.console.parts import ConsoleParts
 from bridge.console.sign_in import ConsoleUser
 from layers.errors import BadInput
-from layers.identity.protocol import Fact, Forgotten, Person, known_as
+from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of, known_as
+from layers.identity.protocol import Fact, Forgotten, Person
 
 
 def whose_page(user: ConsoleUser, team: str, who: str) -> tuple[str, str]:
@@ -42,44 +41,38 @@ async def facts(parts: ConsoleParts, persons: list[Person]) -> list[Fact] | None
     person themselves); None without an identity layer."""
     if parts.identity is None:
         return None
-    return [fact for person in persons for fact in await parts.identity.facts(person, None)]
+    return await facts_of(parts.identity, persons, None)
 
 
 async def forget_fact(parts: ConsoleParts, user: ConsoleUser, persons: list[Person],
                       fact_id: str, origin: str) -> int:
     if parts.identity is None:
         return 0
-    for person in persons:
-        deleted = await parts.identity.forget(person, fact_id)
-        if deleted:
-            _forgot_in_memory(parts, person)
-            await parts.stores.run(lambda stores: stores.audit.record(
-                actor=user.actor, action="fact.forget", target=f"fact:{fact_id}",
-                origin=origin))
-            return deleted
-    return 0
+    deleted = await forget_fact_of(parts.identity, persons, fact_id)
+    if deleted:
+        _forgot_in_memory(parts, persons)
+        await parts.stores.run(lambda stores: stores.audit.record(
+            actor=user.actor, action="fact.forget", target=f"fact:{fact_id}", origin=origin))
+    return deleted
 
 
 async def forget_everything(parts: ConsoleParts, user: ConsoleUser, persons: list[Person],
                             origin: str) -> Forgotten | None:
     if parts.identity is None:
         return None
-    forgotten = Forgotten(0)
-    for person in persons:
-        await parts.stores.run(_bury(person))
-        forgotten += await parts.identity.forget_person(person)
-        _forgot_in_memory(parts, person)
+
+    async def bury(person: Person) -> None:
+        await parts.stores.run(lambda stores: stores.tombstones.record(person))
+
+    forgotten = await forget_all_of(parts.identity, persons, first=bury)
+    _forgot_in_memory(parts, persons)
     await parts.stores.run(lambda stores: stores.audit.record(
         actor=user.actor, action="person.forget", target=f"person:{persons[0].key}",
         origin=origin, detail=forgotten.describe()))
     return forgotten
 
 
-def _bury(person: Person) -> Callable[[ConsoleStores], float]:
-    """A tombstone, laid first: nothing said before it is sent afterwards."""
-    return lambda stores: stores.tombstones.record(person)
-
-
-def _forgot_in_memory(parts: ConsoleParts, person: Person) -> None:
+def _forgot_in_memory(parts: ConsoleParts, persons: list[Person]) -> None:
     if parts.user_models is not None:
-        parts.user_models.forget(person)
+        for person in persons:
+            parts.user_models.forget(person)

@@ -13,7 +13,8 @@ from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools import Tool, ToolResult
 from bridge.pipeline.turn import Turn
 from layers.audit.log import AuditLog, slack_actor
-from layers.identity.protocol import Forgotten, IdentityBackend, Person
+from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of
+from layers.identity.protocol import IdentityBackend, Person
 from layers.offloaded import Offloaded
 from layers.places import LOCAL_TEAM
 
@@ -68,8 +69,7 @@ def about_the_speaker(
         if turn.person is None:
             return ANONYMOUS, True
         # Only what may be read here: a DM's facts never come up in a channel.
-        facts = [fact for person in turn.known_as()
-                 for fact in await identity.facts(person, turn.viewer)]
+        facts = await facts_of(identity, turn.known_as(), turn.viewer)
         lines = [f"- [{fact.id}] {quoted(fact.text)}" for fact in facts]
         return "\n".join(lines) or "Nothing is stored about them.", False
 
@@ -79,12 +79,12 @@ def about_the_speaker(
             return ANONYMOUS, True
         fact_id = arguments.get("fact_id")
         if isinstance(fact_id, str):
-            said = f"deleted {await _forget_fact(identity, turn.known_as(), fact_id)} fact(s)"
+            said = f"deleted {await forget_fact_of(identity, turn.known_as(), fact_id)} fact(s)"
             action, target = "fact.forget", f"fact:{fact_id}"
         elif not confirmations.confirmed(person, turn):
             return FORGET_ALL_ASKS, False
         else:
-            said = (await _forget_all(identity, turn.known_as(), stop_ingest)).describe()
+            said = (await forget_all_of(identity, turn.known_as(), first=stop_ingest)).describe()
             action, target = "person.forget", f"person:{person.key}"
         if audit is not None:
             actor = person.user if person.team == LOCAL_TEAM else slack_actor(person.user)
@@ -125,21 +125,3 @@ class ForgetConfirmations:
             self._asked[person.key] = turn.received_at
         return False
 
-
-async def _forget_fact(identity: IdentityBackend, persons: list[Person], fact_id: str) -> int:
-    """The fact deleted from whichever key the speaker is known under holds it."""
-    for person in persons:
-        deleted = await identity.forget(person, fact_id)
-        if deleted:
-            return deleted
-    return 0
-
-
-async def _forget_all(identity: IdentityBackend, persons: list[Person],
-                      stop_ingest: Callable[[Person], Awaitable[object]] | None) -> Forgotten:
-    forgotten = Forgotten(0)
-    for person in persons:
-        if stop_ingest is not None:
-            await stop_ingest(person)
-        forgotten += await identity.forget_person(person)
-    return forgotten
