@@ -383,7 +383,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--levers", default=None,
-        help="RECALL_LEVERS for the run (all, none, or names: layers/episodic/levers.py)",
+        help="RECALL_LEVERS for the run (all, none, or names: layers/episodic/recall_levers.py)",
     )
     return parser.parse_args(argv)
 

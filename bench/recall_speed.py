@@ -70,12 +70,12 @@ from bridge.all_tables import ALL_SCHEMAS  # noqa: E402
 from layers.embedding.embedder import MiniLMEmbedder  # noqa: E402
 from layers.episodic.chunking import episode_units  # noqa: E402
 from layers.episodic.episode import Episode  # noqa: E402
-from layers.episodic.levers import RecallLevers  # noqa: E402
 from layers.episodic.memory import (  # noqa: E402
     CANDIDATES_PER_SEARCH,
     EpisodicMemory,
     RecallQuery,
 )
+from layers.episodic.recall_levers import RecallLevers  # noqa: E402
 from layers.episodic.store import (  # noqa: E402
     EPISODE_COLUMNS,
     VECTOR_DTYPE,

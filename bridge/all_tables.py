@@ -7,7 +7,7 @@ that listing every table never imports the transport.
 
 from __future__ import annotations
 
-from bridge.mcp.tables import SCHEMA as MCP
+from bridge.access.tables import SCHEMA as MCP
 from bridge.model.tables import SCHEMA as MODEL_USAGE
 from bridge.slack_tables import SCHEMA as SLACK
 from layers.layer_tables import LAYER_SCHEMAS

@@ -6,9 +6,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from bridge.access.tokens import McpTokens
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.housekeeping import Housekeeping
-from bridge.mcp.tokens import McpTokens
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.metered import MeteredModel
 from bridge.model.offline import OfflineResponder, SkillFinder
@@ -25,9 +25,9 @@ from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from layers.audit.log import AuditLog
 from layers.embedding.embedder import Embedder, MiniLMEmbedder
-from layers.episodic.levers import RecallLevers
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
+from layers.episodic.recall_levers import RecallLevers
 from layers.errors import ConfigurationError
 from layers.identity.conversations import Conversations
 from layers.identity.honcho import HonchoIdentity

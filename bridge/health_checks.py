@@ -408,7 +408,7 @@ def _slack(app: Thoth) -> list[Check]:
         ]
     from slack_sdk.errors import SlackApiError
 
-    from bridge.slack.web import build_web_client
+    from bridge.slack_api.clients import build_web_client
 
     try:
         auth = build_web_client(settings).auth_test()
@@ -429,8 +429,8 @@ def _slack(app: Thoth) -> list[Check]:
 def _slack_installs(app: Thoth) -> list[Check]:
     """Installed into workspaces through Slack's OAuth flow: its settings, and whether the
     keys open every install's token."""
-    from bridge.slack.installs.install_flow import missing_for_installs
-    from bridge.slack.installs.installations import installations_of
+    from bridge.slack_api.installs.install_flow import missing_for_installs
+    from bridge.slack_api.installs.installations import installations_of
 
     missing = missing_for_installs(app.settings)
     if missing is not None:

@@ -130,7 +130,7 @@ class Settings(BaseSettings):
     # An episode sharing no word with the query is recalled only this close in meaning
     # (MiniLM's cosine; layers/episodic/memory.py). 0: the k nearest, however far.
     recall_min_similarity: Annotated[float, Field(ge=0, le=1)] = 0.25
-    # Which of recall's levers are on (layers/episodic/levers.py): "default", "all",
+    # Which of recall's levers are on (layers/episodic/recall_levers.py): "default", "all",
     # "none", or names, comma-separated. For measuring each; a team leaves it at default.
     recall_levers: str = "default"
     episode_retention_days: Annotated[int, Field(ge=0)] = 0

@@ -15,8 +15,8 @@ from layers.errors import CostCapReached, ThothError
 from layers.redaction import redact
 from layers.working.sessions import Session, SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
+from reflection.facts_in_their_own_words import rests_on
 from reflection.fanout import FanoutResult, Writers, dm_person, fan_out
-from reflection.own_words import rests_on
 from reflection.reflector import Reflector
 from reflection.report import Reflection
 from reflection.session_input import SessionInput

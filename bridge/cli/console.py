@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import signal
+import threading
 from typing import Any, TextIO
 
 from bridge.app import Thoth
@@ -20,6 +22,42 @@ def register(commands: Any) -> None:
 
 
 def run_console(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
-    from bridge.console.serving import serve_console
-
     return serve_console(app, out, host=args.host, port=args.port)
+
+
+def serve_console(app: Thoth, out: TextIO, *, host: str, port: int) -> int:
+    """The console at /console and MCP at /mcp on one port, with the operator's link."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import RedirectResponse, Response
+    from starlette.routing import Route
+
+    from bridge.console.serving import PATH, console_mount, sign_in_link
+    from bridge.console.sign_in import OneTimeLogin
+
+    # Imported here: the MCP SDK and uvicorn take a while, and only this command serves.
+    from bridge.mcp.http import mcp_over_http
+    from bridge.web.server import WebServer, lifespan_of
+
+    login = OneTimeLogin()
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse(f"{PATH}/", status_code=307)
+
+    # MCP at /mcp as well: in Socket Mode `thoth serve` listens on no port.
+    mcp_route, mcp_sessions = mcp_over_http(app, host=host)
+    server = WebServer(Starlette(routes=[Route("/", home), console_mount(app, login), mcp_route],
+                                 lifespan=lifespan_of(mcp_sessions)),
+                       host=host, port=port)
+    server.start()
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    print(f"Thoth's memory console: open {sign_in_link(host, server.port, login)}"
+          " (the link signs you in once, as the operator)", file=out, flush=True)
+    try:
+        stop.wait()
+    finally:
+        server.stop()
+    return 0
+

@@ -18,8 +18,8 @@ from typing import Any, TextIO
 from bridge.app import Thoth
 from bridge.cli.login import login_name
 from bridge.cli.redacted_output import show_once
-from bridge.slack.installs.installations import Installations, installations_of
-from bridge.slack.installs.token_cipher import TokenCipher
+from bridge.slack_api.installs.installations import Installations, installations_of
+from bridge.slack_api.installs.token_cipher import TokenCipher
 from bridge.workspace_purge import purge_workspace
 from layers.errors import BadInput, ConfigurationError
 

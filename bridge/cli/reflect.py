@@ -8,7 +8,7 @@ import sys
 from typing import Any, TextIO
 
 from bridge.app import Thoth
-from bridge.console.links import console_links
+from bridge.console_links import console_links
 from bridge.model.catalogue import CATALOGUE
 from bridge.model.output_budget import REPORT_TOKENS, sized_max_tokens
 from bridge.model.report_model import LanguageReportModel
@@ -96,7 +96,7 @@ def build_notifier(app: Thoth, team: str, out: TextIO) -> Notifier:
         return PrintNotifier(out)
     token = None
     if app.settings.slack_bot_token is None:
-        from bridge.slack.installs.installations import installations_of, installs_wanted
+        from bridge.slack_api.installs.installations import installations_of, installs_wanted
 
         if not installs_wanted(app.settings):
             return PrintNotifier(out)
@@ -105,8 +105,8 @@ def build_notifier(app: Thoth, team: str, out: TextIO) -> Notifier:
         if install is None:
             return PrintNotifier(out)
         token = install.bot_token
-    from bridge.slack.notifier import SlackNotifier
-    from bridge.slack.web import build_web_client
+    from bridge.slack_api.clients import build_web_client
+    from bridge.slack_api.notifier import SlackNotifier
 
     return SlackNotifier(build_web_client(app.settings, token=token), app.db,
                          console_links(app.settings.console_url),

@@ -24,14 +24,14 @@ from bridge.app import Thoth
 from bridge.console.serving import console_mount, sign_in_link
 from bridge.console.sign_in import OneTimeLogin
 from bridge.slack.bolt_app import SlackTransport, build_bridge, take_over
-from bridge.slack.followup_posts import post_due_followups
 from bridge.slack.http_server import SlackHttpServer, install_routes
-from bridge.slack.installs.install_flow import INSTALL_PATH
-from bridge.slack.installs.installations import Installations, installations_of, installs_wanted
 from bridge.slack.runner import TurnRunner
-from bridge.slack.shared_holds import SharedHolds
 from bridge.slack.socket_mode import SocketModeConnection
-from bridge.slack.web import build_async_web_client
+from bridge.slack_api.clients import build_async_web_client
+from bridge.slack_api.followup_posts import post_due_followups
+from bridge.slack_api.installs.install_flow import INSTALL_PATH
+from bridge.slack_api.installs.installations import Installations, installations_of, installs_wanted
+from bridge.slack_api.rate_waits_across_replicas import SharedHolds
 from layers.errors import BackendUnavailable, ConfigurationError
 from layers.offloaded import Offloaded
 from layers.procedural.brain_peers import FOLLOW_EVERY_S
@@ -103,7 +103,8 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 
 def _shared_holds(app: Thoth) -> SharedHolds | None:
-    """Replicas on one PostgreSQL share Slack's waits (``shared_holds.py``)."""
+    """Replicas on one PostgreSQL share Slack's waits
+    (``slack_api/rate_waits_across_replicas.py``)."""
     url = app.settings.database_url
     if app.db.dialect != "postgresql" or url is None:
         return None

@@ -12,10 +12,10 @@ import argparse
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
+from bridge.access.tokens import McpToken
 from bridge.app import Thoth
 from bridge.cli.login import login_name
 from bridge.cli.redacted_output import show_once
-from bridge.mcp.tokens import McpToken
 
 ORIGIN = "cli"
 

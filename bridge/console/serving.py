@@ -1,22 +1,15 @@
-"""The console on its own (`thoth console`) or beside Slack's endpoint (`thoth serve`):
-mounted at /console, with the operator's one-time sign-in link."""
+"""The console mounted at /console — on its own (`thoth console`, ``bridge/cli/console.py``)
+or beside Slack's endpoint (`thoth serve`) — and the operator's one-time sign-in link."""
 
 from __future__ import annotations
 
-import signal
-import threading
-from typing import TextIO
-
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Mount
 
 from bridge.app import Thoth
-from bridge.console.parts import console_parts
+from bridge.console.dependencies import console_dependencies
 from bridge.console.sign_in import OneTimeLogin
-from bridge.console.slack_sign_in import slack_sign_in
 from bridge.console.web_app import console_app
+from bridge.slack_api.sign_in_with_slack import slack_sign_in
 
 PATH = "/console"
 
@@ -24,7 +17,7 @@ PATH = "/console"
 def console_mount(app: Thoth, login: OneTimeLogin) -> Mount:
     settings = app.settings
     secret = settings.console_secret
-    parts = console_parts(app)
+    parts = console_dependencies(app)
     return Mount(PATH, console_app(
         parts, secret=secret.get_secret_value() if secret else None, login=login,
         slack=slack_sign_in(settings, parts.slack, parts.workspace_of),
@@ -37,32 +30,3 @@ def sign_in_link(host: str, port: int, login: OneTimeLogin) -> str:
     # In the path, not as ``?token=``: a line with "token=" in it is redacted as a secret
     # wherever Thoth prints or logs it.
     return f"http://{shown}:{port}{PATH}/login/{login.token}"
-
-
-def serve_console(app: Thoth, out: TextIO, *, host: str, port: int) -> int:
-    from bridge.slack.http_server import WebServer
-
-    login = OneTimeLogin()
-
-    async def home(request: Request) -> Response:
-        return RedirectResponse(f"{PATH}/", status_code=307)
-
-    # MCP at /mcp as well: in Socket Mode `thoth serve` listens on no port.
-    from bridge.mcp.http import mcp_over_http
-    from bridge.slack.http_server import lifespan_of
-
-    mcp_route, mcp_sessions = mcp_over_http(app, host=host)
-    server = WebServer(Starlette(routes=[Route("/", home), console_mount(app, login), mcp_route],
-                                 lifespan=lifespan_of(mcp_sessions)),
-                       host=host, port=port)
-    server.start()
-    stop = threading.Event()
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, lambda *_: stop.set())
-    print(f"Thoth's memory console: open {sign_in_link(host, server.port, login)}"
-          " (the link signs you in once, as the operator)", file=out, flush=True)
-    try:
-        stop.wait()
-    finally:
-        server.stop()
-    return 0

@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import logging
 
-from bridge.console.parts import ConsoleParts
-from bridge.slack.cards import show_outcome
-from bridge.slack.note_cards import show_on_cards
-from bridge.slack.web import SLACK_FAILURES
-from bridge.slack.workspace_client import serving_team
+from bridge.console.dependencies import ConsoleDependencies
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.note_cards import show_on_cards
+from bridge.slack_api.skill_cards import show_outcome
+from bridge.slack_api.workspace_client import serving_team
 from layers.notes.store import Note
 from layers.procedural.drafts import Draft
 
 log = logging.getLogger(__name__)
 
 
-async def show_note_decided(parts: ConsoleParts, note: Note) -> None:
+async def show_note_decided(parts: ConsoleDependencies, note: Note) -> None:
     if parts.slack is None:
         return
     cards = await parts.stores.run(lambda s: s.note_cards.cards_of(note.id))
@@ -28,7 +28,7 @@ async def show_note_decided(parts: ConsoleParts, note: Note) -> None:
             await show_on_cards(parts.slack, note, cards, parts.links)
 
 
-async def show_draft_decided(parts: ConsoleParts, draft: Draft) -> None:
+async def show_draft_decided(parts: ConsoleDependencies, draft: Draft) -> None:
     """Installed into many workspaces, each card is updated with the token of the
     workspace it was posted in; a card posted before that was recorded (no workspace) is
     left as it is. The decision stands all the same."""

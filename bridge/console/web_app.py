@@ -24,7 +24,9 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from bridge.access.signed_in import SignedInPerson, user_of
 from bridge.console import csrf
+from bridge.console.dependencies import ConsoleDependencies
 from bridge.console.pages import (
     audit,
     episodes,
@@ -38,10 +40,9 @@ from bridge.console.pages import (
     spend,
     tokens,
 )
-from bridge.console.parts import ConsoleParts
-from bridge.console.security_headers import SecurityHeaders
-from bridge.console.sign_in import ConsoleUser, OneTimeLogin, user_of
-from bridge.console.slack_sign_in import SlackSignIn
+from bridge.console.sign_in import OneTimeLogin
+from bridge.slack_api.sign_in_with_slack import SlackSignIn
+from bridge.web.security_headers import SecurityHeaders
 from layers.errors import BadInput, ThothError
 from layers.identity.protocol import Person
 
@@ -57,7 +58,7 @@ SESSION_MAX_AGE_S = 12 * 3600
 
 
 def console_app(
-    parts: ConsoleParts, *, secret: str | None, login: OneTimeLogin | None,
+    parts: ConsoleDependencies, *, secret: str | None, login: OneTimeLogin | None,
     slack: SlackSignIn | None = None, public_url: str | None = None, https_only: bool = False,
 ) -> Starlette:
     """The console as an ASGI app, to mount at /console. ``secret`` signs its cookies
@@ -117,7 +118,7 @@ def console_app(
 
 
 class _Pages:
-    def __init__(self, parts: ConsoleParts, templates: Jinja2Templates,
+    def __init__(self, parts: ConsoleDependencies, templates: Jinja2Templates,
                  login: OneTimeLogin | None, slack: SlackSignIn | None,
                  public_url: str | None) -> None:
         self._parts = parts
@@ -162,7 +163,7 @@ class _Pages:
             return self._signed_out(request, str(error))
         return await self._signed_in(request, user)
 
-    async def _signed_in(self, request: Request, user: ConsoleUser) -> Response:
+    async def _signed_in(self, request: Request, user: SignedInPerson) -> Response:
         request.session.clear()
         request.session.update(user.as_session())
         await self._parts.stores.run(lambda stores: stores.audit.record(
@@ -381,7 +382,7 @@ class _Pages:
         said = forgotten.describe() if forgotten is not None else "no identity layer"
         return self._back_to_person(request, person, said)
 
-    def _forgettable(self, request: Request, user: ConsoleUser) -> Person | Response:
+    def _forgettable(self, request: Request, user: SignedInPerson) -> Person | Response:
         """The person a forget's path names, or the answer to one ``user`` may not make."""
         team, who = request.path_params["team"], request.path_params["user"]
         if not people.may_forget(user, team, who):
@@ -451,7 +452,7 @@ class _Pages:
             self._parts, user, upload, _origin(request)))
 
     async def _imported(self, request: Request, load: Callable[
-            [ConsoleUser, BinaryIO, str], Awaitable[str]]) -> Response:
+            [SignedInPerson, BinaryIO, str], Awaitable[str]]) -> Response:
         """Run an import of the form's file, then back to Export saying what it did."""
         user = await self._changer(request, operator_only=True)
         if isinstance(user, Response):
@@ -494,7 +495,7 @@ class _Pages:
         return RedirectResponse(f"{_base(request)}/{page}", status_code=303)
 
     def _reader(self, request: Request, *,
-                operators_only: str | None = None) -> ConsoleUser | Response:
+                operators_only: str | None = None) -> SignedInPerson | Response:
         """Who reads the page, or the answer to one who may not (``operators_only``: why
         only the operator may)."""
         user = user_of(request.session)
@@ -505,7 +506,7 @@ class _Pages:
         return user
 
     async def _changer(self, request: Request, *, founders_only: bool = False,
-                       operator_only: bool = False) -> ConsoleUser | Response:
+                       operator_only: bool = False) -> SignedInPerson | Response:
         """Who makes the change, or the answer to a change that may not be made."""
         user = user_of(request.session)
         if user is None:
@@ -520,7 +521,7 @@ class _Pages:
             return PlainTextResponse("Only the operator may do this.", status_code=403)
         return user
 
-    def _page(self, request: Request, user: ConsoleUser, template: str,
+    def _page(self, request: Request, user: SignedInPerson, template: str,
               **context: Any) -> Response:
         return self._templates.TemplateResponse(request, template, {
             "user": user, "base": _base(request),

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bridge.console.memberships import NONE, Memberships
+from bridge.slack_api.memberships import NONE, Memberships
 from layers.audit.log import slack_actor
 from layers.identity.protocol import Person
 from layers.places import LOCAL_TEAM, TERMINAL_CHANNEL, Viewer

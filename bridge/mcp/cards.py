@@ -23,7 +23,7 @@ from layers.procedural.drafts import Draft
 log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
-    from bridge.slack.notifier import SlackNotifier
+    from bridge.slack_api.notifier import SlackNotifier
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AnyHttpUrl
 from starlette.routing import Mount
 
+from bridge.access.tokens import McpTokens
 from bridge.app import Thoth
-from bridge.console.memberships import SlackMemberships
-from bridge.console.slack_sign_in import slack_sign_in
 from bridge.mcp.asker import Asker
 from bridge.mcp.oauth import (
     CALLBACK_PATH,
@@ -40,11 +39,12 @@ from bridge.mcp.oauth import (
 from bridge.mcp.oauth_grants import OAuthGrants
 from bridge.mcp.server import mcp_server
 from bridge.mcp.sign_in_pages import SignInPages
-from bridge.mcp.tokens import McpTokens
 from bridge.settings import Settings
-from bridge.slack.http_server import Running
-from bridge.slack.installs.install_flow import installed_workspaces
-from bridge.slack.web import build_async_web_client
+from bridge.slack_api.clients import build_async_web_client
+from bridge.slack_api.installs.install_flow import installed_workspaces
+from bridge.slack_api.memberships import SlackMemberships
+from bridge.slack_api.sign_in_with_slack import slack_sign_in
+from bridge.web.server import Running
 
 ORIGIN = "mcp http"
 

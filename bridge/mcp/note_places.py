@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from bridge.mcp.asker import Asker
-from bridge.slack.directory import channel_kind, user_name
+from bridge.slack_api.directory import channel_kind, user_name
 from layers.errors import BadInput
 from layers.places import Place
 

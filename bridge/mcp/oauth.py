@@ -45,10 +45,10 @@ from mcp.server.auth.provider import (
 )
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from bridge.console.sign_in import ConsoleUser
-from bridge.console.slack_sign_in import SlackSignIn
+from bridge.access.signed_in import SignedInPerson
+from bridge.access.tokens import SIGNED_IN_TTL_S, McpToken, McpTokens
 from bridge.mcp.oauth_grants import OAuthGrants, Stage
-from bridge.mcp.tokens import SIGNED_IN_TTL_S, McpToken, McpTokens
+from bridge.slack_api.sign_in_with_slack import SlackSignIn
 from layers.errors import BadInput
 
 # Long enough to sign in to Slack; short enough that a stray link soon means nothing.
@@ -112,7 +112,7 @@ class SlackOAuth:
         if waiting is None:
             raise LookupError("this sign-in link has lapsed or was used: start again from"
                               " your MCP client")
-        person: ConsoleUser = await self._slack.complete(code, self.callback_url)
+        person: SignedInPerson = await self._slack.complete(code, self.callback_url)
         consent = secrets.token_urlsafe(32)
         asked = {**waiting, "team": person.team, "user": person.user, "name": person.name}
         await self._put("consent", consent, asked, SIGN_IN_TTL_S)

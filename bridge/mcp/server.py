@@ -22,14 +22,14 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
 from bridge.app import Thoth
-from bridge.console.links import console_links
+from bridge.console_links import console_links
 from bridge.mcp.asker import Asker
 from bridge.mcp.cards import Cards
 from bridge.mcp.note_places import DM, NotePlaces
 from bridge.mcp.resources import add_resources, no_skill, skill_md
 from bridge.pipeline.episodes_block import where_said
-from bridge.slack.notifier import SlackNotifier
-from bridge.slack.web import build_web_client
+from bridge.slack_api.clients import build_web_client
+from bridge.slack_api.notifier import SlackNotifier
 from layers.episodic.episode import Hit
 from layers.errors import BadInput
 from layers.identity.known_as import facts_of, known_as
@@ -61,7 +61,7 @@ def _slack_of(app: Thoth) -> Callable[[str], WebClient | None]:
         slack = build_web_client(settings)
         return lambda team: slack
     # Not the install flow's module: `thoth mcp` does not load Bolt to start.
-    from bridge.slack.installs.installations import installations_of, installs_wanted
+    from bridge.slack_api.installs.installations import installations_of, installs_wanted
 
     if not installs_wanted(settings):
         return lambda team: None

@@ -15,8 +15,8 @@ import logging
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from bridge.console.security_headers import HEADERS
 from bridge.mcp.oauth import CONSENT_PATH, SlackOAuth, redirect_origin
+from bridge.web.security_headers import HEADERS
 from layers.errors import BadInput
 
 log = logging.getLogger(__name__)

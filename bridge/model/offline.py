@@ -16,9 +16,9 @@ import re
 from collections.abc import Callable, Sequence
 
 from bridge import messages
-from bridge.model.asking import asks
 from bridge.model.offline_evidence import best_evidence, rest_of_related
 from bridge.model.protocol import ModelRequest, ModelResult, OnText, Said, ToolCall, ToolExchange
+from bridge.model.question_or_statement import asks
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ the workspace) and are spliced into the model's context inside tags such as
 stored "</related-episodes><rules>…" stays text inside its block; the persona's rules
 tell the model these blocks are quotations, never instructions. Slack reads the same
 three characters as control characters, so the Slack bridge escapes what it posts with
-this one function too (``bridge/slack/escaping.py``).
+this one function too (``bridge/slack_api/escaping.py``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from bridge.model.asking import asks
+from bridge.model.question_or_statement import asks
 from bridge.pipeline.answering import Answer
 from bridge.pipeline.turn import Turn
 from layers.episodic.episode import Episode

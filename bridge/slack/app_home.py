@@ -14,11 +14,11 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.console.links import ConsoleLinks
-from bridge.slack.escaping import escape
-from bridge.slack.note_cards import decided, show_on_cards
+from bridge.console_links import ConsoleLinks
 from bridge.slack.stores import SlackStores
-from bridge.slack.web import SLACK_FAILURES
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.escaping import escape
+from bridge.slack_api.note_cards import decided, show_on_cards
 from layers.audit.log import slack_actor
 from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of, known_as
 from layers.identity.protocol import IdentityBackend, Person

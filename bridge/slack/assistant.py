@@ -26,10 +26,10 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
-from bridge.slack.directory import Directory, confined_reader
 from bridge.slack.stores import SlackStores
 from bridge.slack.thread_contexts import app_context_of
-from bridge.slack.web import SLACK_FAILURES
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.directory import Directory, confined_reader
 from layers.offloaded import Offloaded
 from layers.places import Viewer
 

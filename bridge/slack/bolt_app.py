@@ -28,7 +28,7 @@ from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from bridge import messages
 from bridge.app import Thoth
-from bridge.console.links import console_links
+from bridge.console_links import console_links
 from bridge.slack.app_home import (
     FORGET_EVERYTHING,
     FORGET_FACT,
@@ -37,30 +37,30 @@ from bridge.slack.app_home import (
     AppHome,
 )
 from bridge.slack.assistant import AssistantThreads
-from bridge.slack.cards import APPROVE_ACTION, REJECT_ACTION
 from bridge.slack.commands import done_command, recall_command
-from bridge.slack.conversation import Conversation, ConversationParts
-from bridge.slack.directory import Directory
+from bridge.slack.conversation import Conversation, ConversationDependencies
+from bridge.slack.delivery_order import DeliveryOrder
 from bridge.slack.events import Incoming, from_event, mentions
 from bridge.slack.feedback import FEEDBACK_ACTION
 from bridge.slack.inbox import InboxEntry
-from bridge.slack.installs.authorize import (
-    AuthorizedByInstall,
-    InstalledWorkspaces,
-    serve_the_authorized_workspace,
-)
-from bridge.slack.installs.install_flow import install_flow
-from bridge.slack.installs.installations import Installations
-from bridge.slack.installs.org_access import listen_to_org_access
-from bridge.slack.lanes import Lanes
+from bridge.slack.org_access import listen_to_org_access
 from bridge.slack.reactions import Reactions
 from bridge.slack.runner import TurnRunner
 from bridge.slack.shortcuts import FORGET_THIS, REMEMBER_THIS, Shortcuts
 from bridge.slack.stores import SlackStores, slack_stores
 from bridge.slack.token_command import thoth_command
-from bridge.slack.workspace_client import WorkspaceOf, serving
-from bridge.slack.workspace_client import bot_user as served_bot_user
 from bridge.slack.workspace_guard import enterprise_of, only_its_workspace
+from bridge.slack_api.directory import Directory
+from bridge.slack_api.installs.authorize import (
+    AuthorizedByInstall,
+    InstalledWorkspaces,
+    serve_the_authorized_workspace,
+)
+from bridge.slack_api.installs.install_flow import install_flow
+from bridge.slack_api.installs.installations import Installations
+from bridge.slack_api.skill_cards import APPROVE_ACTION, REJECT_ACTION
+from bridge.slack_api.workspace_client import WorkspaceOf, serving
+from bridge.slack_api.workspace_client import bot_user as served_bot_user
 from layers.offloaded import Offloaded
 from layers.redaction import redact
 
@@ -81,7 +81,7 @@ class SlackTransport:
     stores: SlackStores
     offloaded: Offloaded[SlackStores]
     # Deliveries taken and not yet done, shared by every replica, run in lane order.
-    lanes: Lanes
+    lanes: DeliveryOrder
     bot_user: str | None
     team: str | None = None
     # Installed into many workspaces: the install that answers for a team id.
@@ -137,7 +137,7 @@ async def build_bridge(
     offloaded = Offloaded(stores)
     assistant = AssistantThreads(offloaded, client, directory)
     console = console_links(settings.console_url)
-    parts = ConversationParts(
+    parts = ConversationDependencies(
         stores=offloaded,
         pipeline=thoth.pipeline,
         recall_top_k=settings.recall_top_k,
@@ -155,7 +155,7 @@ async def build_bridge(
     bridge = SlackTransport(
         app, runner, conversation, reactions, assistant, home, Shortcuts(reactions.kit),
         stores, offloaded,
-        Lanes(offloaded, lease_s=settings.inbox_lease_s), bot_user,
+        DeliveryOrder(offloaded, lease_s=settings.inbox_lease_s), bot_user,
         team=str(identity.get("team_id") or "") or None, workspace_of=workspace_of,
     )
     _listen_to_messages(bridge)

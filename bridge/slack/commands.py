@@ -11,11 +11,11 @@ from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bridge import messages
 from bridge.slack.conversation import Conversation
-from bridge.slack.directory import confined_reader, place_team
-from bridge.slack.escaping import escape, preview, split_message
 from bridge.slack.stores import SlackStores
-from bridge.slack.web import SLACK_FAILURES
 from bridge.slack.workspace_guard import enterprise_of
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.directory import confined_reader, place_team
+from bridge.slack_api.escaping import escape, preview, split_message
 from layers.offloaded import Offloaded
 from layers.places import Place
 

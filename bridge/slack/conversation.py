@@ -15,21 +15,21 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
-from bridge.console.links import ConsoleLinks
+from bridge.console_links import ConsoleLinks
 from bridge.pipeline.episodes_block import episode_line, episodes_text
 from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message, viewer_at
 from bridge.session_end import SessionEnd
 from bridge.slack.assistant import AssistantThreads
-from bridge.slack.directory import Directory, UserInfo, confined_reader, place_team
-from bridge.slack.escaping import escape, split_message
 from bridge.slack.events import Incoming
-from bridge.slack.followup_posts import CANCEL
 from bridge.slack.replies import ReplyRecord
 from bridge.slack.stores import SlackStores
 from bridge.slack.thread_reply import SlackSink
-from bridge.slack.web import SLACK_FAILURES
-from bridge.slack.workspace_client import bot_user
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.directory import Directory, UserInfo, confined_reader, place_team
+from bridge.slack_api.escaping import escape, split_message
+from bridge.slack_api.followup_posts import CANCEL
+from bridge.slack_api.workspace_client import bot_user
 from layers.episodic.episode import Episode
 from layers.episodic.named_dates import zone_named
 from layers.errors import BadInput
@@ -43,7 +43,7 @@ _RECALL = re.compile(r"^\s*/?recall\s+(?P<query>.+)$", re.IGNORECASE | re.DOTALL
 
 
 @dataclass(frozen=True)
-class ConversationParts:
+class ConversationDependencies:
     """What a Slack conversation uses of the app (built once, in ``bolt_app.build_bridge``)."""
 
     stores: Offloaded[SlackStores]
@@ -59,7 +59,7 @@ class Conversation:
 
     def __init__(
         self,
-        parts: ConversationParts,
+        parts: ConversationDependencies,
         client: AsyncWebClient,
         directory: Directory,
         assistant: AssistantThreads,

@@ -1,11 +1,9 @@
-"""HTTP mode: Slack's requests on ``POST /slack/events``, served by uvicorn.
+"""HTTP mode: Slack's requests on ``POST /slack/events``, served by uvicorn
+(``bridge/web/server.py``).
 
-Why uvicorn and starlette: a production ASGI server the Python world already runs
-behind load balancers (a listen backlog of 2 048 where ``http.server`` had 5, HTTP/1.1
-keep-alive, a body it did not read never parsed as a second request, graceful
-shutdown), and Bolt ships a starlette adapter whose request/response converters are
-used here. Bolt's async app dispatches on uvicorn's own loop, in its own thread: the
-turns run on another loop (``runner.py``), so an ack never waits behind a turn.
+Bolt ships a starlette adapter whose request/response converters are used here. Bolt's
+async app dispatches on uvicorn's own loop, in its own thread: the turns run on another
+loop (``runner.py``), so an ack never waits behind a turn.
 
 Every request gets an answer: a bad or stale signature 401 (checked before the body
 is read as anything), a body that is not what Slack sends 400, an oversize one 413.
@@ -17,14 +15,9 @@ import asyncio
 import json
 import logging
 import re
-import threading
-import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 from urllib.parse import parse_qsl
 
-import uvicorn
 from slack_bolt.adapter.starlette.async_handler import (
     AsyncSlackRequestHandler,
     to_async_bolt_request,
@@ -38,49 +31,18 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from bridge.slack.guarded_http import guarded_h11
-from bridge.slack.workspace_client import serving
-from layers.errors import ConfigurationError
+from bridge.slack_api.workspace_client import serving
+from bridge.web.server import Running, WebServer, lifespan_of
 
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 # Slack's own payloads are far smaller; a larger body is refused before it is read.
 MAX_BODY_BYTES = 1_000_000
-START_TIMEOUT_S = 10.0
-GRACEFUL_SHUTDOWN_S = 10
 # Slack sends a whole delivery at once; a body still trickling in after this is not Slack.
 BODY_TIMEOUT_S = 10.0
-# Connections and requests at once before new requests get 503 (Slack retries those).
-# uvicorn counts open connections, half-open ones too: room for a burst of deliveries
-# beside the half-open ones a client may keep for a moment (guarded_http.py).
-MAX_CONCURRENT_REQUESTS = 1000
-# Slack sends a request's headers at once; a connection still without them after this is
-# not Slack. One address may hold this many such connections (its oldest goes first).
-HEADER_TIMEOUT_S = 5.0
 # Unix seconds, as Slack sends them (str.isdigit would take "²" or 400 nines).
 SLACK_TIMESTAMP = re.compile(r"[0-9]{1,12}")
-MAX_HALF_OPEN_PER_CLIENT = 20
-
-
-# Work that runs as long as the server does (entered at startup, left at shutdown).
-Running = Callable[[], AbstractAsyncContextManager[None]]
-
-
-Lifespan = Callable[[Starlette], AbstractAsyncContextManager[None]]
-
-
-def lifespan_of(running: Running | None) -> Lifespan | None:
-    """A Starlette lifespan that keeps ``running`` going while the server serves."""
-    if running is None:
-        return None
-
-    @asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        async with running():
-            yield
-
-    return lifespan
 
 
 class MalformedBody(ValueError):
@@ -89,52 +51,6 @@ class MalformedBody(ValueError):
 
 class BodyTooLarge(ValueError):
     """More than MAX_BODY_BYTES arrived."""
-
-
-class WebServer:
-    """An ASGI app served by uvicorn in a thread of its own, guarded against connections
-    that never finish a request (``guarded_http.py``): Slack's endpoint, the console."""
-
-    def __init__(self, app: Starlette, *, host: str, port: int) -> None:
-        config = uvicorn.Config(
-            app,
-            host=host,
-            port=port,
-            # The app's startup and shutdown work, if it has any (MCP's sessions):
-            # a Starlette app without a lifespan of its own starts and stops at once.
-            lifespan="on",
-            log_config=None,  # logging is configured once, in main()
-            access_log=False,
-            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
-            limit_concurrency=MAX_CONCURRENT_REQUESTS,
-            http=guarded_h11(header_timeout_s=HEADER_TIMEOUT_S,
-                             max_half_open=MAX_HALF_OPEN_PER_CLIENT),
-        )
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, name="thoth-http", daemon=True)
-
-    @property
-    def port(self) -> int:
-        sockets = self._server.servers[0].sockets
-        return int(sockets[0].getsockname()[1])
-
-    def start(self) -> None:
-        """Start serving; returns once the socket listens (raises if it cannot)."""
-        self._thread.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not self._server.started:
-            if not self._thread.is_alive() or time.monotonic() > deadline:
-                config = self._server.config
-                raise ConfigurationError(
-                    f"cannot listen on {config.host}:{config.port} (the address is in use, or"
-                    " not one of this machine's): choose another with --port or --host"
-                )
-            time.sleep(0.01)
-
-    def stop(self) -> None:
-        """Stop accepting, let requests in flight finish, then return."""
-        self._server.should_exit = True
-        self._thread.join(timeout=GRACEFUL_SHUTDOWN_S + 5)
 
 
 class SlackHttpServer:
@@ -203,7 +119,7 @@ class SlackHttpServer:
             bolt_request.body = parsed
             bolt_request.context = build_async_context(AsyncBoltContext({}), parsed)
         # The workspace a request is authorized for is served for that request alone
-        # (installs/authorize.py); a connection's next request starts with none.
+        # (slack_api/installs/authorize.py); a connection's next request starts with none.
         with serving(None):
             response = await self._bolt.async_dispatch(bolt_request)
         return to_starlette_response(response)
@@ -222,7 +138,7 @@ class SlackHttpServer:
 
 
 def install_routes(app: AsyncApp) -> tuple[BaseRoute, ...]:
-    """"Add to Slack" and Slack's redirect back (``installs/install_flow.py``), served by
+    """"Add to Slack" and Slack's redirect back (``slack_api/installs/install_flow.py``), served by
     Bolt's own handler: none with one bot token. Browsers, not Slack, reach these: they
     carry no Slack signature, and Bolt checks the OAuth state instead."""
     flow = app.oauth_flow

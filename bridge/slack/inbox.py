@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.slack.seen import record_first_time
+from bridge.slack.duplicate_deliveries import record_first_time
 from layers.storage.database import Database
 
 Clock = Callable[[], float]

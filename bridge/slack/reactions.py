@@ -18,21 +18,21 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
-from bridge.console.links import ConsoleLinks
+from bridge.console_links import ConsoleLinks
 from bridge.pipeline.keyed_locks import KeyedLocks
-from bridge.slack.cards import show_outcome
-from bridge.slack.directory import Directory
-from bridge.slack.escaping import escape
 from bridge.slack.feedback import HELPFUL, NOT_HELPFUL
-from bridge.slack.note_cards import decided, note_card_message
 from bridge.slack.replies import ReplyRecord
 from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction, keep_effect, pop_effect
-from bridge.slack.reply_reactions.brain import brain
-from bridge.slack.reply_reactions.bust import bust
-from bridge.slack.reply_reactions.wastebasket import wastebasket
+from bridge.slack.reply_reactions.about_me import about_me
+from bridge.slack.reply_reactions.forget import forget_exchange_reaction
+from bridge.slack.reply_reactions.propose_note import propose_note
 from bridge.slack.stores import SlackStores
-from bridge.slack.web import SLACK_FAILURES
-from bridge.slack.workspace_client import bot_user
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.directory import Directory
+from bridge.slack_api.escaping import escape
+from bridge.slack_api.note_cards import decided, note_card_message
+from bridge.slack_api.skill_cards import show_outcome
+from bridge.slack_api.workspace_client import bot_user
 from layers.audit.log import slack_actor
 from layers.episodic.episode import Feedback
 from layers.errors import ThothError
@@ -45,7 +45,9 @@ log = logging.getLogger(__name__)
 WORKED, DID_NOT_WORK = "white_check_mark", "x"
 # What a reaction on a reply does, by its emoji (bridge/slack/reply_reactions/); ✅ / ❌
 # are this module's own, since the feedback buttons count with them.
-REPLY_REACTIONS: tuple[Callable[[Kit], ReplyReaction], ...] = (brain, wastebasket, bust)
+REPLY_REACTIONS: tuple[Callable[[Kit], ReplyReaction], ...] = (
+    propose_note, forget_exchange_reaction, about_me,
+)
 # A feedback-button click, kept beside the reactions; its effect is WORKED or DID_NOT_WORK.
 BUTTON = "feedback_button"
 BUTTON_EFFECTS = {HELPFUL: WORKED, NOT_HELPFUL: DID_NOT_WORK}

@@ -9,11 +9,11 @@ from typing import Any
 
 from bridge import messages
 from bridge.forget_exchange import forget_exchange
-from bridge.slack.directory import place_team
 from bridge.slack.reply_reactions import Kit
-from bridge.slack.reply_reactions.brain import post_note_card
+from bridge.slack.reply_reactions.propose_note import post_note_card
 from bridge.slack.stores import SlackStores
 from bridge.slack.workspace_guard import enterprise_of
+from bridge.slack_api.directory import place_team
 from layers.audit.log import slack_actor
 from layers.notes.store import Note
 from layers.places import Place

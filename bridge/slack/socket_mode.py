@@ -15,7 +15,7 @@ from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
-from bridge.slack.web import SLACK_FAILURES
+from bridge.slack_api.clients import SLACK_FAILURES
 from layers.errors import BackendUnavailable, ConfigurationError
 
 log = logging.getLogger(__name__)

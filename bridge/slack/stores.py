@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bridge.access.tokens import McpTokens
 from bridge.app import Thoth
-from bridge.mcp.tokens import McpTokens
-from bridge.slack.cards import CardStore
+from bridge.slack.duplicate_deliveries import SeenDeliveries
 from bridge.slack.inbox import SlackInbox
-from bridge.slack.note_cards import NoteCardStore
 from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.replies import SlackReplies
-from bridge.slack.seen import SeenDeliveries
 from bridge.slack.thread_contexts import ThreadContexts
+from bridge.slack_api.note_cards import NoteCardStore
+from bridge.slack_api.skill_cards import CardStore
 from layers.audit.log import AuditLog
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.store import EpisodeStore

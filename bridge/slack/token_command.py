@@ -15,10 +15,10 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
-from bridge.mcp.tokens import McpToken
+from bridge.access.tokens import McpToken
 from bridge.slack.commands import answer_privately
-from bridge.slack.escaping import escape
 from bridge.slack.stores import SlackStores
+from bridge.slack_api.escaping import escape
 from layers.audit.log import slack_actor
 from layers.errors import BadInput
 from layers.offloaded import Offloaded

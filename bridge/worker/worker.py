@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.slack.followup_posts import post_due_followups
-from bridge.slack.workspace_client import WorkspaceOf
+from bridge.slack_api.followup_posts import post_due_followups
+from bridge.slack_api.workspace_client import WorkspaceOf
 from bridge.worker.identity_outbox import send_outbox
 from layers.identity.forget_sweep import sweep_forgotten
 from layers.identity.outbox import IngestOutbox

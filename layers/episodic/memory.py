@@ -26,7 +26,6 @@ from layers.episodic.approximate_index import ApproximateIndex, forget_saved
 from layers.episodic.backfill import Backfill
 from layers.episodic.chunking import episode_units
 from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit
-from layers.episodic.levers import RecallLevers
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
 from layers.episodic.named_dates import windows_named
 from layers.episodic.named_people import named_in
@@ -39,6 +38,7 @@ from layers.episodic.ranking import (
     with_named_speakers,
     with_thread_context,
 )
+from layers.episodic.recall_levers import RecallLevers
 from layers.episodic.recall_uses import RecallUses
 from layers.episodic.round_trips import Both, at_once, one_then_other
 from layers.episodic.store import EpisodeStore, StoredChunks

@@ -1,6 +1,6 @@
 """A person known under more than one key: their workspace's, and on Enterprise Grid their
 org's, for what was learned in a channel shared across the org's workspaces (kept as the
-org's place, ``bridge/slack/directory.place_team``). What a person sees of themselves, and
+org's place, ``bridge/slack_api/directory.place_team``). What a person sees of themselves, and
 what they forget, covers every key: each way in (the console, the Home tab, the turn's
 tool, MCP) asks through these, and adds its own audit line and cache drop."""
 

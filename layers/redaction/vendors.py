@@ -56,7 +56,7 @@ _PREFIXED: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("atlassian-token", ("atatt",), r"ATATT3[A-Za-z0-9_\-=]{150,}"),
     ("figma-token", ("figd_",), r"figd_[A-Za-z0-9_\-]{40,}"),
     ("heroku-key", ("hrku-",), r"HRKU-[A-Za-z0-9_\-]{60,}"),
-    # Thoth's own MCP tokens (bridge/mcp/tokens.py): 43 URL-safe characters.
+    # Thoth's own MCP tokens (bridge/access/tokens.py): 43 URL-safe characters.
     ("thoth-mcp-token", ("thoth_mcp_",), r"thoth_mcp_[A-Za-z0-9_\-]{40,}"),
 )
 

@@ -1,4 +1,4 @@
-"""Thoth installed into many workspaces, served over real HTTP (bridge/slack/installs/): the
+"""Thoth installed into many workspaces, served over real HTTP (bridge/slack_api/installs/): the
 real Bolt app behind Thoth's HTTP server, a loopback Slack that issues each workspace its
 own bot token through Slack's OAuth v2 flow, and a browser's steps through that flow."""
 
@@ -21,10 +21,10 @@ from bridge.app import Thoth, build
 from bridge.settings import Settings
 from bridge.slack.bolt_app import SlackTransport, build_bridge
 from bridge.slack.http_server import SlackHttpServer, install_routes
-from bridge.slack.installs.installations import Installations, installations_of
-from bridge.slack.installs.token_cipher import TokenCipher
 from bridge.slack.runner import TurnRunner
-from bridge.slack.web import build_async_web_client
+from bridge.slack_api.clients import build_async_web_client
+from bridge.slack_api.installs.installations import Installations, installations_of
+from bridge.slack_api.installs.token_cipher import TokenCipher
 from tests.fakes import HashingEmbedder
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack

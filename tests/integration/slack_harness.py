@@ -24,7 +24,7 @@ from bridge.settings import Settings
 from bridge.slack.bolt_app import SlackTransport, build_bridge
 from bridge.slack.http_server import SlackHttpServer
 from bridge.slack.runner import TurnRunner
-from bridge.slack.web import build_async_web_client
+from bridge.slack_api.clients import build_async_web_client
 from tests.fakes import HashingEmbedder
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack

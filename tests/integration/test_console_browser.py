@@ -456,7 +456,7 @@ def test_a_note_kept_in_the_console_shows_so_on_its_card_in_slack(
     from playwright.sync_api import sync_playwright
     from slack_sdk import WebClient
 
-    from bridge.slack.note_cards import NoteCardStore, note_card_message
+    from bridge.slack_api.note_cards import NoteCardStore, note_card_message
 
     base, sign_in, home = slack_console
     db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)

@@ -10,7 +10,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.console.memberships import SlackMemberships
+from bridge.slack_api.memberships import SlackMemberships
 from tests.servers.slack_api import FakeSlack
 
 

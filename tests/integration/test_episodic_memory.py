@@ -470,7 +470,7 @@ def test_every_candidate_is_scored_by_both_searches_on_each_engine(
     """With one candidate a search, the two searches find different turns; completed, each
     is scored by the other too, with exactly the score that search gives it alone."""
     import layers.episodic.memory as memory_module
-    from layers.episodic.levers import RecallLevers
+    from layers.episodic.recall_levers import RecallLevers
 
     viewer = Viewer("T1", "C1")
     EpisodicMemory(db, hashing_embedder).remember([
@@ -516,8 +516,8 @@ def test_a_turn_said_by_the_person_a_question_names_is_preferred(
 ) -> None:
     """The lever raises the named speaker's turn by its boost (their names are among the
     indexed words too, so Dana's leads without it, by less)."""
-    from layers.episodic.levers import RecallLevers
     from layers.episodic.ranking import NAMED_SPEAKER_BOOST
+    from layers.episodic.recall_levers import RecallLevers
 
     viewer = Viewer("T1", "C1")
     EpisodicMemory(db, hashing_embedder).remember([
@@ -573,7 +573,7 @@ def test_a_turn_is_found_by_the_words_of_the_turn_before_it_and_forgets_them(
     """An answer that never says what it answers is found by its question's words, in its
     own thread only, within the hour; forgetting or editing the question moves its words
     out of the answer too, and the lever off finds the answer no more."""
-    from layers.episodic.levers import RecallLevers
+    from layers.episodic.recall_levers import RecallLevers
 
     viewer = Viewer("T1", "C1")
     at = 1_700_000_000.0

@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
+from bridge.access.tables import SCHEMA
+from bridge.access.tokens import TOKEN_PREFIX, McpTokens
 from bridge.app import build
 from bridge.cli import tokens as tokens_cli
 from bridge.cli.redacted_output import RedactedOutput
-from bridge.mcp.tables import SCHEMA
-from bridge.mcp.tokens import TOKEN_PREFIX, McpTokens
 from bridge.settings import Settings
 from layers.audit.log import AuditLog
 from layers.audit.tables import SCHEMA as AUDIT

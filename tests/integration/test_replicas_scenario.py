@@ -25,7 +25,7 @@ import psycopg
 from slack_sdk.signature import SignatureVerifier
 
 from bridge.all_tables import ALL_SCHEMAS
-from bridge.slack.cards import CardStore
+from bridge.slack_api.skill_cards import CardStore
 from layers.procedural.brain import Brain
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.skills import SkillLibrary

@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from bridge import messages
-from bridge.slack.notifier import SlackNotifier
-from bridge.slack.web import build_async_web_client, build_web_client
+from bridge.slack_api.clients import build_async_web_client, build_web_client
+from bridge.slack_api.notifier import SlackNotifier
 from layers.episodic.episode import Feedback
 from tests.integration.slack_harness import (
     CHANNEL,
@@ -342,7 +342,7 @@ def test_done_and_recall_work_as_text_in_a_thread(harness: Harness) -> None:
 
 
 def test_founders_get_a_direct_message(harness: Harness) -> None:
-    from bridge.slack.founders import dm_founders
+    from bridge.slack_api.founder_dms import dm_founders
 
     client = build_web_client(harness.thoth.settings)
     observation = "**Observation:** be briefer than <!here> & <@U2>."
@@ -381,7 +381,7 @@ def test_a_failing_stream_never_loses_the_reply(harness: Harness) -> None:
 
 
 def test_follow_ups_are_posted_when_due_and_can_be_cancelled(harness: Harness) -> None:
-    from bridge.slack.followup_posts import post_due_followups
+    from bridge.slack_api.followup_posts import post_due_followups
 
     db = harness.thoth.db
     with db.write() as conn:

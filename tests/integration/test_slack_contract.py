@@ -244,7 +244,7 @@ def test_the_status_is_kept_alive_until_the_reply_is_finished(harness: Harness) 
     import asyncio
 
     from bridge.slack.thread_reply import SlackSink
-    from bridge.slack.web import build_async_web_client
+    from bridge.slack_api.clients import build_async_web_client
 
     client = build_async_web_client(harness.thoth.settings)
     sink = SlackSink(client, channel=CHANNEL, thread_ts="1700001500.000100",

@@ -68,8 +68,8 @@ def test_a_founder_keeps_a_waiting_note_from_the_home_tab_and_its_card_says_so(
     note = harness.thoth.notes.propose(
         "Deploys need two approvals", Place("T1", CHANNEL, "public"), user="U1",
         author_name="dana", source="🧠 reaction", session_id=None, speakers=["U1"])
-    from bridge.slack.note_cards import NoteCardStore, note_card_message
-    from bridge.slack.web import build_web_client
+    from bridge.slack_api.clients import build_web_client
+    from bridge.slack_api.note_cards import NoteCardStore, note_card_message
 
     posted = build_web_client(harness.thoth.settings).chat_postMessage(
         channel=CHANNEL, **note_card_message(note, None))

@@ -1,4 +1,4 @@
-"""Thoth installed into many workspaces through Slack's OAuth v2 flow (bridge/slack/installs/),
+"""Thoth installed into many workspaces through Slack's OAuth v2 flow (bridge/slack_api/installs/),
 driven over real HTTP: a browser's steps with urllib (the install page, Slack's authorize
 page on the loopback Slack, the redirect back with Bolt's state cookie), signed events to
 the real Bolt app, and the real async SDK client against the loopback Slack, which issues
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bridge.slack.web import build_async_web_client
+from bridge.slack_api.clients import build_async_web_client
 from tests.integration.installs_harness import (
     CLIENT_ID,
     CLIENT_SECRET,
@@ -159,7 +159,7 @@ def test_reflection_cards_go_with_the_token_of_the_sessions_workspace(served: Se
     import io
 
     from bridge.cli.reflect import build_notifier
-    from bridge.slack.notifier import SlackNotifier
+    from bridge.slack_api.notifier import SlackNotifier
     from reflection.notify import PrintNotifier
 
     served.install(Install("T2", "Two"))
@@ -214,8 +214,8 @@ def test_the_console_asks_slack_about_a_member_through_their_workspaces_install(
     """Signing in (console, MCP) and the private channels a member is in are asked of
     Slack with the token of the member's own workspace; a workspace with no install
     signs no one in."""
-    from bridge.console.memberships import SlackMemberships
-    from bridge.console.slack_sign_in import SlackSignIn
+    from bridge.slack_api.memberships import SlackMemberships
+    from bridge.slack_api.sign_in_with_slack import SlackSignIn
     from layers.errors import BadInput
 
     served.install(Install("T2", "Two"))
@@ -366,7 +366,7 @@ def test_a_channel_shared_across_an_orgs_workspaces_is_one_place(served: Served)
 def test_the_console_shows_an_org_shared_channels_memory_to_its_members_only(
     served: Served,
 ) -> None:
-    from bridge.console.memberships import SlackMemberships
+    from bridge.slack_api.memberships import SlackMemberships
     from layers.episodic.episode_filter import EpisodeFilter
 
     _grid_org(served)
@@ -405,8 +405,8 @@ def test_what_is_learned_of_a_person_in_an_org_shared_channel_is_theirs_to_see_a
     deletes it with the rest."""
     from collections.abc import Awaitable, Callable
 
-    from bridge.console.memberships import SlackMemberships
-    from bridge.slack.workspace_client import serving_team
+    from bridge.slack_api.memberships import SlackMemberships
+    from bridge.slack_api.workspace_client import serving_team
     from layers.identity.protocol import Person
     from layers.places import Viewer
 
@@ -455,11 +455,11 @@ def test_a_skill_decided_in_the_console_shows_on_its_card_through_its_workspaces
 ) -> None:
     import io
 
+    from bridge.access.signed_in import SignedInPerson
     from bridge.cli.reflect import build_notifier
+    from bridge.console.dependencies import console_dependencies
     from bridge.console.pages import skills
-    from bridge.console.parts import console_parts
-    from bridge.console.sign_in import ConsoleUser
-    from bridge.slack.notifier import SlackNotifier
+    from bridge.slack_api.notifier import SlackNotifier
 
     served.install(Install("T2", "Two"))
     draft = served.thoth.drafts.propose("standup-digest", "Digest a standup",
@@ -467,8 +467,8 @@ def test_a_skill_decided_in_the_console_shows_on_its_card_through_its_workspaces
     notifier = build_notifier(served.thoth, "T2", io.StringIO())
     assert isinstance(notifier, SlackNotifier)
     notifier.post_card(draft, channel="C2", thread_ts=None)
-    parts = console_parts(served.thoth)
-    operator = ConsoleUser("operator", "operator", sees_everything=True, founder=True)
+    parts = console_dependencies(served.thoth)
+    operator = SignedInPerson("operator", "operator", sees_everything=True, founder=True)
     served.bridge.runner.call(skills.decide(parts, operator, draft.id, approve=True,
                                             origin="console"))
     (updated,) = served.slack.calls("chat.update")

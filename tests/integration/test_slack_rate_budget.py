@@ -1,4 +1,4 @@
-"""One rate budget per workspace and method (bridge/slack/rate_budget.py), with the real
+"""One rate budget per workspace and method (bridge/slack_api/rate_budget.py), with the real
 async SDK client against the loopback Slack: a reply's updates gather while their method
 waits out a 429, and its final answer goes once the wait is over."""
 
@@ -7,7 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from bridge.slack.rate_budget import (
+from bridge.slack.thread_reply import SlackSink
+from bridge.slack_api.rate_budget import (
     BudgetedAsyncWebClient,
     BudgetKey,
     RateBudget,
@@ -15,7 +16,6 @@ from bridge.slack.rate_budget import (
     budget_for,
     budget_key,
 )
-from bridge.slack.thread_reply import SlackSink
 from tests.integration.slack_harness import shown
 from tests.servers.slack_api import FakeSlack
 

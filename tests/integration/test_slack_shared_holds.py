@@ -1,6 +1,6 @@
 """Slack's waits shared by replicas over PostgreSQL's LISTEN/NOTIFY
-(bridge/slack/shared_holds.py), against a real PostgreSQL: a 429 here is told to the
-others, and one told by another replica holds the method here."""
+(bridge/slack_api/rate_waits_across_replicas.py), against a real PostgreSQL: a 429 here
+is told to the others, and one told by another replica holds the method here."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import time
 
 import psycopg
 
-from bridge.slack.rate_budget import budget_for, budget_key, named_budget
-from bridge.slack.shared_holds import CHANNEL, SharedHolds
+from bridge.slack_api.rate_budget import budget_for, budget_key, named_budget
+from bridge.slack_api.rate_waits_across_replicas import CHANNEL, SharedHolds
 from tests.postgres import PostgresForTests
 from tests.waiting import wait_until
 

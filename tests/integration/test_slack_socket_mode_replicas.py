@@ -17,7 +17,7 @@ from bridge.settings import Settings
 from bridge.slack.bolt_app import build_bridge
 from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
-from bridge.slack.web import build_async_web_client
+from bridge.slack_api.clients import build_async_web_client
 from tests.fakes import HashingEmbedder
 from tests.postgres import PostgresForTests
 from tests.servers.anthropic_api import FakeAnthropic

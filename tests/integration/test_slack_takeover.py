@@ -9,11 +9,11 @@ import logging
 import pytest
 
 from bridge.slack.bolt_app import MESSAGE, message_payload, take_over
+from bridge.slack.delivery_order import DeliveryOrder
 from bridge.slack.events import Incoming
 from bridge.slack.inbox import SlackInbox
-from bridge.slack.lanes import Lanes
 from bridge.slack.replies import ReplyRecord
-from bridge.slack.web import build_web_client
+from bridge.slack_api.clients import build_web_client
 from layers.offloaded import Offloaded
 from tests.integration.slack_harness import CHANNEL, Harness, streamed_text
 from tests.servers import anthropic_api as api
@@ -54,10 +54,10 @@ def test_a_message_a_dead_replica_took_is_answered_before_the_next_in_its_thread
     wait_until(lambda: quick_inbox_is_empty(harness))
 
 
-def _lanes(harness: Harness, inbox: SlackInbox) -> Lanes:
+def _lanes(harness: Harness, inbox: SlackInbox) -> DeliveryOrder:
     """The bridge's lanes over ``inbox``, whose leases run out quickly."""
     stores = dataclasses.replace(harness.bridge.stores, inbox=inbox)
-    return Lanes(Offloaded(stores), lease_s=inbox.lease_s)
+    return DeliveryOrder(Offloaded(stores), lease_s=inbox.lease_s)
 
 
 def quick_inbox_is_empty(harness: Harness) -> bool:

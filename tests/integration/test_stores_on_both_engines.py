@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from bridge.all_tables import ALL_SCHEMAS
-from bridge.slack.cards import CardStore
+from bridge.slack.duplicate_deliveries import TTL_S, SeenDeliveries, record_first_time
 from bridge.slack.reaction_effects import ReactionEffects
 from bridge.slack.replies import ReplyRecord, SlackReplies
-from bridge.slack.seen import TTL_S, SeenDeliveries, record_first_time
 from bridge.slack.thread_contexts import ThreadContexts
+from bridge.slack_api.skill_cards import CardStore
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
 from layers.identity.tombstones import DROP, RECHECK_S, SEND, Tombstones
@@ -237,8 +237,8 @@ def test_an_mcp_sign_in_renews_once_and_its_grants_work_once(
 ) -> None:
     from mcp.shared.auth import OAuthClientInformationFull
 
+    from bridge.access.tokens import McpTokens
     from bridge.mcp.oauth_grants import OAuthGrants
-    from bridge.mcp.tokens import McpTokens
     from layers.audit.log import AuditLog
 
     db = open_database(ALL_SCHEMAS)

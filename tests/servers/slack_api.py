@@ -88,7 +88,7 @@ APP_TOKEN_METHODS = frozenset({"apps.connections.open"})
 RESPONSE_URL_PATH = "/commands/"
 # openid.connect.token: the app authenticates itself (client id and secret), no token.
 NO_AUTH_METHODS = frozenset({"api.test", "openid.connect.token", "oauth.v2.access"})
-# Sign in with Slack's user token (``slack_sign_in.py``).
+# Sign in with Slack's user token (``bridge/slack_api/sign_in_with_slack.py``).
 USER_TOKEN_METHODS = frozenset({"openid.connect.userInfo"})
 
 

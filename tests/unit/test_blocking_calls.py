@@ -121,7 +121,7 @@ def test_the_offload_check_finds_a_store_handed_to_a_thread_by_hand() -> None:
 
 
 # The reflection child's notifier (a batch process with no loop) and the clients' builder.
-SYNC_SLACK_ALLOWED = frozenset({"notifier.py", "founders.py", "web.py"})
+SYNC_SLACK_ALLOWED = frozenset({"notifier.py", "founder_dms.py", "clients.py"})
 SYNC_SLACK_NAMES = frozenset(
     {"WebClient", "WebhookClient", "App", "SocketModeHandler", "SocketModeClient"}
 )
@@ -145,7 +145,8 @@ def sync_slack_imports(source: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "path",
-    [path for path in [*(ROOT / "bridge" / "slack").glob("*.py"),
+    [path for path in [*(ROOT / "bridge" / "slack").rglob("*.py"),
+                       *(ROOT / "bridge" / "slack_api").rglob("*.py"),
                        ROOT / "bridge" / "cli" / "serving.py"]
      if path.name not in SYNC_SLACK_ALLOWED],
     ids=lambda path: str(path.relative_to(ROOT)),

@@ -1,4 +1,5 @@
-"""Imports run down the tree only: layers/ <- reflection/ <- bridge/.
+"""Imports run down the tree only: layers/ <- reflection/ <- bridge/, and inside bridge/
+down its floors, the four surfaces (Slack, the console, MCP, the terminal) side by side.
 
 ``layers/`` is the memory stack and knows nothing above it; ``reflection/`` builds on
 the layers and gets everything else (its model, its notifier) through Protocols it
@@ -151,3 +152,76 @@ def test_no_import_circle() -> None:
 
 def test_the_circle_check_finds_one() -> None:
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# bridge/'s floors, top down: a part imports only parts on floors below its own, so the
+# ways in (one floor) never import each other, and nothing imports a floor above it.
+BRIDGE_FLOORS: tuple[frozenset[str], ...] = tuple(frozenset(floor) for floor in (
+    {"__main__"},
+    {"cli"},
+    # The surfaces (and the worker, the process beside them): each stands on what is below.
+    {"slack", "console", "mcp", "terminal", "worker"},
+    {"health_checks", "workspace_purge"},
+    # The composition root.
+    {"app"},
+    # What two surfaces share: Slack's Web API, serving HTTP.
+    {"slack_api", "web"},
+    {"housekeeping", "reflection_launcher", "all_tables", "console_links"},
+    {"access", "session_end", "pipeline"},
+    {"settings"},
+    {"model"},
+    {"messages", "slack_tables", "forget_exchange"},
+))
+
+
+def _bridge_part(path: Path) -> str:
+    return path.relative_to(ROOT / "bridge").parts[0].removesuffix(".py")
+
+
+def _imported_bridge_parts(source: Path) -> set[str]:
+    """The parts of ``bridge`` a module imports (``bridge.slack_api.clients`` ->
+    ``slack_api``; ``from bridge import messages`` -> ``messages``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+        names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                 else [node.module] if isinstance(node, ast.ImportFrom) and node.module
+                 and node.level == 0 else [])
+        if isinstance(node, ast.ImportFrom) and node.module == "bridge":
+            names = [f"bridge.{alias.name}" for alias in node.names]
+        found |= {name.split(".")[1] for name in names
+                  if name.startswith("bridge.") and len(name.split(".")) > 1}
+    return found
+
+
+def _floor_of(part: str) -> int:
+    return next(number for number, floor in enumerate(BRIDGE_FLOORS) if part in floor)
+
+
+def _up_or_across(path: Path) -> list[str]:
+    """What ``path`` imports of bridge/ on its own floor or above (its own part aside)."""
+    own = _bridge_part(path)
+    return sorted(part for part in _imported_bridge_parts(path) - {own}
+                  if _floor_of(part) <= _floor_of(own))
+
+
+def test_every_part_of_bridge_has_a_floor() -> None:
+    parts = {_bridge_part(path) for path in (ROOT / "bridge").rglob("*.py")} - {"__init__"}
+    assert parts - set().union(*BRIDGE_FLOORS) == set()
+
+
+def test_bridge_imports_run_down_its_floors_and_surfaces_stay_apart() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): _up_or_across(path)
+        for path in sorted((ROOT / "bridge").rglob("*.py"))
+        if _bridge_part(path) != "__init__" and _up_or_across(path)
+    }
+    assert offenders == {}
+
+
+def test_the_floor_check_sees_a_surface_importing_another(tmp_path: Path) -> None:
+    module = tmp_path / "bridge" / "console" / "page.py"
+    module.parent.mkdir(parents=True)
+    module.write_text("def f():\n    from bridge.mcp.tokens import McpTokens\n"
+                      "from bridge import app\n")
+    assert _imported_bridge_parts(module) == {"mcp", "app"}
+    assert _floor_of("mcp") == _floor_of("console") < _floor_of("app")

@@ -120,7 +120,7 @@ def test_offline_a_statement_is_acknowledged_and_the_banner_is_said_once() -> No
 
 
 def test_a_message_asks_only_when_every_sentence_asks() -> None:
-    from bridge.model.asking import asks
+    from bridge.model.question_or_statement import asks
 
     assert asks("When do we deploy?") and asks("what do we deploy on fridays")
     assert asks("Where is staging? Who moved it?")

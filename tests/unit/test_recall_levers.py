@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from layers.episodic.levers import RecallLevers
 from layers.episodic.named_people import first_name, named_in
 from layers.episodic.ranking import NAMED_SPEAKER_BOOST, with_named_speakers
+from layers.episodic.recall_levers import RecallLevers
 from layers.errors import BadInput
 
 

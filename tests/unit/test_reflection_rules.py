@@ -112,7 +112,7 @@ def test_updates_named_by_display_name_go_to_the_speakers_id() -> None:
 
 
 def test_only_a_command_aimed_at_the_follow_up_cancels_it() -> None:
-    from bridge.slack.followup_posts import CANCEL
+    from bridge.slack_api.followup_posts import CANCEL
 
     assert CANCEL.search("cancel the follow-up")
     assert CANCEL.search("Please stop the reminder.")
@@ -122,7 +122,7 @@ def test_only_a_command_aimed_at_the_follow_up_cancels_it() -> None:
 
 
 def test_another_persons_words_never_become_someones_identity_fact() -> None:
-    from reflection.own_words import rests_on
+    from reflection.facts_in_their_own_words import rests_on
 
     dana = ["Hi, what's the deploy day this week?", "I prefer short answers."]
     assert rests_on("prefers short answers", dana)

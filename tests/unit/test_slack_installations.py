@@ -1,4 +1,4 @@
-"""The installs' store (bridge/slack/installs/): bot tokens sealed at rest and resealed
+"""The installs' store (bridge/slack_api/installs/): bot tokens sealed at rest and resealed
 under a new key without losing an install, the org-wide install answering for its
 workspaces, and OAuth states used once."""
 
@@ -11,10 +11,10 @@ import pytest
 import yaml
 
 from bridge.all_tables import ALL_SCHEMAS
-from bridge.slack.installs.install_flow import BOT_SCOPES
-from bridge.slack.installs.installations import Installations, Installed
-from bridge.slack.installs.oauth_states import STATE_TTL_S, OAuthStates
-from bridge.slack.installs.token_cipher import TokenCipher, TokenNotOpened
+from bridge.slack_api.installs.install_flow import BOT_SCOPES
+from bridge.slack_api.installs.installations import Installations, Installed
+from bridge.slack_api.installs.oauth_states import STATE_TTL_S, OAuthStates
+from bridge.slack_api.installs.token_cipher import TokenCipher, TokenNotOpened
 from layers.errors import ConfigurationError
 from layers.storage.database import Database
 from layers.storage.engines import open_sqlite

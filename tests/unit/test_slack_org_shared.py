@@ -1,11 +1,11 @@
-"""Which place a channel's memory is (bridge/slack/directory.py): a channel shared across
+"""Which place a channel's memory is (bridge/slack_api/directory.py): a channel shared across
 the workspaces of one Enterprise Grid org is the org's, and its readers are confined."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from bridge.slack.directory import (
+from bridge.slack_api.directory import (
     ChannelInfo,
     UserInfo,
     channel_info,

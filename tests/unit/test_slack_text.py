@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bridge.slack.escaping import escape, escaped_pieces, mention, preview, split_message
 from bridge.slack.events import from_event, mentions, strip_mention
+from bridge.slack_api.escaping import escape, escaped_pieces, mention, preview, split_message
 
 
 def test_everything_remembered_is_escaped_and_only_thoth_mentions_stay_live() -> None:
@@ -53,7 +53,7 @@ def test_only_people_talking_become_messages() -> None:
 
 
 def test_a_remembered_or_model_written_link_shows_where_it_goes() -> None:
-    from bridge.slack.escaping import escape
+    from bridge.slack_api.escaping import escape
 
     said = escape("See [open the thread](https://evil.example/x) or [https://a.b](https://a.b)")
     assert said == "See open the thread (https://evil.example/x) or https://a.b"
@@ -61,7 +61,7 @@ def test_a_remembered_or_model_written_link_shows_where_it_goes() -> None:
 
 
 def test_links_with_parentheses_titles_or_references_are_inert_too() -> None:
-    from bridge.slack.escaping import inert_links
+    from bridge.slack_api.escaping import inert_links
 
     assert inert_links("[wiki](https://e.org/x_(y))") == "wiki (https://e.org/x_(y))"
     assert inert_links('[docs](https://evil.example "Thoth") ok') == (

@@ -6,16 +6,16 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 
-from bridge.console.parts import ConsoleParts, ConsoleStores
+from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from layers.audit.log import AuditEntry
 
 
-async def entries(parts: ConsoleParts, action: str, actor: str) -> list[AuditEntry]:
+async def entries(parts: ConsoleDependencies, action: str, actor: str) -> list[AuditEntry]:
     return await parts.stores.run(lambda stores: stores.audit.entries(
         action=action.strip() or None, actor=actor.strip() or None))
 
 
-async def as_json_lines(parts: ConsoleParts) -> str:
+async def as_json_lines(parts: ConsoleDependencies) -> str:
     def every(stores: ConsoleStores) -> list[AuditEntry]:
         found: list[AuditEntry] = []
         before: int | None = None

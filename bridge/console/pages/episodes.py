@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from bridge.console.parts import ConsoleParts, ConsoleStores
-from bridge.console.sign_in import ConsoleUser
+from bridge.access.signed_in import SignedInPerson
+from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.forget_exchange import forget_exchange
-from bridge.slack.web import SLACK_FAILURES
-from bridge.slack.workspace_client import serving_team
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.workspace_client import serving_team
 from layers.episodic.episode import FEEDBACK_NAMES, Episode, Hit
 from layers.episodic.episode_filter import EpisodeFilter
 from layers.episodic.recall_uses import RecallUse
@@ -29,7 +29,7 @@ NARROWED_DEPTH = 10
 NOTHING_NARROWED = EpisodeFilter()
 
 
-async def viewer_of(parts: ConsoleParts, user: ConsoleUser) -> Viewer:
+async def viewer_of(parts: ConsoleDependencies, user: SignedInPerson) -> Viewer:
     """What the person may read, by the rule every turn follows: a member sees what they
     would in a DM with Thoth — their own DMs and the public channels of their workspace —
     and the private channels, group DMs and channels shared across their Enterprise Grid
@@ -40,13 +40,13 @@ async def viewer_of(parts: ConsoleParts, user: ConsoleUser) -> Viewer:
     return memberships.viewer(user.team, "console", user.user)
 
 
-def seen_as(user: ConsoleUser, view_as: str) -> ConsoleUser:
+def seen_as(user: SignedInPerson, view_as: str) -> SignedInPerson:
     """``user``, or for a founder asking "view as TEAM:USER", that member as they would
     sign in: the preview proves what someone else would see, by the same rule."""
     team, _, person = view_as.strip().partition(":")
     if not (user.founder and team and person):
         return user
-    return ConsoleUser(f"slack:{person}", person, sees_everything=False, founder=False,
+    return SignedInPerson(f"slack:{person}", person, sees_everything=False, founder=False,
                        team=team, user=person)
 
 
@@ -63,7 +63,7 @@ def filter_of(query: Mapping[str, str]) -> EpisodeFilter:
         feedback=FEEDBACK_BY_NAME.get(feedback))
 
 
-async def search(parts: ConsoleParts, user: ConsoleUser, query: str,
+async def search(parts: ConsoleDependencies, user: SignedInPerson, query: str,
                  narrowed: EpisodeFilter = NOTHING_NARROWED) -> list[Hit]:
     """Recall's best matches the person may see, narrowed; with no words, the newest."""
     viewer = await viewer_of(parts, user)
@@ -89,7 +89,7 @@ class EpisodePage:
     uses: list[RecallUse]
 
 
-async def page_of(parts: ConsoleParts, user: ConsoleUser,
+async def page_of(parts: ConsoleDependencies, user: SignedInPerson,
                   episode_id: str) -> EpisodePage | None:
     """One episode with its provenance, or None when the person may not see it."""
     viewer = await viewer_of(parts, user)
@@ -105,7 +105,7 @@ async def page_of(parts: ConsoleParts, user: ConsoleUser,
     return EpisodePage(episode, await _permalink(parts, episode), uses)
 
 
-async def _permalink(parts: ConsoleParts, episode: Episode) -> str | None:
+async def _permalink(parts: ConsoleDependencies, episode: Episode) -> str | None:
     """The Slack thread the episode was said in (None for a local one, or without Slack)."""
     if parts.slack is None or not episode.thread_ts or episode.team == LOCAL_TEAM:
         return None
@@ -132,12 +132,12 @@ def _day(text: str, name: str, *, end: bool = False) -> float | None:
         raise BadInput(f"{name} is a day as YYYY-MM-DD, not {text.strip()[:40]!r}") from error
 
 
-def may_forget(user: ConsoleUser, episode: Episode) -> bool:
+def may_forget(user: SignedInPerson, episode: Episode) -> bool:
     return user.sees_everything or (
         episode.user is not None and (episode.team, episode.user) == (user.team, user.user))
 
 
-async def forget(parts: ConsoleParts, user: ConsoleUser, episode_id: str,
+async def forget(parts: ConsoleDependencies, user: SignedInPerson, episode_id: str,
                  origin: str) -> bool:
     """Forget one episode; False when it is not there or not theirs to forget."""
 

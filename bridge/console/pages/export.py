@@ -12,14 +12,14 @@ import tempfile
 from dataclasses import replace
 from pathlib import Path
 
+from bridge.access.signed_in import SignedInPerson
+from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.console.pages.episodes import viewer_of
-from bridge.console.parts import ConsoleParts, ConsoleStores
-from bridge.console.sign_in import ConsoleUser
 from layers.episodic.jsonl import episode_to_json
 from layers.redaction import redact
 
 
-async def episodes_jsonl(parts: ConsoleParts, user: ConsoleUser, origin: str) -> str:
+async def episodes_jsonl(parts: ConsoleDependencies, user: SignedInPerson, origin: str) -> str:
     viewer = await viewer_of(parts, user)
 
     def export(stores: ConsoleStores) -> str:
@@ -36,7 +36,7 @@ async def episodes_jsonl(parts: ConsoleParts, user: ConsoleUser, origin: str) ->
     return await parts.stores.run(export)
 
 
-async def brain_bundle(parts: ConsoleParts, user: ConsoleUser, origin: str) -> bytes:
+async def brain_bundle(parts: ConsoleDependencies, user: SignedInPerson, origin: str) -> bytes:
     """Every commit of the brain, as `git clone brain.bundle` reads it."""
 
     def export(stores: ConsoleStores) -> bytes:

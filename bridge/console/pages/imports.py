@@ -14,12 +14,12 @@ import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
-from bridge.console.parts import ConsoleParts, ConsoleStores
-from bridge.console.sign_in import ConsoleUser
+from bridge.access.signed_in import SignedInPerson
+from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from layers.episodic.importing import import_episodes
 
 
-async def episodes_from(parts: ConsoleParts, user: ConsoleUser, upload: BinaryIO,
+async def episodes_from(parts: ConsoleDependencies, user: SignedInPerson, upload: BinaryIO,
                         named: str, origin: str) -> str:
     """Import the uploaded episodes; what was done, in one line (``BadInput`` when
     nothing was, saying why)."""
@@ -34,7 +34,7 @@ async def episodes_from(parts: ConsoleParts, user: ConsoleUser, upload: BinaryIO
     return await parts.stores.run(load)
 
 
-async def brain_from(parts: ConsoleParts, user: ConsoleUser, upload: BinaryIO,
+async def brain_from(parts: ConsoleDependencies, user: SignedInPerson, upload: BinaryIO,
                      origin: str) -> str:
     def load(stores: ConsoleStores) -> str:
         with _spooled(upload) as path:

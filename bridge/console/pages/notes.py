@@ -4,19 +4,19 @@ version that replaces the old); each note's page shows its chain of versions."""
 
 from __future__ import annotations
 
-from bridge.console.parts import ConsoleParts, ConsoleStores
-from bridge.console.sign_in import ConsoleUser
+from bridge.access.signed_in import SignedInPerson
+from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.console.slack_cards import show_note_decided
-from bridge.slack.note_cards import decided
+from bridge.slack_api.note_cards import decided
 from layers.notes.store import STATUSES, Note
 
 
-async def listed(parts: ConsoleParts, status: str) -> list[Note]:
+async def listed(parts: ConsoleDependencies, status: str) -> list[Note]:
     chosen = status if status in STATUSES else "proposed"
     return await parts.stores.run(lambda stores: stores.notes.store.listed(chosen))
 
 
-async def decide(parts: ConsoleParts, user: ConsoleUser, note_id: str, *, keep: bool,
+async def decide(parts: ConsoleDependencies, user: SignedInPerson, note_id: str, *, keep: bool,
                  origin: str) -> Note:
     """Keep or reject a proposed note (``ThothError`` says why it cannot be)."""
 
@@ -26,12 +26,12 @@ async def decide(parts: ConsoleParts, user: ConsoleUser, note_id: str, *, keep: 
     return note
 
 
-async def chain(parts: ConsoleParts, note_id: str) -> list[Note]:
+async def chain(parts: ConsoleDependencies, note_id: str) -> list[Note]:
     """The note's versions, oldest first (empty: no such note)."""
     return await parts.stores.run(lambda stores: stores.notes.store.chain(note_id))
 
 
-async def edit(parts: ConsoleParts, user: ConsoleUser, note_id: str, text: str,
+async def edit(parts: ConsoleDependencies, user: SignedInPerson, note_id: str, text: str,
                origin: str) -> Note:
     """The note's new version (``ThothError`` says why there cannot be one); the old one's
     cards in Slack say it was replaced."""

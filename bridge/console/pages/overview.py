@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bridge.console.parts import ConsoleParts, ConsoleStores
+from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from layers.procedural.drafts import DraftState
 
 
@@ -25,7 +25,7 @@ class Overview:
     cap_usd: float
 
 
-async def overview(parts: ConsoleParts) -> Overview:
+async def overview(parts: ConsoleDependencies) -> Overview:
     def read(stores: ConsoleStores) -> Overview:
         return Overview(
             stores.sessions.count_open(),

@@ -4,21 +4,21 @@ sent to the identity backend afterwards)."""
 
 from __future__ import annotations
 
-from bridge.console.parts import ConsoleParts
-from bridge.console.sign_in import ConsoleUser
+from bridge.access.signed_in import SignedInPerson
+from bridge.console.dependencies import ConsoleDependencies
 from layers.errors import BadInput
 from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of, known_as
 from layers.identity.protocol import Fact, Forgotten, Person
 
 
-def whose_page(user: ConsoleUser, team: str, who: str) -> tuple[str, str]:
+def whose_page(user: SignedInPerson, team: str, who: str) -> tuple[str, str]:
     """The person whose facts the page shows: anyone for the operator, else oneself."""
     if user.sees_everything or user.team is None or user.user is None:
         return team, who
     return user.team, user.user
 
 
-def may_forget(user: ConsoleUser, team: str, who: str) -> bool:
+def may_forget(user: SignedInPerson, team: str, who: str) -> bool:
     return user.sees_everything or (team, who) == (user.team, user.user)
 
 
@@ -28,7 +28,9 @@ def person_of(team: str, user: str) -> Person:
     return Person(team.strip(), user.strip())
 
 
-async def known_as_by(parts: ConsoleParts, user: ConsoleUser, person: Person) -> list[Person]:
+async def known_as_by(
+    parts: ConsoleDependencies, user: SignedInPerson, person: Person
+) -> list[Person]:
     """The keys a page's person is known under: on a member's own page, their org's too
     (``known_as``); the operator looks each key up by itself."""
     if user.sees_everything or (person.team, person.user) != (user.team, user.user):
@@ -36,7 +38,7 @@ async def known_as_by(parts: ConsoleParts, user: ConsoleUser, person: Person) ->
     return known_as(person, (await parts.memberships.of(person.team, person.user)).org)
 
 
-async def facts(parts: ConsoleParts, persons: list[Person]) -> list[Fact] | None:
+async def facts(parts: ConsoleDependencies, persons: list[Person]) -> list[Fact] | None:
     """Everything known about them, in every place (shown to the operator, or to the
     person themselves); None without an identity layer."""
     if parts.identity is None:
@@ -44,7 +46,7 @@ async def facts(parts: ConsoleParts, persons: list[Person]) -> list[Fact] | None
     return await facts_of(parts.identity, persons, None)
 
 
-async def forget_fact(parts: ConsoleParts, user: ConsoleUser, persons: list[Person],
+async def forget_fact(parts: ConsoleDependencies, user: SignedInPerson, persons: list[Person],
                       fact_id: str, origin: str) -> int:
     if parts.identity is None:
         return 0
@@ -56,7 +58,7 @@ async def forget_fact(parts: ConsoleParts, user: ConsoleUser, persons: list[Pers
     return deleted
 
 
-async def forget_everything(parts: ConsoleParts, user: ConsoleUser, persons: list[Person],
+async def forget_everything(parts: ConsoleDependencies, user: SignedInPerson, persons: list[Person],
                             origin: str) -> Forgotten | None:
     if parts.identity is None:
         return None
@@ -72,7 +74,7 @@ async def forget_everything(parts: ConsoleParts, user: ConsoleUser, persons: lis
     return forgotten
 
 
-def _forgot_in_memory(parts: ConsoleParts, persons: list[Person]) -> None:
+def _forgot_in_memory(parts: ConsoleDependencies, persons: list[Person]) -> None:
     if parts.user_models is not None:
         for person in persons:
             parts.user_models.forget(person)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bridge.console.parts import ConsoleParts, ConsoleStores
+from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from layers.notes.store import Note
 from layers.procedural.drafts import Draft
 from reflection.state import ReflectionRow
@@ -23,7 +23,7 @@ class ReflectionPage:
     drafts: list[Draft]
 
 
-async def finished(parts: ConsoleParts) -> list[ReflectionPage]:
+async def finished(parts: ConsoleDependencies) -> list[ReflectionPage]:
     def read(stores: ConsoleStores) -> list[ReflectionPage]:
         return [ReflectionPage(row, stores.notes.store.of_session(row.session_id),
                                stores.drafts.of_session(row.session_id))

@@ -7,8 +7,8 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from bridge.console.parts import ConsoleParts, ConsoleStores
-from bridge.console.sign_in import ConsoleUser
+from bridge.access.signed_in import SignedInPerson
+from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.console.slack_cards import show_draft_decided
 from layers.procedural.brain_history import BrainCommit, diff_of, history, revert
 from layers.procedural.drafts import Draft, DraftState
@@ -31,7 +31,7 @@ class SkillsView:
     commits: list[BrainCommit]
 
 
-async def skills_view(parts: ConsoleParts) -> SkillsView:
+async def skills_view(parts: ConsoleDependencies) -> SkillsView:
     def read(stores: ConsoleStores) -> SkillsView:
         installed = stores.skills.skills()
         pending = [
@@ -44,11 +44,11 @@ async def skills_view(parts: ConsoleParts) -> SkillsView:
     return await parts.stores.run(read)
 
 
-async def commit_diff(parts: ConsoleParts, sha: str) -> str:
+async def commit_diff(parts: ConsoleDependencies, sha: str) -> str:
     return await parts.stores.run(lambda stores: diff_of(stores.brain, sha))
 
 
-async def decide(parts: ConsoleParts, user: ConsoleUser, draft_id: str, *, approve: bool,
+async def decide(parts: ConsoleDependencies, user: SignedInPerson, draft_id: str, *, approve: bool,
                  origin: str) -> Draft:
     def change(stores: ConsoleStores) -> Draft:
         draft = (stores.drafts.approve if approve else stores.drafts.reject)(
@@ -64,7 +64,7 @@ async def decide(parts: ConsoleParts, user: ConsoleUser, draft_id: str, *, appro
     return decided
 
 
-async def undo(parts: ConsoleParts, user: ConsoleUser, sha: str, origin: str) -> str:
+async def undo(parts: ConsoleDependencies, user: SignedInPerson, sha: str, origin: str) -> str:
     def change(stores: ConsoleStores) -> str:
         new_sha = revert(stores.brain, sha, by=user.name)
         stores.audit.record(actor=user.actor, action="brain.revert", target=f"commit:{sha}",

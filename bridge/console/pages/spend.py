@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from bridge.console.parts import ConsoleParts
+from bridge.console.dependencies import ConsoleDependencies
 from bridge.model.spend_report import SpendReport
 
 DAYS = 30
 
 
-async def spend(parts: ConsoleParts) -> SpendReport:
+async def spend(parts: ConsoleDependencies) -> SpendReport:
     return await parts.stores.run(lambda stores: stores.spend.report(days=DAYS))

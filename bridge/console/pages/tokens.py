@@ -5,13 +5,13 @@ make`). A new token is on the page that answers its making, once: only its hash 
 
 from __future__ import annotations
 
-from bridge.console.parts import ConsoleParts
-from bridge.console.sign_in import ConsoleUser
-from bridge.mcp.tokens import McpToken
+from bridge.access.signed_in import SignedInPerson
+from bridge.access.tokens import McpToken
+from bridge.console.dependencies import ConsoleDependencies
 from layers.errors import BadInput
 
 
-async def listed(parts: ConsoleParts, user: ConsoleUser) -> list[McpToken]:
+async def listed(parts: ConsoleDependencies, user: SignedInPerson) -> list[McpToken]:
     if user.sees_everything:
         return await parts.stores.run(lambda stores: stores.mcp_tokens.listed())
     if user.team is None or user.user is None:
@@ -20,7 +20,7 @@ async def listed(parts: ConsoleParts, user: ConsoleUser) -> list[McpToken]:
     return await parts.stores.run(lambda stores: stores.mcp_tokens.listed(team, person))
 
 
-async def make(parts: ConsoleParts, user: ConsoleUser, label: str,
+async def make(parts: ConsoleDependencies, user: SignedInPerson, label: str,
                origin: str) -> tuple[McpToken, str]:
     """A token for the signed-in member: (the record, the token shown once)."""
     if user.team is None or user.user is None:
@@ -32,7 +32,9 @@ async def make(parts: ConsoleParts, user: ConsoleUser, label: str,
         team, person, label=label, made_by=user.actor, origin=origin))
 
 
-async def revoke(parts: ConsoleParts, user: ConsoleUser, token_id: str, origin: str) -> None:
+async def revoke(
+    parts: ConsoleDependencies, user: SignedInPerson, token_id: str, origin: str
+) -> None:
     """Revoke a token: the operator any, a member only their own."""
     mine = None if user.sees_everything else (user.user or "")
     await parts.stores.run(lambda stores: stores.mcp_tokens.revoke(

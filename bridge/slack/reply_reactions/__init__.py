@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.console.links import ConsoleLinks
-from bridge.slack.directory import Directory
+from bridge.console_links import ConsoleLinks
 from bridge.slack.replies import ReplyRecord
 from bridge.slack.stores import SlackStores
+from bridge.slack_api.directory import Directory
 from layers.identity.protocol import IdentityBackend
 from layers.offloaded import Offloaded
 

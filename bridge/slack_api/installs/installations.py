@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bridge.settings import Settings
-from bridge.slack.installs.token_cipher import TokenCipher, TokenNotOpened
+from bridge.slack_api.installs.token_cipher import TokenCipher, TokenNotOpened
 from layers.storage.database import Database
 
 # How long an install found is answered from memory: a burst of deliveries reads the

@@ -15,8 +15,8 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncApp
 
-from bridge.slack.installs.installations import Installations
 from bridge.slack.workspace_guard import enterprise_of
+from bridge.slack_api.installs.installations import Installations
 from layers.offloaded import Offloaded
 
 log = logging.getLogger(__name__)

@@ -19,11 +19,11 @@ from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.settings import Settings
-from bridge.slack.installs.authorize import InstalledWorkspaces
-from bridge.slack.installs.bolt_stores import InstallationsForBolt, OAuthStatesForBolt
-from bridge.slack.installs.installations import Installations, installations_of, installs_wanted
-from bridge.slack.installs.oauth_states import STATE_TTL_S, OAuthStates
-from bridge.slack.workspace_client import WorkspaceOf
+from bridge.slack_api.installs.authorize import InstalledWorkspaces
+from bridge.slack_api.installs.bolt_stores import InstallationsForBolt, OAuthStatesForBolt
+from bridge.slack_api.installs.installations import Installations, installations_of, installs_wanted
+from bridge.slack_api.installs.oauth_states import STATE_TTL_S, OAuthStates
+from bridge.slack_api.workspace_client import WorkspaceOf
 from layers.errors import ConfigurationError
 from layers.storage.database import Database
 

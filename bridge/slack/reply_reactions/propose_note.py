@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import logging
 
-from bridge.slack.note_cards import NOTE_CARD_REACTIONS, note_card_message
 from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction, keep_effect, pop_effect
 from bridge.slack.stores import SlackStores
-from bridge.slack.web import SLACK_FAILURES
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.note_cards import NOTE_CARD_REACTIONS, note_card_message
 from layers.audit.log import slack_actor
 from layers.notes.store import Note
 from layers.places import Place
@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 BRAIN = "brain"
 
 
-def brain(kit: Kit) -> ReplyReaction:
+def propose_note(kit: Kit) -> ReplyReaction:
     async def handle(reacted: Reacted) -> None:
         reply, user = reacted.reply, reacted.user
         who = (await kit.directory.user(user)).name or user

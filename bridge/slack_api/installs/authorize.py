@@ -22,8 +22,8 @@ from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.authorization.async_authorize import AsyncAuthorize
 from slack_bolt.response import BoltResponse
 
-from bridge.slack.installs.installations import Installations, Installed
-from bridge.slack.workspace_client import Workspace, serve
+from bridge.slack_api.installs.installations import Installations, Installed
+from bridge.slack_api.workspace_client import Workspace, serve
 from layers.offloaded import Offloaded
 
 

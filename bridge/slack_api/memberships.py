@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.slack.directory import channel_info
-from bridge.slack.web import SLACK_FAILURES
-from bridge.slack.workspace_client import WorkspaceOf, served, serving_team
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.directory import channel_info
+from bridge.slack_api.workspace_client import WorkspaceOf, served, serving_team
 from layers.places import Viewer
 from layers.places.visibility import SHARED_BY_CHANNEL
 

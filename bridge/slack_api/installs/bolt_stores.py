@@ -17,8 +17,8 @@ from slack_sdk.oauth.installation_store.models.bot import Bot
 from slack_sdk.oauth.installation_store.models.installation import Installation
 from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 
-from bridge.slack.installs.installations import Installations, Installed
-from bridge.slack.installs.oauth_states import OAuthStates
+from bridge.slack_api.installs.installations import Installations, Installed
+from bridge.slack_api.installs.oauth_states import OAuthStates
 from layers.offloaded import Offloaded
 
 log = logging.getLogger(__name__)

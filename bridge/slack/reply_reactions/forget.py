@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from bridge import messages
 from bridge.forget_exchange import forget_exchange
-from bridge.slack.escaping import escape
 from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction
+from bridge.slack_api.escaping import escape
 from layers.audit.log import slack_actor
 
 WASTEBASKET = "wastebasket"
 
 
-def wastebasket(kit: Kit) -> ReplyReaction:
+def forget_exchange_reaction(kit: Kit) -> ReplyReaction:
     async def handle(reacted: Reacted) -> None:
         if reacted.added and await kit.stores.run(lambda stores: forget_exchange(
             stores, reacted.episode_id, actor=slack_actor(reacted.user), who=reacted.user,

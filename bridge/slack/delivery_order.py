@@ -24,7 +24,7 @@ LONGEST_POLL_S = 0.25
 Work = Callable[[], Awaitable[object]]
 
 
-class Lanes:
+class DeliveryOrder:
     def __init__(self, stores: Offloaded[SlackStores], *, lease_s: float) -> None:
         """``lease_s``: how long the inbox's leases last (renewed a few times in one)."""
         self._stores = stores

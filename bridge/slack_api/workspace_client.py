@@ -22,7 +22,7 @@ from typing import Any
 
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bridge.slack.rate_budget import BudgetedAsyncWebClient
+from bridge.slack_api.rate_budget import BudgetedAsyncWebClient
 
 
 @dataclass(frozen=True)

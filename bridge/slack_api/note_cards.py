@@ -13,9 +13,9 @@ from typing import Any, Protocol
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.console.links import ConsoleLinks
-from bridge.slack.escaping import escape, mention
-from bridge.slack.web import SLACK_FAILURES
+from bridge.console_links import ConsoleLinks
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.escaping import escape, mention
 from layers.audit.log import AuditLog
 from layers.notes.governance import NoteGovernance
 from layers.notes.store import Note

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.slack.web import SLACK_FAILURES
+from bridge.slack_api.clients import SLACK_FAILURES
 from layers.places import ChannelType
 
 log = logging.getLogger(__name__)

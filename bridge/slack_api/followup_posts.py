@@ -9,9 +9,9 @@ import time
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.slack.escaping import escaped_pieces
-from bridge.slack.web import SLACK_FAILURES
-from bridge.slack.workspace_client import WorkspaceOf, serving
+from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.escaping import escaped_pieces
+from bridge.slack_api.workspace_client import WorkspaceOf, serving
 from layers.offloaded import Offloaded
 from reflection.followups import Followups
 

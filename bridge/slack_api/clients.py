@@ -22,8 +22,8 @@ from slack_sdk.http_retry.builtin_handlers import (
 )
 
 from bridge.settings import Settings
-from bridge.slack.rate_budget import SharedRateLimitRetryHandler
-from bridge.slack.workspace_client import WorkspaceClient
+from bridge.slack_api.rate_budget import SharedRateLimitRetryHandler
+from bridge.slack_api.workspace_client import WorkspaceClient
 
 WEB_TIMEOUT_S = 30
 # What a Slack call can fail with: Slack's refusal, or the network. aiohttp's

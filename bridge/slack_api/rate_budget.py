@@ -11,7 +11,7 @@ A reply's progress updates do not queue behind the wait either: ``SlackSink`` sk
 while their method is held or paced, so the text gathers and the next update carries
 all of it (the final answer always waits its turn and goes).
 
-Replicas on PostgreSQL share each wait (``shared_holds.py``): a replica told to wait
+Replicas on PostgreSQL share each wait (``rate_waits_across_replicas.py``): a replica told to wait
 says so once over LISTEN/NOTIFY, and every other one holds the method too. Nothing is
 read from the database before a call: the holds arrive as they happen, so a call costs
 no round trip, and a 429 costs one NOTIFY.
@@ -89,7 +89,7 @@ BudgetKey = tuple[str, str]
 
 
 # Told of each hold a 429 starts here, to share it with the other replicas
-# (``shared_holds.py``): the budget's name, the key, the seconds.
+# (``rate_waits_across_replicas.py``): the budget's name, the key, the seconds.
 HoldSharer = Callable[[str, BudgetKey, float], None]
 _sharer: list[HoldSharer] = []
 

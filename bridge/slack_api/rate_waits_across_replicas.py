@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import psycopg
 
-from bridge.slack.rate_budget import BudgetKey, named_budget, share_holds_with
+from bridge.slack_api.rate_budget import BudgetKey, named_budget, share_holds_with
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""What the console reads and changes, built once (``console_parts``) and reached only
+"""What the console reads and changes, built once (``console_dependencies``) and reached only
 offloaded: its pages are coroutines on the server's loop."""
 
 from __future__ import annotations
@@ -7,19 +7,19 @@ from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bridge.access.tokens import McpTokens
 from bridge.app import Thoth
-from bridge.console.links import ConsoleLinks, console_links
-from bridge.console.memberships import SlackMemberships
 from bridge.console.pages.health import HealthChecks
+from bridge.console_links import ConsoleLinks, console_links
 from bridge.health_checks import run_checks
-from bridge.mcp.tokens import McpTokens
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
-from bridge.slack.cards import CardStore
-from bridge.slack.installs.install_flow import installed_workspaces
-from bridge.slack.note_cards import NoteCardStore
-from bridge.slack.web import build_async_web_client
-from bridge.slack.workspace_client import WorkspaceOf
+from bridge.slack_api.clients import build_async_web_client
+from bridge.slack_api.installs.install_flow import installed_workspaces
+from bridge.slack_api.memberships import SlackMemberships
+from bridge.slack_api.note_cards import NoteCardStore
+from bridge.slack_api.skill_cards import CardStore
+from bridge.slack_api.workspace_client import WorkspaceOf
 from layers.audit.log import AuditLog
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.protocol import IdentityBackend
@@ -59,7 +59,7 @@ class ConsoleStores:
 
 
 @dataclass(frozen=True)
-class ConsoleParts:
+class ConsoleDependencies:
     stores: Offloaded[ConsoleStores]
     daily_cap_usd: float
     # The identity layer (async; None when HONCHO_DISABLED) and its cached user models.
@@ -79,7 +79,7 @@ class ConsoleParts:
     workspace_of: WorkspaceOf | None = None
 
 
-def console_parts(thoth: Thoth) -> ConsoleParts:
+def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
     stores = ConsoleStores(thoth.episodic, thoth.transcript, thoth.notes, thoth.skills,
                            thoth.drafts, thoth.brain, thoth.ledger, SpendReader(thoth.db),
                            thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
@@ -89,7 +89,7 @@ def console_parts(thoth: Thoth) -> ConsoleParts:
     workspace_of = installed_workspaces(settings, thoth.db)
     slack = (build_async_web_client(settings)
              if settings.slack_bot_token or workspace_of is not None else None)
-    return ConsoleParts(Offloaded(stores), settings.daily_cost_cap_usd,
+    return ConsoleDependencies(Offloaded(stores), settings.daily_cost_cap_usd,
                         thoth.identity, thoth.user_models, slack,
                         SlackMemberships(slack, workspace_of=workspace_of),
                         console_links(settings.console_url),

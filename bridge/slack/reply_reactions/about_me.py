@@ -11,7 +11,7 @@ from layers.identity.protocol import Person
 BUST = "bust_in_silhouette"
 
 
-def bust(kit: Kit) -> ReplyReaction:
+def about_me(kit: Kit) -> ReplyReaction:
     async def handle(reacted: Reacted) -> None:
         identity, reply, user = kit.identity, reacted.reply, reacted.user
         if identity is None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 from slack_sdk import WebClient
 from slack_sdk.web import SlackResponse
 
-from bridge.console.links import ConsoleLinks
-from bridge.slack.cards import CARD_REACTIONS, CardStore, card_message
-from bridge.slack.escaping import escaped_pieces
-from bridge.slack.founders import dm_founders
-from bridge.slack.note_cards import NOTE_CARD_REACTIONS, NoteCardStore, note_card_message
+from bridge.console_links import ConsoleLinks
+from bridge.slack_api.escaping import escaped_pieces
+from bridge.slack_api.founder_dms import dm_founders
+from bridge.slack_api.note_cards import NOTE_CARD_REACTIONS, NoteCardStore, note_card_message
+from bridge.slack_api.skill_cards import CARD_REACTIONS, CardStore, card_message
 from layers.notes.store import Note
 from layers.places import Place
 from layers.procedural.drafts import Draft

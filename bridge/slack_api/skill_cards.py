@@ -12,8 +12,8 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
-from bridge.console.links import ConsoleLinks
-from bridge.slack.escaping import SECTION_CHARS, escape, mention, preview, split_message
+from bridge.console_links import ConsoleLinks
+from bridge.slack_api.escaping import SECTION_CHARS, escape, mention, preview, split_message
 from layers.procedural.drafts import Draft, DraftState
 from layers.storage.database import Database
 

@@ -22,9 +22,9 @@ from urllib.parse import urlencode, urlsplit
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.console.sign_in import ConsoleUser
+from bridge.access.signed_in import SignedInPerson
 from bridge.settings import Settings
-from bridge.slack.workspace_client import WorkspaceOf, serving_team
+from bridge.slack_api.workspace_client import WorkspaceOf, serving_team
 from layers.audit.log import slack_actor
 from layers.errors import BadInput
 
@@ -67,7 +67,7 @@ class SlackSignIn:
                            "redirect_uri": redirect_uri})
         return f"{api.scheme}://{api.netloc}/openid/connect/authorize?{query}", state
 
-    async def complete(self, code: str, redirect_uri: str) -> ConsoleUser:
+    async def complete(self, code: str, redirect_uri: str) -> SignedInPerson:
         """The person Slack signed in (``BadInput`` with Slack's word when it refused)."""
         client = AsyncWebClient(base_url=self._api_url)
         try:
@@ -85,7 +85,7 @@ class SlackSignIn:
             raise BadInput("Slack did not say who signed in")
         await self.check_member(team, user)
         founder = user in self._founders
-        return ConsoleUser(slack_actor(user), str(me.get("name") or user),
+        return SignedInPerson(slack_actor(user), str(me.get("name") or user),
                            sees_everything=founder, founder=founder, team=team, user=user)
 
     async def check_member(self, team: str, user: str) -> None:

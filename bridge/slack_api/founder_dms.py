@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 
-from bridge.slack.escaping import escaped_pieces
+from bridge.slack_api.escaping import escaped_pieces
 
 log = logging.getLogger(__name__)
 
