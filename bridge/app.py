@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from bridge.access.tokens import McpTokens
 from bridge.all_tables import ALL_SCHEMAS
+from bridge.commands import CommandServices
 from bridge.housekeeping import Housekeeping
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.metered import MeteredModel
@@ -102,6 +103,8 @@ class Thoth:
     session_end: SessionEnd
     # The periodic jobs of `thoth chat` and `thoth serve`.
     housekeeping: Housekeeping
+    # What the typed commands use (`/recall`, `/done`, `/thoth token`: bridge/commands/).
+    commands: CommandServices
     # Jobs one process at a time runs, among all sharing the database; names this process.
     leases: Leases
     # The identity layer (L2): None when HONCHO_DISABLED.
@@ -256,6 +259,13 @@ def build(
             else lambda session_id, summary: run_reflection(settings, session_id, summary=summary)
         ),
     )
+    mcp_tokens = McpTokens(db, audit)
+    commands = CommandServices(
+        sessions=off_sessions, transcript=Offloaded(transcript), session_end=session_end,
+        tokens=Offloaded(mcp_tokens), recall_top_k=settings.recall_top_k,
+        episodic=None if settings.episodic_disabled else off_episodic,
+        drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
+    )
     return Thoth(
         settings=settings,
         db=db,
@@ -276,7 +286,8 @@ def build(
         user_models=user_models,
         ledger=ledger,
         audit=audit,
-        mcp_tokens=McpTokens(db, audit),
+        mcp_tokens=mcp_tokens,
+        commands=commands,
         reflections=reflections,
         followups=Followups(db),
         session_end=session_end,

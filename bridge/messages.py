@@ -65,7 +65,7 @@ ALREADY_FORGOTTEN = "That exchange is already forgotten."
 FEEDBACK_THANKS = "Thanks, noted. It shapes which answers I lean on next time."
 FEEDBACK_TAKEN_BACK = "Okay, your feedback on that reply is taken back."
 STOPPED = "(stopped before the reply was complete)"
-RECALL_USAGE = "Usage: /recall what did we decide about the deploy?"
+RECALL_USAGE = "/recall needs a query: /recall what did we decide about the deploy?"
 NOTHING_TO_END = "There is no open session in this channel to end."
 THOTH_COMMAND_USAGE = (
     "Usage, in a DM with Thoth: /thoth token [what it is for] makes a token for MCP"

@@ -35,9 +35,7 @@ def run_chat(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     parts = ChatParts(
         pipeline=app.pipeline,
         sessions=app.sessions,
-        episodic=app.episodic,
-        recall_top_k=app.settings.recall_top_k,
-        session_end=app.session_end,
+        commands=app.commands,
         identity_ingest=app.identity_ingest,
         housekeeping=app.housekeeping,
         warm_up=app.warm_up,

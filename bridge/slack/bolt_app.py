@@ -26,8 +26,9 @@ from slack_bolt.middleware.authorization.async_single_team_authorization import 
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-from bridge import messages
 from bridge.app import Thoth
+from bridge.commands import Command
+from bridge.commands.table import slash_commands
 from bridge.console_links import console_links
 from bridge.slack.app_home import (
     FORGET_EVERYTHING,
@@ -37,7 +38,7 @@ from bridge.slack.app_home import (
     AppHome,
 )
 from bridge.slack.assistant import AssistantThreads
-from bridge.slack.commands import done_command, recall_command
+from bridge.slack.commands import slash_command
 from bridge.slack.conversation import Conversation, ConversationDependencies
 from bridge.slack.delivery_order import DeliveryOrder
 from bridge.slack.events import Incoming, from_event, mentions
@@ -48,7 +49,6 @@ from bridge.slack.reactions import Reactions
 from bridge.slack.runner import TurnRunner
 from bridge.slack.shortcuts import FORGET_THIS, REMEMBER_THIS, Shortcuts
 from bridge.slack.stores import SlackStores, slack_stores
-from bridge.slack.token_command import thoth_command
 from bridge.slack.workspace_guard import enterprise_of, only_its_workspace
 from bridge.slack_api.directory import Directory
 from bridge.slack_api.installs.authorize import (
@@ -140,8 +140,7 @@ async def build_bridge(
     parts = ConversationDependencies(
         stores=offloaded,
         pipeline=thoth.pipeline,
-        recall_top_k=settings.recall_top_k,
-        session_end=thoth.session_end,
+        commands=thoth.commands,
         console=console,
     )
     conversation = Conversation(parts, client, directory, assistant, bot_user=bot_user)
@@ -318,9 +317,7 @@ def _listen_to_reactions_and_clicks(bridge: SlackTransport) -> None:
 
 
 def _listen_to_the_ai_pane_and_commands(bridge: SlackTransport, client: AsyncWebClient) -> None:
-    app, runner, assistant, conversation = (
-        bridge.app, bridge.runner, bridge.assistant, bridge.conversation
-    )
+    app, runner, assistant = bridge.app, bridge.runner, bridge.assistant
 
     @app.event("assistant_thread_started")
     async def on_thread_started(body: dict[str, Any], event: dict[str, Any]) -> None:
@@ -349,20 +346,21 @@ def _listen_to_the_ai_pane_and_commands(bridge: SlackTransport, client: AsyncWeb
         team = str(body.get("team_id") or "")
         runner.submit(assistant.looking_at(event, team, user), turn=False)
 
-    @app.command("/recall")
-    async def on_recall(ack: AsyncAck, command: dict[str, Any]) -> None:
-        await ack(messages.RECALL_ACK)
-        runner.submit(recall_command(conversation, client, command), turn=False)
+    for command in slash_commands():
+        app.command(command.slash_name)(_slash_listener(bridge, command, client))
 
-    @app.command("/done")
-    async def on_done(ack: AsyncAck, command: dict[str, Any]) -> None:
-        await ack()
-        runner.submit(done_command(bridge.offloaded, conversation, client, command), turn=False)
 
-    @app.command("/thoth")
-    async def on_thoth(ack: AsyncAck, command: dict[str, Any]) -> None:
-        await ack()
-        runner.submit(thoth_command(bridge.offloaded, client, command), turn=False)
+def _slash_listener(bridge: SlackTransport, command: Command, client: AsyncWebClient,
+                    ) -> Callable[[AsyncAck, dict[str, Any]], Awaitable[None]]:
+    """Bolt's listener for one of the table's slash commands: acked here, for all of them
+    (with the words Slack shows at once, if the command has any), then run on the runner."""
+
+    async def on_command(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await (ack(command.ack) if command.ack else ack())
+        bridge.runner.submit(slash_command(command, bridge.conversation, client, body),
+                             turn=False)
+
+    return on_command
 
 
 def _listen_to_the_home_tab_and_shortcuts(bridge: SlackTransport) -> None:

@@ -1,5 +1,10 @@
-"""Slash commands (``/recall``, ``/done``): acknowledged at once by Bolt, then answered
-only to the person who typed them."""
+"""Commands in Slack: the table's slash commands as Bolt delivers them, and the answers.
+
+What each command does is written once, in ``bridge/commands/``; here a slash command's
+payload becomes an ``Invocation`` (where it was typed, who typed it, what they may read)
+and its ``Reply`` is answered only to the person who typed it (or, when the reply is
+for everyone in the session, in its thread).
+"""
 
 from __future__ import annotations
 
@@ -9,14 +14,13 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bridge import messages
+from bridge.commands import Command, Invocation, Where, run
+from bridge.pipeline.turn import viewer_at
 from bridge.slack.conversation import Conversation
-from bridge.slack.stores import SlackStores
 from bridge.slack.workspace_guard import enterprise_of
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import confined_reader, place_team
-from bridge.slack_api.escaping import escape, preview, split_message
-from layers.offloaded import Offloaded
+from bridge.slack_api.escaping import preview, split_message
 from layers.places import Place
 
 log = logging.getLogger(__name__)
@@ -24,43 +28,43 @@ log = logging.getLogger(__name__)
 WEBHOOK_TIMEOUT_S = 10
 
 
-async def recall_command(
-    conversation: Conversation, client: AsyncWebClient, command: dict[str, Any]
+async def slash_command(
+    command: Command, conversation: Conversation, client: AsyncWebClient,
+    payload: dict[str, Any],
 ) -> None:
-    channel, user = str(command.get("channel_id")), str(command.get("user_id"))
-    query = str(command.get("text") or "").strip()
-    if not query:
-        markdown = escape(messages.RECALL_USAGE)
-    else:
-        team = str(command.get("team_id"))
-        info = await conversation.directory.channel(channel, _command_channel_type(command))
-        asker = await conversation.directory.user(user)
-        place = Place(place_team(info, team, enterprise_of(command)), channel,
-                      info.channel_type, None, info.name)
-        markdown = await conversation.recall_markdown(
-            query, place, user, with_links=True,
-            confined=confined_reader(info, asker, team, command.get("user_team") or None),
-            zone=asker.tz,
-        )
-    await answer_privately(client, command, markdown)
-
-
-async def done_command(
-    stores: Offloaded[SlackStores],
-    conversation: Conversation,
-    client: AsyncWebClient,
-    command: dict[str, Any],
-) -> None:
-    channel = str(command.get("channel_id"))
-    info = await conversation.directory.channel(channel, _command_channel_type(command))
-    team = place_team(info, str(command.get("team_id")), enterprise_of(command))
-    prefix = f"slack:{team}:{channel}:"
-    session = await stores.run(lambda stores: stores.sessions.latest_open_with_prefix(prefix))
-    if session is None:
-        await answer_privately(client, command, escape(messages.NOTHING_TO_END))
+    """Run one slash command Bolt delivered (acknowledged already) and answer it."""
+    invocation = await _invocation(conversation, payload)
+    reply = await run(command, invocation, conversation.commands)
+    if reply.in_thread:
+        await conversation.say_in_thread(invocation.place.channel,
+                                         invocation.place.thread_ts or "", reply)
         return
-    await conversation.end_session(
-        session.key, channel, session.place.thread_ts or "", str(command.get("user_id"))
+    markdown = await conversation.reply_markdown(reply, with_links=True)
+    if markdown:
+        await answer_privately(client, payload, markdown)
+
+
+async def _invocation(conversation: Conversation, payload: dict[str, Any]) -> Invocation:
+    channel, user = str(payload.get("channel_id")), str(payload.get("user_id"))
+    team = str(payload.get("team_id"))
+    directory = conversation.directory
+    info = await directory.channel(channel, _command_channel_type(payload))
+    asker = await directory.user(user)
+    place = Place(place_team(info, team, enterprise_of(payload)), channel,
+                  info.channel_type, None, info.name)
+    # A slash command is typed in a channel, not a thread: the session it ends is the
+    # channel's latest open one, and what it says for everyone goes in that one's thread.
+    prefix = f"slack:{place.team}:{channel}:"
+    session = await conversation.commands.sessions.run(
+        lambda sessions: sessions.latest_open_with_prefix(prefix))
+    if session is not None:
+        place = Place(place.team, channel, place.channel_type, session.place.thread_ts,
+                      place.channel_name)
+    confined = confined_reader(info, asker, team, payload.get("user_team") or None)
+    return Invocation(
+        str(payload.get("text") or ""), user, place, Where.SLASH,
+        viewer_at(place, user, confined=confined),
+        session_key=session.key if session is not None else None, zone=asker.tz,
     )
 
 
@@ -104,3 +108,4 @@ def _command_channel_type(command: dict[str, Any]) -> str | None:
     if name == "privategroup":
         return "group"
     return None
+

@@ -1,25 +1,26 @@
 """One Slack message through the turn pipeline, and the text commands in threads.
 
-``done`` and ``recall QUERY`` also work as text addressed to the agent in a thread
-or DM: Slack does not deliver slash commands from inside threads.
+The table's commands with a text form (``done``, ``recall QUERY``: ``bridge/commands/``)
+also work as text addressed to the agent in a thread or DM: Slack does not deliver slash
+commands from inside threads.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from dataclasses import dataclass, replace
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
+from bridge.commands import CommandServices, Invocation, Reply, Where, run
+from bridge.commands.table import typed_in_a_thread
 from bridge.console_links import ConsoleLinks
 from bridge.pipeline.episodes_block import episode_line, episodes_text
 from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message, viewer_at
-from bridge.session_end import SessionEnd
 from bridge.slack.assistant import AssistantThreads
 from bridge.slack.events import Incoming
 from bridge.slack.replies import ReplyRecord
@@ -31,15 +32,11 @@ from bridge.slack_api.escaping import escape, split_message
 from bridge.slack_api.followup_posts import CANCEL
 from bridge.slack_api.workspace_client import bot_user
 from layers.episodic.episode import Episode
-from layers.episodic.named_dates import zone_named
 from layers.errors import BadInput
 from layers.offloaded import Offloaded
 from layers.places import LOCAL_TEAM, Place
 
 log = logging.getLogger(__name__)
-
-_DONE = re.compile(r"^\s*/?done[.!]?\s*$", re.IGNORECASE)
-_RECALL = re.compile(r"^\s*/?recall\s+(?P<query>.+)$", re.IGNORECASE | re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -48,8 +45,8 @@ class ConversationDependencies:
 
     stores: Offloaded[SlackStores]
     pipeline: TurnPipeline
-    recall_top_k: int
-    session_end: SessionEnd
+    # What the table's commands use (``bridge/commands/``).
+    commands: CommandServices
     # Where the console shows an episode (CONSOLE_URL), for /recall's links.
     console: ConsoleLinks | None = None
 
@@ -75,10 +72,21 @@ class Conversation:
 
     async def handle(self, incoming: Incoming) -> None:
         place, user, confined = await self._place_and_name(incoming)
-        if _DONE.match(incoming.text):
-            await self.end_session(
-                incoming.session_key, incoming.channel, incoming.thread_root, incoming.user
+        typed = typed_in_a_thread(incoming.text)
+        looking_at = None
+        if place.channel_type == "im":
+            looking_at = await self._assistant.viewing(
+                incoming.team, incoming.channel, incoming.thread_root, incoming.user
             )
+        if typed is not None:
+            command, args = typed
+            invocation = Invocation(
+                args, incoming.user, place, Where.THREAD,
+                viewer_at(place, incoming.user, looking_at, confined=confined),
+                session_key=incoming.session_key, zone=user.tz,
+            )
+            reply = await run(command, invocation, self._parts.commands)
+            await self.say_in_thread(incoming.channel, incoming.thread_root, reply)
             return
         if CANCEL.search(incoming.text):
             cancelled = await self._stores.run(lambda stores: stores.followups.cancel(
@@ -87,19 +95,6 @@ class Conversation:
                 text = messages.FOLLOWUP_CANCELLED
                 await self._post(incoming.channel, incoming.thread_root, text)
                 return
-        looking_at = None
-        if place.channel_type == "im":
-            looking_at = await self._assistant.viewing(
-                incoming.team, incoming.channel, incoming.thread_root, incoming.user
-            )
-        recall = _RECALL.match(incoming.text)
-        if recall:
-            found = await self.recall_markdown(
-                recall.group("query"), place, incoming.user, looking_at=looking_at,
-                confined=confined, zone=user.tz,
-            )
-            await self._post_markdown(incoming.channel, incoming.thread_root, found)
-            return
         try:
             check_message(incoming.text)
         except BadInput as error:
@@ -222,32 +217,25 @@ class Conversation:
     def directory(self) -> Directory:
         return self._directory
 
-    async def recall_markdown(
-        self,
-        query: str,
-        place: Place,
-        user: str,
-        *,
-        with_links: bool = False,
-        looking_at: str | None = None,
-        confined: bool = False,
-        zone: str | None = None,
-    ) -> str:
-        """The top episodes this person may see from here, dated (and linked, for /recall),
-        as Slack Markdown: what memory holds is escaped, the links Thoth adds are live."""
-        viewer = viewer_at(place, user, looking_at, confined=confined)
-        try:
-            k = self._parts.recall_top_k
-            hits = await self._stores.run(lambda stores: stores.episodic.recall(
-                query, viewer, k=k, zone=zone_named(zone)))
-        except BadInput as error:
-            return escape(f"Sorry: {error}.")
-        if not hits:
-            return escape(messages.NOTHING_REMEMBERED)
+    @property
+    def commands(self) -> CommandServices:
+        return self._parts.commands
+
+    async def say_in_thread(self, channel: str, thread_ts: str, reply: Reply) -> None:
+        """A command's reply, for everyone in the thread."""
+        markdown = await self.reply_markdown(reply, with_links=False)
+        if markdown:
+            await self._post_markdown(channel, thread_ts, markdown)
+
+    async def reply_markdown(self, reply: Reply, *, with_links: bool) -> str:
+        """A command's reply as Slack Markdown: what memory holds is escaped, the links
+        Thoth adds (with ``with_links``, for /recall's private answer) are live."""
+        if not reply.hits:
+            return reply.text if reply.markdown else escape(reply.text)
         if not with_links:
-            return escape(episodes_text(hits))
+            return escape(episodes_text(reply.hits))
         lines = []
-        for hit in hits:
+        for hit in reply.hits:
             line = escape(episode_line(hit.episode))
             links = [f"[open the thread]({link})"
                      for link in [await self._permalink(hit.episode)] if link]
@@ -266,24 +254,6 @@ class Conversation:
         except SLACK_FAILURES:
             return None
         return str(response.get("permalink") or "") or None
-
-    async def end_session(self, key: str, channel: str, thread_ts: str, user: str) -> None:
-        """End the open session under ``key`` for ``user``, who must have taken part in it:
-        ending a session starts its reflection, which is not a bystander's to start."""
-        session = await self._stores.run(lambda stores: stores.sessions.find_open(key))
-        if session is not None and not await self._stores.run(
-            lambda stores: stores.transcript.took_part(session.id, user)
-        ):
-            log.info("%s may not end session %s: they took no part in it", user, session.id)
-            await self._post(channel, thread_ts, messages.NOT_YOUR_SESSION)
-            return
-        ended = await self._parts.session_end.end_open(key)
-        if ended is None:
-            await self._post(channel, thread_ts, messages.NO_OPEN_SESSION)
-        elif not ended.reflected:
-            await self._post(channel, thread_ts, messages.SESSION_ENDED)
-        # Otherwise the reflection process has posted the summary (and any approval
-        # card) in the thread.
 
     async def placed(self, incoming: Incoming) -> Incoming:
         """``incoming``, kept as the org's when its channel is shared across the org's

@@ -21,13 +21,13 @@ from typing import Any, TextIO, TypeVar
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from bridge import messages
+from bridge.commands import CommandServices, Invocation, Where, run
+from bridge.commands.table import terminal_usage, typed_in_the_terminal
 from bridge.housekeeping import Housekeeping
 from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message
-from bridge.session_end import SessionEnd
 from bridge.terminal.printed_reply import TerminalSink
-from layers.episodic.memory import EpisodicMemory
 from layers.errors import BadInput
 from layers.identity.ingest_queue import IngestQueue
 from layers.places import LOCAL_TEAM, TERMINAL_CHANNEL, Place, Viewer
@@ -58,9 +58,8 @@ class ChatParts:
 
     pipeline: TurnPipeline
     sessions: SessionStore
-    episodic: EpisodicMemory
-    recall_top_k: int
-    session_end: SessionEnd
+    # What the chat's commands use (`/recall`, `/done`, `/quit`: bridge/commands/).
+    commands: CommandServices
     identity_ingest: IngestQueue | None
     housekeeping: Housekeeping
     # Loads the embedding model and the vector index before the first turn.
@@ -121,20 +120,9 @@ class ChatLoop:
             line = raw.rstrip("\r\n")
             if not line.strip():
                 continue
-            command, _, rest = line.strip().partition(" ")
-            if command == "/quit":
-                return session
-            if command == "/done":
-                if session is None:
-                    print(messages.NOTHING_TO_END, file=self._out)
-                else:
-                    self._done(session)
-                return session
-            if command == "/recall":
-                self._recall(rest)
-                continue
-            if command.startswith("/"):
-                self._bad(f"unknown command {command}: use /recall QUERY, /done or /quit")
+            if line.strip().startswith("/"):
+                if self._command(session, line):
+                    return session
                 continue
             try:
                 check_message(line)
@@ -162,12 +150,28 @@ class ChatLoop:
                 raise BrokenPipeError(errno.EPIPE, "the reader of the chat's output is gone")
         return session
 
-    def _done(self, session: Session) -> None:
-        """End the session and reflect on it now (a process of its own), showing the result."""
+    def _command(self, session: Session | None, line: str) -> bool:
+        """Run the chat command ``line`` names, saying its reply; True when the chat ends."""
+        typed = typed_in_the_terminal(line)
+        if typed is None:
+            named = line.strip().partition(" ")[0]
+            self._bad(f"unknown command {named}: use {terminal_usage()}")
+            return False
+        command, args = typed
+        place = session.place if session is not None else terminal_place()
+        invocation = Invocation(args, self._options.user, place, Where.TERMINAL,
+                                self._viewer(),
+                                session_key=session.key if session is not None else None)
         # An idle sweep may have ended the first session and the chat gone on in a new one:
         # the key is the chat's, the session the one open under it.
-        ended = self._call(self._parts.session_end.end_open(session.key))
-        print((ended.printed if ended else "") or messages.SESSION_ENDED, file=self._out)
+        reply = self._call(run(command, invocation, self._parts.commands))
+        if reply.mistake:
+            self._bad(reply.text)
+        elif reply.hits:
+            print(episodes_text(reply.hits), file=self._out)
+        elif reply.text:
+            print(reply.text, file=self._out)
+        return reply.ends_chat
 
     def _still_open(self, session: Session) -> bool:
         """Whether the session may be resumed (not after /done, or an idle end)."""
@@ -179,22 +183,6 @@ class ChatLoop:
         if self._options.session_id:
             return sessions.resume(self._options.session_id)
         return sessions.open(f"terminal:{uuid.uuid4()}", terminal_place())
-
-    def _recall(self, query: str) -> None:
-        if not query.strip():
-            self._bad("/recall needs a query: /recall what did we decide about deploys")
-            return
-        # The last turn's episode may still be on its way to the store; wait for it so
-        # "/recall" right after a turn finds that turn too.
-        self._call(self._parts.pipeline.drain(DRAIN_TIMEOUT_S))
-        try:
-            hits = self._parts.episodic.recall(
-                query, self._viewer(), k=self._parts.recall_top_k
-            )
-        except BadInput as error:
-            self._bad(str(error))
-            return
-        print(episodes_text(hits) or "no matching episodes", file=self._out)
 
     def _viewer(self) -> Viewer:
         place = terminal_place()

@@ -165,6 +165,8 @@ BRIDGE_FLOORS: tuple[frozenset[str], ...] = tuple(frozenset(floor) for floor in 
     # The composition root.
     {"app"},
     # What two surfaces share: Slack's Web API, serving HTTP.
+    # The commands people type, written once for every transport.
+    {"commands"},
     {"slack_api", "web"},
     {"housekeeping", "reflection_launcher", "all_tables", "console_links"},
     {"access", "session_end", "pipeline"},
