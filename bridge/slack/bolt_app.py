@@ -14,12 +14,12 @@ import asyncio
 import dataclasses
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_bolt.async_app import AsyncApp
 from slack_bolt.middleware.authorization.async_single_team_authorization import (
     AsyncSingleTeamAuthorization,
 )
@@ -44,6 +44,7 @@ from bridge.slack.delivery_order import DeliveryOrder
 from bridge.slack.events import Incoming, from_event, mentions
 from bridge.slack.feedback import FEEDBACK_ACTION
 from bridge.slack.inbox import InboxEntry
+from bridge.slack.listeners import Listener, Work, register
 from bridge.slack.org_access import listen_to_org_access
 from bridge.slack.reactions import Reactions
 from bridge.slack.runner import TurnRunner
@@ -157,10 +158,13 @@ async def build_bridge(
         DeliveryOrder(offloaded, lease_s=settings.inbox_lease_s), bot_user,
         team=str(identity.get("team_id") or "") or None, workspace_of=workspace_of,
     )
-    _listen_to_messages(bridge)
-    _listen_to_reactions_and_clicks(bridge)
-    _listen_to_the_ai_pane_and_commands(bridge, client)
-    _listen_to_the_home_tab_and_shortcuts(bridge)
+    register(app, runner, [
+        *_messages(bridge), *_reactions_and_clicks(bridge), *_the_ai_pane(bridge),
+        *_the_home_tab_and_shortcuts(bridge),
+        *(Listener("command", command.slash_name,
+                   _slash_work(bridge, command, client), ack_text=command.ack)
+          for command in slash_commands()),
+    ])
     return bridge
 
 
@@ -191,12 +195,13 @@ def _authorized_as(app: AsyncApp, identity: AsyncSlackResponse) -> None:
             middleware.auth_test_result = identity
 
 
-def _listen_to_messages(bridge: SlackTransport) -> None:
-    app, runner, bot_user, stores = bridge.app, bridge.runner, bridge.bot_user, bridge.offloaded
+def _messages(bridge: SlackTransport) -> list[Listener]:
+    bot_user, stores = bridge.bot_user, bridge.offloaded
 
-    async def accept(body: dict[str, Any], event: dict[str, Any], *, addressed: bool) -> None:
+    async def accept(body: dict[str, Any], *, addressed: bool) -> None:
         """On the runner: a delivery acked is never lost to the intake loop's shutdown
         (the runner's waits for what it holds)."""
+        event = body.get("event") or {}
         own = served_bot_user(bot_user)
         incoming = from_event(
             event, team=str(body.get("team_id") or ""), event_id=body.get("event_id"),
@@ -221,17 +226,16 @@ def _listen_to_messages(bridge: SlackTransport) -> None:
         if entry is not None:
             handle = bridge.conversation.handle
             await bridge.lanes.run(
-                entry, lambda: runner.as_turn(handle(incoming), who=incoming.user)
+                entry, lambda: bridge.runner.as_turn(handle(incoming), who=incoming.user)
             )
 
-    @app.event("app_mention")
-    async def on_mention(body: dict[str, Any], event: dict[str, Any]) -> None:
-        runner.submit(accept(body, event, addressed=True), turn=False)
-
-    @app.event("message")
-    async def on_message(body: dict[str, Any], event: dict[str, Any]) -> None:
-        addressed = event.get("channel_type") == "im"
-        runner.submit(accept(body, event, addressed=addressed), turn=False)
+    return [
+        Listener("event", "app_mention", lambda body: accept(body, addressed=True)),
+        # A DM is addressed to the agent; elsewhere a message is answered in a thread the
+        # agent is part of.
+        Listener("event", "message", lambda body: accept(
+            body, addressed=(body.get("event") or {}).get("channel_type") == "im")),
+    ]
 
 
 MESSAGE = "message"
@@ -276,10 +280,11 @@ async def _in_its_workspace(bridge: SlackTransport, team: str, entry: InboxEntry
         await bridge.lanes.run(entry, work)
 
 
-def _listen_to_reactions_and_clicks(bridge: SlackTransport) -> None:
-    app, runner, reactions, stores = bridge.app, bridge.runner, bridge.reactions, bridge.offloaded
+def _reactions_and_clicks(bridge: SlackTransport) -> list[Listener]:
+    reactions, stores = bridge.reactions, bridge.offloaded
 
-    async def accept(body: dict[str, Any], event: dict[str, Any], *, added: bool) -> None:
+    async def accept(body: dict[str, Any], *, added: bool) -> None:
+        event = body.get("event") or {}
         item = event.get("item") or {}
         # Reactions on one message apply in the order Slack sent them, across replicas
         # (an add and its removal a moment later must not swap).
@@ -292,79 +297,54 @@ def _listen_to_reactions_and_clicks(bridge: SlackTransport) -> None:
         if entry is not None:
             await bridge.lanes.run(entry, lambda: reactions.handle(event, added=added))
 
-    @app.event("reaction_added")
-    async def on_reaction_added(body: dict[str, Any], event: dict[str, Any]) -> None:
-        runner.submit(accept(body, event, added=True), turn=False)
-
-    @app.event("reaction_removed")
-    async def on_reaction_removed(body: dict[str, Any], event: dict[str, Any]) -> None:
-        runner.submit(accept(body, event, added=False), turn=False)
-
-    @app.action(FEEDBACK_ACTION)
-    async def on_feedback(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        runner.submit(_feedback(reactions, body), turn=False)
-
-    @app.action(APPROVE_ACTION)
-    async def on_approve(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        runner.submit(_decide(reactions, body, approve=True), turn=False)
-
-    @app.action(REJECT_ACTION)
-    async def on_reject(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        runner.submit(_decide(reactions, body, approve=False), turn=False)
+    return [
+        Listener("event", "reaction_added", lambda body: accept(body, added=True)),
+        Listener("event", "reaction_removed", lambda body: accept(body, added=False)),
+        Listener("action", FEEDBACK_ACTION, lambda body: _feedback(reactions, body)),
+        Listener("action", APPROVE_ACTION,
+                 lambda body: _decide(reactions, body, approve=True)),
+        Listener("action", REJECT_ACTION,
+                 lambda body: _decide(reactions, body, approve=False)),
+    ]
 
 
-def _listen_to_the_ai_pane_and_commands(bridge: SlackTransport, client: AsyncWebClient) -> None:
-    app, runner, assistant = bridge.app, bridge.runner, bridge.assistant
+def _the_ai_pane(bridge: SlackTransport) -> list[Listener]:
+    assistant = bridge.assistant
 
-    @app.event("assistant_thread_started")
-    async def on_thread_started(body: dict[str, Any], event: dict[str, Any]) -> None:
-        team = str(body.get("team_id") or "")
-        runner.submit(assistant.started(event, team), turn=False)
+    def team_of(body: dict[str, Any]) -> str:
+        return str(body.get("team_id") or "")
 
-    @app.event("app_home_opened")
-    async def on_home_opened(body: dict[str, Any], event: dict[str, Any]) -> None:
-        team = str(body.get("team_id") or "")
+    def home_opened(body: dict[str, Any]) -> Coroutine[Any, Any, object]:
+        event = body.get("event") or {}
         if event.get("tab") == "home" and event.get("user"):
-            runner.submit(bridge.home.publish(team, str(event["user"]),
-                                              org=enterprise_of(body)), turn=False)
-            return
-        runner.submit(assistant.opened(event, team), turn=False)
+            return bridge.home.publish(team_of(body), str(event["user"]),
+                                       org=enterprise_of(body))
+        return assistant.opened(event, team_of(body))
 
-    @app.event("assistant_thread_context_changed")
-    async def on_context_changed(event: dict[str, Any]) -> None:
-        runner.submit(assistant.keep_context(event), turn=False)
-
-    @app.event("app_context_changed")
-    async def on_app_context_changed(body: dict[str, Any], event: dict[str, Any]) -> None:
+    def app_context_changed(body: dict[str, Any]) -> Coroutine[Any, Any, object]:
+        event = body.get("event") or {}
         # Slack's reference example names the person only in the envelope's authorizations
         # (the one that is not a bot); other payloads carry the event's own user.
         people = [a for a in body.get("authorizations") or [] if not a.get("is_bot")]
         user = str(event.get("user") or (people[0].get("user_id") if people else "") or "")
-        team = str(body.get("team_id") or "")
-        runner.submit(assistant.looking_at(event, team, user), turn=False)
+        return assistant.looking_at(event, team_of(body), user)
 
-    for command in slash_commands():
-        app.command(command.slash_name)(_slash_listener(bridge, command, client))
-
-
-def _slash_listener(bridge: SlackTransport, command: Command, client: AsyncWebClient,
-                    ) -> Callable[[AsyncAck, dict[str, Any]], Awaitable[None]]:
-    """Bolt's listener for one of the table's slash commands: acked here, for all of them
-    (with the words Slack shows at once, if the command has any), then run on the runner."""
-
-    async def on_command(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await (ack(command.ack) if command.ack else ack())
-        bridge.runner.submit(slash_command(command, bridge.conversation, client, body),
-                             turn=False)
-
-    return on_command
+    return [
+        Listener("event", "assistant_thread_started",
+                 lambda body: assistant.started(body.get("event") or {}, team_of(body))),
+        Listener("event", "app_home_opened", home_opened),
+        Listener("event", "assistant_thread_context_changed",
+                 lambda body: assistant.keep_context(body.get("event") or {})),
+        Listener("event", "app_context_changed", app_context_changed),
+    ]
 
 
-def _listen_to_the_home_tab_and_shortcuts(bridge: SlackTransport) -> None:
-    app, runner, home, shortcuts = bridge.app, bridge.runner, bridge.home, bridge.shortcuts
+def _slash_work(bridge: SlackTransport, command: Command, client: AsyncWebClient) -> Work:
+    return lambda body: slash_command(command, bridge.conversation, client, body)
+
+
+def _the_home_tab_and_shortcuts(bridge: SlackTransport) -> list[Listener]:
+    home, shortcuts = bridge.home, bridge.shortcuts
 
     def clicked(body: dict[str, Any]) -> tuple[str, str, str]:
         """Who clicked on their Home tab (workspace, user) and the button's value."""
@@ -373,41 +353,28 @@ def _listen_to_the_home_tab_and_shortcuts(bridge: SlackTransport) -> None:
             "team_id") or "")
         return team, str((body.get("user") or {}).get("id") or ""), str(action.get("value"))
 
-    @app.action(FORGET_FACT)
-    async def on_forget_fact(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
+    def forget_fact(body: dict[str, Any]) -> Coroutine[Any, Any, object]:
         team, user, fact_id = clicked(body)
-        runner.submit(home.forget_fact(team, user, fact_id, org=enterprise_of(body)),
-                      turn=False)
+        return home.forget_fact(team, user, fact_id, org=enterprise_of(body))
 
-    @app.action(FORGET_EVERYTHING)
-    async def on_forget_everything(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
+    def forget_everything(body: dict[str, Any]) -> Coroutine[Any, Any, object]:
         team, user, _ = clicked(body)
-        runner.submit(home.forget_everything(team, user, org=enterprise_of(body)),
-                      turn=False)
+        return home.forget_everything(team, user, org=enterprise_of(body))
 
-    @app.action(KEEP_NOTE)
-    async def on_keep_note(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        team, user, note_id = clicked(body)
-        runner.submit(home.decide_note(team, user, note_id, keep=True), turn=False)
+    def decide_note(keep: bool) -> Work:
+        def decide(body: dict[str, Any]) -> Coroutine[Any, Any, object]:
+            team, user, note_id = clicked(body)
+            return home.decide_note(team, user, note_id, keep=keep)
+        return decide
 
-    @app.action(REJECT_NOTE)
-    async def on_reject_note(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        team, user, note_id = clicked(body)
-        runner.submit(home.decide_note(team, user, note_id, keep=False), turn=False)
-
-    @app.shortcut(REMEMBER_THIS)
-    async def on_remember_this(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        runner.submit(shortcuts.remember(body), turn=False)
-
-    @app.shortcut(FORGET_THIS)
-    async def on_forget_this(ack: AsyncAck, body: dict[str, Any]) -> None:
-        await ack()
-        runner.submit(shortcuts.forget(body), turn=False)
+    return [
+        Listener("action", FORGET_FACT, forget_fact),
+        Listener("action", FORGET_EVERYTHING, forget_everything),
+        Listener("action", KEEP_NOTE, decide_note(True)),
+        Listener("action", REJECT_NOTE, decide_note(False)),
+        Listener("shortcut", REMEMBER_THIS, shortcuts.remember),
+        Listener("shortcut", FORGET_THIS, shortcuts.forget),
+    ]
 
 
 async def _followed(
