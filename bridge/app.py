@@ -24,6 +24,7 @@ from bridge.pipeline.tools.use_skill import use_skill
 from bridge.reflection_launcher import run_reflection
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
+from bridge.slack_api.slack_web import SlackWeb
 from layers.audit.log import AuditLog
 from layers.embedding.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.memory import EpisodicMemory
@@ -105,6 +106,8 @@ class Thoth:
     housekeeping: Housekeeping
     # What the typed commands use (`/recall`, `/done`, `/thoth token`: bridge/commands/).
     commands: CommandServices
+    # Slack's Web API, for every surface that speaks to Slack (bridge/slack_api/).
+    slack: SlackWeb
     # Jobs one process at a time runs, among all sharing the database; names this process.
     leases: Leases
     # The identity layer (L2): None when HONCHO_DISABLED.
@@ -288,6 +291,7 @@ def build(
         audit=audit,
         mcp_tokens=mcp_tokens,
         commands=commands,
+        slack=SlackWeb(settings, db),
         reflections=reflections,
         followups=Followups(db),
         session_end=session_end,

@@ -408,10 +408,10 @@ def _slack(app: Thoth) -> list[Check]:
         ]
     from slack_sdk.errors import SlackApiError
 
-    from bridge.slack_api.clients import build_web_client
-
+    slack = app.slack.sync_client()
+    assert slack is not None  # a bot token is set
     try:
-        auth = build_web_client(settings).auth_test()
+        auth = slack.auth_test()
     except (SlackApiError, OSError) as error:
         return [
             Check(
@@ -430,15 +430,14 @@ def _slack_installs(app: Thoth) -> list[Check]:
     """Installed into workspaces through Slack's OAuth flow: its settings, and whether the
     keys open every install's token."""
     from bridge.slack_api.installs.install_flow import missing_for_installs
-    from bridge.slack_api.installs.installations import installations_of
-
     missing = missing_for_installs(app.settings)
     if missing is not None:
         return [Check("slack", Status.FAIL, missing, "set them, or SLACK_BOT_TOKEN instead")]
     try:
-        installations = installations_of(app.settings, app.db)
+        installations = app.slack.installations
     except ConfigurationError as error:
         return [Check("slack", Status.FAIL, str(error), "fix SLACK_TOKEN_KEYS")]
+    assert installations is not None  # SLACK_TOKEN_KEYS without a bot token
     shut = installations.unopened()
     if shut:
         return [Check("slack", Status.FAIL,

@@ -94,20 +94,10 @@ def build_notifier(app: Thoth, team: str, out: TextIO) -> Notifier:
     workspaces, the token of the session's workspace (none if it uninstalled Thoth)."""
     if team == LOCAL_TEAM:
         return PrintNotifier(out)
-    token = None
-    if app.settings.slack_bot_token is None:
-        from bridge.slack_api.installs.installations import installations_of, installs_wanted
-
-        if not installs_wanted(app.settings):
-            return PrintNotifier(out)
-        install = installations_of(app.settings, app.db).find(enterprise_id=None,
-                                                               team_id=team)
-        if install is None:
-            return PrintNotifier(out)
-        token = install.bot_token
-    from bridge.slack_api.clients import build_web_client
+    slack = app.slack.sync_client(team)
+    if slack is None:
+        return PrintNotifier(out)
     from bridge.slack_api.notifier import SlackNotifier
 
-    return SlackNotifier(build_web_client(app.settings, token=token), app.db,
-                         console_links(app.settings.console_url),
-                         team=None if token is None else team)
+    return SlackNotifier(slack, app.db, console_links(app.settings.console_url),
+                         team=None if app.settings.slack_bot_token else team)

@@ -18,7 +18,6 @@ import aiohttp
 from apscheduler.schedulers.background import BackgroundScheduler
 from slack_bolt.error import BoltError
 from slack_sdk.errors import SlackApiError
-from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.app import Thoth
 from bridge.console.serving import console_mount, sign_in_link
@@ -27,10 +26,8 @@ from bridge.slack.bolt_app import SlackTransport, build_bridge, take_over
 from bridge.slack.http_server import SlackHttpServer, install_routes
 from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
-from bridge.slack_api.clients import build_async_web_client
 from bridge.slack_api.followup_posts import post_due_followups
 from bridge.slack_api.installs.install_flow import INSTALL_PATH
-from bridge.slack_api.installs.installations import Installations, installations_of, installs_wanted
 from bridge.slack_api.rate_waits_across_replicas import SharedHolds
 from layers.errors import BackendUnavailable, ConfigurationError
 from layers.offloaded import Offloaded
@@ -44,8 +41,8 @@ IDENTITY_WARM_UP_S = 10.0
 
 def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     settings = app.settings
-    installations = installations_of(settings, app.db) if installs_wanted(settings) else None
-    if settings.slack_bot_token is None and installations is None:
+    client = app.slack.client
+    if client is None:
         raise ConfigurationError(
             "thoth serve needs SLACK_BOT_TOKEN (one workspace), or SLACK_TOKEN_KEYS to be"
             " installed into workspaces through Slack's OAuth flow (README, 'Slack')")
@@ -59,10 +56,9 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     runner = TurnRunner()
     runner.start()
     holds = _shared_holds(app)
-    client = build_async_web_client(settings)
     # Slack is asked who the token is first: a wrong token or an unreachable Slack is
     # said in a second, not after the embedding model has loaded.
-    bridge = _bridge_or_one_line(app, client, runner, installations)
+    bridge = _bridge_or_one_line(app, runner)
     app.warm_up()
     _warm_identity(app, runner, bridge.team)
     scheduler = BackgroundScheduler(timezone=UTC)
@@ -113,14 +109,11 @@ def _shared_holds(app: Thoth) -> SharedHolds | None:
     return holds
 
 
-def _bridge_or_one_line(
-    app: Thoth, client: AsyncWebClient, runner: TurnRunner,
-    installations: Installations | None,
-) -> SlackTransport:
+def _bridge_or_one_line(app: Thoth, runner: TurnRunner) -> SlackTransport:
     """The bridge, whose start asks Slack who the token is (auth.test)."""
     where = app.settings.slack_api_url or "https://slack.com/api/"
     try:
-        return runner.call(build_bridge(app, client, runner, installations))
+        return runner.call(build_bridge(app, runner))
     except ConfigurationError:
         runner.shutdown(0)
         raise

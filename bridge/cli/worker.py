@@ -31,20 +31,11 @@ def register(commands: Any) -> None:
 
 def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     # Slack's SDK is loaded by the commands that use it, not by every `thoth` start.
-    from bridge.slack_api.installs.installations import installations_of, installs_wanted
     from bridge.worker.worker import Queues, Worker
 
     settings = app.settings
-    slack = None
-    workspace_of = None
-    if settings.slack_bot_token is not None or installs_wanted(settings):
-        from bridge.slack_api.clients import build_async_web_client
-        from bridge.slack_api.installs.authorize import InstalledWorkspaces
-
-        slack = build_async_web_client(settings)
-        if settings.slack_bot_token is None:
-            # Installed into many workspaces: each follow-up with its own one's token.
-            workspace_of = InstalledWorkspaces(installations_of(settings, app.db))
+    # Installed into many workspaces, each follow-up goes with its own one's token.
+    slack, workspace_of = app.slack.client, app.slack.workspace_of
 
     def launch(session_id: str, summary: bool) -> int:
         code, _ = run_reflection(settings, session_id, summary=summary, claimed=True)

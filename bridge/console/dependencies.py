@@ -14,8 +14,6 @@ from bridge.console_links import ConsoleLinks, console_links
 from bridge.health_checks import run_checks
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
-from bridge.slack_api.clients import build_async_web_client
-from bridge.slack_api.installs.install_flow import installed_workspaces
 from bridge.slack_api.memberships import SlackMemberships
 from bridge.slack_api.note_cards import NoteCardStore
 from bridge.slack_api.skill_cards import CardStore
@@ -85,13 +83,9 @@ def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
                            thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
                            CardStore(thoth.db), thoth.reflections, thoth.sessions,
                            thoth.mcp_tokens)
-    settings = thoth.settings
-    workspace_of = installed_workspaces(settings, thoth.db)
-    slack = (build_async_web_client(settings)
-             if settings.slack_bot_token or workspace_of is not None else None)
+    settings, slack = thoth.settings, thoth.slack
     return ConsoleDependencies(Offloaded(stores), settings.daily_cost_cap_usd,
-                        thoth.identity, thoth.user_models, slack,
-                        SlackMemberships(slack, workspace_of=workspace_of),
+                        thoth.identity, thoth.user_models, slack.client, slack.memberships,
                         console_links(settings.console_url),
                         HealthChecks(lambda: run_checks(thoth, in_server=True)),
-                        workspace_of=workspace_of)
+                        workspace_of=slack.workspace_of)

@@ -40,9 +40,6 @@ from bridge.mcp.oauth_grants import OAuthGrants
 from bridge.mcp.server import mcp_server
 from bridge.mcp.sign_in_pages import SignInPages
 from bridge.settings import Settings
-from bridge.slack_api.clients import build_async_web_client
-from bridge.slack_api.installs.install_flow import installed_workspaces
-from bridge.slack_api.memberships import SlackMemberships
 from bridge.slack_api.sign_in_with_slack import slack_sign_in
 from bridge.web.server import Running
 
@@ -71,10 +68,7 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
     """The route that serves /mcp (mounted last: it answers only its own path) and what
     must run while the server does (the SDK's session manager)."""
     settings = app.settings
-    workspace_of = installed_workspaces(settings, app.db)
-    bot = (build_async_web_client(settings)
-           if settings.slack_bot_token is not None or workspace_of is not None else None)
-    memberships = SlackMemberships(bot, workspace_of=workspace_of)
+    workspace_of, bot, memberships = app.slack.workspace_of, app.slack.client, app.slack.memberships
 
     async def asker_of_call() -> Asker:
         token = get_access_token()

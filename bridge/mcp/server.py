@@ -28,7 +28,6 @@ from bridge.mcp.cards import Cards
 from bridge.mcp.note_places import DM, NotePlaces
 from bridge.mcp.resources import add_resources, no_skill, skill_md
 from bridge.pipeline.episodes_block import where_said
-from bridge.slack_api.clients import build_web_client
 from bridge.slack_api.notifier import SlackNotifier
 from layers.episodic.episode import Hit
 from layers.errors import BadInput
@@ -56,22 +55,7 @@ def the_one(asker: Asker) -> AskerOf:
 def _slack_of(app: Thoth) -> Callable[[str], WebClient | None]:
     """The bot's sync client for a workspace: the bot token's, or, installed into many
     workspaces, the client of that workspace's install (None: not installed there)."""
-    settings = app.settings
-    if settings.slack_bot_token is not None:
-        slack = build_web_client(settings)
-        return lambda team: slack
-    # Not the install flow's module: `thoth mcp` does not load Bolt to start.
-    from bridge.slack_api.installs.installations import installations_of, installs_wanted
-
-    if not installs_wanted(settings):
-        return lambda team: None
-    installations = installations_of(settings, app.db)
-
-    def of_install(team: str) -> WebClient | None:
-        install = installations.find(enterprise_id=None, team_id=team)
-        return None if install is None else build_web_client(settings, token=install.bot_token)
-
-    return of_install
+    return app.slack.sync_client
 
 
 def mcp_server(app: Thoth, asker: AskerOf, *, origin: str,

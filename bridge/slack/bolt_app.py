@@ -54,14 +54,13 @@ from bridge.slack.workspace_guard import enterprise_of, only_its_workspace
 from bridge.slack_api.directory import Directory
 from bridge.slack_api.installs.authorize import (
     AuthorizedByInstall,
-    InstalledWorkspaces,
     serve_the_authorized_workspace,
 )
 from bridge.slack_api.installs.install_flow import install_flow
-from bridge.slack_api.installs.installations import Installations
 from bridge.slack_api.skill_cards import APPROVE_ACTION, REJECT_ACTION
 from bridge.slack_api.workspace_client import WorkspaceOf, serving
 from bridge.slack_api.workspace_client import bot_user as served_bot_user
+from layers.errors import ConfigurationError
 from layers.offloaded import Offloaded
 from layers.redaction import redact
 
@@ -89,14 +88,16 @@ class SlackTransport:
     workspace_of: WorkspaceOf | None = None
 
 
-async def build_bridge(
-    thoth: Thoth, client: AsyncWebClient, runner: TurnRunner,
-    installations: Installations | None = None,
-) -> SlackTransport:
-    """The bridge. With one bot token, asks Slack who it is (auth.test) first; installed
-    into many workspaces (``installations``), each request is authorized by its
-    workspace's install instead, and "Add to Slack" is served (``installs/``)."""
+async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
+    """The bridge, on the app's Slack Web API (``thoth.slack``). With one bot token, asks
+    Slack who it is (auth.test) first; installed into many workspaces, each request is
+    authorized by its workspace's install instead, and "Add to Slack" is served
+    (``bridge/slack_api/installs/``)."""
     settings = thoth.settings
+    client, installations = thoth.slack.client, thoth.slack.installations
+    if client is None:
+        raise ConfigurationError("Slack is not configured: set SLACK_BOT_TOKEN, or"
+                                 " SLACK_TOKEN_KEYS to be installed through Slack's OAuth flow")
     signing_secret = (settings.slack_signing_secret.get_secret_value()
                       if settings.slack_signing_secret else None)
     identity: dict[str, Any] = {}
@@ -131,7 +132,7 @@ async def build_bridge(
         # tokens_revoked and app_uninstalled delete the install (and its token) at once.
         app.enable_token_revocation_listeners()
         listen_to_org_access(app, installations)
-        workspace_of = InstalledWorkspaces(installations)
+        workspace_of = thoth.slack.workspace_of
     bot_user = str(identity.get("user_id") or "") or None
     directory = Directory(client)
     stores = slack_stores(thoth)

@@ -22,7 +22,6 @@ from bridge.settings import Settings
 from bridge.slack.bolt_app import SlackTransport, build_bridge
 from bridge.slack.http_server import SlackHttpServer, install_routes
 from bridge.slack.runner import TurnRunner
-from bridge.slack_api.clients import build_async_web_client
 from bridge.slack_api.installs.installations import Installations, installations_of
 from bridge.slack_api.installs.token_cipher import TokenCipher
 from tests.fakes import HashingEmbedder
@@ -130,8 +129,7 @@ def serving_installs(model_settings: Settings, fake_anthropic: FakeAnthropic,
         thoth = build(settings, embedder=embedder)
         runner = TurnRunner()
         runner.start()
-        bridge = runner.call(build_bridge(thoth, build_async_web_client(settings), runner,
-                                          installations_of(settings, thoth.db)))
+        bridge = runner.call(build_bridge(thoth, runner))
         server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1",
                                  port=port, also=install_routes(bridge.app))
         server.start()

@@ -24,7 +24,6 @@ from bridge.settings import Settings
 from bridge.slack.bolt_app import SlackTransport, build_bridge
 from bridge.slack.http_server import SlackHttpServer
 from bridge.slack.runner import TurnRunner
-from bridge.slack_api.clients import build_async_web_client
 from tests.fakes import HashingEmbedder
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
@@ -166,7 +165,7 @@ def running_bridge(
         thoth = build(settings, embedder=embedder)
         runner = TurnRunner()
         runner.start()
-        bridge = runner.call(build_bridge(thoth, build_async_web_client(settings), runner))
+        bridge = runner.call(build_bridge(thoth, runner))
         server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0)
         server.start()
         try:

@@ -19,7 +19,6 @@ from bridge.settings import Settings
 from bridge.slack.bolt_app import SlackTransport, build_bridge
 from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
-from bridge.slack_api.clients import build_async_web_client
 from layers.errors import ConfigurationError
 from tests.fakes import HashingEmbedder
 from tests.servers import anthropic_api as api
@@ -90,7 +89,7 @@ def socket_harness(
         thoth = build(settings, embedder=hashing_embedder)
         runner = TurnRunner()
         runner.start()
-        bridge = runner.call(build_bridge(thoth, build_async_web_client(settings), runner))
+        bridge = runner.call(build_bridge(thoth, runner))
         # The handler asks apps.connections.open for the WebSocket URL through the app's
         # client (the bot token's base URL, with the app token).
         connection = SocketModeConnection(bridge.app, APP_TOKEN)

@@ -17,7 +17,6 @@ from bridge.settings import Settings
 from bridge.slack.bolt_app import build_bridge
 from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
-from bridge.slack_api.clients import build_async_web_client
 from tests.fakes import HashingEmbedder
 from tests.postgres import PostgresForTests
 from tests.servers.anthropic_api import FakeAnthropic
@@ -79,7 +78,7 @@ def socket_replicas(
                 thoth = build(settings, embedder=hashing_embedder)
                 runner = TurnRunner()
                 runner.start()
-                bridge = runner.call(build_bridge(thoth, build_async_web_client(settings), runner))
+                bridge = runner.call(build_bridge(thoth, runner))
                 connection = SocketModeConnection(bridge.app, APP_TOKEN)
                 replicas.append(Replica(thoth, runner, connection))
                 connection.start()

@@ -19,11 +19,9 @@ from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.settings import Settings
-from bridge.slack_api.installs.authorize import InstalledWorkspaces
 from bridge.slack_api.installs.bolt_stores import InstallationsForBolt, OAuthStatesForBolt
-from bridge.slack_api.installs.installations import Installations, installations_of, installs_wanted
+from bridge.slack_api.installs.installations import Installations
 from bridge.slack_api.installs.oauth_states import STATE_TTL_S, OAuthStates
-from bridge.slack_api.workspace_client import WorkspaceOf
 from layers.errors import ConfigurationError
 from layers.storage.database import Database
 
@@ -35,14 +33,6 @@ BOT_SCOPES = (
     "commands", "groups:history", "groups:read", "im:history", "im:read", "mpim:history",
     "mpim:read", "reactions:read", "reactions:write", "users:read",
 )
-
-
-def installed_workspaces(settings: Settings, db: Database) -> WorkspaceOf | None:
-    """Installed into many workspaces: the install each team is served through (for the
-    console and MCP, whose work starts outside Slack's requests); None with a bot token."""
-    if not installs_wanted(settings):
-        return None
-    return InstalledWorkspaces(installations_of(settings, db))
 
 
 def missing_for_installs(settings: Settings) -> str | None:
