@@ -1,0 +1,52 @@
+"""Episodes: the search, each episode's page, and forgetting one."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from bridge.access.signed_in import SignedInPerson
+from bridge.console.pages import episodes
+from bridge.console.routes.answers import Console, base, origin, quoted
+from bridge.console.routes.guard import Change, Declared, Page
+from layers.errors import BadInput
+
+
+async def search(console: Console, request: Request, user: SignedInPerson) -> Response:
+    asked = request.query_params
+    query, view_as = asked.get("q", ""), asked.get("as", "")
+    reader = episodes.seen_as(user, view_as)
+    problem, hits = None, []
+    try:
+        hits = await episodes.search(console.parts, reader, query, episodes.filter_of(asked))
+    except BadInput as error:
+        problem = str(error)
+    return console.page(request, user, "episodes.html", query=query, hits=hits,
+                        asked=asked, problem=problem,
+                        view_as=view_as if reader is not user else "",
+                        may_forget=lambda episode: episodes.may_forget(reader, episode))
+
+
+async def episode(console: Console, request: Request, user: SignedInPerson) -> Response:
+    shown = await episodes.page_of(console.parts, user, request.path_params["episode_id"])
+    if shown is None:
+        return PlainTextResponse("No such episode that you may see.", status_code=404)
+    return console.page(request, user, "episode.html", shown=shown,
+                        may_forget=episodes.may_forget(user, shown.episode))
+
+
+async def forget(console: Console, request: Request, user: SignedInPerson) -> Response:
+    episode_id = request.path_params["episode_id"]
+    if not await episodes.forget(console.parts, user, episode_id, origin(request)):
+        return PlainTextResponse("No such episode of yours.", status_code=404)
+    form = await request.form()
+    return RedirectResponse(
+        f"{base(request)}/episodes?q={quoted(str(form.get('q') or ''))}", status_code=303)
+
+
+ROUTES: tuple[Declared, ...] = (
+    Page("/episodes", search),
+    # Imported episode ids may hold any character, "/" included.
+    Change("/episodes/{episode_id:path}/forget", forget),
+    Page("/episodes/{episode_id:path}", episode),
+)

@@ -1,0 +1,76 @@
+"""People (a member's "About me"): what the identity layer holds about one person, and
+forgetting one fact or everything."""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
+
+from bridge.access.signed_in import SignedInPerson
+from bridge.console.pages import people
+from bridge.console.routes.answers import Console, base, origin, quoted
+from bridge.console.routes.guard import Change, Declared, Page
+from layers.errors import ThothError
+from layers.identity.protocol import Person
+
+
+async def person_page(console: Console, request: Request, user: SignedInPerson) -> Response:
+    # A member's page is their own: "what Thoth knows about me".
+    team, who = people.whose_page(user, request.query_params.get("team", ""),
+                                  request.query_params.get("user", ""))
+    found = None
+    if team or who:
+        try:
+            person = people.person_of(team, who)
+            found = await people.facts(
+                console.parts, await people.known_as_by(console.parts, user, person))
+        except ThothError as error:
+            return PlainTextResponse(f"Sorry: {error}", status_code=400)
+    return console.page(request, user, "people.html", team=team, who=who, facts=found,
+                        identity_on=console.parts.identity is not None,
+                        said=request.query_params.get("said", ""))
+
+
+async def forget_fact(console: Console, request: Request, user: SignedInPerson) -> Response:
+    person = _forgettable(request, user)
+    if isinstance(person, Response):
+        return person
+    deleted = await people.forget_fact(
+        console.parts, user, await people.known_as_by(console.parts, user, person),
+        request.path_params["fact_id"], origin(request))
+    return _back_to_person(request, person, f"deleted {deleted} fact(s)")
+
+
+async def forget_person(console: Console, request: Request, user: SignedInPerson) -> Response:
+    person = _forgettable(request, user)
+    if isinstance(person, Response):
+        return person
+    forgotten = await people.forget_everything(
+        console.parts, user, await people.known_as_by(console.parts, user, person),
+        origin(request))
+    said = forgotten.describe() if forgotten is not None else "no identity layer"
+    return _back_to_person(request, person, said)
+
+
+def _forgettable(request: Request, user: SignedInPerson) -> Person | Response:
+    """The person a forget's path names, or the answer to one ``user`` may not make."""
+    team, who = request.path_params["team"], request.path_params["user"]
+    if not people.may_forget(user, team, who):
+        return PlainTextResponse("Only what is known about you.", status_code=403)
+    try:
+        return people.person_of(team, who)
+    except ThothError as error:
+        return PlainTextResponse(f"Sorry: {error}", status_code=400)
+
+
+def _back_to_person(request: Request, person: Person, said: str) -> Response:
+    query = "&".join(f"{k}={quoted(v)}" for k, v in
+                     (("team", person.team), ("user", person.user), ("said", said)))
+    return RedirectResponse(f"{base(request)}/people?{query}", status_code=303)
+
+
+ROUTES: tuple[Declared, ...] = (
+    Page("/people", person_page),
+    Change("/people/{team}/{user}/facts/{fact_id}/forget", forget_fact),
+    Change("/people/{team}/{user}/forget", forget_person),
+)
