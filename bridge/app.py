@@ -16,11 +16,15 @@ from bridge.model.offline import OfflineResponder, SkillFinder
 from bridge.model.output_budget import REPLY_TOKENS, sized_max_tokens
 from bridge.model.protocol import LanguageModel
 from bridge.model.retrying import RetryingModel
+from bridge.pipeline.context import ContextSources
+from bridge.pipeline.context.dropped_turns import DroppedTurns
+from bridge.pipeline.context.memory_notes import KeptNotes
+from bridge.pipeline.context.related_episodes import RelatedEpisodes
+from bridge.pipeline.context.slack_context import SlackContext
+from bridge.pipeline.context.user_model import UserModel
 from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
-from bridge.pipeline.tools import Tool, ToolBox
-from bridge.pipeline.tools.about_the_speaker import about_the_speaker
-from bridge.pipeline.tools.recall_memory import recall_memory
-from bridge.pipeline.tools.use_skill import use_skill
+from bridge.pipeline.tools import Caller, Tool, ToolBox
+from bridge.pipeline.tools.offered import Parts, tools_for
 from bridge.reflection_launcher import run_reflection
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
@@ -232,18 +236,24 @@ def build(
         episodic=None if settings.episodic_disabled else off_episodic,
         model=chosen_model,
         config=PipelineConfig(
-            recall_top_k=settings.recall_top_k,
             transcript_token_budget=settings.transcript_token_budget,
-            user_model_timeout_s=settings.user_model_timeout_s,
             max_tokens=sized_max_tokens(
                 settings.model_max_tokens, settings.thoth_model, settings.thoth_effort,
                 REPLY_TOKENS,
             ),
             effort=settings.thoth_effort,
         ),
-        user_models=user_models,
         identity_ingest=ingest,
-        notes=Offloaded(notes.store),
+        # The blocks that head a turn's message, in DESIGN.md's order ("One turn").
+        context=ContextSources([
+            SlackContext(),
+            KeptNotes(Offloaded(notes.store)),
+            UserModel(user_models, deadline_s=settings.user_model_timeout_s)
+            if user_models is not None else None,
+            None if settings.episodic_disabled
+            else RelatedEpisodes(off_episodic, k=settings.recall_top_k),
+            DroppedTurns(),
+        ]),
         tools=ToolBox(model_tools(
             settings, off_episodic, off_skills, identity, user_models,
             stop_ingest=lambda person: off_tombstones.run(lambda stones: stones.record(person)),
@@ -323,19 +333,17 @@ def model_tools(
     *,
     stop_ingest: Callable[[Person], Awaitable[object]],
     audit: Offloaded[AuditLog] | None = None,
-) -> list[Tool]:
-    """Every tool the model may call, from the parts that are on. A new tool is its
-    module in ``bridge/pipeline/tools/`` and a line here."""
-    tools: list[Tool] = []
-    if not settings.episodic_disabled:
-        tools.append(recall_memory(episodic, k=settings.recall_top_k))
-    tools.append(use_skill(skills))
-    if identity is not None:
-        tools += about_the_speaker(
-            identity, on_forget=user_models.forget if user_models else None,
-            stop_ingest=stop_ingest, audit=audit,
-        )
-    return tools
+) -> list[Tool[Caller]]:
+    """Every tool the model may call, from the parts that are on: the turn's share of the
+    one list of tools (``bridge/pipeline/tools/offered.py``), where a new tool is a line."""
+    return tools_for("turn", Parts(
+        skills, settings.recall_top_k,
+        episodic=None if settings.episodic_disabled else episodic,
+        identity=identity,
+        on_forget=user_models.forget if user_models else None,
+        stop_ingest=stop_ingest,
+        audit=audit,
+    ))
 
 
 def uses_honcho(settings: Settings) -> bool:

@@ -16,8 +16,9 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError
 
 from bridge.app import Thoth
+from bridge.pipeline.tools.skills import skill_md
+from layers.errors import BadInput
 from layers.procedural.persona import PERSONA_FILES
-from layers.procedural.skills import render_skill_md
 
 PERSONA_URI = "thoth://persona/{name}"
 SKILL_URI = "thoth://skills/{name}"
@@ -41,9 +42,11 @@ def add_resources(server: MCPServer, app: Thoth, audited: Audit) -> None:
         return text
 
     async def skill_file(name: str) -> str:
-        text = await anyio.to_thread.run_sync(skill_md, app, name)
-        if text is None:
-            raise ResourceError(no_skill(name))
+        # As the get_skill tool reads it (bridge/pipeline/tools/skills.py).
+        try:
+            text = await anyio.to_thread.run_sync(skill_md, app.skills, name)
+        except BadInput as error:
+            raise ResourceError(str(error)) from error
         await audited("skill", name)
         return text
 
@@ -60,18 +63,6 @@ def add_resources(server: MCPServer, app: Thoth, audited: Audit) -> None:
     for slug, skill in sorted(app.skills.skills().items()):
         server.resource(SKILL_URI.format(name=slug), name=slug, description=skill.description,
                         mime_type="text/markdown")(_reader(skill_file, slug))
-
-
-def skill_md(app: Thoth, name: str) -> str | None:
-    """The skill's SKILL.md as the team's agents read it (the ``get_skill`` tool, the
-    resource); None when there is no such skill."""
-    skill = app.skills.get(name)
-    return None if skill is None else render_skill_md(skill.slug, skill.description,
-                                                      skill.body)
-
-
-def no_skill(name: str) -> str:
-    return f"no skill {name!r}; list_skills names them"
 
 
 def _reader(read: Callable[[str], Awaitable[str]], name: str) -> Callable[[], Awaitable[str]]:

@@ -2,7 +2,7 @@
 
 It speaks the same Protocol as a real model, so the rest of the pipeline runs
 exactly as it would with one. A statement is acknowledged (the turn is kept as an
-episode, as every turn is). A question asks for the ``recall_memory`` tool when the
+episode, as every turn is). A question asks for the ``recall`` tool when the
 prompt carries no `<related-episodes>`, and is answered with what memory holds for it.
 The first reply of a conversation says plainly that no model is configured.
 """
@@ -23,7 +23,8 @@ from bridge.model.question_or_statement import asks
 log = logging.getLogger(__name__)
 
 OFFLINE_MODEL = "offline"
-RECALL_TOOL = "recall_memory"
+# The recall tool's name (bridge/pipeline/tools/recall.py), which this floor cannot import.
+RECALL_TOOL = "recall"
 # How much of a statement the acknowledgement repeats.
 NOTED_CHARS = 200
 # Finds installed skills that fit a message: (name, description) pairs.

@@ -2,26 +2,24 @@
 
 System: persona, skill index (marked for prompt caching: they change rarely, so every
 turn after the first reads them from the cache). Messages: the transcript (its end
-marked for caching too), then the new message, headed by this turn's context —
-`<slack-context>`, `<user-model>`, `<related-episodes>` and the dropped-turns note.
-Decided (issue 27): the context blocks keep DESIGN.md's order among themselves but
-travel with the turn's message rather than in the system prompt, because each of them
-may change from one turn to the next, and any change ahead of the conversation would
-make every turn pay to cache the whole conversation again instead of reading it.
+marked for caching too), then the new message, headed by this turn's context blocks in
+the order the context sources are registered (``context/``: `<slack-context>`,
+`<user-model>`, `<related-episodes>`, the dropped-turns note …); this module knows none
+of them by name. Decided (issue 27): the context blocks keep DESIGN.md's order among
+themselves but travel with the turn's message rather than in the system prompt, because
+each of them may change from one turn to the next, and any change ahead of the
+conversation would make every turn pay to cache the whole conversation again instead of
+reading it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 
 from bridge.model.protocol import ModelRequest, Said, SystemSection, ToolSpec
-from bridge.pipeline.episodes_block import episodes_text, where_said
-from bridge.pipeline.quoting import quoted
+from bridge.pipeline.context import ContextBlock
 from bridge.pipeline.turn import Turn
-from layers.episodic.episode import Hit
-from layers.notes.store import Note
 from layers.working.budget import TrimmedTranscript
 
 NO_SKILLS = "No skills are installed yet."
@@ -29,15 +27,17 @@ NO_SKILLS = "No skills are installed yet."
 
 @dataclass(frozen=True)
 class GatheredContext:
-    """What the context sources returned; None where a source was off, late or failed."""
+    """What was gathered for a turn; None where a part was late or failed.
+
+    The persona, the skill index and the transcript are the prompt's structure (system
+    prompt, conversation, cache breakpoints); ``blocks`` are the context sources' blocks,
+    in their order, the ones with nothing to say already left out.
+    """
 
     persona: str | None = None
     skill_index: str | None = None
-    user_model: str | None = None
-    related: Sequence[Hit] | None = None
     transcript: TrimmedTranscript | None = None
-    # The kept memory notes that may be read here (layers/notes/).
-    notes: Sequence[Note] | None = None
+    blocks: Sequence[ContextBlock] = ()
 
 
 def build_request(
@@ -69,7 +69,7 @@ def build_request(
         model=model,
         system=tuple(system),
         messages=tuple(messages),
-        context=tuple(_turn_context(turn, context)),
+        context=tuple(_turn_context(context)),
         turn_index=len(messages) - 1,
         tools=tuple(tools),
         max_tokens=max_tokens,
@@ -79,59 +79,12 @@ def build_request(
     )
 
 
-def _turn_context(turn: Turn, context: GatheredContext) -> list[SystemSection]:
+def _turn_context(context: GatheredContext) -> list[SystemSection]:
     """The blocks DESIGN.md orders after the skill index, sent with the turn's message:
     each can change from one turn to the next (the speaker, a user model fetched for this
     message, episodes found on a first turn, how many turns were dropped), and in the
     system prompt any change would void the cached conversation behind it."""
-    sections = [SystemSection("slack-context", _tagged("slack-context", slack_context(turn)))]
-    if context.notes:
-        sections.append(SystemSection("memory-notes", _tagged(
-            "memory-notes", quoted(notes_text(context.notes)))))
-    if context.user_model:
-        sections.append(SystemSection("user-model", _tagged(
-            "user-model", quoted(context.user_model))))
-    if context.related:
-        sections.append(SystemSection("related-episodes", _tagged(
-            "related-episodes", quoted(episodes_text(context.related)))))
-    note = context.transcript.note if context.transcript else None
-    if note:
-        sections.append(SystemSection("dropped-turns", note))
-    return sections
-
-
-def notes_text(notes: Sequence[Note]) -> str:
-    """One line a note: when, who asked for it (or which conversation), where, the note."""
-    lines = []
-    for note in notes:
-        day = datetime.fromtimestamp(note.created_at, UTC).date().isoformat()
-        where = where_said(note.place.channel_type, note.place.channel)
-        who = note.author_name or note.user or note.source
-        lines.append(f"- {day}, {who} in {where}: {note.text}")
-    return "\n".join(lines)
-
-
-def slack_context(turn: Turn) -> str:
-    place = turn.place
-    kind = {
-        "im": "direct message",
-        "mpim": "group direct message",
-        "private": "private channel",
-        "public": "public channel",
-    }[place.channel_type]
-    channel = f"#{place.channel_name}" if place.channel_name else place.channel
-    lines = [
-        f"workspace: {place.team}",
-        f"channel: {channel} ({kind})",
-        f"thread: {place.thread_ts or 'none'}",
-        f"speaker: {turn.user_name or turn.user or 'unknown'}"
-        + (f" ({turn.user})" if turn.user and turn.user_name else ""),
-    ]
-    return "\n".join(lines)
-
-
-def _tagged(tag: str, body: str) -> str:
-    return f"<{tag}>\n{body}\n</{tag}>"
+    return [SystemSection(block.name, block.text) for block in context.blocks]
 
 
 def _messages(turn: Turn, transcript: TrimmedTranscript | None) -> list[Said]:

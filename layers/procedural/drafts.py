@@ -279,7 +279,7 @@ def _manifest(draft: Draft, approved_by: str) -> dict[str, Any]:
         "author": draft.proposed_by or "Thoth reflection",
         "license": "proprietary",
         "tags": list(draft.tags),
-        "tools_allowed": ["recall_memory"],
+        "tools_allowed": ["recall"],
         "approved_by": approved_by,
     }
 

@@ -155,7 +155,7 @@ class SkillLibrary:
         return self.skills().get(slug)
 
     def index_text(self) -> str:
-        """One line per skill, for every prompt: the model loads a body with ``use_skill``."""
+        """One line per skill, for every prompt: the model loads a body with ``get_skill``."""
         return "\n".join(
             f"- {skill.slug}: {skill.description}" for skill in self.skills().values()
         )

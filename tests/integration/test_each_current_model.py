@@ -64,7 +64,7 @@ def test_a_tool_turn_and_a_reflection_succeed_on_each_current_model(
         # Offered the tool but not forced, the model first answers in prose: asked once more.
         reflection_replies.insert(0, api.text("The session went well; deploys are Fridays."))
     fake_anthropic.push(
-        api.tool_use("recall_memory", {"query": "deploy day"}, preface="Let me check."),
+        api.tool_use("recall", {"query": "deploy day"}, preface="Let me check."),
         api.text("We deploy on Fridays."),
         *reflection_replies,
     )

@@ -70,11 +70,11 @@ def test_a_person_can_ask_what_is_known_and_have_it_forgotten(
     assert identity is not None
     dana, ari = Person("T1", "U1", "Dana"), Person("T1", "U2", "Ari")
     fake_anthropic.push(
-        api.tool_use("what_i_know_about_you", {}),
+        api.tool_use("what_do_you_know_about_me", {}),
         api.text("I know you run the demo."),
-        api.tool_use("forget_about_you", {}),
+        api.tool_use("forget_about_me", {}),
         api.text("Please confirm: reply 'yes, forget everything'."),
-        api.tool_use("forget_about_you", {}),
+        api.tool_use("forget_about_me", {}),
         api.text("Done, forgotten."),
     )
     kept_before_confirming: list[str] = []
@@ -122,8 +122,8 @@ def test_a_forgotten_person_stays_forgotten_and_is_learned_again_from_then_on(
     dana, ari = Person("T1", "U1", "Dana"), Person("T1", "U2", "Ari")
     fake_anthropic.push(
         api.text("Noted."),
-        api.tool_use("forget_about_you", {}), api.text("Please confirm."),
-        api.tool_use("forget_about_you", {}), api.text("Done, forgotten."),
+        api.tool_use("forget_about_me", {}), api.text("Please confirm."),
+        api.tool_use("forget_about_me", {}), api.text("Done, forgotten."),
     )
     dm = Place("T1", "D1", "im")
 

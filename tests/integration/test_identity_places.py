@@ -15,7 +15,7 @@ from bridge.app import Thoth, build
 from bridge.cli.main import main
 from bridge.model.protocol import ToolCall
 from bridge.pipeline.tools import ToolBox
-from bridge.pipeline.tools.about_the_speaker import about_the_speaker
+from bridge.pipeline.tools.about_me import what_do_you_know_about_me
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
 from layers.identity.protocol import Person
@@ -106,10 +106,10 @@ def test_the_user_model_and_the_facts_hold_only_what_the_reader_may_read(
 
 def test_the_speakers_tool_lists_only_what_may_be_read_here(app: Thoth) -> None:
     assert app.identity is not None
-    tools = ToolBox(about_the_speaker(app.identity))
+    tools = ToolBox([what_do_you_know_about_me(app.identity)])
     in_public = Turn("slack:T1:C2:9", "what do you know about me?",
                      Place("T1", "C2", "public", "9.1"), user="U1", user_name="Dana")
-    text, _ = asyncio.run(tools.run(ToolCall("t1", "what_i_know_about_you", {}), in_public))
+    text, _ = asyncio.run(tools.run(ToolCall("t1", "what_do_you_know_about_me", {}), in_public))
     assert "payments team" in text
     assert "interviewing" not in text and "salary" not in text and "DJ" not in text
 

@@ -44,7 +44,7 @@ def _turn(app: Thoth, text: str) -> tuple[TurnOutcome, RecordingSink]:
 def test_an_empty_text_block_beside_a_tool_call_is_not_sent_back(
     app: Thoth, fake_anthropic: FakeAnthropic
 ) -> None:
-    fake_anthropic.push(api.tool_use("recall_memory", {"query": "deploys"}, empty_text=True),
+    fake_anthropic.push(api.tool_use("recall", {"query": "deploys"}, empty_text=True),
                         api.text("Deploys are on Fridays."))
     outcome, _ = _turn(app, "when do we deploy?")
     assert outcome.ok and outcome.reply == "Deploys are on Fridays."
@@ -76,7 +76,7 @@ def test_a_reply_that_stops_short_is_said_so_and_never_stored_as_an_answer(
 def test_a_tool_call_cut_by_the_length_limit_is_never_run(
     app: Thoth, fake_anthropic: FakeAnthropic
 ) -> None:
-    fake_anthropic.push(api.tool_use("forget_about_you", {}, stop_reason="max_tokens"))
+    fake_anthropic.push(api.tool_use("forget_about_me", {}, stop_reason="max_tokens"))
     outcome, sink = _turn(app, "please forget what you know about me")
     assert not outcome.ok and sink.final == messages.REPLY_CUT
     assert len(fake_anthropic.requests) == 1  # no tool result went back: nothing ran
@@ -341,7 +341,7 @@ def test_a_refusal_that_will_not_go_away_is_not_retried_and_is_told_as_it_is(
 def test_the_tool_round_limit_says_so(app: Thoth, fake_anthropic: FakeAnthropic) -> None:
     from bridge.pipeline.answering import MAX_TOOL_ROUNDS
 
-    fake_anthropic.push(*[api.tool_use("recall_memory", {"query": f"try {n}"})
+    fake_anthropic.push(*[api.tool_use("recall", {"query": f"try {n}"})
                           for n in range(MAX_TOOL_ROUNDS + 1)])
     outcome, sink = _turn(app, "find the thing")
     assert not outcome.ok

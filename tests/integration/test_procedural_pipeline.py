@@ -1,4 +1,4 @@
-"""L4 in the turn: the skill index, use_skill, persona reloads, offline skill matching."""
+"""L4 in the turn: the skill index, get_skill, persona reloads, offline skill matching."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_an_approved_skill_is_used_by_the_next_turn(
     draft = app.drafts.propose("release-notes", "Write release notes from merged PRs", BODY)
     app.drafts.approve(draft.id, by="U_FOUNDER")
     fake_anthropic.push(
-        api.tool_use("use_skill", {"name": "release-notes"}),
+        api.tool_use("get_skill", {"name": "release-notes"}),
         api.text("Here are the release notes."),
     )
     (outcome,) = converse(app, [("s1", "Write the release notes for 2.4")])
@@ -73,7 +73,7 @@ def test_an_approved_skill_is_used_by_the_next_turn(
 def test_an_unknown_skill_is_an_error_the_model_sees(
     app: Thoth, fake_anthropic: FakeAnthropic
 ) -> None:
-    fake_anthropic.push(api.tool_use("use_skill", {"name": "nope"}), api.text("Sorry."))
+    fake_anthropic.push(api.tool_use("get_skill", {"name": "nope"}), api.text("Sorry."))
     converse(app, [("s1", "do the thing")])
     (result,) = fake_anthropic.requests[-1].body["messages"][-1]["content"]
     assert result["is_error"] is True and "incident-summary" in result["content"]

@@ -180,7 +180,7 @@ def test_searching_memory_and_loading_a_skill_show_as_tasks_in_the_stream(
 ) -> None:
     root = "1700002300.000100"
     harness.model.push(
-        api.tool_use("recall_memory", {"query": "release checklist"}),
+        api.tool_use("recall", {"query": "release checklist"}),
         api.text("Here is the checklist."),
     )
     harness.mention("what is on the release checklist?", root)

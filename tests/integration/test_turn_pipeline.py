@@ -16,6 +16,7 @@ from bridge.model.catalogue import DEFAULT_PRICES
 from bridge.model.pricing import Usage
 from bridge.model.retrying import RetryingModel
 from bridge.pipeline.answering import MAX_TOOL_ROUNDS
+from bridge.pipeline.context.user_model import UserModel
 from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
@@ -90,10 +91,10 @@ def test_request_carries_the_prompt_in_order_with_cache_marks(
         "type": "text", "text": "When do we deploy?"}
     assert message["content"][0]["text"] == texts[2]
     assert [tool["name"] for tool in request.body["tools"]] == [
-        "recall_memory",
-        "use_skill",
-        "what_i_know_about_you",
-        "forget_about_you",
+        "recall",
+        "get_skill",
+        "what_do_you_know_about_me",
+        "forget_about_me",
     ]
     # The skill index lists the brain's skills, one line each.
     assert "- incident-summary: Turn an incident thread" in texts[1]
@@ -220,7 +221,7 @@ def test_tool_use_is_answered_and_the_turn_continues(
 ) -> None:
     fake_anthropic.push(
         api.text("Noted."),
-        api.tool_use("recall_memory", {"query": "postmortem due"}, preface="Let me check."),
+        api.tool_use("recall", {"query": "postmortem due"}, preface="Let me check."),
         api.text("It is due on the 14th."),
     )
     _, outcome = converse(
@@ -290,13 +291,20 @@ def test_a_failing_or_slow_context_source_is_left_out(
     async def knows() -> str | None:
         return "Dana prefers short answers."
 
+    def use(answer: Callable[[], Awaitable[str | None]]) -> None:
+        # The composition root's registry, with the user-model source swapped in place.
+        sources = app.pipeline._context._sources
+        sources[:] = [
+            UserModel(Source(answer), deadline_s=1.5)  # type: ignore[arg-type]
+            if source.name == "user-model" else source for source in sources]
+
     for answer in (broken, slow):
-        app.pipeline._user_models = Source(answer)  # type: ignore[assignment]
+        use(answer)
         assert ask(app, "Hi").ok
         texts = fake_anthropic.requests[-1].context_texts()
         assert not any(t.startswith("<user-model>") for t in texts)
 
-    app.pipeline._user_models = Source(knows)  # type: ignore[assignment]
+    use(knows)
     ask(app, "Hi", key="fresh")
     texts = fake_anthropic.requests[-1].context_texts()
     user_model = next(i for i, t in enumerate(texts) if t.startswith("<user-model>"))
@@ -395,7 +403,7 @@ def test_the_loopback_server_answers_plain_json_too(fake_anthropic: FakeAnthropi
 def test_tool_calls_without_words_are_a_failed_turn_that_breaks_nothing(
     app: Thoth, fake_anthropic: FakeAnthropic
 ) -> None:
-    fake_anthropic.push(*[api.tool_use("recall_memory", {"query": "x"})] * 5)
+    fake_anthropic.push(*[api.tool_use("recall", {"query": "x"})] * 5)
     empty, after = converse(app, [("s1", "loop forever"), ("s1", "hello?")])
     assert not empty.ok
     assert empty.reply == messages.TOOL_ROUNDS_USED.format(rounds=MAX_TOOL_ROUNDS)
@@ -442,7 +450,7 @@ def test_an_interrupted_turn_keeps_its_cost_and_its_message(
                 await asyncio.Event().wait()
             return await super().respond(request, on_text)
 
-    call = ToolCall("t1", "recall_memory", {"query": "x"})
+    call = ToolCall("t1", "recall", {"query": "x"})
     first_round = ModelResult(
         text="",
         tool_calls=(call,),

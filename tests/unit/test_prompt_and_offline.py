@@ -3,30 +3,37 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from bridge import messages
 from bridge.model.anthropic_model import wire_messages
 from bridge.model.offline import OfflineResponder
-from bridge.model.protocol import ModelRequest, Said, ToolOutcome
+from bridge.model.protocol import ModelRequest, Said, ToolOutcome, ToolSpec
+from bridge.pipeline.context import ContextAsk, ContextBlock, ContextSource, ContextSources
+from bridge.pipeline.context.dropped_turns import DroppedTurns
+from bridge.pipeline.context.slack_context import SlackContext
+from bridge.pipeline.deadlines import MissedDeadlines
 from bridge.pipeline.prompt import GatheredContext, build_request
-from bridge.pipeline.tools.recall_memory import RECALL_MEMORY
+from bridge.pipeline.tools.recall import RECALL
 from bridge.pipeline.turn import Turn
 from layers.places import Place
 from layers.working.budget import TrimmedTranscript
 from layers.working.transcript import TranscriptTurn
+from tests.fakes import RecordingSink
 
 PLACE = Place("T1", "C1", "private", "1712.5", "eng")
+# The offline responder asks for the recall tool by its name, as the pipeline offers it.
+RECALL_SPEC = ToolSpec(RECALL, "search memory", {"type": "object"})
 
 
 def test_several_speakers_are_named_and_the_turns_context_rides_with_its_message() -> None:
     transcript = TrimmedTranscript(
         [TranscriptTurn("Deploy now?", "Not yet.", user="U2", user_name="Ari")], dropped=2
     )
+    turn = Turn("k", "Why not?", PLACE, user="U1", user_name="Dana")
+    blocks = asyncio.run(_gathered(turn, transcript, SlackContext(), DroppedTurns()))
     request = build_request(
-        Turn("k", "Why not?", PLACE, user="U1", user_name="Dana"),
-        GatheredContext(persona="P", transcript=transcript),
-        model="m",
-    )
+        turn, GatheredContext(persona="P", transcript=transcript, blocks=blocks), model="m")
     first, reply, current = request.messages
     assert first == Said("user", "Ari: Deploy now?")
     # The last replayed reply carries the conversation's cache breakpoint.
@@ -50,10 +57,19 @@ def test_several_speakers_are_named_and_the_turns_context_rides_with_its_message
         request.context[0].text, request.context[1].text, "Dana: Why not?"]
 
 
+async def _gathered(
+    turn: Turn, transcript: TrimmedTranscript, *sources: ContextSource
+) -> Sequence[ContextBlock]:
+    read: asyncio.Future[TrimmedTranscript | None] = asyncio.get_running_loop().create_future()
+    read.set_result(transcript)
+    return await ContextSources(sources).gather(
+        ContextAsk(turn, "s1", False, read), RecordingSink(), MissedDeadlines())
+
+
 def test_a_tool_round_goes_on_the_wire_as_the_model_sent_it_then_the_results() -> None:
     from bridge.model.protocol import ModelResult, ToolCall
 
-    call = ToolCall("toolu_1", "recall_memory", {"query": "q"})
+    call = ToolCall("toolu_1", "recall", {"query": "q"})
     thinking = {"type": "thinking", "thinking": "", "signature": "sig"}
     asked = ModelRequest("m", (), (Said("user", "q?"),))
     result = ModelResult(text="", echo=(thinking, {"type": "tool_use", "id": call.id,
@@ -69,7 +85,7 @@ def test_a_tool_round_goes_on_the_wire_as_the_model_sent_it_then_the_results() -
     plain = asked.after_tools(ModelResult(text="", tool_calls=(call,)),
                               [ToolOutcome(call.id, "x")])
     assert wire_messages(plain)[1]["content"] == [
-        {"type": "tool_use", "id": "toolu_1", "name": "recall_memory", "input": {"query": "q"}}]
+        {"type": "tool_use", "id": "toolu_1", "name": "recall", "input": {"query": "q"}}]
 
 
 def test_offline_responder_asks_memory_then_answers_from_it() -> None:
@@ -79,10 +95,10 @@ def test_offline_responder_asks_memory_then_answers_from_it() -> None:
     async def on_text(text: str) -> None:
         shown.append(text)
 
-    request = ModelRequest("offline", (), (Said("user", "deploy day?"),), (RECALL_MEMORY,))
+    request = ModelRequest("offline", (), (Said("user", "deploy day?"),), (RECALL_SPEC,))
     ask = asyncio.run(responder.respond(request, on_text))
     (call,) = ask.tool_calls
-    assert call.name == "recall_memory" and call.input == {"query": "deploy day?"}
+    assert call.name == RECALL and call.input == {"query": "deploy day?"}
     assert shown == []
 
     answered = request.after_tools(
@@ -101,21 +117,21 @@ def test_offline_a_statement_is_acknowledged_and_the_banner_is_said_once() -> No
         return None
 
     said = "We moved the api deploys to Fridays after the demo"
-    first = ModelRequest("offline", (), (Said("user", said),), (RECALL_MEMORY,))
+    first = ModelRequest("offline", (), (Said("user", said),), (RECALL_SPEC,))
     noted = asyncio.run(responder.respond(first, on_text))
     assert not noted.tool_calls  # nothing is looked up for a statement
     assert noted.text.startswith(messages.NO_MODEL_CONFIGURED) and f"> {said}" in noted.text
     later = ModelRequest("offline", (), (
         *first.messages, Said("assistant", noted.text),
         Said("user", "Steps: 1. Page the on-call. 2. Roll back."),
-    ), (RECALL_MEMORY,))
+    ), (RECALL_SPEC,))
     again = asyncio.run(responder.respond(later, on_text))
     assert messages.NO_MODEL_CONFIGURED not in again.text
     assert "> Steps: 1. Page the on-call. 2. Roll back." in again.text
     asked = ModelRequest("offline", (), (*later.messages,
                                          Said("assistant", again.text),
                                          Said("user", "When do we deploy?")),
-                         (RECALL_MEMORY,))
+                         (RECALL_SPEC,))
     assert asyncio.run(responder.respond(asked, on_text)).tool_calls  # a question looks
 
 

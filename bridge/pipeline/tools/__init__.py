@@ -1,43 +1,151 @@
-"""The tools the model may call during a turn: each one object, all in one registry.
+"""The tools, each capability defined once and offered to the model in a turn, over MCP,
+or both.
 
-A tool is its spec (what the model reads), its step title (what the person sees while
-it runs) and its handler. ``bridge/app.py`` builds the list from the parts it has and
-hands the registry to the pipeline: a new tool is a module here and a line there.
+A tool is its name, what it is for, the JSON schema of its arguments and its handler.
+The handler takes who calls (``Caller``: who they are, and what they may read from where
+they ask) and the call's ``Arguments``, and returns an ``Answer``: the data a program
+reads (MCP's structured result) and the text the model reads, remembered words quoted
+(``bridge/pipeline/quoting.py``). A call that cannot be answered raises ``BadInput`` with
+one line. Each surface adapts the one definition: ``ToolBox`` runs the model's calls as
+the turn's speaker in the turn's place; ``bridge/mcp/tool_server.py`` serves them as the
+asker of each MCP request. Which surface offers which tool is one list, ``offered.py``: a
+new tool is its module here and a line there.
+
+Decided: one name per capability. Where a turn's tool and an MCP tool did the same
+thing under two names, the MCP name is the one kept: it is published (written into
+clients' configurations and permission lists), while a turn's names are read only by
+Thoth's own model, afresh in each request. So ``recall`` (the turn's was
+``recall_memory``), ``get_skill`` (``use_skill``), ``what_do_you_know_about_me``
+(``what_i_know_about_you``), and, to speak in the same voice, the asker's,
+``forget_about_me`` (``forget_about_you``).
 Decided: a tool's step title lives with the tool, not in ``bridge/messages.py``, so the
 tool is written in one place.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from bridge.model.protocol import ToolCall, ToolSpec
+from bridge.pipeline.quoting import quoted
+from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.turn import Turn
+from layers.audit.log import slack_actor
+from layers.errors import BadInput
+from layers.identity.protocol import Person
+from layers.places import LOCAL_TEAM, Viewer
 
 log = logging.getLogger(__name__)
 
-# A handler's answer: the text for the model, and whether it is an error (told to the
-# model, never raised).
+# What the model is told: the text, and whether it is an error (told, never raised).
 ToolResult = tuple[str, bool]
-Handler = Callable[[dict[str, Any], Turn], Awaitable[ToolResult]]
 OTHER_TOOL_TITLE = "Using a tool"
+# How the audit log names a turn as the way in.
+CONVERSATION = "conversation"
+
+Who = TypeVar("Who")
+Other = TypeVar("Other")
 
 
 @dataclass(frozen=True)
-class Tool:
-    spec: ToolSpec
-    step_title: str
-    handle: Handler
+class Caller:
+    """Who calls a tool, and what they may read: a turn's speaker in the turn's place, or
+    MCP's asker as in their DM with Thoth. A tool reads memory only through ``viewer``
+    and ``known_as``, so what each surface may read is what it sets here."""
+
+    viewer: Viewer
+    # Who they are (None: an anonymous turn), and every key they are known under.
+    person: Person | None = None
+    known_as: tuple[Person, ...] = ()
+    # As the audit log names them, and the way they came in.
+    actor: str = ""
+    origin: str = CONVERSATION
+    # Their time zone (an IANA name): a date they name is a day there. None: UTC.
+    zone: str | None = None
+    # Their own words this turn, and when they came: a confirmation must be a person's
+    # own message (over MCP there is none: a program's call confirms nothing).
+    words: str = ""
+    at: float = 0.0
+
+
+@dataclass(frozen=True)
+class Audit:
+    """What a call did, for the audit log where its surface writes one (MCP: every call;
+    a turn's reads are not logged, and a tool that changes something logs itself)."""
+
+    action: str
+    target: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """``data``: what a program reads (JSON: MCP's structured result). ``text``: what the
+    model reads, when it is not ``data`` quoted; a tool that gives it says why it may be
+    read unquoted (its own words, or a procedure the founders approved)."""
+
+    data: Any
+    text: str | None = None
+    audit: Audit | None = None
+
+    @property
+    def for_model(self) -> str:
+        if self.text is not None:
+            return self.text
+        data = self.data if isinstance(self.data, str) else json.dumps(self.data,
+                                                                       ensure_ascii=False)
+        return quoted(data)
+
+
+@dataclass(frozen=True)
+class Tool(Generic[Who]):
+    """One capability. ``Who`` is how a surface names its caller: every shared tool takes
+    a ``Caller``; MCP's own (``bridge/mcp/proposals.py``) take its ``Asker``."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    handle: Callable[[Who, Arguments], Awaitable[Answer]]
+    # What the person sees while it runs in a turn.
+    step_title: str = OTHER_TOOL_TITLE
+    # Whether it changes what Thoth keeps (every other tool only reads).
+    changes: bool = False
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(self.name, self.description, self.input_schema)
+
+    def asked_by(self, caller: Callable[[Other], Who]) -> Tool[Other]:
+        """The same tool on a surface whose asker is an ``Other``: ``caller`` says who
+        that is in this tool's terms."""
+        handle = self.handle
+
+        async def as_other(asker: Other, arguments: Arguments) -> Answer:
+            return await handle(caller(asker), arguments)
+
+        return Tool(self.name, self.description, self.input_schema, as_other,
+                    self.step_title, self.changes)
+
+
+def speaker(turn: Turn) -> Caller:
+    """A turn's speaker, reading as they may in the turn's place."""
+    person = turn.person
+    actor = "" if person is None else (
+        person.user if person.team == LOCAL_TEAM else slack_actor(person.user))
+    return Caller(turn.viewer, person=person, known_as=tuple(turn.known_as()), actor=actor,
+                  origin=CONVERSATION, zone=turn.zone, words=turn.text, at=turn.received_at)
 
 
 class ToolBox:
-    """The registry of a process's tools: their specs for the request, and running a call."""
+    """The tools a turn offers the model: their specs for the request, and running a call
+    as the turn's speaker."""
 
-    def __init__(self, tools: Sequence[Tool] = ()) -> None:
-        self._tools = {tool.spec.name: tool for tool in tools}
+    def __init__(self, tools: Sequence[Tool[Caller]] = ()) -> None:
+        self._tools = {tool.name: tool for tool in tools}
 
     @property
     def specs(self) -> Sequence[ToolSpec]:
@@ -53,7 +161,10 @@ class ToolBox:
         if tool is None:
             return f"Unknown tool {call.name!r}.", True
         try:
-            return await tool.handle(call.input, turn)
+            answer = await tool.handle(speaker(turn), Arguments(call.input))
+        except BadInput as error:
+            return str(error), True
         except Exception:
             log.exception("tool %s failed", call.name)
             return f"The tool {call.name} failed; go on without it.", True
+        return answer.for_model, False
