@@ -24,7 +24,7 @@ from bridge.pipeline.context.slack_context import SlackContext
 from bridge.pipeline.context.user_model import UserModel
 from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
 from bridge.pipeline.tools import Caller, Tool, ToolBox
-from bridge.pipeline.tools.offered import Parts, tools_for
+from bridge.pipeline.tools.offered import ToolDependencies, tools_for
 from bridge.reflection_launcher import run_reflection
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
@@ -336,7 +336,7 @@ def model_tools(
 ) -> list[Tool[Caller]]:
     """Every tool the model may call, from the parts that are on: the turn's share of the
     one list of tools (``bridge/pipeline/tools/offered.py``), where a new tool is a line."""
-    return tools_for("turn", Parts(
+    return tools_for("turn", ToolDependencies(
         skills, settings.recall_top_k,
         episodic=None if settings.episodic_disabled else episodic,
         identity=identity,

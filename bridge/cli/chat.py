@@ -8,7 +8,7 @@ from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
-from bridge.terminal.chat import ChatLoop, ChatOptions, ChatParts, terminal_lines
+from bridge.terminal.chat import ChatDependencies, ChatLoop, ChatOptions, terminal_lines
 
 HISTORY_FILE = "chat_history"
 
@@ -32,7 +32,7 @@ def run_chat(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         history_file=app.settings.thoth_home / HISTORY_FILE,
     )
     lines = terminal_lines("you> ", options.history_file) if interactive else iter(stdin)
-    parts = ChatParts(
+    parts = ChatDependencies(
         pipeline=app.pipeline,
         sessions=app.sessions,
         commands=app.commands,

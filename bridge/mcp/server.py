@@ -30,7 +30,7 @@ from bridge.mcp.proposals import propose_skill, remember
 from bridge.mcp.resources import add_resources
 from bridge.mcp.tool_server import AskerOf, ToolServer
 from bridge.pipeline.tools import Caller
-from bridge.pipeline.tools.offered import Parts, tools_for
+from bridge.pipeline.tools.offered import ToolDependencies, tools_for
 from bridge.slack_api.notifier import SlackNotifier
 from layers.identity.known_as import known_as
 from layers.offloaded import Offloaded
@@ -83,7 +83,7 @@ def mcp_server(app: Thoth, asker: AskerOf, *, origin: str,
 
     places = NotePlaces(slack_of)
     cards = Cards(notifier_of, settings.founder_user_ids)
-    shared = tools_for("mcp", Parts(Offloaded(app.skills), RECALL_K,
+    shared = tools_for("mcp", ToolDependencies(Offloaded(app.skills), RECALL_K,
                                     episodic=Offloaded(app.episodic), identity=app.identity))
     server = ToolServer(
         [*(tool.asked_by(lambda asker: caller_of(asker, origin)) for tool in shared),

@@ -53,7 +53,7 @@ class ChatOptions:
 
 
 @dataclass(frozen=True)
-class ChatParts:
+class ChatDependencies:
     """What a terminal chat uses of the app (built in ``bridge/cli/chat.py``)."""
 
     pipeline: TurnPipeline
@@ -72,7 +72,8 @@ def terminal_place() -> Place:
 
 
 class ChatLoop:
-    def __init__(self, parts: ChatParts, options: ChatOptions, out: TextIO, err: TextIO) -> None:
+    def __init__(self, parts: ChatDependencies, options: ChatOptions, out: TextIO,
+                 err: TextIO) -> None:
         self._parts = parts
         self._options = options
         self._out = out

@@ -14,7 +14,7 @@ from bridge.model.offline import RECALL_TOOL
 from bridge.model.protocol import ToolCall
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.tools.arguments import Arguments
-from bridge.pipeline.tools.offered import Parts, tools_for
+from bridge.pipeline.tools.offered import ToolDependencies, tools_for
 from bridge.pipeline.tools.recall import RECALL
 from bridge.pipeline.turn import Turn
 from layers.episodic.episode import Episode, Hit
@@ -51,8 +51,8 @@ class Identity:
         return [Fact("f1", "prefers <b>tea</b>", 1_700_000_000.0, "test")]
 
 
-def _parts(**parts: Any) -> Parts:
-    return Parts(Offloaded(SkillLibrary((SHIPPED_SKILLS,))), 3, **parts)
+def _parts(**parts: Any) -> ToolDependencies:
+    return ToolDependencies(Offloaded(SkillLibrary((SHIPPED_SKILLS,))), 3, **parts)
 
 
 def test_one_list_offers_each_capability_under_one_name_on_each_surface() -> None:

@@ -31,7 +31,7 @@ BOTH = TURN | MCP
 
 
 @dataclass(frozen=True)
-class Parts:
+class ToolDependencies:
     """What the tools are made of, as a surface has them."""
 
     skills: Offloaded[SkillLibrary]
@@ -45,12 +45,12 @@ class Parts:
     audit: Offloaded[AuditLog] | None = None
 
 
-def tools_for(surface: Surface, parts: Parts) -> list[Tool[Caller]]:
+def tools_for(surface: Surface, parts: ToolDependencies) -> list[Tool[Caller]]:
     """The tools ``surface`` offers, in the list's order (a turn's request lists them so)."""
     return [tool for offered_on, tool in _every_tool(parts) if surface in offered_on]
 
 
-def _every_tool(parts: Parts) -> Iterator[tuple[frozenset[Surface], Tool[Caller]]]:
+def _every_tool(parts: ToolDependencies) -> Iterator[tuple[frozenset[Surface], Tool[Caller]]]:
     if parts.episodic is not None:
         yield BOTH, recall(parts.episodic, k=parts.recall_k)
     yield BOTH, get_skill(parts.skills)
