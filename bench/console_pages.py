@@ -45,9 +45,9 @@ from bridge.console.serving import console_mount, sign_in_link  # noqa: E402
 from bridge.console.sign_in import OneTimeLogin  # noqa: E402
 from bridge.settings import Settings  # noqa: E402
 from bridge.web.server import WebServer  # noqa: E402
-from layers.embedding.embedder import MiniLMEmbedder  # noqa: E402
 from layers.identity.local.store import ObservationStore  # noqa: E402
 from layers.identity.protocol import Person  # noqa: E402
+from layers.shared.embedding.embedder import MiniLMEmbedder  # noqa: E402
 
 WARM_UP = 10
 

@@ -2,7 +2,7 @@
 
 One query's embedding (what every turn and every recall waits for) and a bulk batch
 (what an import does) are timed two ways: Thoth's policy (BLAS on one thread; bulk
-batches spread over the cores by ``layers/embedding/parallel.py``) and BLAS on every
+batches spread over the cores by ``layers/shared/embedding/parallel.py``) and BLAS on every
 core with batches in turn (what a plain numpy program does) — first on a quiet
 machine, then with another process keeping one core busy. Printed: p50/p95 per query
 in ms, and texts per second in bulk. The policy is chosen on these figures.
@@ -24,8 +24,8 @@ sys.path[:0] = [str(ROOT)]
 
 from threadpoolctl import threadpool_limits  # noqa: E402
 
-from layers.embedding.embedder import MiniLMEmbedder  # noqa: E402
-from layers.embedding.parallel import cores  # noqa: E402
+from layers.shared.embedding.embedder import MiniLMEmbedder  # noqa: E402
+from layers.shared.embedding.parallel import cores  # noqa: E402
 
 QUERY = "what did we decide about the staging database backups last week?"
 TURN = ("We moved the staging database to pelican-db-7 and the nightly backups now run at "

@@ -30,7 +30,7 @@ from layers.identity.ids import honcho_id  # noqa: E402
 from layers.identity.protocol import Person  # noqa: E402
 from layers.identity.scope import ReadableSessions  # noqa: E402
 from layers.layer_tables import LAYER_SCHEMAS  # noqa: E402
-from layers.storage.engines import open_sqlite  # noqa: E402
+from layers.shared.storage.engines import open_sqlite  # noqa: E402
 from tests.servers.honcho_api import FakeHoncho  # noqa: E402
 
 PERSON = Person("T1", "U1", "Dana")

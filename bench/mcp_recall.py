@@ -49,7 +49,7 @@ from recall_speed import TEAM, load_locomo, percentile, sqlite_store  # noqa: E4
 from bridge.app import build  # noqa: E402
 from bridge.cli.main import main as thoth  # noqa: E402
 from bridge.settings import Settings  # noqa: E402
-from layers.places import Viewer  # noqa: E402
+from layers.shared.places import Viewer  # noqa: E402
 
 WARM_UP = 20
 K = 5

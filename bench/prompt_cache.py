@@ -29,7 +29,7 @@ from bridge.model.catalogue import DEFAULT_PRICES  # noqa: E402
 from bridge.model.pricing import Usage, price_of  # noqa: E402
 from bridge.pipeline.turn import Turn  # noqa: E402
 from bridge.settings import Settings  # noqa: E402
-from layers.places import Place  # noqa: E402
+from layers.shared.places import Place  # noqa: E402
 from tests.fakes import HashingEmbedder, RecordingSink  # noqa: E402
 from tests.servers import anthropic_api as api  # noqa: E402
 from tests.servers.anthropic_api import FakeAnthropic  # noqa: E402

@@ -67,7 +67,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bridge.all_tables import ALL_SCHEMAS  # noqa: E402
-from layers.embedding.embedder import MiniLMEmbedder  # noqa: E402
 from layers.episodic.chunking import episode_units  # noqa: E402
 from layers.episodic.episode import Episode  # noqa: E402
 from layers.episodic.memory import (  # noqa: E402
@@ -82,11 +81,12 @@ from layers.episodic.store import (  # noqa: E402
     StoredChunks,
     episode_row,
 )
-from layers.places import Viewer  # noqa: E402
-from layers.storage.database import Database  # noqa: E402
-from layers.storage.engines import connect_postgres, open_sqlite  # noqa: E402
-from layers.storage.pgvector import HNSW_INDEXES  # noqa: E402
-from layers.storage.postgres import WRITE_LOCK  # noqa: E402
+from layers.shared.embedding.embedder import MiniLMEmbedder  # noqa: E402
+from layers.shared.places import Viewer  # noqa: E402
+from layers.shared.storage.database import Database  # noqa: E402
+from layers.shared.storage.engines import connect_postgres, open_sqlite  # noqa: E402
+from layers.shared.storage.pgvector import HNSW_INDEXES  # noqa: E402
+from layers.shared.storage.postgres import WRITE_LOCK  # noqa: E402
 
 DATA = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev5.json"
 TEAM = "bench"

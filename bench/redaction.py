@@ -17,8 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT)]
 
-from layers.redaction import redact  # noqa: E402
-from layers.redaction.stream import RedactingStream  # noqa: E402
+from layers.shared.redaction import redact  # noqa: E402
+from layers.shared.redaction.stream import RedactingStream  # noqa: E402
 from tests.secret_corpus import ORDINARY, SECRETS  # noqa: E402
 
 

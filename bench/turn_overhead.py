@@ -41,8 +41,8 @@ from bridge.pipeline.pipeline import TurnOutcome  # noqa: E402
 from bridge.pipeline.reply_sink import Step  # noqa: E402
 from bridge.pipeline.turn import Turn  # noqa: E402
 from bridge.settings import Settings  # noqa: E402
-from layers.embedding.embedder import MiniLMEmbedder  # noqa: E402
-from layers.places import Place  # noqa: E402
+from layers.shared.embedding.embedder import MiniLMEmbedder  # noqa: E402
+from layers.shared.places import Place  # noqa: E402
 
 REPLY = (
     "We moved the deploy to Thursday after the incident review. ",

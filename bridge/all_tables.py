@@ -11,7 +11,7 @@ from bridge.access.tables import SCHEMA as MCP
 from bridge.model.tables import SCHEMA as MODEL_USAGE
 from bridge.slack_tables import SCHEMA as SLACK
 from layers.layer_tables import LAYER_SCHEMAS
-from layers.storage.migrations import Schema
+from layers.shared.storage.migrations import Schema
 from reflection.tables import SCHEMA as REFLECTION
 
 ALL_SCHEMAS: tuple[Schema, ...] = (*LAYER_SCHEMAS, MODEL_USAGE, SLACK, REFLECTION, MCP)

@@ -29,12 +29,9 @@ from bridge.reflection_launcher import run_reflection
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from bridge.slack_api.slack_web import SlackWeb
-from layers.audit.log import AuditLog
-from layers.embedding.embedder import Embedder, MiniLMEmbedder
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
 from layers.episodic.recall_levers import RecallLevers
-from layers.errors import ConfigurationError
 from layers.identity.conversations import Conversations
 from layers.identity.honcho import HonchoIdentity
 from layers.identity.honcho_server import key_workspace
@@ -47,8 +44,6 @@ from layers.identity.tombstones import Tombstones
 from layers.identity.user_models import UserModels
 from layers.notes.governance import NoteGovernance
 from layers.notes.store import NoteStore
-from layers.offloaded import Offloaded
-from layers.places import Viewer
 from layers.procedural.brain import Brain, BrainError
 from layers.procedural.brain_peers import BrainFollower, BrainPeers
 from layers.procedural.drafts import SkillDrafts
@@ -57,9 +52,14 @@ from layers.procedural.persona import PersonaLoader
 from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skill_matcher import SkillMatcher
 from layers.procedural.skills import SkillLibrary
-from layers.storage.database import Database
-from layers.storage.engines import connect_postgres, open_sqlite
-from layers.storage.leases import Leases, process_name
+from layers.shared.audit.log import AuditLog
+from layers.shared.embedding.embedder import Embedder, MiniLMEmbedder
+from layers.shared.errors import ConfigurationError
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import Viewer
+from layers.shared.storage.database import Database
+from layers.shared.storage.engines import connect_postgres, open_sqlite
+from layers.shared.storage.leases import Leases, process_name
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
 from reflection.followups import Followups
@@ -190,7 +190,7 @@ def build(
     skills = SkillLibrary((brain.skills_dir, SHIPPED_SKILLS))
     matcher = SkillMatcher(skills, chosen_embedder)
     tombstones = Tombstones(db, settle_s=forget_settle_s(settings))
-    # What runs on a loop reaches a store only offloaded to a thread (layers/offloaded).
+    # What runs on a loop reaches a store only offloaded to a thread (layers/shared/offloaded.py).
     off_tombstones = Offloaded(tombstones)
     identity = (
         None if settings.honcho_disabled

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from layers.audit.log import AuditLog
 from layers.episodic.memory import EpisodicMemory
 from layers.notes.governance import NoteGovernance
+from layers.shared.audit.log import AuditLog
 from layers.working.transcript import TranscriptStore
 
 

@@ -12,8 +12,8 @@ from bridge.app import Thoth
 from bridge.model.catalogue import CATALOGUE, ModelInfo
 from bridge.model.pricing import dearest, listed_id
 from layers.episodic.pg_search import RecallFootprint, recall_footprint
-from layers.errors import ConfigurationError
 from layers.procedural.persona import MAX_FILE_CHARS, PERSONA_FILES
+from layers.shared.errors import ConfigurationError
 
 MODEL_CHECK_TIMEOUT_S = 10.0
 # Room for a model that thinks to answer "ping" at all; a cut answer still proves the key.

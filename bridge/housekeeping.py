@@ -18,9 +18,9 @@ from layers.identity.forget_sweep import sweep_forgotten
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import Tombstones
-from layers.offloaded import Offloaded
 from layers.procedural.drafts import SkillDrafts
-from layers.storage.leases import Leases
+from layers.shared.offloaded import Offloaded
+from layers.shared.storage.leases import Leases
 
 if TYPE_CHECKING:
     # Only a type here: every command builds the app, few run a scheduler.

@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 from layers.working.sessions import SessionStore
 from reflection.state import ReflectionState
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from layers.places import LOCAL_TEAM
-from layers.storage.database import Database
+from layers.shared.places import LOCAL_TEAM
+from layers.shared.storage.database import Database
 from layers.working.sessions import Session
 
 

@@ -34,6 +34,6 @@ class ReportModel(Protocol):
     ) -> ToolAnswer:
         """Ask for one call of ``tool`` (forced where the model accepts it; elsewhere the
         prompt asks, and ``reminder`` is said again when an answer did not call it).
-        Raises ``layers.errors.CostCapReached`` when today's spend is at the cap,
+        Raises ``layers.shared.errors.CostCapReached`` when today's spend is at the cap,
         ``BackendUnavailable`` when the model failed."""
         ...

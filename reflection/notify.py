@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Protocol, TextIO
 
 from layers.notes.store import Note
-from layers.places import Place
 from layers.procedural.drafts import Draft
+from layers.shared.places import Place
 
 
 class Notifier(Protocol):

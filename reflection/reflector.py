@@ -15,8 +15,8 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-from layers.errors import BackendUnavailable, BadInput
-from layers.redaction import redact, redact_values
+from layers.shared.errors import BackendUnavailable, BadInput
+from layers.shared.redaction import redact, redact_values
 from reflection.model import ReportModel, Tool, ToolAnswer
 from reflection.report import Reflection, parse_report, tool_schema
 from reflection.rules import reflect_by_rules

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from layers.errors import BadInput
+from layers.shared.errors import BadInput
 
 MAX_MEMORY_NOTES = 5
 Outcome = Literal["success", "partial", "failure"]

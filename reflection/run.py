@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from layers.errors import CostCapReached, ThothError
-from layers.redaction import redact
+from layers.shared.errors import CostCapReached, ThothError
+from layers.shared.redaction import redact
 from layers.working.sessions import Session, SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
 from reflection.facts_in_their_own_words import rests_on

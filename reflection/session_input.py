@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from layers.places import Place
+from layers.shared.places import Place
 from layers.working.transcript import TranscriptTurn
 
 

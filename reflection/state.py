@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from layers.redaction import redact
-from layers.storage.database import Database
+from layers.shared.redaction import redact
+from layers.shared.storage.database import Database
 from reflection.report import Reflection
 
 MAX_ATTEMPTS = 5

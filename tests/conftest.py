@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from bridge.settings import Settings
-from layers.embedding.embedder import MiniLMEmbedder
-from layers.storage.database import Database
-from layers.storage.engines import connect_postgres, open_sqlite
-from layers.storage.migrations import Schema
+from layers.shared.embedding.embedder import MiniLMEmbedder
+from layers.shared.storage.database import Database
+from layers.shared.storage.engines import connect_postgres, open_sqlite
+from layers.shared.storage.migrations import Schema
 from tests.fakes import HashingEmbedder
 from tests.postgres import PostgresForTests, running_postgres
 from tests.servers.anthropic_api import FakeAnthropic

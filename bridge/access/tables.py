@@ -3,7 +3,7 @@ one-time grants of signing in with Slack through OAuth (``oauth.py``)."""
 
 from __future__ import annotations
 
-from layers.storage.migrations import Migration, Schema
+from layers.shared.storage.migrations import Migration, Schema
 
 # Named, ordered, forward-only: never edit one that has shipped, add the next.
 SCHEMA = Schema(

@@ -23,9 +23,9 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from layers.audit.log import AuditLog
-from layers.errors import BadInput
-from layers.storage.database import Database
+from layers.shared.audit.log import AuditLog
+from layers.shared.errors import BadInput
+from layers.shared.storage.database import Database
 
 TOKEN_PREFIX = "thoth_mcp_"
 REFRESH_PREFIX = "thoth_mcp_refresh_"

@@ -15,8 +15,8 @@ from bridge.app import Thoth
 from bridge.cli.login import login_name
 from layers.episodic.importing import import_episodes
 from layers.episodic.jsonl import episode_to_json
-from layers.errors import BadInput
-from layers.redaction import redact
+from layers.shared.errors import BadInput
+from layers.shared.redaction import redact
 
 
 def register(commands: Any) -> None:

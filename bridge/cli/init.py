@@ -6,7 +6,7 @@ import argparse
 from typing import Any, TextIO
 
 from bridge.app import Thoth
-from layers.errors import ConfigurationError
+from layers.shared.errors import ConfigurationError
 
 
 def register(commands: Any) -> None:

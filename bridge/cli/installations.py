@@ -21,7 +21,7 @@ from bridge.cli.redacted_output import show_once
 from bridge.slack_api.installs.installations import Installations, installations_of
 from bridge.slack_api.installs.token_cipher import TokenCipher
 from bridge.workspace_purge import purge_workspace
-from layers.errors import BadInput, ConfigurationError
+from layers.shared.errors import BadInput, ConfigurationError
 
 
 def register(commands: Any) -> None:

@@ -46,9 +46,9 @@ from bridge.cli import (
 from bridge.cli.preflight import check_ready_for_turns
 from bridge.cli.redacted_output import RedactedOutput
 from bridge.settings import Settings, load_settings
-from layers.embedding.embedder import Embedder
-from layers.errors import BackendUnavailable, BadInput, ConfigurationError
-from layers.storage.database import DatabaseDamaged
+from layers.shared.embedding.embedder import Embedder
+from layers.shared.errors import BackendUnavailable, BadInput, ConfigurationError
+from layers.shared.storage.database import DatabaseDamaged
 
 log = logging.getLogger(__name__)
 

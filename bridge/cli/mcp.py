@@ -11,8 +11,8 @@ from typing import Any, TextIO
 from bridge.app import Thoth
 from bridge.cli.login import login_name
 from bridge.mcp.asker import Asker
-from layers.errors import BadInput
-from layers.places import LOCAL_TEAM
+from layers.shared.errors import BadInput
+from layers.shared.places import LOCAL_TEAM
 
 
 def register(commands: Any) -> None:

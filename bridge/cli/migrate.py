@@ -17,10 +17,10 @@ from tqdm import tqdm
 
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.app import Thoth
-from layers.errors import BadInput, ConfigurationError
-from layers.storage.copy_database import check_copy, copy_database, plan_copy
-from layers.storage.engines import connect_postgres
-from layers.storage.postgres import redacted_url
+from layers.shared.errors import BadInput, ConfigurationError
+from layers.shared.storage.copy_database import check_copy, copy_database, plan_copy
+from layers.shared.storage.engines import connect_postgres
+from layers.shared.storage.postgres import redacted_url
 
 
 def register(commands: Any) -> None:

@@ -10,9 +10,9 @@ from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
-from layers.errors import BadInput, ConfigurationError
 from layers.identity.protocol import IdentityBackend, Person
-from layers.places import CHANNEL_TYPES, LOCAL_TEAM, Viewer
+from layers.shared.errors import BadInput, ConfigurationError
+from layers.shared.places import CHANNEL_TYPES, LOCAL_TEAM, Viewer
 
 
 def register(commands: Any) -> None:

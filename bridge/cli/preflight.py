@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from bridge.app import Thoth
-from layers.errors import ConfigurationError
+from layers.shared.errors import ConfigurationError
 
 
 def check_ready_for_turns(app: Thoth) -> None:

@@ -15,8 +15,8 @@ from bridge.cli.login import login_name
 from layers.episodic.episode import Hit
 from layers.episodic.jsonl import LineError, episode_record, read_json_lines
 from layers.episodic.memory import RecallQuery
-from layers.errors import BadInput
-from layers.places import (
+from layers.shared.errors import BadInput
+from layers.shared.places import (
     CHANNEL_TYPES,
     LOCAL_CHANNEL,
     LOCAL_TEAM,

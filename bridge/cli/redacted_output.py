@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 from typing import TextIO
 
-from layers.redaction import redact
+from layers.shared.redaction import redact
 
 
 class RedactedOutput(io.TextIOBase):

@@ -12,8 +12,8 @@ from bridge.console_links import console_links
 from bridge.model.catalogue import CATALOGUE
 from bridge.model.output_budget import REPORT_TOKENS, sized_max_tokens
 from bridge.model.report_model import LanguageReportModel
-from layers.errors import ConfigurationError
-from layers.places import LOCAL_TEAM
+from layers.shared.errors import ConfigurationError
+from layers.shared.places import LOCAL_TEAM
 from reflection.fanout import Writers
 from reflection.notify import Notifier, PrintNotifier
 from reflection.reflector import ModelReflector, Reflector, RuleReflector

@@ -29,9 +29,9 @@ from bridge.slack.socket_mode import SocketModeConnection
 from bridge.slack_api.followup_posts import post_due_followups
 from bridge.slack_api.installs.install_flow import INSTALL_PATH
 from bridge.slack_api.rate_waits_across_replicas import SharedHolds
-from layers.errors import BackendUnavailable, ConfigurationError
-from layers.offloaded import Offloaded
 from layers.procedural.brain_peers import FOLLOW_EVERY_S
+from layers.shared.errors import BackendUnavailable, ConfigurationError
+from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 

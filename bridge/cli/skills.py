@@ -10,8 +10,8 @@ from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
-from layers.errors import BadInput, ConfigurationError
 from layers.procedural.drafts import Draft, DraftState, remove_skill
+from layers.shared.errors import BadInput, ConfigurationError
 
 
 def register(commands: Any) -> None:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 from bridge.app import Thoth
 from bridge.reflection_launcher import run_reflection
 from layers.identity.outbox import IngestOutbox
-from layers.offloaded import Offloaded
 from layers.procedural.brain_peers import FOLLOW_EVERY_S, BrainFollower
+from layers.shared.offloaded import Offloaded
 
 if TYPE_CHECKING:
     from bridge.worker.worker import Worker

@@ -20,8 +20,8 @@ from bridge.access.tokens import McpTokens
 from bridge.session_end import SessionEnd
 from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
-from layers.offloaded import Offloaded
-from layers.places import Place, Viewer
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import Place, Viewer
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
 

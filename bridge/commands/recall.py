@@ -7,7 +7,7 @@ import re
 from bridge import messages
 from bridge.commands import Command, CommandServices, Invocation, Reply, Where
 from layers.episodic.named_dates import zone_named
-from layers.errors import BadInput
+from layers.shared.errors import BadInput
 
 
 async def recall(invocation: Invocation, services: CommandServices) -> Reply:

@@ -4,7 +4,7 @@ Over stdio the operator names the person (``thoth mcp --team T --user U``) or it
 terminal's own user, as in ``thoth chat``. Over HTTP it is the holder of the request's
 token (``http.py``). Either reads as they would in a DM with Thoth: their own DMs and
 the public channels of their workspace — the rule of every Slack turn
-(``layers/places``) — and, over HTTP, the private channels, group DMs and channels
+(``layers/shared/places``) — and, over HTTP, the private channels, group DMs and channels
 shared across their Enterprise Grid org that Slack says they are in (``memberships``,
 asked as the console asks). Over stdio none: a stdio server has
 no token to tie the person to, so it does not vouch for memberships. Decided: none
@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bridge.slack_api.memberships import NONE, Memberships
-from layers.audit.log import slack_actor
 from layers.identity.protocol import Person
-from layers.places import LOCAL_TEAM, TERMINAL_CHANNEL, Viewer
+from layers.shared.audit.log import slack_actor
+from layers.shared.places import LOCAL_TEAM, TERMINAL_CHANNEL, Viewer
 
 # Where an MCP asker's DM-with-Thoth view is asked from (no Slack channel of its own).
 MCP_CHANNEL = "mcp"

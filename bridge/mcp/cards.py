@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 from bridge.mcp.asker import Asker
 from layers.notes.store import Note
-from layers.places import Place
 from layers.procedural.drafts import Draft
+from layers.shared.places import Place
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from bridge.mcp.asker import Asker
 from bridge.slack_api.directory import channel_kind, user_name
-from layers.errors import BadInput
-from layers.places import Place
+from layers.shared.errors import BadInput
+from layers.shared.places import Place
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient

@@ -49,7 +49,7 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.access.tokens import SIGNED_IN_TTL_S, McpToken, McpTokens
 from bridge.mcp.oauth_grants import OAuthGrants, Stage
 from bridge.slack_api.sign_in_with_slack import SlackSignIn
-from layers.errors import BadInput
+from layers.shared.errors import BadInput
 
 # Long enough to sign in to Slack; short enough that a stray link soon means nothing.
 SIGN_IN_TTL_S = 600.0

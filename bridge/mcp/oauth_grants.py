@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from mcp.shared.auth import OAuthClientInformationFull
 
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 # Waiting for Slack's redirect back; for the person's Allow; the client's code; a code
 # used (and which token it gave, revoked if the code is shown again).

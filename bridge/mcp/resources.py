@@ -17,8 +17,8 @@ from mcp.server.mcpserver.exceptions import ResourceError
 
 from bridge.app import Thoth
 from bridge.pipeline.tools.skills import skill_md
-from layers.errors import BadInput
 from layers.procedural.persona import PERSONA_FILES
+from layers.shared.errors import BadInput
 
 PERSONA_URI = "thoth://persona/{name}"
 SKILL_URI = "thoth://skills/{name}"

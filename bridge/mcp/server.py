@@ -33,7 +33,7 @@ from bridge.pipeline.tools import Caller
 from bridge.pipeline.tools.offered import ToolDependencies, tools_for
 from bridge.slack_api.notifier import SlackNotifier
 from layers.identity.known_as import known_as
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient

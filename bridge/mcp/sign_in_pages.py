@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from bridge.mcp.oauth import CONSENT_PATH, SlackOAuth, redirect_origin
 from bridge.web.security_headers import HEADERS
-from layers.errors import BadInput
+from layers.shared.errors import BadInput
 
 log = logging.getLogger(__name__)
 

@@ -29,9 +29,9 @@ from mcp.types import Tool as MCPTool
 from bridge.mcp.asker import Asker
 from bridge.pipeline.tools import Audit, Tool
 from bridge.pipeline.tools.arguments import Arguments
-from layers.audit.log import AuditLog
-from layers.errors import BadInput
-from layers.offloaded import Offloaded
+from layers.shared.audit.log import AuditLog
+from layers.shared.errors import BadInput
+from layers.shared.offloaded import Offloaded
 
 AskerOf = Callable[[], Awaitable[Asker]]
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from bridge.model.pricing import Usage
-from layers.errors import CostCapReached, PersonCapReached
-from layers.storage.database import Database
+from layers.shared.errors import CostCapReached, PersonCapReached
+from layers.shared.storage.database import Database
 
 # Longer than any call can last (tries times the timeout): a reservation older than this
 # belongs to a process that died before charging it.

@@ -23,8 +23,8 @@ from bridge.model.protocol import (
     ModelUnavailable,
     OnText,
 )
-from layers.offloaded import Offloaded
-from layers.storage.retried import write_retried
+from layers.shared.offloaded import Offloaded
+from layers.shared.storage.retried import write_retried
 from layers.working.budget import CHARS_PER_TOKEN
 
 # A busy database (another writer holds it past SQLite's own 10 s wait) is tried again.

@@ -19,7 +19,7 @@ from bridge.model.protocol import (
     SystemSection,
     ToolSpec,
 )
-from layers.errors import BackendUnavailable
+from layers.shared.errors import BackendUnavailable
 from reflection.model import Tool, ToolAnswer
 
 RunOnLoop = Callable[[Coroutine[Any, Any, ModelResult]], ModelResult]

@@ -18,7 +18,7 @@ from bridge.model.protocol import (
     ModelUnavailable,
     OnText,
 )
-from layers.backoff import backoff_delay
+from layers.shared.backoff import backoff_delay
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 DAY_S = 86_400
 

@@ -18,8 +18,8 @@ from layers.episodic.memory import EpisodicMemory
 from layers.episodic.recall_uses import RecallUse
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
-from layers.offloaded import Offloaded
-from layers.storage.retried import Sleep, write_retried
+from layers.shared.offloaded import Offloaded
+from layers.shared.storage.retried import Sleep, write_retried
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
 

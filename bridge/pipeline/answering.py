@@ -26,8 +26,8 @@ from bridge.pipeline.reply_sink import ReplySink, ReplyStopped
 from bridge.pipeline.tool_round import run_tool_round
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
-from layers.errors import CostCapReached, PersonCapReached
-from layers.redaction.stream import RedactingStream
+from layers.shared.errors import CostCapReached, PersonCapReached
+from layers.shared.redaction.stream import RedactingStream
 
 log = logging.getLogger(__name__)
 

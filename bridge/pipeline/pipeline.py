@@ -30,9 +30,9 @@ from layers.episodic.memory import EpisodicMemory
 from layers.episodic.recall_uses import RecallUse
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
-from layers.offloaded import Offloaded
 from layers.procedural.persona import PersonaLoader
 from layers.procedural.skills import SkillLibrary
+from layers.shared.offloaded import Offloaded
 from layers.working.budget import trim_to_budget
 from layers.working.sessions import Session, SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn

@@ -6,10 +6,10 @@ import time
 from dataclasses import dataclass, field
 
 from layers.episodic.episode import MAX_TEXT_CHARS
-from layers.errors import BadInput
 from layers.identity.known_as import known_as
 from layers.identity.protocol import Person
-from layers.places import Place, Viewer
+from layers.shared.errors import BadInput
+from layers.shared.places import Place, Viewer
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,13 @@ from bridge.slack.stores import SlackStores
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.escaping import escape
 from bridge.slack_api.note_cards import decided, show_on_cards
-from layers.audit.log import slack_actor
 from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of, known_as
 from layers.identity.protocol import IdentityBackend, Person
 from layers.identity.user_models import UserModels
 from layers.notes.store import Note
-from layers.offloaded import Offloaded
-from layers.places import Viewer
+from layers.shared.audit.log import slack_actor
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import Viewer
 
 log = logging.getLogger(__name__)
 

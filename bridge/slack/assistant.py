@@ -30,8 +30,8 @@ from bridge.slack.stores import SlackStores
 from bridge.slack.thread_contexts import app_context_of
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import Directory, confined_reader
-from layers.offloaded import Offloaded
-from layers.places import Viewer
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import Viewer
 
 log = logging.getLogger(__name__)
 

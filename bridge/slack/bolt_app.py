@@ -4,7 +4,7 @@ Bolt's async app, with the async Slack client: listeners run on the loop that ta
 Slack's requests (uvicorn's, or Socket Mode's), the work they hand on runs on the
 turns' loop (``runner.py``), and neither loop has a Slack call that could block it.
 What is left that blocks — the database — is reached only through the stores offloaded
-to a thread (``stores.py``, ``layers/offloaded.py``), which
+to a thread (``stores.py``, ``layers/shared/offloaded.py``), which
 ``tests/unit/test_blocking_calls.py`` checks.
 """
 
@@ -60,9 +60,9 @@ from bridge.slack_api.installs.install_flow import install_flow
 from bridge.slack_api.skill_cards import APPROVE_ACTION, REJECT_ACTION
 from bridge.slack_api.workspace_client import WorkspaceOf, serving
 from bridge.slack_api.workspace_client import bot_user as served_bot_user
-from layers.errors import ConfigurationError
-from layers.offloaded import Offloaded
-from layers.redaction import redact
+from layers.shared.errors import ConfigurationError
+from layers.shared.offloaded import Offloaded
+from layers.shared.redaction import redact
 
 log = logging.getLogger(__name__)
 

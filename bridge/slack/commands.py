@@ -21,7 +21,7 @@ from bridge.slack.workspace_guard import enterprise_of
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import confined_reader, place_team
 from bridge.slack_api.escaping import preview, split_message
-from layers.places import Place
+from layers.shared.places import Place
 
 log = logging.getLogger(__name__)
 

@@ -32,9 +32,9 @@ from bridge.slack_api.escaping import escape, split_message
 from bridge.slack_api.followup_posts import CANCEL
 from bridge.slack_api.workspace_client import bot_user
 from layers.episodic.episode import Episode
-from layers.errors import BadInput
-from layers.offloaded import Offloaded
-from layers.places import LOCAL_TEAM, Place
+from layers.shared.errors import BadInput
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import LOCAL_TEAM, Place
 
 log = logging.getLogger(__name__)
 

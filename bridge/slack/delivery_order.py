@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 
 from bridge.slack.inbox import InboxEntry
 from bridge.slack.stores import SlackStores
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 
-from layers.storage.connection import Connection
-from layers.storage.database import Database
+from layers.shared.storage.connection import Connection
+from layers.shared.storage.database import Database
 
 TTL_S = 86_400.0
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bridge.slack.duplicate_deliveries import record_first_time
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 Clock = Callable[[], float]
 

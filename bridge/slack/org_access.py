@@ -17,7 +17,7 @@ from slack_bolt.async_app import AsyncApp
 
 from bridge.slack.workspace_guard import enterprise_of
 from bridge.slack_api.installs.installations import Installations
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ table is the Slack transport's (``bridge/slack_tables.py``).
 
 from __future__ import annotations
 
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 
 class ReactionEffects:

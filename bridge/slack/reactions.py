@@ -33,12 +33,12 @@ from bridge.slack_api.escaping import escape
 from bridge.slack_api.note_cards import decided, note_card_message
 from bridge.slack_api.skill_cards import show_outcome
 from bridge.slack_api.workspace_client import bot_user
-from layers.audit.log import slack_actor
 from layers.episodic.episode import Feedback
-from layers.errors import ThothError
 from layers.identity.protocol import IdentityBackend
-from layers.offloaded import Offloaded
 from layers.procedural.drafts import Draft
+from layers.shared.audit.log import slack_actor
+from layers.shared.errors import ThothError
+from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 
 @dataclass(frozen=True)

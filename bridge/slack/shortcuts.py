@@ -14,9 +14,9 @@ from bridge.slack.reply_reactions.propose_note import post_note_card
 from bridge.slack.stores import SlackStores
 from bridge.slack.workspace_guard import enterprise_of
 from bridge.slack_api.directory import place_team
-from layers.audit.log import slack_actor
 from layers.notes.store import Note
-from layers.places import Place
+from layers.shared.audit.log import slack_actor
+from layers.shared.places import Place
 
 log = logging.getLogger(__name__)
 

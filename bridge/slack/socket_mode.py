@@ -16,7 +16,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
 from bridge.slack_api.clients import SLACK_FAILURES
-from layers.errors import BackendUnavailable, ConfigurationError
+from layers.shared.errors import BackendUnavailable, ConfigurationError
 
 log = logging.getLogger(__name__)
 

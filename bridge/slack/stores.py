@@ -1,7 +1,7 @@
 """Every store the Slack transport reads or writes, built once (``slack_stores``).
 
 The transport's listeners and handlers are coroutines on a loop: they are handed these
-``Offloaded`` (``layers/offloaded.py``) and reach them only through ``run``, in a
+``Offloaded`` (``layers/shared/offloaded.py``) and reach them only through ``run``, in a
 worker thread. Decided: one bundle for the transport rather than one per handler — the
 handlers share most of it, and a use that spans stores (🗑️ forgets the episode, its
 transcript turn and the notes drawn from it) is one hop to a thread, not several.
@@ -20,12 +20,12 @@ from bridge.slack.replies import SlackReplies
 from bridge.slack.thread_contexts import ThreadContexts
 from bridge.slack_api.note_cards import NoteCardStore
 from bridge.slack_api.skill_cards import CardStore
-from layers.audit.log import AuditLog
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.store import EpisodeStore
 from layers.identity.tombstones import Tombstones
 from layers.notes.governance import NoteGovernance
 from layers.procedural.drafts import SkillDrafts
+from layers.shared.audit.log import AuditLog
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
 from reflection.followups import Followups
@@ -52,7 +52,7 @@ class SlackStores:
     contexts: ThreadContexts
     inbox: SlackInbox
     seen: SeenDeliveries
-    # Each change a reaction or a click makes, as the console's are (layers/audit).
+    # Each change a reaction or a click makes, as the console's are (layers/shared/audit).
     audit: AuditLog
     # People's tokens for MCP over HTTP (`/thoth token`).
     mcp_tokens: McpTokens

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.slack_api.clients import SLACK_FAILURES
-from layers.places import ChannelType
+from layers.shared.places import ChannelType
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 
 from bridge.pipeline.quoting import quoted
-from layers.redaction import redact
+from layers.shared.redaction import redact
 
 # markdown_text (postMessage, update, postEphemeral, the stream methods) and the
 # markdown blocks of one message: "Limit this field to 12,000 characters".

@@ -12,7 +12,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.escaping import escaped_pieces
 from bridge.slack_api.workspace_client import WorkspaceOf, serving
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 from reflection.followups import Followups
 
 log = logging.getLogger(__name__)

@@ -27,8 +27,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import channel_info
 from bridge.slack_api.workspace_client import WorkspaceOf, served, serving_team
-from layers.places import Viewer
-from layers.places.visibility import SHARED_BY_CHANNEL
+from layers.shared.places import Viewer
+from layers.shared.places.visibility import SHARED_BY_CHANNEL
 
 log = logging.getLogger(__name__)
 

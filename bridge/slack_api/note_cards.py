@@ -16,10 +16,10 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bridge.console_links import ConsoleLinks
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.escaping import escape, mention
-from layers.audit.log import AuditLog
 from layers.notes.governance import NoteGovernance
 from layers.notes.store import Note
-from layers.storage.database import Database
+from layers.shared.audit.log import AuditLog
+from layers.shared.storage.database import Database
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from bridge.slack_api.founder_dms import dm_founders
 from bridge.slack_api.note_cards import NOTE_CARD_REACTIONS, NoteCardStore, note_card_message
 from bridge.slack_api.skill_cards import CARD_REACTIONS, CardStore, card_message
 from layers.notes.store import Note
-from layers.places import Place
 from layers.procedural.drafts import Draft
-from layers.storage.database import Database
+from layers.shared.places import Place
+from layers.shared.storage.database import Database
 
 
 class SlackNotifier:

@@ -25,8 +25,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bridge.access.signed_in import SignedInPerson
 from bridge.settings import Settings
 from bridge.slack_api.workspace_client import WorkspaceOf, serving_team
-from layers.audit.log import slack_actor
-from layers.errors import BadInput
+from layers.shared.audit.log import slack_actor
+from layers.shared.errors import BadInput
 
 SCOPES = "openid profile"
 

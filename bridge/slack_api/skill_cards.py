@@ -15,7 +15,7 @@ from bridge import messages
 from bridge.console_links import ConsoleLinks
 from bridge.slack_api.escaping import SECTION_CHARS, escape, mention, preview, split_message
 from layers.procedural.drafts import Draft, DraftState
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 APPROVE_ACTION = "skill_draft_approve"
 REJECT_ACTION = "skill_draft_reject"

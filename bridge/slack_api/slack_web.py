@@ -15,7 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from bridge.settings import Settings
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 if TYPE_CHECKING:
     from slack_sdk import WebClient

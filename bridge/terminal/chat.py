@@ -28,10 +28,10 @@ from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message
 from bridge.terminal.printed_reply import TerminalSink
-from layers.errors import BadInput
 from layers.identity.ingest_queue import IngestQueue
-from layers.places import LOCAL_TEAM, TERMINAL_CHANNEL, Place, Viewer
-from layers.redaction import redact
+from layers.shared.errors import BadInput
+from layers.shared.places import LOCAL_TEAM, TERMINAL_CHANNEL, Place, Viewer
+from layers.shared.redaction import redact
 from layers.working.sessions import Session, SessionStore
 
 log = logging.getLogger(__name__)

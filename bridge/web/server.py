@@ -18,7 +18,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from bridge.web.guarded_http import guarded_h11
-from layers.errors import ConfigurationError
+from layers.shared.errors import ConfigurationError
 
 START_TIMEOUT_S = 10.0
 GRACEFUL_SHUTDOWN_S = 10

@@ -7,12 +7,12 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from layers.backoff import backoff_delay
 from layers.identity.ingest_queue import described, refused
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import SEND, Tombstones
-from layers.offloaded import Offloaded
+from layers.shared.backoff import backoff_delay
+from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from layers.identity.forget_sweep import sweep_forgotten
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import Tombstones
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 from reflection.followups import Followups
 from reflection.state import ReflectionState
 

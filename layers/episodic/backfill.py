@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from layers.embedding.embedder import Embedder
 from layers.episodic.chunking import episode_units
 from layers.episodic.store import VECTOR_DTYPE, turn_before_of
-from layers.storage.connection import Connection
-from layers.storage.database import Database
+from layers.shared.embedding.embedder import Embedder
+from layers.shared.storage.connection import Connection
+from layers.shared.storage.database import Database
 
 # Episodes a batch: about a second of embedding on this machine's two cores.
 BATCH_EPISODES = 256

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from enum import IntEnum
 
-from layers.places import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
+from layers.shared.places import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
 
 
 class Feedback(IntEnum):

@@ -16,7 +16,7 @@ from pathlib import Path
 from layers.episodic.episode import Episode
 from layers.episodic.jsonl import LineError, parse_episode_line, read_json_lines
 from layers.episodic.memory import EpisodicMemory
-from layers.errors import BadInput
+from layers.shared.errors import BadInput
 
 # Episodes embedded and stored together: enough to keep MiniLM busy, few enough that
 # memory stays flat whatever the file's size.

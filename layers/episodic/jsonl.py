@@ -25,8 +25,8 @@ from layers.episodic.episode import (
     Episode,
     Feedback,
 )
-from layers.errors import BadInput
-from layers.places import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
+from layers.shared.errors import BadInput
+from layers.shared.places import LOCAL_CHANNEL, LOCAL_TEAM, ChannelType
 
 FeedbackName = Literal["worked", "did_not_work"]
 _FEEDBACK_BY_NAME = {name: value for value, name in FEEDBACK_NAMES.items() if name}

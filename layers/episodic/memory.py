@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from layers.embedding.embedder import Embedder
 from layers.episodic.approximate_index import ApproximateIndex, forget_saved
 from layers.episodic.backfill import Backfill
 from layers.episodic.chunking import episode_units
@@ -43,10 +42,11 @@ from layers.episodic.recall_uses import RecallUses
 from layers.episodic.round_trips import Both, at_once, one_then_other
 from layers.episodic.store import EpisodeStore, StoredChunks
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
-from layers.errors import BadInput
-from layers.places import Viewer
-from layers.redaction import redact
-from layers.storage.database import Database
+from layers.shared.embedding.embedder import Embedder
+from layers.shared.errors import BadInput
+from layers.shared.places import Viewer
+from layers.shared.redaction import redact
+from layers.shared.storage.database import Database
 
 log = logging.getLogger(__name__)
 

@@ -32,11 +32,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from layers.places import Viewer
-from layers.places.visibility import sql_predicate
-from layers.storage.connection import Connection
-from layers.storage.database import Database
-from layers.storage.pgvector import HNSW_INDEXES
+from layers.shared.places import Viewer
+from layers.shared.places.visibility import sql_predicate
+from layers.shared.storage.connection import Connection
+from layers.shared.storage.database import Database
+from layers.shared.storage.pgvector import HNSW_INDEXES
 
 # The episode total only weighs words (IDF): minutes of staleness change nothing.
 TOTAL_CACHE_SECONDS = 300.0

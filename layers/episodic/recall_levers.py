@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from layers.errors import BadInput
+from layers.shared.errors import BadInput
 
 
 @dataclass(frozen=True)

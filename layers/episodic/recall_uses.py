@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from layers.places import CHANNEL_TYPES, ChannelType, Place
-from layers.storage.database import Database
+from layers.shared.places import CHANNEL_TYPES, ChannelType, Place
+from layers.shared.storage.database import Database
 
 # The most uses an episode's page lists, newest first.
 MOST_SHOWN = 50

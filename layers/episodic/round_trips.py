@@ -5,7 +5,7 @@ meaning are two queries that need nothing of each other, and each waits on its o
 connection (the pool holds several). Run one after the other they cost their sum; on
 two threads, about the longer (measured at 100k episodes: 7.7 ms and 12 ms). The
 embedded engine's searches are work of this process, already spread over the cores
-(``layers/embedding/parallel.py``): there a second thread would only contend.
+(``layers/shared/embedding/parallel.py``): there a second thread would only contend.
 """
 
 from __future__ import annotations

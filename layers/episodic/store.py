@@ -17,11 +17,11 @@ import numpy.typing as npt
 from layers.episodic.episode import EPISODE_FIELDS, Episode, Feedback
 from layers.episodic.episode_filter import EpisodeFilter
 from layers.episodic.vector_index import ChunkOwner
-from layers.errors import BadInput
-from layers.places import Viewer
-from layers.places.visibility import sql_predicate
-from layers.storage.connection import Connection
-from layers.storage.database import Database
+from layers.shared.errors import BadInput
+from layers.shared.places import Viewer
+from layers.shared.places.visibility import sql_predicate
+from layers.shared.storage.connection import Connection
+from layers.shared.storage.database import Database
 
 # Stored vectors are float16 (see the migration); the index holds them as float32 values
 # rounded the same way, so a new vector scores as it will after a restart.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from layers.storage.migrations import Migration, Schema
+from layers.shared.storage.migrations import Migration, Schema
 
 # Recall walks a thread from a hit to the turns on either side, one index seek each
 # way (store.thread_neighbours). No thread (NULL) is keyed as '' so that one equality

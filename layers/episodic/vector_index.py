@@ -21,10 +21,10 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from layers.embedding.parallel import cores, map_across_cores, one_blas_thread
 from layers.episodic.approximate_index import PRINT_SLICE, ApproximateIndex, fingerprints
-from layers.places import Viewer
-from layers.places.visibility import CHANNEL_TYPE_CODES, Interner, visible_mask
+from layers.shared.embedding.parallel import cores, map_across_cores, one_blas_thread
+from layers.shared.places import Viewer
+from layers.shared.places.visibility import CHANNEL_TYPE_CODES, Interner, visible_mask
 
 FloatMatrix = npt.NDArray[np.floating[Any]]
 # Below this many vectors one core scores them all sooner than two share the work.

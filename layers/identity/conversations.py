@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from layers.identity.protocol import Person
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import logging
 
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import Tombstones
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 

@@ -28,15 +28,15 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, Protocol, TypeVar
 
-from layers.errors import BackendUnavailable
 from layers.identity.conversations import TheirConversations
 from layers.identity.honcho_server import SCOPING_VERSION, key_accepted, server_version
 from layers.identity.ids import honcho_id
 from layers.identity.ingest_queue import described
 from layers.identity.protocol import Fact, Forgotten, Person, TurnMessages
 from layers.identity.scope import unplaced_visible
-from layers.places import Viewer
-from layers.redaction import redact
+from layers.shared.errors import BackendUnavailable
+from layers.shared.places import Viewer
+from layers.shared.redaction import redact
 
 log = logging.getLogger(__name__)
 

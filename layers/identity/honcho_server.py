@@ -14,7 +14,7 @@ import base64
 import json
 import re
 
-from layers.errors import BackendUnavailable
+from layers.shared.errors import BackendUnavailable
 
 SCOPING_VERSION = (3, 0, 12)
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")

@@ -27,11 +27,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from layers.backoff import backoff_delay
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import IdentityBackend, TurnMessages
 from layers.identity.tombstones import SEND, Fate, Tombstones
-from layers.offloaded import Offloaded
+from layers.shared.backoff import backoff_delay
+from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 
 from layers.identity.protocol import Fact, Forgotten, IdentityBackend, Person
-from layers.places import Viewer
+from layers.shared.places import Viewer
 
 
 def known_as(person: Person, org: str | None) -> list[Person]:

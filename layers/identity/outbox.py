@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from layers.identity.protocol import Person, TurnMessages
-from layers.redaction import redact
-from layers.storage.database import Database
+from layers.shared.redaction import redact
+from layers.shared.storage.database import Database
 
 Clock = Callable[[], float]
 _COLUMNS = 'id, team, "user", user_name, session_id, user_text, reply_text, said_at, attempts'

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from layers.places import Viewer
+from layers.shared.places import Viewer
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,9 @@ is the operator's view (``thoth people show --all``, forgetting): everything.
 from __future__ import annotations
 
 from layers.identity.protocol import Person
-from layers.places import Viewer
-from layers.places.visibility import in_org_channels
-from layers.storage.database import Database
+from layers.shared.places import Viewer
+from layers.shared.places.visibility import in_org_channels
+from layers.shared.storage.database import Database
 
 
 def session_predicate(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from layers.storage.migrations import Migration, Schema
+from layers.shared.storage.migrations import Migration, Schema
 
 # Named, ordered, forward-only: never edit one that has shipped, add the next.
 SCHEMA = Schema(

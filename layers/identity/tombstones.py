@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from layers.identity.protocol import Person, TurnMessages
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from layers.identity.protocol import IdentityBackend, Person
-from layers.places import Viewer
+from layers.shared.places import Viewer
 
 CACHE_SECONDS = 120.0
 MIN_WORDS = 3

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from layers.errors import BadInput
 from layers.notes.store import MAX_NOTE_CHARS, Note, NoteStore
-from layers.places import Place, Viewer
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
+from layers.shared.errors import BadInput
+from layers.shared.places import Place, Viewer
 
 # What "auto" records as the decider of a note kept without a card.
 AUTO_DECIDER = "MEMORY_NOTES=auto"

@@ -1,7 +1,7 @@
 """Memory notes in the database: proposed, kept, rejected or replaced, each with its place.
 
 What reaches a prompt is read here, under the episodes' visibility rule in SQL
-(``layers/places/visibility.py``): a note said in a DM only in a DM with the same
+(``layers/shared/places/visibility.py``): a note said in a DM only in a DM with the same
 person, in a private channel only there, in a public channel anywhere in that workspace.
 """
 
@@ -12,10 +12,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from layers.places import Place, Viewer
-from layers.places.visibility import sql_predicate
-from layers.redaction import redact
-from layers.storage.database import Database
+from layers.shared.places import Place, Viewer
+from layers.shared.places.visibility import sql_predicate
+from layers.shared.redaction import redact
+from layers.shared.storage.database import Database
 
 # A note is one line of standing context, not a document.
 MAX_NOTE_CHARS = 300

@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from layers.errors import ConfigurationError
 from layers.procedural.bundle_check import checked_bundle
-from layers.redaction import redact
+from layers.shared.errors import ConfigurationError
+from layers.shared.redaction import redact
 
 if TYPE_CHECKING:
     import git

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from layers.errors import BadInput
 from layers.procedural.brain import NO_HOOKS, Author, Brain, BrainError, _gitpython
+from layers.shared.errors import BadInput
 
 if TYPE_CHECKING:
     import git

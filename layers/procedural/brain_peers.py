@@ -20,7 +20,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from layers.procedural.brain import Brain
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 log = logging.getLogger(__name__)
 

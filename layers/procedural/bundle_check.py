@@ -14,8 +14,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from layers.errors import BadInput
-from layers.redaction import redact
+from layers.shared.errors import BadInput
+from layers.shared.redaction import redact
 
 # Regular files, plain and executable: the only entries a brain commit writes.
 FILE_MODES = ("100644", "100755")

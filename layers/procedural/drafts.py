@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
-from layers.errors import BadInput
 from layers.procedural.brain import Author, Brain
 from layers.procedural.skills import (
     SCHEMA_VERSION,
@@ -24,8 +23,9 @@ from layers.procedural.skills import (
     check_slug,
     render_skill_md,
 )
-from layers.redaction import redact
-from layers.storage.database import Database
+from layers.shared.errors import BadInput
+from layers.shared.redaction import redact
+from layers.shared.storage.database import Database
 
 DRAFT_LIFETIME_S = 7 * 86_400
 # A body shorter than this is a wish, not a procedure anyone could follow.

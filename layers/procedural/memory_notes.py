@@ -18,9 +18,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from layers.errors import BadInput
 from layers.procedural.brain import MEMORY_FILE, Author, Brain
-from layers.redaction import redact
+from layers.shared.errors import BadInput
+from layers.shared.redaction import redact
 
 MAX_NOTE_LINES = 60
 MAX_NOTE_CHARS = 180

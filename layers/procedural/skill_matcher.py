@@ -7,8 +7,8 @@ import threading
 import numpy as np
 import numpy.typing as npt
 
-from layers.embedding.embedder import Embedder
 from layers.procedural.skills import Skill, SkillLibrary
+from layers.shared.embedding.embedder import Embedder
 
 # MiniLM cosines: unrelated texts sit around 0.0-0.2, a request and the description
 # of the procedure it needs around 0.35 and up.

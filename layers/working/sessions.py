@@ -13,9 +13,9 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from layers.errors import BadInput
-from layers.places import Place
-from layers.storage.database import Database
+from layers.shared.errors import BadInput
+from layers.shared.places import Place
+from layers.shared.storage.database import Database
 
 # What may start a session id (a uuid): no LIKE wildcard can pass.
 SESSION_ID_START = re.compile(r"[0-9a-fA-F-]{1,36}")

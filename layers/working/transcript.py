@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from layers.redaction import redact
-from layers.storage.database import Database
+from layers.shared.redaction import redact
+from layers.shared.storage.database import Database
 
 
 @dataclass(frozen=True)

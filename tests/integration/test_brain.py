@@ -14,14 +14,14 @@ from pathlib import Path
 import git
 import pytest
 
-from layers.errors import BadInput
 from layers.layer_tables import LAYER_SCHEMAS
 from layers.procedural.brain import Brain, BrainError
 from layers.procedural.drafts import DraftState, SkillDrafts, remove_skill
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skills import SkillLibrary
-from layers.storage.engines import open_sqlite
+from layers.shared.errors import BadInput
+from layers.shared.storage.engines import open_sqlite
 from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -438,8 +438,8 @@ def test_the_home_the_database_and_the_brain_are_the_owners_alone(tmp_path: Path
 def test_a_change_is_undone_by_a_new_commit_and_one_built_upon_is_refused(
     tmp_path: Path,
 ) -> None:
-    from layers.errors import BadInput
     from layers.procedural.brain_history import diff_of, history, revert
+    from layers.shared.errors import BadInput
 
     brain = _brain(tmp_path)
     rules = "persona/RULES.md"

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from layers.errors import BadInput
 from layers.procedural.brain import Brain
 from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
+from layers.shared.errors import BadInput
 
 SECRET = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 

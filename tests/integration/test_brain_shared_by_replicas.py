@@ -18,8 +18,8 @@ from layers.procedural.drafts import DraftState, SkillDrafts
 from layers.procedural.memory_notes import MemoryNote, MemoryNotes
 from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skills import SkillLibrary
-from layers.storage.database import Database
-from layers.storage.migrations import Schema
+from layers.shared.storage.database import Database
+from layers.shared.storage.migrations import Schema
 
 OpenDatabase = Callable[[Sequence[Schema]], Database]
 BODY = (

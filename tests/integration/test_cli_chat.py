@@ -22,7 +22,7 @@ from bridge import messages
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.cli.main import main
 from bridge.settings import Settings
-from layers.embedding.embedder import MiniLMEmbedder
+from layers.shared.embedding.embedder import MiniLMEmbedder
 from tests.postgres import PostgresForTests
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic

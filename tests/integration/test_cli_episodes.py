@@ -19,8 +19,8 @@ import pytest
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.cli.main import main
 from bridge.settings import Settings
-from layers.embedding.embedder import MiniLMEmbedder
-from layers.storage.engines import open_sqlite
+from layers.shared.embedding.embedder import MiniLMEmbedder
+from layers.shared.storage.engines import open_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -60,8 +60,8 @@ def test_propose_approve_show_and_remove(settings: Settings, tmp_path: Path) -> 
     assert summaries[:2] == ["Remove skill standup-digest", "Add skill standup-digest 1.0.0"]
     # Each decision is in the audit log, by whom, from the command line.
     from bridge.all_tables import ALL_SCHEMAS
-    from layers.audit.log import AuditLog
-    from layers.storage.engines import open_sqlite
+    from layers.shared.audit.log import AuditLog
+    from layers.shared.storage.engines import open_sqlite
 
     db = open_sqlite(settings.thoth_home / "thoth.db", schemas=ALL_SCHEMAS)
     try:

@@ -24,8 +24,8 @@ from bridge.all_tables import ALL_SCHEMAS
 from layers.identity.local.store import ObservationStore
 from layers.identity.protocol import Person
 from layers.notes.store import NoteStore
-from layers.places import LOCAL_TEAM, Place
-from layers.storage.engines import open_sqlite
+from layers.shared.places import LOCAL_TEAM, Place
+from layers.shared.storage.engines import open_sqlite
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack
 from tests.servers.slack_sign_in import SignInWithSlack

@@ -14,9 +14,9 @@ import psycopg
 import pytest
 
 from bridge.all_tables import ALL_SCHEMAS
-from layers.errors import ConfigurationError
-from layers.storage.engines import connect_postgres, open_sqlite
-from layers.storage.migrations import LEGACY_VERSIONS, Migration, Schema
+from layers.shared.errors import ConfigurationError
+from layers.shared.storage.engines import connect_postgres, open_sqlite
+from layers.shared.storage.migrations import LEGACY_VERSIONS, Migration, Schema
 from tests.postgres import PostgresForTests
 
 
@@ -95,7 +95,7 @@ def test_committed_writes_survive_a_killed_process(tmp_path: Path) -> None:
         f"""
         import sys
         from pathlib import Path
-        from layers.storage.engines import open_sqlite
+        from layers.shared.storage.engines import open_sqlite
         from bridge.all_tables import ALL_SCHEMAS
         db = open_sqlite(Path({str(path)!r}), schemas=ALL_SCHEMAS)
         for i in range(3):

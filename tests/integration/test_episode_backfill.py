@@ -16,9 +16,9 @@ from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.store import VECTOR_DTYPE
 from layers.layer_tables import LAYER_SCHEMAS
-from layers.places import Viewer
-from layers.storage.database import Database
-from layers.storage.migrations import Schema
+from layers.shared.places import Viewer
+from layers.shared.storage.database import Database
+from layers.shared.storage.migrations import Schema
 from tests.fakes import HashingEmbedder
 
 OpenDatabase = Callable[[Sequence[Schema]], Database]
@@ -128,7 +128,7 @@ def test_a_store_made_new_owes_nothing(open_database: OpenDatabase,
 
 def test_doctor_tells_of_the_backfill_and_the_command_does_it(settings: Settings) -> None:
     from bridge.all_tables import ALL_SCHEMAS
-    from layers.storage.engines import open_sqlite
+    from layers.shared.storage.engines import open_sqlite
     from tests.integration.test_cli_skills import thoth
 
     settings.thoth_home.mkdir(parents=True, exist_ok=True)

@@ -10,16 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from layers.embedding.embedder import MiniLMEmbedder
 from layers.episodic.episode import Episode, Feedback
 from layers.episodic.memory import EpisodicMemory, RecallQuery
 from layers.episodic.pg_search import PostgresEpisodeSearch
-from layers.errors import BadInput
 from layers.layer_tables import LAYER_SCHEMAS
-from layers.places import Viewer
-from layers.storage.database import Database
-from layers.storage.engines import connect_postgres
-from layers.storage.migrations import Schema
+from layers.shared.embedding.embedder import MiniLMEmbedder
+from layers.shared.errors import BadInput
+from layers.shared.places import Viewer
+from layers.shared.storage.database import Database
+from layers.shared.storage.engines import connect_postgres
+from layers.shared.storage.migrations import Schema
 from tests.fakes import HashingEmbedder
 from tests.postgres import PostgresForTests
 
@@ -641,7 +641,7 @@ def test_a_large_store_is_searched_through_a_graph_saved_beside_it(
     deletes the saved graph (it holds the forgotten vector)."""
     import layers.episodic.approximate_index as approximate_index
     import layers.episodic.vector_index as vector_index
-    from layers.storage.engines import open_sqlite
+    from layers.shared.storage.engines import open_sqlite
 
     monkeypatch.setattr(vector_index, "APPROXIMATE_FROM", 1000)
     # Recall's 100 candidates from 1,200 vectors: the graph is asked for 200 of them.

@@ -17,7 +17,7 @@ from bridge.settings import Settings
 from layers.identity.honcho import HonchoIdentity, person_peer_id
 from layers.identity.ids import honcho_id
 from layers.identity.protocol import Person
-from layers.places import Place, Viewer
+from layers.shared.places import Place, Viewer
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers.honcho_api import FakeHoncho
 
@@ -227,7 +227,7 @@ def test_a_worker_holds_turns_said_after_a_forget_until_its_sweep_then_sends_the
     from bridge.worker.worker import Queues, Worker
     from layers.identity.outbox import IngestOutbox
     from layers.identity.protocol import TurnMessages
-    from layers.offloaded import Offloaded
+    from layers.shared.offloaded import Offloaded
 
     backend = _backend(app)
     asyncio.run(backend.warm_up("T1"))

@@ -18,10 +18,10 @@ from layers.identity.ids import honcho_id
 from layers.identity.protocol import Person
 from layers.identity.scope import ReadableSessions
 from layers.layer_tables import LAYER_SCHEMAS
-from layers.offloaded import Offloaded
-from layers.places import Place, Viewer
-from layers.storage.database import Database
-from layers.storage.engines import open_sqlite
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import Place, Viewer
+from layers.shared.storage.database import Database
+from layers.shared.storage.engines import open_sqlite
 from layers.working.transcript import TranscriptTurn
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers.anthropic_api import FakeAnthropic
@@ -304,7 +304,7 @@ def test_an_old_server_or_a_workspace_key_without_its_workspace_is_refused_clear
     import json
 
     from bridge.health_checks import Status, run_checks
-    from layers.errors import ConfigurationError
+    from layers.shared.errors import ConfigurationError
 
     with FakeHoncho(version="3.0.11") as old:
         settings = model_settings.model_copy(

@@ -19,7 +19,7 @@ from bridge.pipeline.tools.about_me import what_do_you_know_about_me
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
 from layers.identity.protocol import Person
-from layers.places import Place, Viewer
+from layers.shared.places import Place, Viewer
 from layers.working.transcript import TranscriptTurn
 from tests.fakes import HashingEmbedder
 from tests.servers.honcho_api import FakeHoncho

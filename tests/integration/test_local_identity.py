@@ -9,17 +9,17 @@ from collections.abc import Callable, Sequence
 
 import pytest
 
-from layers.embedding.embedder import MiniLMEmbedder
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Fact, Person, TurnMessages
 from layers.identity.tables import SCHEMA as IDENTITY
 from layers.identity.user_models import UserModels
-from layers.offloaded import Offloaded
-from layers.places import Viewer
-from layers.storage.database import Database
-from layers.storage.migrations import Schema
+from layers.shared.embedding.embedder import MiniLMEmbedder
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import Viewer
+from layers.shared.storage.database import Database
+from layers.shared.storage.migrations import Schema
 from layers.working.tables import SCHEMA as WORKING
 
 DANA = Person("T1", "U1", "Dana")

@@ -26,8 +26,8 @@ from mcp.shared.exceptions import MCPError
 
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.cli.main import main
-from layers.audit.log import AuditLog
-from layers.storage.engines import open_sqlite
+from layers.shared.audit.log import AuditLog
+from layers.shared.storage.engines import open_sqlite
 from tests.servers.slack_api import FakeSlack
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"

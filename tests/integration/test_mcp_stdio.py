@@ -17,14 +17,14 @@ from mcp.shared.exceptions import MCPError
 
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.cli.main import main
-from layers.audit.log import AuditLog
-from layers.embedding.embedder import MiniLMEmbedder
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.protocol import Person
 from layers.notes.store import NoteStore
-from layers.places import Viewer
 from layers.procedural.skills import split_front_matter
-from layers.storage.engines import open_sqlite
+from layers.shared.audit.log import AuditLog
+from layers.shared.embedding.embedder import MiniLMEmbedder
+from layers.shared.places import Viewer
+from layers.shared.storage.engines import open_sqlite
 
 LAUNCH = [
     # U1's own DM with Thoth, U2's, a public channel, a private channel, another workspace.

@@ -15,11 +15,11 @@ from bridge.app import build
 from bridge.cli import tokens as tokens_cli
 from bridge.cli.redacted_output import RedactedOutput
 from bridge.settings import Settings
-from layers.audit.log import AuditLog
-from layers.audit.tables import SCHEMA as AUDIT
-from layers.errors import BadInput
-from layers.storage.database import Database
-from layers.storage.migrations import Schema
+from layers.shared.audit.log import AuditLog
+from layers.shared.audit.tables import SCHEMA as AUDIT
+from layers.shared.errors import BadInput
+from layers.shared.storage.database import Database
+from layers.shared.storage.migrations import Schema
 
 
 def test_a_token_is_kept_as_a_hash_and_refused_once_revoked(

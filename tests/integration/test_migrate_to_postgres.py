@@ -21,17 +21,17 @@ from layers.episodic.memory import EpisodicMemory
 from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
-from layers.places import Viewer
-from layers.storage.copy_database import (
+from layers.shared.places import Viewer
+from layers.shared.storage.copy_database import (
     CannotCopy,
     CopiedTable,
     check_copy,
     copy_database,
     plan_copy,
 )
-from layers.storage.database import Database
-from layers.storage.engines import connect_postgres, open_sqlite
-from layers.storage.leases import Leases
+from layers.shared.storage.database import Database
+from layers.shared.storage.engines import connect_postgres, open_sqlite
+from layers.shared.storage.leases import Leases
 from tests.fakes import HashingEmbedder
 from tests.postgres import PostgresForTests, count
 

@@ -1,6 +1,6 @@
 """Thoth's numpy MiniLM against sentence-transformers, on the same weights.
 
-The encoder in ``layers/embedding/minilm.py`` is hand-written; this holds it to the
+The encoder in ``layers/shared/embedding/minilm.py`` is hand-written; this holds it to the
 library's vectors on conversation turns and on the edges (nothing, one piece, more
 than the model reads, scripts other than Latin, padding beside long texts). LoCoMo's
 turns join them where ``../shared/data`` is beside the checkout (a clone elsewhere
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from layers.embedding.embedder import MINILM_DIM, MiniLMEmbedder
+from layers.shared.embedding.embedder import MINILM_DIM, MiniLMEmbedder
 from tests.secret_corpus import ORDINARY
 
 LOCOMO = Path(__file__).resolve().parents[3] / "shared" / "data" / "locomo" / "locomo_dev5.json"

@@ -15,7 +15,7 @@ from bridge.app import Thoth, build
 from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
-from layers.places import Place
+from layers.shared.places import Place
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic

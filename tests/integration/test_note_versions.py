@@ -11,8 +11,8 @@ import pytest
 from bridge.app import Thoth, build
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
-from layers.errors import BadInput
-from layers.places import Place
+from layers.shared.errors import BadInput
+from layers.shared.places import Place
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers.anthropic_api import FakeAnthropic
 

@@ -12,7 +12,7 @@ from bridge.app import Thoth, build
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
 from layers.episodic.episode import Episode
-from layers.places import Place
+from layers.shared.places import Place
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.integration.slack_harness import Harness, shown
 from tests.servers import anthropic_api as api
@@ -170,7 +170,7 @@ def test_the_cost_caps_hold_under_sixteen_calls_at_once(
     model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
 ) -> None:
     from bridge.model.protocol import ModelRequest, Said, SystemSection
-    from layers.errors import CostCapReached, PersonCapReached
+    from layers.shared.errors import CostCapReached, PersonCapReached
 
     settings = model_settings.model_copy(update={
         "daily_cost_cap_usd": 0.40, "daily_cost_cap_per_person_usd": 0.10})

@@ -9,9 +9,9 @@ from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.recall_uses import RecallUse
 from layers.layer_tables import LAYER_SCHEMAS
-from layers.places import Place
-from layers.storage.database import Database
-from layers.storage.migrations import Schema
+from layers.shared.places import Place
+from layers.shared.storage.database import Database
+from layers.shared.storage.migrations import Schema
 from tests.fakes import HashingEmbedder
 
 OpenDatabase = Callable[[Sequence[Schema]], Database]

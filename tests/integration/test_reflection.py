@@ -21,8 +21,8 @@ from bridge.reflection_launcher import child_environment
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from layers.identity.protocol import Person
-from layers.offloaded import Offloaded
-from layers.places import Place
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import Place
 from layers.working.transcript import TranscriptTurn
 from reflection.fanout import Writers
 from reflection.notify import PrintNotifier

@@ -29,7 +29,7 @@ from bridge.slack_api.skill_cards import CardStore
 from layers.procedural.brain import Brain
 from layers.procedural.drafts import SkillDrafts
 from layers.procedural.skills import SkillLibrary
-from layers.storage.engines import connect_postgres
+from layers.shared.storage.engines import connect_postgres
 from tests.postgres import PostgresForTests, count
 from tests.servers.slack_api import FakeSlack
 from tests.waiting import wait_until

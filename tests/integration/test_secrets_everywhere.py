@@ -22,7 +22,7 @@ import pytest
 
 from bridge.cli.main import main
 from bridge.settings import Settings
-from layers.embedding.embedder import MiniLMEmbedder
+from layers.shared.embedding.embedder import MiniLMEmbedder
 from tests.secret_corpus import SECRETS, Seeded
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic

@@ -9,10 +9,10 @@ import pytest
 
 from bridge.model.tables import SCHEMA as MODEL_USAGE
 from bridge.pipeline.keyed_locks import KeyedLocks
-from layers.errors import BadInput
-from layers.places import Place
-from layers.storage.database import Database
-from layers.storage.migrations import Schema
+from layers.shared.errors import BadInput
+from layers.shared.places import Place
+from layers.shared.storage.database import Database
+from layers.shared.storage.migrations import Schema
 from layers.working.sessions import SessionStore
 from layers.working.tables import SCHEMA as WORKING_SCHEMA
 from layers.working.transcript import TranscriptStore, TranscriptTurn

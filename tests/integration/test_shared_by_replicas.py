@@ -12,10 +12,10 @@ from bridge.all_tables import ALL_SCHEMAS
 from bridge.slack.inbox import SlackInbox
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
-from layers.places import Place
-from layers.storage.database import Database
-from layers.storage.leases import Leases
-from layers.storage.migrations import Schema
+from layers.shared.places import Place
+from layers.shared.storage.database import Database
+from layers.shared.storage.leases import Leases
+from layers.shared.storage.migrations import Schema
 from layers.working.sessions import SessionStore
 from reflection.followups import Followups
 from reflection.state import Claimed, ReflectionState

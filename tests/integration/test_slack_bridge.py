@@ -392,7 +392,7 @@ def test_follow_ups_are_posted_when_due_and_can_be_cancelled(harness: Harness) -
                 (session, CHANNEL, thread, time.time() + 3600),
             )
     client = build_async_web_client(harness.thoth.settings)
-    from layers.offloaded import Offloaded
+    from layers.shared.offloaded import Offloaded
 
     followups = Offloaded(harness.thoth.followups)
 

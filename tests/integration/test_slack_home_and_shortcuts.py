@@ -12,7 +12,7 @@ from bridge import messages
 from bridge.slack.app_home import FORGET_FACT, KEEP_NOTE
 from bridge.slack.shortcuts import FORGET_THIS, REMEMBER_THIS
 from layers.identity.protocol import Person
-from layers.places import Place
+from layers.shared.places import Place
 from tests.integration.slack_harness import CHANNEL, FOUNDER, Harness
 from tests.servers import anthropic_api as api
 from tests.waiting import wait_until

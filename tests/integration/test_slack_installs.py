@@ -216,7 +216,7 @@ def test_the_console_asks_slack_about_a_member_through_their_workspaces_install(
     signs no one in."""
     from bridge.slack_api.memberships import SlackMemberships
     from bridge.slack_api.sign_in_with_slack import SlackSignIn
-    from layers.errors import BadInput
+    from layers.shared.errors import BadInput
 
     served.install(Install("T2", "Two"))
     settings = served.thoth.settings
@@ -246,7 +246,7 @@ def test_an_mcp_note_is_vouched_for_with_the_token_of_the_askers_workspace(
     from bridge.mcp.asker import Asker
     from bridge.mcp.note_places import NotePlaces
     from bridge.mcp.server import _slack_of
-    from layers.errors import BadInput
+    from layers.shared.errors import BadInput
 
     served.install(Install("T2", "Two"))
     places = NotePlaces(_slack_of(served.thoth))
@@ -408,7 +408,7 @@ def test_what_is_learned_of_a_person_in_an_org_shared_channel_is_theirs_to_see_a
     from bridge.slack_api.memberships import SlackMemberships
     from bridge.slack_api.workspace_client import serving_team
     from layers.identity.protocol import Person
-    from layers.places import Viewer
+    from layers.shared.places import Viewer
 
     _grid_org(served)
     _say_in_org(served, "T4", "U4", "CORG", "I run the offsite planning", "1700003700.000100")

@@ -19,7 +19,7 @@ from bridge.settings import Settings
 from bridge.slack.bolt_app import SlackTransport, build_bridge
 from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
-from layers.errors import ConfigurationError
+from layers.shared.errors import ConfigurationError
 from tests.fakes import HashingEmbedder
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic

@@ -14,7 +14,7 @@ from bridge.slack.events import Incoming
 from bridge.slack.inbox import SlackInbox
 from bridge.slack.replies import ReplyRecord
 from bridge.slack_api.clients import build_web_client
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 from tests.integration.slack_harness import CHANNEL, Harness, streamed_text
 from tests.servers import anthropic_api as api
 from tests.waiting import wait_until

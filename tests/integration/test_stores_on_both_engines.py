@@ -14,9 +14,9 @@ from bridge.slack_api.skill_cards import CardStore
 from layers.identity.outbox import IngestOutbox
 from layers.identity.protocol import Person, TurnMessages
 from layers.identity.tombstones import DROP, RECHECK_S, SEND, Tombstones
-from layers.places import Place
-from layers.storage.database import Database
-from layers.storage.migrations import Schema
+from layers.shared.places import Place
+from layers.shared.storage.database import Database
+from layers.shared.storage.migrations import Schema
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn
 from reflection.followups import Followups
@@ -185,7 +185,7 @@ def test_spend_is_summed_per_day_person_and_channel_and_the_audit_log_only_grows
     from bridge.model.cost_ledger import CostLedger
     from bridge.model.pricing import Usage
     from bridge.model.spend_report import DAY_S, SpendReader
-    from layers.audit.log import AuditLog
+    from layers.shared.audit.log import AuditLog
 
     db = open_database(ALL_SCHEMAS)
     sessions = SessionStore(db)
@@ -239,7 +239,7 @@ def test_an_mcp_sign_in_renews_once_and_its_grants_work_once(
 
     from bridge.access.tokens import McpTokens
     from bridge.mcp.oauth_grants import OAuthGrants
-    from layers.audit.log import AuditLog
+    from layers.shared.audit.log import AuditLog
 
     db = open_database(ALL_SCHEMAS)
     now = [1_000.0]

@@ -20,7 +20,7 @@ from bridge.pipeline.context.user_model import UserModel
 from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
-from layers.places import Place
+from layers.shared.places import Place
 from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
@@ -424,7 +424,7 @@ def test_failing_persona_and_transcript_sources_are_left_out(
         def count(self, session_id: str) -> int:
             return 1  # not a first turn: no related episodes either
 
-    from layers.offloaded import Offloaded
+    from layers.shared.offloaded import Offloaded
 
     app.pipeline._persona = Offloaded(Broken())  # type: ignore[arg-type]
     app.pipeline._transcript = Offloaded(Broken())  # type: ignore[arg-type]

@@ -5,7 +5,7 @@ mypy error (``unused-coroutine``, or a coroutine used as a response) and none ca
 The stores stay sync (SQLite has no async driver in the standard library, and a call is
 well under a millisecond unless it waits for the write lock): called straight from a
 coroutine, one that waits stalls every session on its loop. A consumer on a loop is
-given the store ``Offloaded`` (``layers/offloaded.py``), whose only method, ``run``,
+given the store ``Offloaded`` (``layers/shared/offloaded.py``), whose only method, ``run``,
 hands the use to a thread and must be awaited (mypy says so); where a coroutine still
 holds a store itself, each call must be handed to a thread
 (``asyncio.to_thread(store.method, …)``, which passes the method, not a call). This

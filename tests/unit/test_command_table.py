@@ -19,7 +19,7 @@ from bridge.commands.table import (
     typed_in_a_thread,
     typed_in_the_terminal,
 )
-from layers.places import Place, Viewer
+from layers.shared.places import Place, Viewer
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -27,7 +27,7 @@ from bridge.console import csrf, web_app
 from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.console.routes.guard import GOVERNED, Change, Open, Page
 from bridge.console.web_app import ROUTES, SESSION_COOKIE, console_app
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 SECRET = "test-console-secret"
 DANA = SignedInPerson("slack:U1", "dana", sees_everything=False, founder=False,

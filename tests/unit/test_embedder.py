@@ -3,7 +3,7 @@ import threading
 
 import numpy as np
 
-from layers.embedding.embedder import embed_off_loop
+from layers.shared.embedding.embedder import embed_off_loop
 from tests.fakes import HashingEmbedder
 
 

@@ -6,8 +6,8 @@ the layers and gets everything else (its model, its notifier) through Protocols 
 owns; ``bridge/`` is the composition root and the transports.
 
 Inside ``layers/`` the four memory layers stand side by side on one floor: none imports
-another, and the floor (places, embedding, storage, redaction, errors, backoff,
-offloaded) imports no layer. ``notes`` governs what procedural memory keeps
+another, and the floor they share (``layers/shared/``: places, embedding, storage,
+redaction, audit, errors, backoff, offloaded) imports no layer. ``notes`` governs what procedural memory keeps
 (``MEMORY.md``), so it may use procedural, and only it.
 """
 
@@ -23,8 +23,9 @@ FORBIDDEN = {"layers": {"bridge", "reflection"}, "reflection": {"bridge"}}
 
 
 MEMORY_LAYERS = {"working", "identity", "episodic", "procedural"}
-FLOOR = {"places", "embedding", "storage", "redaction", "errors", "backoff", "offloaded",
-         "audit"}
+# What every layer stands on (places, embedding, storage, redaction, audit, errors,
+# backoff, offloaded), kept apart from the layers in layers/shared/.
+FLOOR = {"shared"}
 MAY_ALSO_USE = {"notes": {"procedural"}}
 
 
@@ -56,7 +57,7 @@ def test_the_check_sees_an_import_inside_a_function(tmp_path: Path) -> None:
 
 
 def _imported_layers(source: Path) -> set[str]:
-    """The parts of ``layers`` a module imports (``layers.places`` -> ``places``)."""
+    """The parts of ``layers`` a module imports (``layers.shared.places`` -> ``shared``)."""
     tree = ast.parse(source.read_text(encoding="utf-8"))
     found: set[str] = set()
     for node in ast.walk(tree):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from layers.storage.migrations import Migration
+from layers.shared.storage.migrations import Migration
 
 
 def test_a_portable_migration_is_rendered_for_each_engine() -> None:

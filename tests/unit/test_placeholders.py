@@ -1,8 +1,8 @@
-"""The stores' placeholders, as psycopg reads them (layers/storage/postgres.py)."""
+"""The stores' placeholders, as psycopg reads them (layers/shared/storage/postgres.py)."""
 
 from __future__ import annotations
 
-from layers.storage.postgres import format_style, redacted_url
+from layers.shared.storage.postgres import format_style, redacted_url
 
 
 def test_placeholders_become_psycopg_ones_outside_quoted_text() -> None:

@@ -16,7 +16,7 @@ from bridge.pipeline.deadlines import MissedDeadlines
 from bridge.pipeline.prompt import GatheredContext, build_request
 from bridge.pipeline.tools.recall import RECALL
 from bridge.pipeline.turn import Turn
-from layers.places import Place
+from layers.shared.places import Place
 from layers.working.budget import TrimmedTranscript
 from layers.working.transcript import TranscriptTurn
 from tests.fakes import RecordingSink

@@ -19,10 +19,10 @@ from bridge.pipeline.deadlines import MissedDeadlines
 from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
 from bridge.pipeline.prompt import GatheredContext, build_request
 from bridge.pipeline.turn import Turn
-from layers.offloaded import Offloaded
-from layers.places import Place
 from layers.procedural.persona import PersonaLoader
-from layers.storage.engines import open_sqlite
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import Place
+from layers.shared.storage.engines import open_sqlite
 from layers.working.budget import TrimmedTranscript
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore, TranscriptTurn

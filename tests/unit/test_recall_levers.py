@@ -8,7 +8,7 @@ import pytest
 from layers.episodic.named_people import first_name, named_in
 from layers.episodic.ranking import NAMED_SPEAKER_BOOST, with_named_speakers
 from layers.episodic.recall_levers import RecallLevers
-from layers.errors import BadInput
+from layers.shared.errors import BadInput
 
 
 def test_levers_are_all_none_or_named_and_an_unknown_one_is_one_clear_line() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from layers.redaction import redact
-from layers.redaction.stream import RedactingStream
+from layers.shared.redaction import redact
+from layers.shared.redaction.stream import RedactingStream
 from tests.secret_corpus import SECRETS, Seeded
 
 

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from layers.redaction import redact
+from layers.shared.redaction import redact
 
 
 def _b64url_json(value: dict[str, object]) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from layers.errors import BadInput
-from layers.places import Place
+from layers.shared.errors import BadInput
+from layers.shared.places import Place
 from layers.working.transcript import TranscriptTurn
 from reflection.report import parse_report, tool_schema
 from reflection.rules import reflect_by_rules

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from layers.redaction import redact
+from layers.shared.redaction import redact
 from tests.secret_corpus import ORDINARY, SECRETS, Seeded
 
 

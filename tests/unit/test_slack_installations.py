@@ -15,9 +15,9 @@ from bridge.slack_api.installs.install_flow import BOT_SCOPES
 from bridge.slack_api.installs.installations import Installations, Installed
 from bridge.slack_api.installs.oauth_states import STATE_TTL_S, OAuthStates
 from bridge.slack_api.installs.token_cipher import TokenCipher, TokenNotOpened
-from layers.errors import ConfigurationError
-from layers.storage.database import Database
-from layers.storage.engines import open_sqlite
+from layers.shared.errors import ConfigurationError
+from layers.shared.storage.database import Database
+from layers.shared.storage.engines import open_sqlite
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "xoxb-1111-2222-abcdefabcdefabcdef"

@@ -11,7 +11,7 @@ import pytest
 
 from layers.episodic.approximate_index import ApproximateIndex, forget_saved
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
-from layers.places import Viewer
+from layers.shared.places import Viewer
 
 DIM = 384
 EPISODES = 3000

@@ -7,8 +7,13 @@ import sqlite3
 
 import numpy as np
 
-from layers.places import CHANNEL_TYPES, ChannelType, Viewer
-from layers.places.visibility import CHANNEL_TYPE_CODES, Interner, sql_predicate, visible_mask
+from layers.shared.places import CHANNEL_TYPES, ChannelType, Viewer
+from layers.shared.places.visibility import (
+    CHANNEL_TYPE_CODES,
+    Interner,
+    sql_predicate,
+    visible_mask,
+)
 
 TEAMS = ("T1", "T2")
 CHANNELS = ("C1", "C2", "D1")

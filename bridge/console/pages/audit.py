@@ -7,7 +7,7 @@ import json
 from dataclasses import asdict
 
 from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
-from layers.audit.log import AuditEntry
+from layers.shared.audit.log import AuditEntry
 
 
 async def entries(parts: ConsoleDependencies, action: str, actor: str) -> list[AuditEntry]:

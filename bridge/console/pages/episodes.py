@@ -18,8 +18,8 @@ from bridge.slack_api.workspace_client import serving_team
 from layers.episodic.episode import FEEDBACK_NAMES, Episode, Hit
 from layers.episodic.episode_filter import EpisodeFilter
 from layers.episodic.recall_uses import RecallUse
-from layers.errors import BadInput
-from layers.places import LOCAL_TEAM, Viewer
+from layers.shared.errors import BadInput
+from layers.shared.places import LOCAL_TEAM, Viewer
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.console.pages.episodes import viewer_of
 from layers.episodic.jsonl import episode_to_json
-from layers.redaction import redact
+from layers.shared.redaction import redact
 
 
 async def episodes_jsonl(parts: ConsoleDependencies, user: SignedInPerson, origin: str) -> str:

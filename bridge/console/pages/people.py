@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.dependencies import ConsoleDependencies
-from layers.errors import BadInput
 from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of, known_as
 from layers.identity.protocol import Fact, Forgotten, Person
+from layers.shared.errors import BadInput
 
 
 def whose_page(user: SignedInPerson, team: str, who: str) -> tuple[str, str]:

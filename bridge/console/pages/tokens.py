@@ -8,7 +8,7 @@ from __future__ import annotations
 from bridge.access.signed_in import SignedInPerson
 from bridge.access.tokens import McpToken
 from bridge.console.dependencies import ConsoleDependencies
-from layers.errors import BadInput
+from layers.shared.errors import BadInput
 
 
 async def listed(parts: ConsoleDependencies, user: SignedInPerson) -> list[McpToken]:

@@ -18,7 +18,7 @@ from bridge.console import csrf
 from bridge.console.dependencies import ConsoleDependencies
 from bridge.console.sign_in import OneTimeLogin
 from bridge.slack_api.sign_in_with_slack import SlackSignIn
-from layers.errors import ThothError
+from layers.shared.errors import ThothError
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import episodes
 from bridge.console.routes.answers import Console, base, origin, quoted
 from bridge.console.routes.guard import Change, Declared, Page
-from layers.errors import BadInput
+from layers.shared.errors import BadInput
 
 
 async def search(console: Console, request: Request, user: SignedInPerson) -> Response:

@@ -14,7 +14,7 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import imports
 from bridge.console.routes.answers import Console, base, origin, quoted
 from bridge.console.routes.guard import Change, Declared
-from layers.errors import ThothError
+from layers.shared.errors import ThothError
 
 
 async def episodes(console: Console, request: Request, user: SignedInPerson) -> Response:

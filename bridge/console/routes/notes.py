@@ -10,7 +10,7 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import notes
 from bridge.console.routes.answers import Console, base, origin, then_back
 from bridge.console.routes.guard import GOVERNED, Change, Declared, Page
-from layers.errors import ThothError
+from layers.shared.errors import ThothError
 
 
 async def listed(console: Console, request: Request, user: SignedInPerson) -> Response:

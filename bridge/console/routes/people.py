@@ -10,8 +10,8 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import people
 from bridge.console.routes.answers import Console, base, origin, quoted
 from bridge.console.routes.guard import Change, Declared, Page
-from layers.errors import ThothError
 from layers.identity.protocol import Person
+from layers.shared.errors import ThothError
 
 
 async def person_page(console: Console, request: Request, user: SignedInPerson) -> Response:

@@ -12,7 +12,7 @@ from starlette.responses import RedirectResponse, Response
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.routes.answers import Console, base, origin
 from bridge.console.routes.guard import Change, Declared, Open
-from layers.errors import ThothError
+from layers.shared.errors import ThothError
 
 
 async def login(console: Console, request: Request) -> Response:

@@ -10,7 +10,7 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import skills
 from bridge.console.routes.answers import Console, origin, then_back
 from bridge.console.routes.guard import GOVERNED, Change, Declared, Page
-from layers.errors import ThothError
+from layers.shared.errors import ThothError
 
 
 async def skills_page(console: Console, request: Request, user: SignedInPerson) -> Response:

@@ -9,7 +9,7 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import tokens
 from bridge.console.routes.answers import Console, base, origin, then_back
 from bridge.console.routes.guard import Change, Declared, Page
-from layers.errors import ThothError
+from layers.shared.errors import ThothError
 
 # Where a token just made waits, in the session, for the one page that shows it.
 NEW_TOKEN = "new_mcp_token"

@@ -13,7 +13,7 @@ from bridge.pipeline.context import ContextAsk, ContextBlock, tagged
 from bridge.pipeline.episodes_block import where_said
 from bridge.pipeline.quoting import quoted
 from layers.notes.store import Note, NoteStore
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 
 class KeptNotes:

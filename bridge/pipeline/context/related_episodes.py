@@ -17,7 +17,7 @@ from bridge.pipeline.quoting import quoted
 from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.named_dates import zone_named
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 
 class RelatedEpisodes:

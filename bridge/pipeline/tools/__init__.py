@@ -34,10 +34,10 @@ from bridge.model.protocol import ToolCall, ToolSpec
 from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.turn import Turn
-from layers.audit.log import slack_actor
-from layers.errors import BadInput
 from layers.identity.protocol import Person
-from layers.places import LOCAL_TEAM, Viewer
+from layers.shared.audit.log import slack_actor
+from layers.shared.errors import BadInput
+from layers.shared.places import LOCAL_TEAM, Viewer
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools import Answer, Audit, Caller, Tool
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.tools.data import when
-from layers.audit.log import AuditLog
-from layers.errors import BadInput
 from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of
 from layers.identity.protocol import IdentityBackend, Person
-from layers.offloaded import Offloaded
+from layers.shared.audit.log import AuditLog
+from layers.shared.errors import BadInput
+from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 

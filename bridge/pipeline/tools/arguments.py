@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from layers.errors import BadInput
+from layers.shared.errors import BadInput
 
 
 class Arguments:

@@ -18,11 +18,11 @@ from bridge.pipeline.tools import Caller, Tool
 from bridge.pipeline.tools.about_me import forget_about_me, what_do_you_know_about_me
 from bridge.pipeline.tools.recall import recall
 from bridge.pipeline.tools.skills import get_skill, list_skills
-from layers.audit.log import AuditLog
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.protocol import IdentityBackend, Person
-from layers.offloaded import Offloaded
 from layers.procedural.skills import SkillLibrary
+from layers.shared.audit.log import AuditLog
+from layers.shared.offloaded import Offloaded
 
 Surface = Literal["turn", "mcp"]
 TURN: frozenset[Surface] = frozenset({"turn"})

@@ -14,7 +14,7 @@ from bridge.pipeline.tools.data import place_said, when
 from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.named_dates import zone_named
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 RECALL = "recall"
 # A call reads at most this many (or its surface's own default, if that is more).

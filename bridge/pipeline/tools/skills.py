@@ -13,9 +13,9 @@ import logging
 
 from bridge.pipeline.tools import Answer, Audit, Caller, Tool
 from bridge.pipeline.tools.arguments import Arguments
-from layers.errors import BadInput
-from layers.offloaded import Offloaded
 from layers.procedural.skills import SkillLibrary, render_skill_md
+from layers.shared.errors import BadInput
+from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from bridge.slack.replies import ReplyRecord
 from bridge.slack.stores import SlackStores
 from bridge.slack_api.directory import Directory
 from layers.identity.protocol import IdentityBackend
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 # An ephemeral note to one person in a thread: (user, channel, thread_ts, text).
 Tell = Callable[[str, str, "str | None", str], Awaitable[None]]

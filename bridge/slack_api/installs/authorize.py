@@ -24,7 +24,7 @@ from slack_bolt.response import BoltResponse
 
 from bridge.slack_api.installs.installations import Installations, Installed
 from bridge.slack_api.workspace_client import Workspace, serve
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 
 class AuthorizedByInstall(AsyncAuthorize):

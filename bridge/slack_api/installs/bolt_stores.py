@@ -19,7 +19,7 @@ from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 
 from bridge.slack_api.installs.installations import Installations, Installed
 from bridge.slack_api.installs.oauth_states import OAuthStates
-from layers.offloaded import Offloaded
+from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 

@@ -22,8 +22,8 @@ from bridge.settings import Settings
 from bridge.slack_api.installs.bolt_stores import InstallationsForBolt, OAuthStatesForBolt
 from bridge.slack_api.installs.installations import Installations
 from bridge.slack_api.installs.oauth_states import STATE_TTL_S, OAuthStates
-from layers.errors import ConfigurationError
-from layers.storage.database import Database
+from layers.shared.errors import ConfigurationError
+from layers.shared.storage.database import Database
 
 INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from bridge.settings import Settings
 from bridge.slack_api.installs.token_cipher import TokenCipher, TokenNotOpened
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 # How long an install found is answered from memory: a burst of deliveries reads the
 # database once per workspace, not once per request. Deleting an install drops it here at

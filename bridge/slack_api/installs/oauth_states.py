@@ -14,7 +14,7 @@ import secrets
 import time
 from collections.abc import Callable
 
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 # Slack's own codes last ten minutes; an install page left open longer starts again.
 STATE_TTL_S = 600.0

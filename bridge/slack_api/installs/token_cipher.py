@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 
-from layers.errors import ConfigurationError
+from layers.shared.errors import ConfigurationError
 
 
 class TokenNotOpened(Exception):

@@ -9,14 +9,14 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 
-from layers.embedding.embedder import Embedder
 from layers.identity.local.extraction import extract
 from layers.identity.local.store import Observation, ObservationStore
 from layers.identity.protocol import Fact, Forgotten, Person, TurnMessages
-from layers.offloaded import Offloaded
-from layers.places import Viewer
-from layers.redaction import redact
-from layers.storage.database import Database
+from layers.shared.embedding.embedder import Embedder
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import Viewer
+from layers.shared.redaction import redact
+from layers.shared.storage.database import Database
 
 # A user model is a short block: the few observations closest to the message.
 USER_MODEL_SIZE = 5

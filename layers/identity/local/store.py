@@ -14,9 +14,9 @@ import numpy.typing as npt
 
 from layers.identity.protocol import Person
 from layers.identity.scope import session_predicate, unplaced_visible
-from layers.places import Viewer
-from layers.storage.connection import Connection
-from layers.storage.database import Database
+from layers.shared.places import Viewer
+from layers.shared.storage.connection import Connection
+from layers.shared.storage.database import Database
 
 VECTOR_DTYPE = np.dtype("<f2")
 # MiniLM cosine above which two observations say the same thing in other words.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from layers.storage.migrations import Migration, Schema
+from layers.shared.storage.migrations import Migration, Schema
 
 SCHEMA = Schema(
     "audit",
@@ -11,7 +11,7 @@ SCHEMA = Schema(
             1,
             "audit_log",
             portable="""
-            -- Append-only: nothing updates or deletes a row (layers/audit/log.py).
+            -- Append-only: nothing updates or deletes a row (layers/shared/audit/log.py).
             CREATE TABLE audit_log (
                 id {serial},
                 at {real} NOT NULL,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from layers.redaction.rules import NOT_A_MARKER, Rule
+from layers.shared.redaction.rules import NOT_A_MARKER, Rule
 
 # Not inside a longer word or token: "xhf_..." or "my-npm_..." are not these tokens.
 _ALONE = r"(?<![A-Za-z0-9_\-])"

@@ -12,7 +12,7 @@ import math
 import re
 from collections import Counter
 
-from layers.redaction.rules import NOT_A_MARKER, Rule
+from layers.shared.redaction.rules import NOT_A_MARKER, Rule
 
 # A bare "Bearer xyz" needs a long token with a digit so "the bearer of bad news" is
 # left alone; after "Authorization:" any token counts.

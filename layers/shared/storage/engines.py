@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from layers.storage.database import Database
-from layers.storage.migrations import Schema
+from layers.shared.storage.database import Database
+from layers.shared.storage.migrations import Schema
 
 
 def open_sqlite(path: Path, *, schemas: Sequence[Schema]) -> Database:
     """The SQLite file at ``path`` (made if missing), its pending migrations run."""
-    from layers.storage.sqlite import SqliteDatabase
+    from layers.shared.storage.sqlite import SqliteDatabase
 
     return SqliteDatabase.open_file(path, schemas=schemas)
 
@@ -23,6 +23,6 @@ def connect_postgres(
 ) -> Database:
     """The PostgreSQL database at ``url``, its pending migrations run; ``named_by`` is
     where the URL came from, for the error that says it cannot be reached."""
-    from layers.storage.postgres import PostgresDatabase
+    from layers.shared.storage.postgres import PostgresDatabase
 
     return PostgresDatabase.connect_url(url, schemas=schemas, named_by=named_by)

@@ -15,9 +15,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from layers.embedding.minilm import MiniLM
-from layers.embedding.parallel import map_across_cores, one_blas_thread
-from layers.errors import BackendUnavailable
+from layers.shared.embedding.minilm import MiniLM
+from layers.shared.embedding.parallel import map_across_cores, one_blas_thread
+from layers.shared.errors import BackendUnavailable
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_DIM = 384

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 
-from layers.redaction import redact
+from layers.shared.redaction import redact
 
 # A line longer than this is released up to its last space rather than held whole.
 HOLD_CHARS = 400

@@ -15,7 +15,7 @@ import socket
 import time
 from collections.abc import Callable
 
-from layers.storage.database import Database
+from layers.shared.storage.database import Database
 
 Clock = Callable[[], float]
 

@@ -18,10 +18,10 @@ The rules come in three groups, run in this order (``rules.py`` says how one app
 
 from __future__ import annotations
 
-from layers.redaction.catalogue import catalogue_rules
-from layers.redaction.context import context_rules
-from layers.redaction.rules import MARKER_PREFIX, Rule
-from layers.redaction.vendors import vendor_rules
+from layers.shared.redaction.catalogue import catalogue_rules
+from layers.shared.redaction.context import context_rules
+from layers.shared.redaction.rules import MARKER_PREFIX, Rule
+from layers.shared.redaction.vendors import vendor_rules
 
 __all__ = ["MARKER_PREFIX", "redact", "redact_values"]
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from layers.errors import ConfigurationError
-from layers.storage.database import Database
-from layers.storage.pgvector import HNSW_INDEXES
+from layers.shared.errors import ConfigurationError
+from layers.shared.storage.database import Database
+from layers.shared.storage.pgvector import HNSW_INDEXES
 
 # Rows go in many to a statement: a table's statement triggers (the episodes' word
 # counts) then run once a batch, not once a row, and a copy is one transaction.

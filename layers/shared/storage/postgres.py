@@ -21,10 +21,10 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 from psycopg_pool import ConnectionPool
 
-from layers.errors import ConfigurationError
-from layers.storage.connection import Parameters
-from layers.storage.database import Database
-from layers.storage.migrations import RECORD_MIGRATION, Migration, Schema
+from layers.shared.errors import ConfigurationError
+from layers.shared.storage.connection import Parameters
+from layers.shared.storage.database import Database
+from layers.shared.storage.migrations import RECORD_MIGRATION, Migration, Schema
 
 log = logging.getLogger(__name__)
 

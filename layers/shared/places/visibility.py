@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from layers.places import CHANNEL_TYPES, ChannelType, Viewer
+from layers.shared.places import CHANNEL_TYPES, ChannelType, Viewer
 
 CHANNEL_TYPE_CODES: dict[ChannelType, int] = {name: code for code, name in enumerate(CHANNEL_TYPES)}
 SHARED_BY_CHANNEL: tuple[ChannelType, ...] = ("private", "mpim")

@@ -11,8 +11,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from layers.redaction import redact
-from layers.storage.database import Database
+from layers.shared.redaction import redact
+from layers.shared.storage.database import Database
 
 _COLUMNS = "id, at, actor, action, target, detail, origin"
 # A page of the log, newest first.

@@ -19,9 +19,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from layers.errors import ConfigurationError
-from layers.storage.database import Database, DatabaseDamaged
-from layers.storage.migrations import LEGACY_VERSIONS, RECORD_MIGRATION, Schema
+from layers.shared.errors import ConfigurationError
+from layers.shared.storage.database import Database, DatabaseDamaged
+from layers.shared.storage.migrations import LEGACY_VERSIONS, RECORD_MIGRATION, Schema
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-from layers.redaction.rules import Rule
+from layers.shared.redaction.rules import Rule
 
 _LEFT_OUT = {
     # An address is not a credential, and people talk about their servers.

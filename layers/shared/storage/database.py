@@ -14,8 +14,8 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Literal
 
-from layers.errors import ConfigurationError
-from layers.storage.connection import Connection
+from layers.shared.errors import ConfigurationError
+from layers.shared.storage.connection import Connection
 
 Dialect = Literal["sqlite", "postgresql"]
 
