@@ -7,8 +7,8 @@ owns; ``bridge/`` is the composition root and the transports.
 
 Inside ``layers/`` the four memory layers stand side by side on one floor: none imports
 another, and the floor they share (``layers/shared/``: places, embedding, storage,
-redaction, audit, errors, backoff, offloaded) imports no layer. ``notes`` governs what procedural memory keeps
-(``MEMORY.md``), so it may use procedural, and only it.
+redaction, audit, errors, backoff, offloaded) imports no layer. ``notes`` governs what
+procedural memory keeps (``MEMORY.md``), so it may use procedural, and only it.
 """
 
 from __future__ import annotations
