@@ -168,18 +168,9 @@ def build(
     The embedding model loads lazily, on the first text to embed, so commands
     that never embed (``init``, ``export``) start fast.
     """
-    db = (
-        connect_postgres(settings.database_url.get_secret_value(), schemas=ALL_SCHEMAS)
-        if settings.database_url is not None
-        else open_sqlite(settings.db_path, schemas=ALL_SCHEMAS)
-    )
+    db = open_database(settings)
     chosen_embedder = embedder or MiniLMEmbedder()
-    episodic = EpisodicMemory(db, chosen_embedder, Priors(tau_days=settings.recall_tau_days),
-                              min_similarity=settings.recall_min_similarity,
-                              levers=RecallLevers.named(settings.recall_levers),
-                              # PostgreSQL searches with pgvector's own HNSW.
-                              graph_path=None if settings.database_url is not None
-                              else settings.db_path.with_name(settings.db_path.name + ".hnsw"))
+    episodic = build_episodic(settings, db, chosen_embedder)
     sessions = SessionStore(db)
     transcript = TranscriptStore(db)
     brain_peers = BrainPeers(db, settings.brain_remote) if settings.brain_remote else None
@@ -207,25 +198,18 @@ def build(
         else None
     )
     user_models = UserModels(identity) if identity is not None else None
-    chosen_model = model or build_model(
-        settings, find_skills=lambda text: [(s.slug, s.description) for s in matcher.match(text)]
-    )
     ledger = CostLedger(db)
+    chosen_model = metered(settings, model or build_model(
+        settings, find_skills=lambda text: [(s.slug, s.description) for s in matcher.match(text)]
+    ), ledger)
     leases = Leases(db, owner=process_name())
-    if not isinstance(chosen_model, OfflineResponder):
-        # Every call a turn or a reflection makes is capped and charged here, once.
-        chosen_model = MeteredModel(
-            chosen_model, Offloaded(ledger), settings.model_prices,
-            daily_cap_usd=settings.daily_cost_cap_usd,
-            person_cap_usd=settings.daily_cost_cap_per_person_usd,
-        )
     memory_record = MemoryNotes(brain)
     notes = NoteGovernance(
         NoteStore(db), memory_record, founders=settings.founder_user_ids,
         auto=settings.memory_notes == "auto",
     )
     audit = AuditLog(db)
-    off_episodic = Offloaded(episodic)
+    off_episodic = None if settings.episodic_disabled else Offloaded(episodic)
     off_skills = Offloaded(skills)
     off_sessions = Offloaded(sessions)
     pipeline = TurnPipeline(
@@ -233,7 +217,7 @@ def build(
         transcript=Offloaded(transcript),
         persona=Offloaded(persona),
         skills=off_skills,
-        episodic=None if settings.episodic_disabled else off_episodic,
+        episodic=off_episodic,
         model=chosen_model,
         config=PipelineConfig(
             transcript_token_budget=settings.transcript_token_budget,
@@ -244,41 +228,17 @@ def build(
             effort=settings.thoth_effort,
         ),
         identity_ingest=ingest,
-        # The blocks that head a turn's message, in DESIGN.md's order ("One turn").
-        context=ContextSources([
-            SlackContext(),
-            KeptNotes(Offloaded(notes.store)),
-            UserModel(user_models, deadline_s=settings.user_model_timeout_s)
-            if user_models is not None else None,
-            None if settings.episodic_disabled
-            else RelatedEpisodes(off_episodic, k=settings.recall_top_k),
-            DroppedTurns(),
-        ]),
+        context=context_sources(settings, Offloaded(notes.store), user_models, off_episodic),
         tools=ToolBox(model_tools(
-            settings, off_episodic, off_skills, identity, user_models,
+            settings, Offloaded(episodic), off_skills, identity, user_models,
             stop_ingest=lambda person: off_tombstones.run(lambda stones: stones.record(person)),
             audit=Offloaded(audit),
         )),
     )
     drafts = SkillDrafts(db, brain, skills)
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
-    session_end = SessionEnd(
-        off_sessions,
-        None if settings.reflection_disabled else Offloaded(reflections),
-        drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
-        reflect=(
-            None
-            if settings.background_work == "workers"
-            else lambda session_id, summary: run_reflection(settings, session_id, summary=summary)
-        ),
-    )
+    session_end = build_session_end(settings, off_sessions, reflections, pipeline)
     mcp_tokens = McpTokens(db, audit)
-    commands = CommandServices(
-        sessions=off_sessions, transcript=Offloaded(transcript), session_end=session_end,
-        tokens=Offloaded(mcp_tokens), recall_top_k=settings.recall_top_k,
-        episodic=None if settings.episodic_disabled else off_episodic,
-        drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
-    )
     return Thoth(
         settings=settings,
         db=db,
@@ -300,7 +260,11 @@ def build(
         ledger=ledger,
         audit=audit,
         mcp_tokens=mcp_tokens,
-        commands=commands,
+        commands=CommandServices(
+            sessions=off_sessions, transcript=Offloaded(transcript), session_end=session_end,
+            tokens=Offloaded(mcp_tokens), recall_top_k=settings.recall_top_k,
+            episodic=off_episodic, drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
+        ),
         slack=SlackWeb(settings, db),
         reflections=reflections,
         followups=Followups(db),
@@ -321,6 +285,71 @@ def build(
         leases=leases,
         brain_problem=brain_problem,
         brain_peers=brain_peers,
+    )
+
+
+def open_database(settings: Settings) -> Database:
+    """PostgreSQL with ``DATABASE_URL``, else the SQLite file in THOTH_HOME; migrated."""
+    if settings.database_url is not None:
+        return connect_postgres(settings.database_url.get_secret_value(), schemas=ALL_SCHEMAS)
+    return open_sqlite(settings.db_path, schemas=ALL_SCHEMAS)
+
+
+def build_episodic(settings: Settings, db: Database, embedder: Embedder) -> EpisodicMemory:
+    return EpisodicMemory(db, embedder, Priors(tau_days=settings.recall_tau_days),
+                          min_similarity=settings.recall_min_similarity,
+                          levers=RecallLevers.named(settings.recall_levers),
+                          # PostgreSQL searches with pgvector's own HNSW.
+                          graph_path=None if settings.database_url is not None
+                          else settings.db_path.with_name(settings.db_path.name + ".hnsw"))
+
+
+def metered(settings: Settings, model: LanguageModel, ledger: CostLedger) -> LanguageModel:
+    """Every call a turn or a reflection makes, capped and charged here, once (the offline
+    responder costs nothing)."""
+    if isinstance(model, OfflineResponder):
+        return model
+    return MeteredModel(
+        model, Offloaded(ledger), settings.model_prices,
+        daily_cap_usd=settings.daily_cost_cap_usd,
+        person_cap_usd=settings.daily_cost_cap_per_person_usd,
+    )
+
+
+def context_sources(
+    settings: Settings,
+    notes: Offloaded[NoteStore],
+    user_models: UserModels | None,
+    episodic: Offloaded[EpisodicMemory] | None,
+) -> ContextSources:
+    """The blocks that head a turn's message, in DESIGN.md's order ("One turn"), from the
+    parts that are on. A new source is its module in ``bridge/pipeline/context/`` and a
+    line here."""
+    return ContextSources([
+        SlackContext(),
+        KeptNotes(notes),
+        UserModel(user_models, deadline_s=settings.user_model_timeout_s)
+        if user_models is not None else None,
+        RelatedEpisodes(episodic, k=settings.recall_top_k) if episodic is not None else None,
+        DroppedTurns(),
+    ])
+
+
+def build_session_end(
+    settings: Settings, sessions: Offloaded[SessionStore], reflections: ReflectionState,
+    pipeline: TurnPipeline,
+) -> SessionEnd:
+    """How `/done` and the idle sweep end a session: reflected here, or queued for
+    `thoth worker` processes."""
+    return SessionEnd(
+        sessions,
+        None if settings.reflection_disabled else Offloaded(reflections),
+        drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
+        reflect=(
+            None
+            if settings.background_work == "workers"
+            else lambda session_id, summary: run_reflection(settings, session_id, summary=summary)
+        ),
     )
 
 
