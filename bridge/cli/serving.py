@@ -28,7 +28,7 @@ from bridge.slack.runner import TurnRunner
 from bridge.slack.socket_mode import SocketModeConnection
 from bridge.slack_api.followup_posts import post_due_followups
 from bridge.slack_api.installs.install_flow import INSTALL_PATH
-from bridge.slack_api.rate_waits_across_replicas import SharedHolds
+from bridge.slack_api.rate_waits_across_replicas import RateWaitsAcrossReplicas
 from layers.procedural.brain_peers import FOLLOW_EVERY_S
 from layers.shared.errors import BackendUnavailable, ConfigurationError
 from layers.shared.offloaded import Offloaded
@@ -55,7 +55,7 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         signal.signal(signum, lambda *_: stop.set())
     runner = TurnRunner()
     runner.start()
-    holds = _shared_holds(app)
+    holds = _rate_waits_across_replicas(app)
     # Slack is asked who the token is first: a wrong token or an unreachable Slack is
     # said in a second, not after the embedding model has loaded.
     bridge = _bridge_or_one_line(app, runner)
@@ -79,7 +79,7 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             max_instances=1,
         )
     scheduler.start()
-    runner.keep_running(bridge.lanes.keep(lambda entry: take_over(bridge, entry)))
+    runner.keep_running(bridge.delivery_order.keep(lambda entry: take_over(bridge, entry)))
     close: Callable[[], object] | None = None
     try:
         close = _connect(bridge.app, app, args, out)
@@ -98,13 +98,13 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     return 0
 
 
-def _shared_holds(app: Thoth) -> SharedHolds | None:
+def _rate_waits_across_replicas(app: Thoth) -> RateWaitsAcrossReplicas | None:
     """Replicas on one PostgreSQL share Slack's waits
     (``slack_api/rate_waits_across_replicas.py``)."""
     url = app.settings.database_url
     if app.db.dialect != "postgresql" or url is None:
         return None
-    holds = SharedHolds(url.get_secret_value())
+    holds = RateWaitsAcrossReplicas(url.get_secret_value())
     holds.start()
     return holds
 

@@ -81,7 +81,7 @@ class SlackTransport:
     stores: SlackStores
     offloaded: Offloaded[SlackStores]
     # Deliveries taken and not yet done, shared by every replica, run in lane order.
-    lanes: DeliveryOrder
+    delivery_order: DeliveryOrder
     bot_user: str | None
     team: str | None = None
     # Installed into many workspaces: the install that answers for a team id.
@@ -226,7 +226,7 @@ def _messages(bridge: SlackTransport) -> list[Listener]:
         ))
         if entry is not None:
             handle = bridge.conversation.handle
-            await bridge.lanes.run(
+            await bridge.delivery_order.run(
                 entry, lambda: bridge.runner.as_turn(handle(incoming), who=incoming.user)
             )
 
@@ -270,7 +270,7 @@ async def _in_its_workspace(bridge: SlackTransport, team: str, entry: InboxEntry
                             work: Callable[[], Awaitable[object]]) -> None:
     """A delivery taken over, with the token of the workspace it came from."""
     if bridge.workspace_of is None:
-        await bridge.lanes.run(entry, work)
+        await bridge.delivery_order.run(entry, work)
         return
     workspace = await bridge.workspace_of(team)
     if workspace is None:
@@ -278,7 +278,7 @@ async def _in_its_workspace(bridge: SlackTransport, team: str, entry: InboxEntry
                     " there", team or "(unknown)")
         work = lambda: asyncio.sleep(0)  # noqa: E731  (done in its turn, nothing said)
     with serving(workspace):
-        await bridge.lanes.run(entry, work)
+        await bridge.delivery_order.run(entry, work)
 
 
 def _reactions_and_clicks(bridge: SlackTransport) -> list[Listener]:
@@ -296,7 +296,7 @@ def _reactions_and_clicks(bridge: SlackTransport) -> list[Listener]:
             payload={"event": event, "added": added, "team": body.get("team_id")},
         ))
         if entry is not None:
-            await bridge.lanes.run(entry, lambda: reactions.handle(event, added=added))
+            await bridge.delivery_order.run(entry, lambda: reactions.handle(event, added=added))
 
     return [
         Listener("event", "reaction_added", lambda body: accept(body, added=True)),

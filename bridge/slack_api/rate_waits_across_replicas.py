@@ -31,7 +31,7 @@ CHANNEL = "thoth_slack_holds"
 POLL_S = 0.5
 
 
-class SharedHolds:
+class RateWaitsAcrossReplicas:
     def __init__(self, database_url: str, *, clock: Callable[[], float] = time.time) -> None:
         self._url = database_url
         self._clock = clock

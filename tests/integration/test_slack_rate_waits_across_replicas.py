@@ -10,7 +10,7 @@ import time
 import psycopg
 
 from bridge.slack_api.rate_budget import budget_for, budget_key, named_budget
-from bridge.slack_api.rate_waits_across_replicas import CHANNEL, SharedHolds
+from bridge.slack_api.rate_waits_across_replicas import CHANNEL, RateWaitsAcrossReplicas
 from tests.postgres import PostgresForTests
 from tests.waiting import wait_until
 
@@ -21,7 +21,7 @@ def test_a_wait_is_told_to_the_other_replicas_and_theirs_hold_here(
     postgres: PostgresForTests,
 ) -> None:
     url = postgres.fresh_database()
-    holds = SharedHolds(url)
+    holds = RateWaitsAcrossReplicas(url)
     holds.start()
     try:
         with psycopg.connect(url, autocommit=True) as other:
