@@ -89,8 +89,12 @@ def test_the_turn_reads_as_its_speaker_and_is_given_what_people_said_quoted() ->
     assert run("recall", {"query": "x", "k": 0}) == ("k is a number from 1 to 20", True)
     text, error = run("recall", {})
     assert error and "'query' is required" in text
-    assert run("use_skill", {"name": "x"}) == ("Unknown tool 'use_skill'.", True)
+    assert run("read_minds", {"name": "x"}) == ("Unknown tool 'read_minds'.", True)
     assert len(memory.asked) == 1
+    # A brain whose persona still names a former name is answered by the tool it became.
+    text, error = run("recall_memory", {"query": "ship day"})
+    assert not error and "Fridays" in text and len(memory.asked) == 2
+    assert tools.step_title("recall_memory") == tools.step_title("recall")
     text, error = run("get_skill", {"name": "no-such-skill"})
     assert error and "incident-summary" in text  # the team's skills, to pick from
 

@@ -140,6 +140,15 @@ def speaker(turn: Turn) -> Caller:
                   origin=CONVERSATION, zone=turn.zone, words=turn.text, at=turn.received_at)
 
 
+# A brain made before one name per capability keeps the turn's old names in its persona
+# files (`thoth init` copies them once): a call by one is answered by the tool it became,
+# though only the new names are offered.
+FORMER_NAMES = {
+    "recall_memory": "recall", "use_skill": "get_skill",
+    "what_i_know_about_you": "what_do_you_know_about_me", "forget_about_you": "forget_about_me",
+}
+
+
 class ToolBox:
     """The tools a turn offers the model: their specs for the request, and running a call
     as the turn's speaker."""
@@ -147,17 +156,20 @@ class ToolBox:
     def __init__(self, tools: Sequence[Tool[Caller]] = ()) -> None:
         self._tools = {tool.name: tool for tool in tools}
 
+    def _named(self, name: str) -> Tool[Caller] | None:
+        return self._tools.get(name) or self._tools.get(FORMER_NAMES.get(name, ""))
+
     @property
     def specs(self) -> Sequence[ToolSpec]:
         return [tool.spec for tool in self._tools.values()]
 
     def step_title(self, name: str) -> str:
-        tool = self._tools.get(name)
+        tool = self._named(name)
         return tool.step_title if tool is not None else OTHER_TOOL_TITLE
 
     async def run(self, call: ToolCall, turn: Turn) -> ToolResult:
         """The tool's text result and whether it is an error."""
-        tool = self._tools.get(call.name)
+        tool = self._named(call.name)
         if tool is None:
             return f"Unknown tool {call.name!r}.", True
         try:
