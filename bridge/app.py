@@ -263,7 +263,9 @@ def build(
         commands=CommandServices(
             sessions=off_sessions, transcript=Offloaded(transcript), session_end=session_end,
             tokens=Offloaded(mcp_tokens), recall_top_k=settings.recall_top_k,
-            episodic=off_episodic, drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
+            # /recall searches what is stored even while EPISODIC_DISABLED keeps turns
+            # from reading and writing episodes, as `thoth recall` does.
+            episodic=Offloaded(episodic), drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
         ),
         slack=SlackWeb(settings, db),
         reflections=reflections,

@@ -85,8 +85,7 @@ class CommandServices:
     session_end: SessionEnd
     tokens: Offloaded[McpTokens]
     recall_top_k: int
-    # None when episodic memory is off.
-    episodic: Offloaded[EpisodicMemory] | None = None
+    episodic: Offloaded[EpisodicMemory]
     # Waits for the turns' background writes (the last turn's episode).
     drain: Callable[[], Awaitable[int]] | None = None
 

@@ -14,8 +14,6 @@ async def recall(invocation: Invocation, services: CommandServices) -> Reply:
     query = invocation.args.strip()
     if not query:
         return Reply(messages.RECALL_USAGE, mistake=True)
-    if services.episodic is None:
-        return Reply(messages.NOTHING_REMEMBERED)
     if invocation.where is Where.TERMINAL and services.drain is not None:
         # One person typing: their last turn's episode may still be on its way to the
         # store, and "/recall" right after a turn should find that turn too.

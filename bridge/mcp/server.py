@@ -61,6 +61,10 @@ def caller_of(asker: Asker, origin: str) -> Caller:
 def _slack_of(app: Thoth) -> Callable[[str], WebClient | None]:
     """The bot's sync client for a workspace: the bot token's, or, installed into many
     workspaces, the client of that workspace's install (None: not installed there)."""
+    # The installs are opened now: SLACK_TOKEN_KEYS that cannot be read fails the start
+    # with its one line, not every later call. (They load no Bolt: `thoth mcp` starts
+    # without it.)
+    app.slack.installations  # noqa: B018
     return app.slack.sync_client
 
 

@@ -230,6 +230,9 @@ class Conversation:
     async def reply_markdown(self, reply: Reply, *, with_links: bool) -> str:
         """A command's reply as Slack Markdown: what memory holds is escaped, the links
         Thoth adds (with ``with_links``, for /recall's private answer) are live."""
+        if reply.mistake:
+            # Slack's way to say a person's input was wrong (the terminal's is "error:").
+            return escape(f"Sorry: {reply.text}" + ("" if reply.text[-1:] in ".?!" else "."))
         if not reply.hits:
             return reply.text if reply.markdown else escape(reply.text)
         if not with_links:

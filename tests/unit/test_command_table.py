@@ -84,3 +84,32 @@ def test_who_may_run_a_command_is_checked_before_its_handler() -> None:
     assert refused.text == messages.TOKENS_ONLY_IN_A_DM and called == []
     assert asyncio.run(run(secret, _invocation("im"), services)).text == "made"
     assert len(called) == 1
+
+
+class _Memory:
+    """Episodic memory that finds nothing, and keeps who asked what."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, Viewer, int]] = []
+
+    def recall(self, query: str, viewer: Viewer, *, k: int, zone: Any = None) -> list[Any]:
+        self.asked.append((query, viewer, k))
+        return []
+
+
+def test_recall_reads_as_the_person_who_typed_it_from_where_they_typed_it() -> None:
+    from bridge.commands import recall
+    from layers.shared.offloaded import Offloaded
+
+    memory = _Memory()
+    services: Any = CommandServices(
+        sessions=None, transcript=None, session_end=None, tokens=None,  # type: ignore[arg-type]
+        recall_top_k=4, episodic=Offloaded(memory))  # type: ignore[arg-type]
+    typed = _invocation("public")
+    blank = Invocation("  ", typed.user, typed.place, Where.SLASH, typed.viewer)
+    empty = asyncio.run(run(recall.COMMAND, blank, services))
+    assert empty.mistake and empty.text == messages.RECALL_USAGE and memory.asked == []
+    asked = Invocation("deploy day", typed.user, typed.place, Where.THREAD, typed.viewer)
+    found = asyncio.run(run(recall.COMMAND, asked, services))
+    assert memory.asked == [("deploy day", typed.viewer, 4)]
+    assert found.text == messages.NOTHING_REMEMBERED and not found.mistake
