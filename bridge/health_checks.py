@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import time
 from dataclasses import dataclass
 from enum import StrEnum
 
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.app import Thoth
+from bridge.messages import MCP_WAYS_IN_SIGN_IN, MCP_WAYS_IN_TOKENS
 from bridge.model.catalogue import CATALOGUE, ModelInfo
 from bridge.model.pricing import dearest, listed_id
 from layers.episodic.pg_search import RecallFootprint, recall_footprint
@@ -55,6 +57,7 @@ def run_checks(app: Thoth, *, deep: bool = False, in_server: bool = False) -> li
         _identity_configured if in_server else _identity,
         _reflection,
         _slack,
+        _mcp,
     ):
         try:
             checks.extend(check(app))
@@ -424,6 +427,23 @@ def _slack(app: Thoth) -> list[Check]:
     return [Check("slack", Status.OK, f"{mode}, bot {auth.get('user')} in {auth.get('team')}")]
 
 
+
+
+def _mcp(app: Thoth) -> list[Check]:
+    """Which ways into /mcp a client is offered (`thoth serve` in HTTP mode, `thoth
+    console`): a token-only server is one a client cannot sign in to by itself."""
+    settings = app.settings
+    now = time.time()
+    live = sum(1 for token in app.mcp_tokens.listed()
+               if not token.revoked and (token.expires_at is None or token.expires_at > now))
+    # As bridge/mcp/http.py's mcp_signs_in (a floor above this one, with the MCP SDK).
+    signs_in = bool(settings.console_url and settings.slack_client_id
+                    and settings.slack_client_secret)
+    ways = MCP_WAYS_IN_SIGN_IN if signs_in else MCP_WAYS_IN_TOKENS
+    detail = f"/mcp: {ways}; {live} live token(s)"
+    fix = "" if signs_in else ("set CONSOLE_URL, SLACK_CLIENT_ID and SLACK_CLIENT_SECRET"
+                               " to let clients sign in with Slack (README, MCP)")
+    return [Check("mcp", Status.INFO, detail, fix)]
 
 
 def _slack_installs(app: Thoth) -> list[Check]:

@@ -125,3 +125,30 @@ NOT_HELPFUL_LABEL = "Mark this reply as not helpful"
 APPROVE = "Approve"
 REJECT = "Reject"
 CARD_HINT = "Founders: click, or react ✅ / ❌ on this card."
+
+# MCP: what a client (and the person who configured it) is told.
+NO_MEMORY = (
+    "no Thoth memory at {db} ({home}): set THOTH_HOME to the home that holds"
+    " it, or run `thoth init` there to start one"
+)
+# Said in /mcp's 401 (its WWW-Authenticate header and body): a quoted-string, so no '"'.
+TOKEN_HINT = (
+    "a Thoth token is needed (none was sent, or it is unknown or revoked): make one with"
+    " /thoth token in a DM with Thoth in Slack, or ask the operator for one (thoth tokens"
+    " make), and send it as Authorization: Bearer <token>"
+)
+TOKEN_HINT_SIGN_IN = TOKEN_HINT + "; or sign in with Slack through your client's OAuth"
+# A client (or a script) that registers or signs in faster than any person does: the
+# 429's error_description beside its Retry-After.
+MCP_OAUTH_TOO_MANY = (
+    "too many {what} from this address: try again in {seconds} seconds"
+)
+# Which ways in /mcp offers (the startup lines, `thoth doctor`).
+MCP_WAYS_IN_TOKENS = (
+    "each person with a Thoth token of their own (/thoth token in a DM with Thoth, or"
+    " thoth tokens make) only: no sign-in with Slack (OAuth is not configured)"
+)
+MCP_WAYS_IN_SIGN_IN = (
+    "each person with a Thoth token of their own (/thoth token in a DM with Thoth, or"
+    " thoth tokens make), or by signing in with Slack (OAuth)"
+)

@@ -36,7 +36,8 @@ def serve_console(app: Thoth, out: TextIO, *, host: str, port: int) -> int:
     from bridge.console.sign_in import OneTimeLogin
 
     # Imported here: the MCP SDK and uvicorn take a while, and only this command serves.
-    from bridge.mcp.http import mcp_over_http
+    from bridge.mcp.http import mcp_over_http, ways_in
+    from bridge.mcp.oauth import MCP_PATH
     from bridge.web.server import WebServer, lifespan_of
 
     login = OneTimeLogin()
@@ -55,6 +56,9 @@ def serve_console(app: Thoth, out: TextIO, *, host: str, port: int) -> int:
         signal.signal(signum, lambda *_: stop.set())
     print(f"Thoth's memory console: open {sign_in_link(host, server.port, login)}"
           " (the link signs you in once, as the operator)", file=out, flush=True)
+    # Never "token: /thoth": the output's redaction takes what follows "token:" for a secret.
+    print(f"MCP for coding agents: http://{host}:{server.port}{MCP_PATH}"
+          f" ({ways_in(app.settings)})", file=out, flush=True)
     try:
         stop.wait()
     finally:

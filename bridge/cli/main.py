@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import TextIO, cast
+from typing import TextIO, TypeVar, cast
 
 from dotenv.parser import parse_stream
 from pydantic import ValidationError
@@ -52,12 +52,17 @@ from layers.shared.storage.database import DatabaseDamaged
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 EXIT_READER_GONE = 128 + 13  # SIGPIPE's number, as a shell reports a process it ended
 
 Command = Callable[[argparse.Namespace, Thoth, TextIO], int]
+# Run before the app is built (which creates THOTH_HOME): raises BadInput or
+# ConfigurationError to refuse the command.
+BeforeBuild = Callable[[argparse.Namespace, Settings], None]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -129,10 +134,10 @@ def _run(
         return _without_a_command(args, out)
     _configure_logging(args, err)
     try:
-        app = _build(settings, embedder)
-    except (ConfigurationError, BackendUnavailable) as error:
+        app = _start(args, settings, embedder)
+    except (BadInput, ConfigurationError, BackendUnavailable) as error:
         print(f"error: {error}", file=err)
-        return EXIT_FAILURE
+        return EXIT_BAD_INPUT if isinstance(error, BadInput) else EXIT_FAILURE
     command: Command = args.handler
     try:
         if getattr(args, "runs_turns", False):
@@ -192,12 +197,39 @@ def _own_records(record: logging.LogRecord) -> bool:
     return record.name.partition(".")[0] in OWN_PACKAGES
 
 
-def _build(settings: Settings | None, embedder: Embedder | None) -> Thoth:
+def _start(args: argparse.Namespace, settings: Settings | None,
+           embedder: Embedder | None) -> Thoth:
+    """The app the command runs against, unless the command refuses to start first."""
+    settings = _settings(settings)
+    # A command may refuse before build() creates THOTH_HOME and its database (`thoth
+    # mcp` where the home holds no memory: bridge/cli/mcp.py).
+    before_build: BeforeBuild | None = getattr(args, "before_build", None)
+    if before_build is not None:
+        before_build(args, settings)
+    return _build(settings, embedder)
+
+
+def _settings(settings: Settings | None) -> Settings:
+    """The settings given, or read; one that cannot be read is a ``ConfigurationError``."""
+    if settings is not None:
+        return settings
+
+    def read() -> Settings:
+        _check_dotenv_lines(Path(".env"))
+        return load_settings()
+
+    return _readable(read)
+
+
+def _build(settings: Settings, embedder: Embedder | None) -> Thoth:
     """The app; a setting that cannot be read is a ``ConfigurationError`` naming it."""
+    return _readable(lambda: build(settings, embedder=embedder))
+
+
+def _readable(make: Callable[[], T]) -> T:
+    """``make()``, with pydantic's and dotenv's errors said as one line naming the setting."""
     try:
-        if settings is None:
-            _check_dotenv_lines(Path(".env"))
-        return build(settings or load_settings(), embedder=embedder)
+        return make()
     except ValidationError as error:
         raise ConfigurationError(f"invalid settings: {_first_validation_error(error)}") from None
     except SettingsError as error:

@@ -6,13 +6,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
-from bridge.mcp.asker import Asker
-from layers.shared.errors import BadInput
+from bridge.messages import NO_MEMORY
+from bridge.settings import Settings
+from layers.shared.errors import BadInput, ConfigurationError
 from layers.shared.places import LOCAL_TEAM
+
+if TYPE_CHECKING:
+    # Imported when asked for: Asker's module loads Slack's async client and aiohttp
+    # (0.2 s), which every command would pay for at start (bench/cli_start.py).
+    from bridge.mcp.asker import Asker
 
 
 def register(commands: Any) -> None:
@@ -21,7 +27,20 @@ def register(commands: Any) -> None:
     parser.add_argument("--team", help="the asker's Slack workspace id (with --user)")
     parser.add_argument("--user", help="the asker's Slack user id (default: you, as in"
                                        " thoth chat)")
-    parser.set_defaults(handler=run_mcp)
+    parser.set_defaults(handler=run_mcp, before_build=check_can_start)
+
+
+def check_can_start(args: argparse.Namespace, settings: Settings) -> None:
+    """Refuse to serve a memory that is not there, before anything is created.
+
+    A client started with no THOTH_HOME (or a mistyped one) would otherwise get a new,
+    empty home, and every recall would answer [] as if the team had said nothing.
+    """
+    asker_of(args)  # bad arguments are said first, as by every other command
+    if settings.database_url is None and not settings.db_path.is_file():
+        home = (f"THOTH_HOME={settings.thoth_home}" if "thoth_home" in settings.model_fields_set
+                else f"THOTH_HOME is not set, so {settings.thoth_home}")
+        raise ConfigurationError(NO_MEMORY.format(db=settings.db_path, home=home))
 
 
 def run_mcp(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
@@ -41,6 +60,8 @@ def run_mcp(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 
 def asker_of(args: argparse.Namespace) -> Asker:
+    from bridge.mcp.asker import Asker
+
     if args.team and not args.user:
         raise BadInput("--team needs --user: the Slack user who asks in that workspace")
     if args.team:

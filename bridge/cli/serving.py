@@ -140,7 +140,7 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
         return connection.stop
     assert settings.slack_signing_secret is not None  # checked by run_serve
     # Imported here: the MCP SDK is not every command's to load.
-    from bridge.mcp.http import mcp_over_http, mcp_signs_in
+    from bridge.mcp.http import mcp_over_http, ways_in
     from bridge.mcp.oauth import MCP_PATH
 
     # The memory console on the same port, under /console, and MCP at /mcp.
@@ -163,11 +163,9 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
               file=out, flush=True)
     print(f"Its memory console: open {sign_in_link(args.host, server.port, login)}"
           " (signs you in once, as the operator)", file=out, flush=True)
-    signing_in = " or by signing in with Slack" if mcp_signs_in(settings) else ""
-    # Not "token: /thoth": the output's redaction takes what follows "token:" for a secret.
-    print(f"MCP for coding agents: http://{args.host}:{server.port}{MCP_PATH} (each person"
-          f" with a token of their own, made with /thoth token{signing_in})", file=out,
-          flush=True)
+    # Never "token: /thoth": the output's redaction takes what follows "token:" for a secret.
+    print(f"MCP for coding agents: http://{args.host}:{server.port}{MCP_PATH}"
+          f" ({ways_in(settings)})", file=out, flush=True)
     return server.stop
 
 

@@ -14,6 +14,7 @@ say, none.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -24,6 +25,7 @@ from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, Re
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import AnyHttpUrl
 from starlette.routing import Mount
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bridge.access.tokens import McpTokens
 from bridge.app import Thoth
@@ -36,9 +38,16 @@ from bridge.mcp.oauth import (
     SlackOAuth,
     access_of,
 )
+from bridge.mcp.oauth_front import OAuthFront
 from bridge.mcp.oauth_grants import OAuthGrants
 from bridge.mcp.server import mcp_server
 from bridge.mcp.sign_in_pages import SignInPages
+from bridge.messages import (
+    MCP_WAYS_IN_SIGN_IN,
+    MCP_WAYS_IN_TOKENS,
+    TOKEN_HINT,
+    TOKEN_HINT_SIGN_IN,
+)
 from bridge.settings import Settings
 from bridge.slack_api.sign_in_with_slack import slack_sign_in
 from bridge.web.server import Running
@@ -121,4 +130,64 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
         async with server.session_manager.run():
             yield
 
-    return Mount("", served), sessions
+    hint = TOKEN_HINT_SIGN_IN if signing_in is not None else TOKEN_HINT
+    # Before the SDK's OAuth routes: their rate limits, the metadata, the client secret's
+    # hash (``oauth_front.py``).
+    fronted = served if signing_in is None else OAuthFront(served)
+    return Mount("", SaysHowToGetAToken(fronted, hint)), sessions
+
+
+def ways_in(settings: Settings) -> str:
+    """Which ways in /mcp offers, as the startup lines and `thoth doctor` say it."""
+    return MCP_WAYS_IN_SIGN_IN if mcp_signs_in(settings) else MCP_WAYS_IN_TOKENS
+
+
+class SaysHowToGetAToken:
+    """The SDK's 401 (its ``RequireAuthMiddleware``) says only "Authentication required":
+    a client, and the person reading its error, learn there how to get a token.
+
+    Wraps the SDK's app rather than patching it: a 401 it sends keeps its status and its
+    ``WWW-Authenticate`` parameters (``resource_metadata``, where OAuth is offered); only
+    the ``error_description``, in the header and in the JSON body, is Thoth's.
+    """
+
+    def __init__(self, app: ASGIApp, hint: str) -> None:
+        self._app = app
+        self._hint = hint
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # Only /mcp's: the OAuth endpoints' 401s (/token, /revoke) are about a client's
+        # own credentials, and say so themselves.
+        if scope["type"] != "http" or scope["path"].rstrip("/") != MCP_PATH:
+            await self._app(scope, receive, send)
+            return
+        refused = answered = False
+
+        async def hinted(message: Message) -> None:
+            nonlocal refused, answered
+            if message["type"] == "http.response.start" and message["status"] == 401:
+                refused = True
+                message = {**message, "headers": self._headers(message.get("headers", []))}
+            elif message["type"] == "http.response.body" and refused:
+                if answered:
+                    return  # the SDK's body came in parts: ours went whole with the first
+                answered = True
+                message = {**message, "body": self._body(), "more_body": False}
+            await send(message)
+
+        await self._app(scope, receive, hinted)
+
+    def _body(self) -> bytes:
+        return json.dumps({"error": "invalid_token", "error_description": self._hint}).encode()
+
+    def _headers(self, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        kept = [(name, value) for name, value in headers
+                if name.lower() not in (b"content-length", b"www-authenticate")]
+        challenge = next((value.decode() for name, value in headers
+                          if name.lower() == b"www-authenticate"), "Bearer")
+        # The SDK's own parameters after its description (resource_metadata), kept.
+        others = [part for part in challenge.removeprefix("Bearer ").split(", ")
+                  if part.startswith("resource_metadata=")]
+        parts = ['error="invalid_token"', f'error_description="{self._hint}"', *others]
+        return [*kept, (b"www-authenticate", f"Bearer {', '.join(parts)}".encode()),
+                (b"content-length", str(len(self._body())).encode())]

@@ -18,6 +18,10 @@ The way through, for a client such as Claude Code:
    hour, is renewed by its refresh token (while Slack still says they are a full
    member), and is listed and revocable with the others.
 
+What stands before the SDK's routes (the rate limits on /register and /authorize, the
+metadata's public clients, the presented client secret checked against its kept hash)
+is ``oauth_front.py``.
+
 Decided: offered only where CONSOLE_URL says where Thoth is reached (the issuer, and the
 redirect Slack must know), with SLACK_CLIENT_ID and SLACK_CLIENT_SECRET set; otherwise a
 person's token from /thoth token is the one way in.
@@ -47,6 +51,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.access.tokens import SIGNED_IN_TTL_S, McpToken, McpTokens
+from bridge.mcp.oauth_front import PRESENTED
 from bridge.mcp.oauth_grants import OAuthGrants, Stage
 from bridge.slack_api.sign_in_with_slack import SlackSignIn
 from layers.shared.errors import BadInput
@@ -83,7 +88,9 @@ class SlackOAuth:
         return self._public_url + CALLBACK_PATH
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
-        return await anyio.to_thread.run_sync(self._grants.client, client_id)
+        # Its secret is the presented one only if that one's hash is kept (oauth_front.py).
+        return await anyio.to_thread.run_sync(self._grants.client, client_id,
+                                              PRESENTED.get())
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         for uri in client_info.redirect_uris or []:
@@ -92,7 +99,10 @@ class SlackOAuth:
                     "invalid_redirect_uri", f"{uri} is not where an MCP client listens:"
                     " http on this machine (127.0.0.1, localhost), https, or an app's own"
                     " scheme")
-        await anyio.to_thread.run_sync(self._grants.register, client_info)
+        # Kept as a hash where the front sets presented secrets aside (oauth_front.py).
+        hashed = PRESENTED.get() is not None
+        await anyio.to_thread.run_sync(lambda: self._grants.register(client_info,
+                                                                     hashed=hashed))
 
     async def authorize(self, client: OAuthClientInformationFull,
                         params: AuthorizationParams) -> str:

@@ -20,7 +20,9 @@ from bridge.pipeline.tools import Answer, Audit, Tool
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.tools.data import place_said
 from layers.notes.governance import NoteGovernance
+from layers.notes.store import MAX_NOTE_CHARS
 from layers.procedural.drafts import SkillDrafts
+from layers.shared.errors import BadInput
 
 WAITING = "waiting for a founder's approval"
 
@@ -28,6 +30,12 @@ WAITING = "waiting for a founder's approval"
 def remember(notes: NoteGovernance, places: NotePlaces, cards: Cards) -> Tool[Asker]:
     async def handle(asker: Asker, arguments: Arguments) -> Answer:
         text, where = arguments.text("text"), arguments.text("where", DM)
+        # Refused, not cut: the store keeps a note's first MAX_NOTE_CHARS, and a client
+        # would be told its note was kept while its end was dropped. As editing refuses.
+        line = " ".join(text.split())
+        if len(line) > MAX_NOTE_CHARS:
+            raise BadInput(f"a memory note is at most {MAX_NOTE_CHARS} characters; this"
+                           f" one has {len(line)}")
 
         def propose() -> Answer:
             place = places.place(asker, where)
@@ -46,14 +54,16 @@ def remember(notes: NoteGovernance, places: NotePlaces, cards: Cards) -> Tool[As
 
     return Tool("remember", (
         "Propose a memory note: one line the team should keep in mind (a decision, who"
-        " owns what, how something is done). It waits for a founder's approval, as a note"
-        " proposed in Slack does, then Thoth keeps it where it was proposed. where: 'dm'"
-        " (your DM with Thoth: only you), a public channel's id (everyone in the"
-        " workspace), or over HTTP a private channel's id you are in (its members)."
+        f" owns what, how something is done), at most {MAX_NOTE_CHARS} characters. It waits"
+        " for a founder's approval, as a note proposed in Slack does, then Thoth keeps it"
+        " where it was proposed. where: 'dm' (your DM with Thoth: only you), a public"
+        " channel's id (everyone in the workspace), or over HTTP a private channel's id"
+        " you are in (its members)."
     ), {
         "type": "object",
         "properties": {
-            "text": {"type": "string", "description": "the note, one line"},
+            "text": {"type": "string", "maxLength": MAX_NOTE_CHARS,
+                     "description": "the note, one line"},
             "where": {"type": "string", "default": DM,
                       "description": f"'{DM}', or the id of a channel"},
         },

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
 from mcp.server.auth.provider import OAuthAuthorizationServerProvider, TokenVerifier
@@ -40,6 +41,17 @@ if TYPE_CHECKING:
 
 # How many episodes a recall that names no k reads over MCP.
 RECALL_K = 5
+# The version a source tree that was never installed says it is (PEP 440, so a client
+# that parses versions reads it): not a release.
+UNINSTALLED_VERSION = "0+unknown"
+
+
+def thoth_version() -> str:
+    """The installed package's version, as the initialize handshake tells a client."""
+    try:
+        return version("thoth")
+    except PackageNotFoundError:
+        return UNINSTALLED_VERSION
 
 
 def the_one(asker: Asker) -> AskerOf:
@@ -92,7 +104,7 @@ def mcp_server(app: Thoth, asker: AskerOf, *, origin: str,
     server = ToolServer(
         [*(tool.asked_by(lambda asker: caller_of(asker, origin)) for tool in shared),
          remember(app.notes, places, cards), propose_skill(app.drafts, cards)],
-        asker, Offloaded(app.audit), origin=origin,
+        asker, Offloaded(app.audit), origin=origin, version=thoth_version(),
         token_verifier=token_verifier,
         auth_server_provider=auth_server_provider,
         auth=auth,

@@ -72,6 +72,11 @@ def served(isolated_environment: Path, tmp_path: Path) -> Iterator[tuple[str, Fa
             first = serve.stdout.readline()
             assert "listens on" in first, (first, serve.stderr.read() if serve.stderr else "")
             base = first.strip().split()[-1].removesuffix("/slack/events")
+            # The startup lines say which way into /mcp is offered: no OAuth here.
+            lines = [serve.stdout.readline() for _ in range(2)]
+            (mcp_line,) = [line for line in lines if line.startswith("MCP for coding")]
+            assert f"{base}/mcp" in mcp_line and "/thoth token" in mcp_line
+            assert "no sign-in with Slack" in mcp_line
             yield base + "/mcp", slack
         finally:
             serve.terminate()
@@ -183,3 +188,25 @@ def test_a_note_goes_only_where_the_tokens_person_may_write(
     # The note's card waits for a founder in the private channel itself.
     assert any("Budget reviews are on Mondays" in str(message.get("text"))
                for message in slack.messages("G1"))
+
+
+def test_a_request_without_a_token_is_told_how_to_get_one(
+    served: tuple[str, FakeSlack],
+) -> None:
+    url, _ = served
+    # As a client's first request: no Authorization at all, then one no one made.
+    for headers in ({}, {"Authorization": "Bearer thoth_mcp_" + "x" * 43}):
+        refused = httpx2.post(url, headers={
+            **headers, "Accept": "application/json, text/event-stream"}, json={
+            "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}, timeout=30)
+        assert refused.status_code == 401
+        challenge = refused.headers["www-authenticate"]
+        assert challenge.startswith('Bearer error="invalid_token", error_description="')
+        assert "/thoth token in a DM with Thoth" in challenge
+        assert "thoth tokens make" in challenge
+        # No OAuth here: nowhere to be sent to sign in.
+        assert "resource_metadata" not in challenge and "sign in with Slack" not in challenge
+        body = refused.json()
+        assert body["error"] == "invalid_token"
+        assert "/thoth token in a DM with Thoth" in body["error_description"]
+        assert int(refused.headers["content-length"]) == len(refused.content)

@@ -8,6 +8,8 @@ real `thoth console` subprocess (it serves /mcp as `thoth serve` does)."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import io
 import json
 import os
@@ -26,9 +28,27 @@ import pytest
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider, OAuthFlowError
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.server.auth.provider import AuthorizationParams
+from mcp.server.auth.routes import create_auth_routes
+from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from pydantic import AnyHttpUrl, AnyUrl
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
+from bridge.access.tables import SCHEMA
+from bridge.access.tokens import McpTokens
 from bridge.cli.main import main
+from bridge.mcp.oauth import SCOPE, SlackOAuth
+from bridge.mcp.oauth_front import OAuthFront
+from bridge.mcp.oauth_grants import OAuthGrants
+from bridge.mcp.rate_limit import PerAddress
+from bridge.slack_api.sign_in_with_slack import SlackSignIn
+from bridge.web.server import WebServer
+from layers.shared.audit.log import AuditLog
+from layers.shared.audit.tables import SCHEMA as AUDIT
+from layers.shared.storage.database import Database
+from layers.shared.storage.engines import open_sqlite
 from tests.servers.loopback import LoopbackHandler, LoopbackServer
 from tests.servers.slack_api import FakeSlack
 from tests.servers.slack_sign_in import SignInWithSlack
@@ -394,3 +414,170 @@ def test_metadata_points_clients_at_thoth_as_its_own_authorization_server(
     assert unauthorized.status_code == 401
     assert re.search(r'resource_metadata="[^"]+/.well-known/oauth-protected-resource/mcp"',
                      unauthorized.headers["www-authenticate"])
+
+
+# The SDK's authorization-server routes behind Thoth's front (oauth_front.py), in this
+# process: the rate limits' clock is the test's, and a code is granted as the consent
+# page's Allow grants it (the Slack and browser legs are the tests above).
+
+
+@dataclass
+class Fronted:
+    base: str
+    db: Database
+    grants: OAuthGrants
+    oauth: SlackOAuth
+    now: list[float]
+
+    def code_for(self, client_id: str, verifier: str) -> str:
+        """A one-time code for ``client_id``, as dana's Allow on the consent page gives."""
+        params = AuthorizationParams(
+            state="s", scopes=[SCOPE], code_challenge=_challenge(verifier),
+            redirect_uri=AnyUrl(REDIRECT), redirect_uri_provided_explicitly=True)
+        self.grants.put("consent", "consent-" + verifier, {
+            "client_id": client_id, "params": params.model_dump(mode="json"),
+            "team": "T1", "user": "U1", "name": "dana"}, ttl_s=600)
+        back = asyncio.run(self.oauth.decided("consent-" + verifier, allowed=True))
+        return parse_qs(urlsplit(back).query)["code"][0]
+
+    def exchange(self, client_id: str, verifier: str, *, secret: str | None = None,
+                 basic: bool = False) -> httpx2.Response:
+        form = {"grant_type": "authorization_code", "code": self.code_for(client_id, verifier),
+                "redirect_uri": REDIRECT, "client_id": client_id, "code_verifier": verifier}
+        auth = None
+        if secret is not None and basic:
+            auth = httpx2.BasicAuth(client_id, secret)
+        elif secret is not None:
+            form["client_secret"] = secret
+        return httpx2.post(self.base + "/token", data=form, auth=auth, timeout=30)
+
+    def stored_clients(self) -> str:
+        with self.db.read() as conn:
+            return " ".join(str(row[0]) for row in conn.execute(
+                "SELECT client FROM mcp_oauth_clients").fetchall())
+
+
+REDIRECT = "http://127.0.0.1:33418/callback"
+VERIFIER = "v" * 50
+
+
+def _challenge(verifier: str) -> str:
+    digest = hashlib.sha256(verifier.encode()).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+@pytest.fixture
+def fronted(isolated_environment: Path, tmp_path: Path) -> Iterator[Fronted]:
+    db = open_sqlite(tmp_path / "thoth.db", schemas=[AUDIT, SCHEMA])
+    now = [1000.0]
+    grants = OAuthGrants(db)
+    slack = SlackSignIn(client_id=CLIENT_ID, client_secret=CLIENT_SECRET,
+                        api_url="http://127.0.0.1:9", founders=frozenset(), bot=None)
+    oauth = SlackOAuth(McpTokens(db, AuditLog(db)), grants, slack,
+                       public_url="http://127.0.0.1")
+    routes = create_auth_routes(
+        oauth, AnyHttpUrl("http://127.0.0.1"),
+        client_registration_options=ClientRegistrationOptions(
+            enabled=True, valid_scopes=[SCOPE], default_scopes=[SCOPE]),
+        revocation_options=RevocationOptions(enabled=True))
+    front = OAuthFront(Starlette(routes=routes),
+                       registrations=PerAddress(3, 3600.0, clock=lambda: now[0]),
+                       authorizations=PerAddress(2, 60.0, clock=lambda: now[0]))
+    server = WebServer(Starlette(routes=[Mount("", front)]), host="127.0.0.1", port=0)
+    server.start()
+    try:
+        yield Fronted(f"http://127.0.0.1:{server.port}", db, grants, oauth, now)
+    finally:
+        server.stop()
+
+
+def _register(fronted: Fronted, method: str, *, source: str = "127.0.0.1") -> httpx2.Response:
+    with httpx2.Client(transport=httpx2.HTTPTransport(local_address=source),
+                       timeout=30) as http:
+        return http.post(fronted.base + "/register", json={
+            "redirect_uris": [REDIRECT], "token_endpoint_auth_method": method,
+            "client_name": "Claude Code"})
+
+
+def test_the_metadata_lists_public_clients_and_a_public_client_gets_a_token(
+    fronted: Fronted,
+) -> None:
+    metadata = httpx2.get(fronted.base + "/.well-known/oauth-authorization-server",
+                          timeout=30)
+    assert metadata.status_code == 200
+    listed = metadata.json()
+    assert listed["token_endpoint_auth_methods_supported"] == [
+        "client_secret_post", "client_secret_basic", "none"]
+    assert "none" in listed["revocation_endpoint_auth_methods_supported"]
+    assert listed["registration_endpoint"] == "http://127.0.0.1/register"
+
+    registered = _register(fronted, "none")
+    assert registered.status_code == 201, registered.text
+    client = registered.json()
+    assert client["token_endpoint_auth_method"] == "none" and "client_secret" not in client
+    token = fronted.exchange(client["client_id"], VERIFIER)
+    assert token.status_code == 200, token.text
+    assert token.json()["access_token"].startswith("thoth_")
+
+
+@pytest.mark.parametrize("basic", [False, True], ids=["client_secret_post",
+                                                      "client_secret_basic"])
+def test_a_client_secret_is_kept_as_a_hash_and_still_authenticates(
+    fronted: Fronted, basic: bool,
+) -> None:
+    method = "client_secret_basic" if basic else "client_secret_post"
+    registered = _register(fronted, method)
+    assert registered.status_code == 201, registered.text
+    client_id, secret = registered.json()["client_id"], registered.json()["client_secret"]
+    stored = fronted.stored_clients()
+    assert client_id in stored and secret not in stored
+    kept = json.loads(stored)["client_secret"]
+    assert kept == "sha256:" + hashlib.sha256(secret.encode()).hexdigest()
+
+    for wrong in ("not-the-secret", kept):  # the hash itself is no secret
+        refused = fronted.exchange(client_id, VERIFIER, secret=wrong, basic=basic)
+        assert refused.status_code == 401 and refused.json()["error"] == "invalid_client"
+    assert fronted.exchange(client_id, "w" * 50, basic=basic).status_code == 401
+    token = fronted.exchange(client_id, "x" * 50, secret=secret, basic=basic)
+    assert token.status_code == 200, token.text
+    assert token.json()["refresh_token"]
+
+
+def test_a_secret_kept_as_issued_before_still_works_and_is_hashed_when_read(
+    fronted: Fronted,
+) -> None:
+    secret = "a" * 64
+    legacy = OAuthClientInformationFull(
+        client_id="old-client", client_secret=secret, redirect_uris=[AnyUrl(REDIRECT)],
+        token_endpoint_auth_method="client_secret_post", grant_types=["authorization_code"])
+    with fronted.db.write() as conn:
+        conn.execute("INSERT INTO mcp_oauth_clients (client_id, client, registered_at)"
+                     " VALUES (?, ?, ?)", ("old-client", legacy.model_dump_json(), 1.0))
+    assert secret in fronted.stored_clients()
+
+    token = fronted.exchange("old-client", VERIFIER, secret=secret)
+    assert token.status_code == 200, token.text
+    assert secret not in fronted.stored_clients()
+    assert fronted.exchange("old-client", "x" * 50, secret=secret).status_code == 200
+
+
+def test_registrations_and_authorizations_are_limited_per_address(fronted: Fronted) -> None:
+    for _ in range(3):
+        assert _register(fronted, "none").status_code == 201
+    fronted.now[0] += 600
+    refused = _register(fronted, "none")
+    assert refused.status_code == 429
+    assert refused.headers["retry-after"] == "3000"
+    assert refused.json()["error"] == "temporarily_unavailable"
+    assert "3000 seconds" in refused.json()["error_description"]
+    # Another address is served; this one again once its hour is over.
+    assert _register(fronted, "none", source="127.0.0.2").status_code == 201
+    fronted.now[0] += 3000
+    assert _register(fronted, "none").status_code == 201
+    assert fronted.stored_clients().count('"client_id":') == 5
+
+    def authorize() -> int:
+        return httpx2.get(fronted.base + "/authorize", params={
+            "client_id": "unknown", "response_type": "code"}, timeout=30).status_code
+
+    assert [authorize() for _ in range(3)] == [400, 400, 429]

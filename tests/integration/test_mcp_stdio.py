@@ -119,7 +119,7 @@ def test_each_tool_reads_as_its_asker_may_and_bad_input_is_one_clear_error(
     assert shipped  # the brain's skills, as `thoth skills list` shows them
 
     assert empty.is_error and _text(empty) == "Error executing tool recall: the query is empty"
-    assert too_many.is_error and "k is a number from 1 to 20" in _text(too_many)
+    assert too_many.is_error and "k must be a whole number from 1 to 20" in _text(too_many)
     assert no_skill.is_error and "no skill 'no-such-skill'" in _text(no_skill)
     assert missing.is_error and "query" in _text(missing)
     assert unknown.is_error and "forget_everything" in _text(unknown)
@@ -132,14 +132,20 @@ def test_each_tool_reads_as_its_asker_may_and_bad_input_is_one_clear_error(
     assert {result["id"] for result in _structured(theirs)} == {"dm-u2", "public"}
     assert [fact["fact"] for fact in _structured(their_facts)] == ["is allergic to peanuts"]
 
-    # Every call that read memory is in the audit log, with who asked.
+    # Every call of Thoth's tools is in the audit log, with who asked; a refused one
+    # with why.
     db = open_sqlite(home / "thoth.db", schemas=ALL_SCHEMAS)
     entries = AuditLog(db).entries(action="mcp")
     db.close()
     asked = [(entry.actor, entry.action) for entry in reversed(entries)]
     assert asked == [("slack:U1", "mcp.recall"), ("slack:U1", "mcp.about_me"),
-                     ("slack:U1", "mcp.list_skills"), ("slack:U2", "mcp.recall"),
+                     ("slack:U1", "mcp.list_skills"), ("slack:U1", "mcp.recall"),
+                     ("slack:U1", "mcp.recall"), ("slack:U1", "mcp.get_skill"),
+                     ("slack:U1", "mcp.recall"), ("slack:U2", "mcp.recall"),
                      ("slack:U2", "mcp.about_me")]
+    refused = [(entry.target, entry.detail) for entry in reversed(entries)][3:7]
+    assert refused[0] == ("failed", "the query is empty")
+    assert refused[1] == ("failed", "k must be a whole number from 1 to 20")
     assert all(entry.origin == "mcp stdio" for entry in entries)
 
 
@@ -210,7 +216,12 @@ def test_remember_proposes_a_redacted_note_in_the_askers_dm_that_waits_for_a_fou
                    for e in AuditLog(db).entries(action="mcp.remember")]
     finally:
         db.close()
-    assert entries == [("slack:U1", "mcp.remember", f"note:{note['id']}", "proposed")]
+    assert entries[-1] == ("slack:U1", "mcp.remember", f"note:{note['id']}", "proposed")
+    # The two refused are there too (newest first), each with why.
+    assert [(target, detail) for _, _, target, detail in entries[:2]] == [
+        ("failed", "a memory note needs some text"),
+        ("failed", "notes go to your DM with Thoth here (where: dm): no Slack workspace is"
+         " configured to vouch for a channel")]
 
 
 async def _resources(params: StdioServerParameters, uris: list[str]) -> tuple[list[str], list[Any]]:

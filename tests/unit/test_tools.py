@@ -86,9 +86,11 @@ def test_the_turn_reads_as_its_speaker_and_is_given_what_people_said_quoted() ->
     assert "&lt;/related-episodes&gt;&lt;rules&gt;" in text and "<rules>" not in text
     assert memory.asked == [("ship day", turn.viewer, 3)]  # the turn's k, as it reads
     # Bad arguments are one line for the model, and read nothing.
-    assert run("recall", {"query": "x", "k": 0}) == ("k is a number from 1 to 20", True)
+    assert run("recall", {"query": "x", "k": 0}) == (
+        "k must be a whole number from 1 to 20", True)
+    assert run("recall", {"query": ["x"]}) == ("query must be text, not a list", True)
     text, error = run("recall", {})
-    assert error and "'query' is required" in text
+    assert error and "query is required" in text
     assert run("read_minds", {"name": "x"}) == ("Unknown tool 'read_minds'.", True)
     assert len(memory.asked) == 1
     # A brain whose persona still names a former name is answered by the tool it became.

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from bridge.pipeline.tools import Answer, Audit, Caller, Tool
-from bridge.pipeline.tools.arguments import Arguments
+from bridge.pipeline.tools.arguments import Arguments, said
 from layers.procedural.skills import SkillLibrary, render_skill_md
 from layers.shared.errors import BadInput
 from layers.shared.offloaded import Offloaded
@@ -60,5 +60,5 @@ def skill_md(skills: SkillLibrary, name: str) -> str:
     skill = skills.get(name)
     if skill is None:
         known = ", ".join(sorted(skills.skills())) or "none"
-        raise BadInput(f"no skill {name!r}; the team's skills: {known}")
+        raise BadInput(f"no skill {said(name)}; the team's skills: {known}")
     return render_skill_md(skill.slug, skill.description, skill.body)
