@@ -8,9 +8,9 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 
+from bridge.access.ways_in import mcp_signs_in, ways_in
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.app import Thoth
-from bridge.messages import MCP_WAYS_IN_SIGN_IN, MCP_WAYS_IN_TOKENS
 from bridge.model.catalogue import CATALOGUE, ModelInfo
 from bridge.model.pricing import dearest, listed_id
 from layers.episodic.pg_search import RecallFootprint, recall_footprint
@@ -436,11 +436,8 @@ def _mcp(app: Thoth) -> list[Check]:
     now = time.time()
     live = sum(1 for token in app.mcp_tokens.listed()
                if not token.revoked and (token.expires_at is None or token.expires_at > now))
-    # As bridge/mcp/http.py's mcp_signs_in (a floor above this one, with the MCP SDK).
-    signs_in = bool(settings.console_url and settings.slack_client_id
-                    and settings.slack_client_secret)
-    ways = MCP_WAYS_IN_SIGN_IN if signs_in else MCP_WAYS_IN_TOKENS
-    detail = f"/mcp: {ways}; {live} live token(s)"
+    signs_in = mcp_signs_in(settings)
+    detail = f"/mcp: {ways_in(settings)}; {live} live token(s)"
     fix = "" if signs_in else ("set CONSOLE_URL, SLACK_CLIENT_ID and SLACK_CLIENT_SECRET"
                                " to let clients sign in with Slack (README, MCP)")
     return [Check("mcp", Status.INFO, detail, fix)]

@@ -32,11 +32,11 @@ def serve_console(app: Thoth, out: TextIO, *, host: str, port: int) -> int:
     from starlette.responses import RedirectResponse, Response
     from starlette.routing import Route
 
+    # Imported here: the MCP SDK and uvicorn take a while, and only this command serves.
+    from bridge.access.ways_in import ways_in
     from bridge.console.serving import PATH, console_mount, sign_in_link
     from bridge.console.sign_in import OneTimeLogin
-
-    # Imported here: the MCP SDK and uvicorn take a while, and only this command serves.
-    from bridge.mcp.http import mcp_over_http, ways_in
+    from bridge.mcp.http import mcp_over_http
     from bridge.mcp.oauth import MCP_PATH
     from bridge.web.server import WebServer, lifespan_of
 

@@ -140,7 +140,8 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
         return connection.stop
     assert settings.slack_signing_secret is not None  # checked by run_serve
     # Imported here: the MCP SDK is not every command's to load.
-    from bridge.mcp.http import mcp_over_http, ways_in
+    from bridge.access.ways_in import ways_in
+    from bridge.mcp.http import mcp_over_http
     from bridge.mcp.oauth import MCP_PATH
 
     # The memory console on the same port, under /console, and MCP at /mcp.

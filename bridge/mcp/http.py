@@ -28,6 +28,7 @@ from starlette.routing import Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from bridge.access.tokens import McpTokens
+from bridge.access.ways_in import mcp_signs_in
 from bridge.app import Thoth
 from bridge.mcp.asker import Asker
 from bridge.mcp.oauth import (
@@ -43,12 +44,9 @@ from bridge.mcp.oauth_grants import OAuthGrants
 from bridge.mcp.server import mcp_server
 from bridge.mcp.sign_in_pages import SignInPages
 from bridge.messages import (
-    MCP_WAYS_IN_SIGN_IN,
-    MCP_WAYS_IN_TOKENS,
     TOKEN_HINT,
     TOKEN_HINT_SIGN_IN,
 )
-from bridge.settings import Settings
 from bridge.slack_api.sign_in_with_slack import slack_sign_in
 from bridge.web.server import Running
 
@@ -65,12 +63,6 @@ class ThothTokens:
     async def verify_token(self, token: str) -> AccessToken | None:
         held = await anyio.to_thread.run_sync(self._tokens.holder, token)
         return None if held is None else access_of(token, held)
-
-
-def mcp_signs_in(settings: Settings) -> bool:
-    """Whether MCP clients may sign in with Slack through OAuth here (``oauth.py``)."""
-    return bool(settings.console_url and settings.slack_client_id
-                and settings.slack_client_secret)
 
 
 def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
@@ -135,11 +127,6 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
     # hash (``oauth_front.py``).
     fronted = served if signing_in is None else OAuthFront(served)
     return Mount("", SaysHowToGetAToken(fronted, hint)), sessions
-
-
-def ways_in(settings: Settings) -> str:
-    """Which ways in /mcp offers, as the startup lines and `thoth doctor` say it."""
-    return MCP_WAYS_IN_SIGN_IN if mcp_signs_in(settings) else MCP_WAYS_IN_TOKENS
 
 
 class SaysHowToGetAToken:

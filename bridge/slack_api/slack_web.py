@@ -73,6 +73,13 @@ class SlackWeb:
 
         return SlackMemberships(self.client, workspace_of=self.workspace_of)
 
+    @cached_property
+    def _bot_sync_client(self) -> WebClient:
+        """The bot token's sync client, made once: MCP asks for it on every proposal."""
+        from bridge.slack_api.clients import build_web_client
+
+        return build_web_client(self._settings)
+
     def sync_client(self, team: str | None = None) -> WebClient | None:
         """A sync client, for a process with no event loop (the reflection child, `thoth
         mcp` over stdio, doctor): the bot token's, or ``team``'s install's (None when
@@ -80,7 +87,7 @@ class SlackWeb:
         from bridge.slack_api.clients import build_web_client
 
         if self._settings.slack_bot_token is not None:
-            return build_web_client(self._settings)
+            return self._bot_sync_client
         installations = self.installations
         if installations is None or team is None:
             return None
