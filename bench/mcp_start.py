@@ -1,7 +1,10 @@
 """`thoth mcp` started as Claude Code starts it: a fresh process, driven by the MCP SDK's
 own stdio client. Printed: the median and the slowest, over ``--runs`` runs, of the time
-from starting the process to the ``initialize`` answer, and to the first recall's answer
-(which loads the embedding model). Say whether the machine was quiet.
+from starting the process to the ``initialize`` answer, to the tool list (which waits
+for the memory to open: bridge/mcp/opening.py), and to the first recall's answer (which
+loads the embedding model), asked in that order as Claude Code asks them. Beside them,
+the floor: an MCP server of the SDK's with one tool and nothing of Thoth's. Say whether
+the machine was quiet.
 
     python bench/mcp_start.py [--runs 5]
 """
@@ -46,18 +49,33 @@ def _env(home: Path) -> dict[str, str]:
     return {**os.environ, "THOTH_HOME": str(home), "HF_HUB_OFFLINE": "1"}
 
 
-async def _one_run(home: Path) -> tuple[float, float]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "bridge", "mcp"],
+# The floor: the SDK's own server, one tool, nothing of Thoth's imported.
+BARE_SERVER = """
+from mcp.server.mcpserver import MCPServer
+server = MCPServer(name="bare")
+@server.tool()
+def echo(text: str) -> str:
+    return text
+server.run()
+"""
+
+
+async def _one_run(home: Path, args: list[str]) -> tuple[float, float, float]:
+    params = StdioServerParameters(command=sys.executable, args=args,
                                    env=_env(home), cwd=str(home.parent))
     started = time.perf_counter()
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         initialized = time.perf_counter() - started
+        listed = await session.list_tools()
+        tools_listed = time.perf_counter() - started
+        if not any(tool.name == "recall" for tool in listed.tools):
+            return initialized, tools_listed, tools_listed  # the bare server has none
         result = await session.call_tool("recall", {"query": "where is the staging database"})
         recalled = time.perf_counter() - started
         if result.is_error:
             raise SystemExit(f"recall failed: {result.content}")
-    return initialized, recalled
+    return initialized, tools_listed, recalled
 
 
 def _row(name: str, times: list[float]) -> str:
@@ -70,10 +88,13 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         home = _home(Path(folder))
-        runs = [anyio.run(_one_run, home) for _ in range(args.runs)]
+        runs = [anyio.run(_one_run, home, ["-m", "bridge", "mcp"]) for _ in range(args.runs)]
+        bare = [anyio.run(_one_run, home, ["-c", BARE_SERVER]) for _ in range(args.runs)]
     print(f"thoth mcp over stdio, {args.runs} fresh processes:")
-    print(_row("initialize answered", [initialized for initialized, _ in runs]))
-    print(_row("first recall answered", [recalled for _, recalled in runs]))
+    print(_row("initialize answered", [initialized for initialized, _, _ in runs]))
+    print(_row("tools listed", [listed for _, listed, _ in runs]))
+    print(_row("first recall answered", [recalled for _, _, recalled in runs]))
+    print(_row("floor: the SDK's bare server", [initialized for initialized, _, _ in bare]))
 
 
 if __name__ == "__main__":

@@ -8,58 +8,41 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import logging
 import os
 import re
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import version
 from pathlib import Path
-from typing import TextIO, TypeVar, cast
+from typing import TYPE_CHECKING, TextIO, TypeVar, cast
 
 from dotenv.parser import parse_stream
 from pydantic import ValidationError
 from pydantic_settings.exceptions import SettingsError
 
-from bridge.app import Thoth, build
-from bridge.cli import (
-    chat,
-    console,
-    doctor,
-    episodes,
-    init,
-    installations,
-    mcp,
-    migrate,
-    notes,
-    people,
-    recall,
-    reflect,
-    serve,
-    sessions,
-    skills,
-    tokens,
-    worker,
-)
+from bridge.cli.failures import EXIT_OK, Refusal, refused, said
 from bridge.cli.preflight import check_ready_for_turns
 from bridge.cli.redacted_output import RedactedOutput
 from bridge.settings import Settings, load_settings
-from layers.shared.embedding.embedder import Embedder
 from layers.shared.errors import BackendUnavailable, BadInput, ConfigurationError
-from layers.shared.storage.database import DatabaseDamaged
+
+if TYPE_CHECKING:
+    from bridge.app import Thoth
+    from layers.shared.embedding.embedder import Embedder
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_BAD_INPUT = 2
 EXIT_READER_GONE = 128 + 13  # SIGPIPE's number, as a shell reports a process it ended
 
-Command = Callable[[argparse.Namespace, Thoth, TextIO], int]
+Command = Callable[[argparse.Namespace, "Thoth", TextIO], int]
+# A command that starts before its app is built (``app_when_asked``): it is given how to
+# build it, and closes what it built (`thoth mcp` answers its client's handshake first).
+OpensItsApp = Callable[[argparse.Namespace, Settings, Callable[[], "Thoth"], TextIO], int]
 # Run before the app is built (which creates THOTH_HOME): raises BadInput or
 # ConfigurationError to refuse the command.
 BeforeBuild = Callable[[argparse.Namespace, Settings], None]
@@ -72,7 +55,16 @@ class _Parser(argparse.ArgumentParser):
         raise BadInput(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Each command's module, in the order the usage lists them, imported only when its
+# command runs (or for the whole usage): a command's start pays for its own imports, not
+# every command's (bench/cli_start.py; `thoth mcp`'s handshake, bench/mcp_start.py).
+COMMAND_MODULES = {name: f"bridge.cli.{name}" for name in (
+    "init", "episodes", "recall", "chat", "sessions", "skills", "notes", "doctor", "people",
+    "serve", "console", "reflect", "worker", "migrate", "mcp", "tokens", "installations")}
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or ``only`` that command's (the one the line names)."""
     parser = _Parser(
         prog="thoth", description="Thoth, the Slack agent that remembers.",
         epilog="`thoth COMMAND --help` says more about each command.",
@@ -81,24 +73,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     # Not required: a bare `thoth` prints this usage (exit 0) instead of an error.
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    init.register(commands)
-    episodes.register(commands)
-    recall.register(commands)
-    chat.register(commands)
-    sessions.register(commands)
-    skills.register(commands)
-    notes.register(commands)
-    doctor.register(commands)
-    people.register(commands)
-    serve.register(commands)
-    console.register(commands)
-    reflect.register(commands)
-    worker.register(commands)
-    migrate.register(commands)
-    mcp.register(commands)
-    tokens.register(commands)
-    installations.register(commands)
+    for name, module in COMMAND_MODULES.items():
+        if only in (None, name):
+            importlib.import_module(module).register(commands)
     return parser
+
+
+def named_command(argv: Sequence[str]) -> str | None:
+    """The command the line names, if it is one: the first word that is not an option
+    (the options before a command take no value)."""
+    first = next((word for word in argv if not word.startswith("-")), None)
+    return first if first in COMMAND_MODULES else None
 
 
 def main(
@@ -125,47 +110,64 @@ def _run(
     embedder: Embedder | None,
 ) -> int:
     try:
-        _check_arguments_are_utf8(sys.argv[1:] if argv is None else argv)
-        args = build_parser().parse_args(argv)
+        words = sys.argv[1:] if argv is None else argv
+        _check_arguments_are_utf8(words)
+        args = build_parser(named_command(words)).parse_args(words)
     except BadInput as error:
-        print(f"error: {error}", file=err)
-        return EXIT_BAD_INPUT
+        return _said(error, err)
     if args.version or args.command is None:
         return _without_a_command(args, out)
     _configure_logging(args, err)
     try:
-        app = _start(args, settings, embedder)
+        settings = _ready_settings(args, settings)
+        if getattr(args, "app_when_asked", False):
+            return _run_opening_its_app(args, settings, embedder, out, err)
+        app = _build(settings, embedder)
     except (BadInput, ConfigurationError, BackendUnavailable) as error:
-        print(f"error: {error}", file=err)
-        return EXIT_BAD_INPUT if isinstance(error, BadInput) else EXIT_FAILURE
+        return _said(error, err)
     command: Command = args.handler
-    try:
+
+    def run() -> int:
         if getattr(args, "runs_turns", False):
             check_ready_for_turns(app)
         if not getattr(args, "purges_itself", False):
             enforce_retention(app)
         return command(args, app, out)
-    except sqlite3.OperationalError as error:
-        if not error.sqlite_errorname.startswith("SQLITE_READONLY"):
-            raise
-        # THOTH_HOME turned read-only while the command ran.
-        print(f"error: the database {app.settings.db_path} cannot be written ({error}):"
-              " make THOTH_HOME writable, or set it to a writable directory", file=err)
-        return EXIT_FAILURE
-    except sqlite3.DatabaseError as error:
-        if isinstance(error, sqlite3.IntegrityError):
-            raise  # a broken rule of ours, not a damaged file
-        # Damage found past the file's header, in pages a command reads.
-        print(f"error: {DatabaseDamaged(app.settings.db_path, error)}", file=err)
-        return EXIT_FAILURE
-    except BadInput as error:
-        print(f"error: {error}", file=err)
-        return EXIT_BAD_INPUT
-    except (ConfigurationError, BackendUnavailable) as error:
-        print(f"error: {error}", file=err)
-        return EXIT_FAILURE
+
+    try:
+        return _saying_errors(run, app.settings.db_path, err)
     finally:
         app.close()
+
+
+def _run_opening_its_app(args: argparse.Namespace, settings: Settings,
+                         embedder: Embedder | None, out: TextIO, err: TextIO) -> int:
+    def open_app() -> Thoth:
+        app = _build(settings, embedder)
+        enforce_retention(app)
+        return app
+
+    command: OpensItsApp = args.handler
+    return _saying_errors(lambda: command(args, settings, open_app, out), settings.db_path,
+                          err)
+
+
+def _saying_errors(run: Callable[[], int], db_path: Path, err: TextIO) -> int:
+    """``run()``, with what it may fail of said as one line and an exit code."""
+    try:
+        return run()
+    except Exception as error:
+        line = said(error, db_path)
+        if line is None:
+            raise
+        print(line[0], file=err)
+        return line[1]
+
+
+def _said(error: Refusal, err: TextIO) -> int:
+    line, code = refused(error)
+    print(line, file=err)
+    return code
 
 
 def _without_a_command(args: argparse.Namespace, out: TextIO) -> int:
@@ -197,16 +199,15 @@ def _own_records(record: logging.LogRecord) -> bool:
     return record.name.partition(".")[0] in OWN_PACKAGES
 
 
-def _start(args: argparse.Namespace, settings: Settings | None,
-           embedder: Embedder | None) -> Thoth:
-    """The app the command runs against, unless the command refuses to start first."""
+def _ready_settings(args: argparse.Namespace, settings: Settings | None) -> Settings:
+    """The settings the command runs with, unless the command refuses to start first."""
     settings = _settings(settings)
     # A command may refuse before build() creates THOTH_HOME and its database (`thoth
     # mcp` where the home holds no memory: bridge/cli/mcp.py).
     before_build: BeforeBuild | None = getattr(args, "before_build", None)
     if before_build is not None:
         before_build(args, settings)
-    return _build(settings, embedder)
+    return settings
 
 
 def _settings(settings: Settings | None) -> Settings:
@@ -223,6 +224,10 @@ def _settings(settings: Settings | None) -> Settings:
 
 def _build(settings: Settings, embedder: Embedder | None) -> Thoth:
     """The app; a setting that cannot be read is a ``ConfigurationError`` naming it."""
+    # Imported here: the app's modules are most of a start's imports, and `thoth mcp`
+    # answers its client's handshake before it builds the app (bench/mcp_start.py).
+    from bridge.app import build
+
     return _readable(lambda: build(settings, embedder=embedder))
 
 

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bridge.app import Thoth
 from layers.shared.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from bridge.app import Thoth
 
 
 def check_ready_for_turns(app: Thoth) -> None:

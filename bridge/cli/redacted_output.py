@@ -11,14 +11,16 @@ from __future__ import annotations
 import io
 from typing import TextIO
 
-from layers.shared.redaction import redact
-
 
 class RedactedOutput(io.TextIOBase):
     def __init__(self, target: TextIO) -> None:
         self._target = target
 
     def write(self, text: str) -> int:
+        # Imported at the first write: the secret catalogue takes 0.1 s to load, and
+        # `thoth mcp` writes nothing here before it answers its client's handshake.
+        from layers.shared.redaction import redact
+
         # Callers write whole lines or whole streamed pieces (themselves cut where
         # nothing can be split), so each write is redacted on its own.
         self._target.write(redact(text))

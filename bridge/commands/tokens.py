@@ -14,7 +14,7 @@ from bridge import messages
 from bridge.access.tokens import McpToken, McpTokens
 from bridge.commands import Command, CommandServices, Invocation, Reply
 from bridge.slack_api.escaping import escape
-from layers.shared.audit.log import slack_actor
+from layers.shared.audit import slack_actor
 from layers.shared.errors import BadInput
 
 ORIGIN = "slack /thoth"

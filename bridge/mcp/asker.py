@@ -13,12 +13,15 @@ rather than unchecked ones.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
-from bridge.slack_api.memberships import NONE, Memberships
+from bridge.pipeline.tools import Caller
+from layers.identity.known_as import known_as
 from layers.identity.protocol import Person
-from layers.shared.audit.log import slack_actor
+from layers.shared.audit import slack_actor
 from layers.shared.places import LOCAL_TEAM, TERMINAL_CHANNEL, Viewer
+from layers.shared.places.memberships import NONE, Memberships
 
 # Where an MCP asker's DM-with-Thoth view is asked from (no Slack channel of its own).
 MCP_CHANNEL = "mcp"
@@ -54,3 +57,11 @@ class Asker:
     def actor(self) -> str:
         """As the audit log names them."""
         return f"local:{self.user}" if self.local else slack_actor(self.user)
+
+
+def caller_of(asker: Asker, origin: str) -> Caller:
+    """The asker as a shared tool sees them: reading as in their DM with Thoth."""
+    person = asker.person
+    return Caller(asker.viewer, person=person,
+                  known_as=tuple(known_as(person, asker.memberships.org)),
+                  actor=asker.actor, origin=origin, at=time.time())

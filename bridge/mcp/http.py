@@ -41,6 +41,7 @@ from bridge.mcp.oauth import (
 )
 from bridge.mcp.oauth_front import OAuthFront
 from bridge.mcp.oauth_grants import OAuthGrants
+from bridge.mcp.opening import Opening
 from bridge.mcp.server import mcp_server
 from bridge.mcp.sign_in_pages import SignInPages
 from bridge.messages import (
@@ -86,7 +87,8 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
         oauth = SlackOAuth(app.mcp_tokens, OAuthGrants(app.db), signing_in,
                            public_url=settings.console_url)
         public = settings.console_url.rstrip("/")
-        server = mcp_server(app, asker_of_call, origin=ORIGIN, auth_server_provider=oauth,
+        server = mcp_server(Opening.of(app), asker_of_call, origin=ORIGIN,
+                            auth_server_provider=oauth,
                             auth=AuthSettings(
             issuer_url=AnyHttpUrl(public), resource_server_url=AnyHttpUrl(public + MCP_PATH),
             required_scopes=[SCOPE],
@@ -104,7 +106,8 @@ def mcp_over_http(app: Thoth, *, host: str) -> tuple[Mount, Running]:
         # is Thoth's own, made in Slack or the console.
         issuer = settings.console_url or f"http://{host}"
         server = mcp_server(
-            app, asker_of_call, origin=ORIGIN, token_verifier=ThothTokens(app.mcp_tokens),
+            Opening.of(app), asker_of_call, origin=ORIGIN,
+            token_verifier=ThothTokens(app.mcp_tokens),
             auth=AuthSettings(issuer_url=AnyHttpUrl(issuer), resource_server_url=None,
                               required_scopes=[SCOPE]))
     # Each answer as one JSON body, not an SSE stream: recall's p50 over HTTP at 100k

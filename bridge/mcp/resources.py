@@ -14,16 +14,18 @@ a skill approved, or a persona file written, while the server runs is listed at 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import anyio
 from mcp.types import Resource as MCPResource
 
-from bridge.app import Thoth
+from bridge.mcp.opening import Opening
 from bridge.mcp.tool_server import ReadNotFound, ToolServer
 from bridge.pipeline.tools.arguments import said
-from bridge.pipeline.tools.skills import skill_md
-from layers.procedural.persona import PERSONA_FILES
 from layers.shared.errors import BadInput
+
+if TYPE_CHECKING:
+    from bridge.app import Thoth
 
 PERSONA_URI = "thoth://persona/{name}"
 SKILL_URI = "thoth://skills/{name}"
@@ -33,12 +35,16 @@ MARKDOWN = "text/markdown"
 Audit = Callable[[str, str, str], Awaitable[None]]
 
 
-def add_resources(server: ToolServer, app: Thoth, audited: Audit) -> None:
+def add_resources(server: ToolServer, app: Opening[Thoth], audited: Audit) -> None:
     """Register the persona's files and the skills (each listed, and any by its name)."""
 
+    # Each read imports what it reads with once the memory is open (it is loaded then):
+    # the handshake is answered before (opening.py).
     async def persona_file(name: str) -> str:
         def read() -> str:
-            text = app.persona.load().file(name)
+            from layers.procedural.persona import PERSONA_FILES
+
+            text = app.opened().persona.load().file(name)
             if name not in PERSONA_FILES or not text.strip():
                 raise BadInput(f"no persona file {said(name)}; the persona's files are"
                                f" {', '.join(PERSONA_FILES)}")
@@ -48,10 +54,13 @@ def add_resources(server: ToolServer, app: Thoth, audited: Audit) -> None:
 
     async def skill_file(name: str) -> str:
         # As the get_skill tool reads it (bridge/pipeline/tools/skills.py).
-        return await _read(lambda: skill_md(app.skills, name), audited, "skill", name)
+        from bridge.pipeline.tools.skills import skill_md
+
+        return await _read(lambda: skill_md(app.opened().skills, name), audited, "skill",
+                           name)
 
     async def listed() -> list[MCPResource]:
-        return await anyio.to_thread.run_sync(_listed, app)
+        return await anyio.to_thread.run_sync(lambda: _listed(app.opened()))
 
     server.resource(PERSONA_URI, name="persona", mime_type=MARKDOWN, description=(
         "One of Thoth's persona files (IDENTITY.md, SOUL.md, RULES.md, …) as every prompt"

@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from mcp.server.auth.provider import OAuthAuthorizationServerProvider, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
@@ -41,16 +42,19 @@ from mcp_types import INVALID_PARAMS
 from mcp_types.version import is_version_at_least
 from pydantic import AnyUrl
 
-from bridge.mcp.asker import Asker
+from bridge.mcp.opening import Opening
 from bridge.pipeline.tools import Audit, Tool
 from bridge.pipeline.tools.arguments import Arguments, cut, shortened
-from layers.shared.audit.log import AuditLog
 from layers.shared.errors import BadInput
-from layers.shared.offloaded import Offloaded
+
+if TYPE_CHECKING:
+    from bridge.mcp.asker import Asker
+    from layers.shared.audit.log import AuditLog
+    from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 
-AskerOf = Callable[[], Awaitable[Asker]]
+AskerOf = Callable[[], Awaitable["Asker"]]
 # Resources to list, read afresh at each resources/list.
 Listing = Callable[[], Awaitable[list[MCPResource]]]
 # Resource not found, as the spec of a handshake (2024-11-05 to 2025-11-25) names it; from
@@ -59,13 +63,21 @@ RESOURCE_NOT_FOUND = -32002
 NOT_FOUND_INVALID_PARAMS_SINCE = "2026-07-28"
 
 
+@dataclass(frozen=True)
+class Served:
+    """What the server serves once the memory is open (``opening.py``)."""
+
+    tools: Mapping[str, Tool[Asker]]
+    audit: Offloaded[AuditLog]
+
+
 class ReadNotFound(ResourceNotFoundError):
     """Nothing there, said by one of Thoth's resources, which audited the read itself."""
 
 
 class ToolServer(MCPServer[Any]):
-    def __init__(self, tools: Sequence[Tool[Asker]], asker_of: AskerOf,
-                 audit: Offloaded[AuditLog], *, origin: str, instructions: str, version: str,
+    def __init__(self, served: Opening[Served], asker_of: AskerOf,
+                 *, origin: str, instructions: str, version: str,
                  token_verifier: TokenVerifier | None = None,
                  auth_server_provider: OAuthAuthorizationServerProvider[Any, Any, Any]
                  | None = None,
@@ -75,9 +87,8 @@ class ToolServer(MCPServer[Any]):
         super().__init__(name="thoth", version=version, instructions=instructions,
                          token_verifier=token_verifier,
                          auth_server_provider=auth_server_provider, auth=auth)
-        self._tools = {tool.name: tool for tool in tools}
+        self._served = served
         self._asker_of = asker_of
-        self._audit = audit
         self._origin = origin
         self._listings: list[Listing] = []
 
@@ -85,12 +96,12 @@ class ToolServer(MCPServer[Any]):
         return [MCPTool(name=tool.name, description=tool.description,
                         input_schema=tool.input_schema,
                         annotations=ToolAnnotations(read_only_hint=not tool.changes))
-                for tool in self._tools.values()] + await super().list_tools()
+                for tool in (await self._served()).tools.values()] + await super().list_tools()
 
     async def call_tool(self, name: str, arguments: dict[str, Any],
                         context: Context[Any, Any] | None = None,
                         ) -> CallToolResult | InputRequiredResult:
-        tool = self._tools.get(name)
+        tool = (await self._served()).tools.get(name)
         if tool is None:
             return await super().call_tool(name, arguments, context)
         asker: Asker | None = None
@@ -148,9 +159,10 @@ class ToolServer(MCPServer[Any]):
         # A read's line is committed without waiting for the disk (Database.write): an
         # fsync was about 0.9 of recall's 6.9 ms over HTTP. What a call changes (a note,
         # a skill draft) is written, and audited, as every change is.
-        await self._audit.run(AuditLog.record, actor=asker.actor, action=f"mcp.{audit.action}",
-                              target=audit.target, origin=self._origin, detail=audit.detail,
-                              durable=durable)
+        await (await self._served()).audit.run(
+            lambda log: log.record(actor=asker.actor, action=f"mcp.{audit.action}",
+                                   target=audit.target, origin=self._origin,
+                                   detail=audit.detail, durable=durable))
 
     async def read_audited(self, kind: str, name: str, error: str = "") -> None:
         """A resource read, in the audit log as a tool call is: a read that failed with

@@ -23,7 +23,7 @@ from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of, kn
 from layers.identity.protocol import IdentityBackend, Person
 from layers.identity.user_models import UserModels
 from layers.notes.store import Note
-from layers.shared.audit.log import slack_actor
+from layers.shared.audit import slack_actor
 from layers.shared.offloaded import Offloaded
 from layers.shared.places import Viewer
 

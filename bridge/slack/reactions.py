@@ -36,7 +36,7 @@ from bridge.slack_api.workspace_client import bot_user
 from layers.episodic.episode import Feedback
 from layers.identity.protocol import IdentityBackend
 from layers.procedural.drafts import Draft
-from layers.shared.audit.log import slack_actor
+from layers.shared.audit import slack_actor
 from layers.shared.errors import ThothError
 from layers.shared.offloaded import Offloaded
 

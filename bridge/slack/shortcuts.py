@@ -15,7 +15,7 @@ from bridge.slack.stores import SlackStores
 from bridge.slack.workspace_guard import enterprise_of
 from bridge.slack_api.directory import place_team
 from layers.notes.store import Note
-from layers.shared.audit.log import slack_actor
+from layers.shared.audit import slack_actor
 from layers.shared.places import Place
 
 log = logging.getLogger(__name__)

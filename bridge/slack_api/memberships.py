@@ -19,7 +19,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from slack_sdk.errors import SlackApiError, SlackClientError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -27,7 +26,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import channel_info
 from bridge.slack_api.workspace_client import WorkspaceOf, served, serving_team
-from layers.shared.places import Viewer
+from layers.shared.places.memberships import NONE, Memberships
 from layers.shared.places.visibility import SHARED_BY_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -39,25 +38,6 @@ PAGE = 999
 MOST_PAGES = 50
 # People whose answer is kept at once.
 KEPT = 1_000
-
-
-@dataclass(frozen=True)
-class Memberships:
-    """What Slack says a member is in, as far as what they may read goes."""
-
-    # The private channels and group DMs they are in (with Thoth).
-    private: frozenset[str] = frozenset()
-    # Their Enterprise Grid org, and the channels shared across its workspaces they are in.
-    org: str | None = None
-    org_shared: frozenset[str] = frozenset()
-
-    def viewer(self, team: str, channel: str, user: str) -> Viewer:
-        """A member reading from ``channel`` (a DM-like view: the console, MCP)."""
-        return Viewer(team, channel, "im", user, member_of=self.private, org=self.org,
-                      org_channels=self.org_shared)
-
-
-NONE = Memberships()
 
 
 class SlackMemberships:

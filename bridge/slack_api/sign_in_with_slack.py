@@ -25,7 +25,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bridge.access.signed_in import SignedInPerson
 from bridge.settings import Settings
 from bridge.slack_api.workspace_client import WorkspaceOf, serving_team
-from layers.shared.audit.log import slack_actor
+from layers.shared.audit import slack_actor
 from layers.shared.errors import BadInput
 
 SCOPES = "openid profile"

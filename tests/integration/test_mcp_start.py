@@ -113,3 +113,49 @@ def test_the_consoles_startup_lines_say_how_to_reach_mcp(
     port = first.split("http://127.0.0.1:", 1)[1].split("/", 1)[0]
     assert second.startswith(f"MCP for coding agents: http://127.0.0.1:{port}/mcp (")
     assert "/thoth token" in second and "no sign-in with Slack" in second
+
+
+HANDSHAKE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {},
+    "clientInfo": {"name": "a-client", "version": "1"}}}) + "\n"
+
+
+def test_the_handshake_is_answered_before_the_memory_opens_and_a_memory_that_cannot_open_ends_it(
+    isolated_environment: Path, tmp_path: Path,
+) -> None:
+    """A damaged database passes the start's check (the file is there), so the client has
+    its handshake; opening it then fails, and the server ends with the one line any command
+    says of it, though the client keeps stdin open and says nothing more."""
+    home = isolated_environment
+    home.mkdir()
+    (home / "thoth.db").write_bytes(b"this is not a SQLite database, only its name" * 200)
+    server = subprocess.Popen([sys.executable, "-m", "bridge", "mcp"], cwd=tmp_path,
+                              env={**os.environ, "THOTH_HOME": str(home)},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write(HANDSHAKE)
+    server.stdin.flush()
+    try:
+        code = server.wait(timeout=START_TIMEOUT_S)
+        out, err = server.communicate(timeout=START_TIMEOUT_S)
+    finally:
+        server.kill()
+    assert code == 1, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("error: ") and str(home / "thoth.db") in line
+    # Whatever reached the client was the protocol's: at most the handshake's answer.
+    for answered in out.splitlines():
+        assert json.loads(answered)["id"] == 1
+
+
+def test_what_answers_the_handshake_loads_nothing_of_the_memory() -> None:
+    """The handshake waits only for the SDK and these modules (bench/mcp_start.py): the app,
+    the secret catalogue, the arrays and Slack's async client load beside it."""
+    probe = ("import sys, bridge.cli.main, bridge.cli.mcp, bridge.mcp.server\n"
+             "print(' '.join(sorted(name for name in ('bridge.app', 'detect_secrets',"
+             " 'numpy', 'aiohttp', 'layers.episodic.memory') if name in sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=START_TIMEOUT_S)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""

@@ -8,8 +8,7 @@ import asyncio
 from datetime import UTC, tzinfo
 from typing import Any
 
-from bridge.mcp.asker import Asker
-from bridge.mcp.server import caller_of
+from bridge.mcp.asker import Asker, caller_of
 from bridge.model.offline import RECALL_TOOL
 from bridge.model.protocol import ToolCall
 from bridge.pipeline.tools import ToolBox

@@ -35,7 +35,7 @@ from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.turn import Turn
 from layers.identity.protocol import Person
-from layers.shared.audit.log import slack_actor
+from layers.shared.audit import slack_actor
 from layers.shared.errors import BadInput
 from layers.shared.places import LOCAL_TEAM, Viewer
 

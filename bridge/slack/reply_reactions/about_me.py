@@ -6,7 +6,7 @@ from __future__ import annotations
 from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction, keep_effect, pop_effect
 from bridge.slack.stores import SlackStores
 from layers.identity.protocol import Person
-from layers.shared.audit.log import slack_actor
+from layers.shared.audit import slack_actor
 
 BUST = "bust_in_silhouette"
 

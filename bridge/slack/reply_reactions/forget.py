@@ -8,7 +8,7 @@ from bridge import messages
 from bridge.forget_exchange import forget_exchange
 from bridge.slack.reply_reactions import Kit, Reacted, ReplyReaction
 from bridge.slack_api.escaping import escape
-from layers.shared.audit.log import slack_actor
+from layers.shared.audit import slack_actor
 
 WASTEBASKET = "wastebasket"
 

@@ -9,7 +9,7 @@ from bridge.slack.stores import SlackStores
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.note_cards import NOTE_CARD_REACTIONS, note_card_message
 from layers.notes.store import Note
-from layers.shared.audit.log import slack_actor
+from layers.shared.audit import slack_actor
 from layers.shared.places import Place
 
 log = logging.getLogger(__name__)

@@ -79,10 +79,6 @@ class AuditLog:
         return [_entry(row) for row in rows]
 
 
-def slack_actor(user: str) -> str:
-    return f"slack:{user}"
-
-
 def _entry(row: tuple[object, ...]) -> AuditEntry:
     entry_id, at, actor, action, target, detail, origin = row
     return AuditEntry(int(str(entry_id)), float(str(at)), str(actor), str(action),
