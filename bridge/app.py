@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from bridge.access.tokens import McpTokens
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.commands import CommandServices
+from bridge.forget_person import ForgetStores, PersonForgetting
 from bridge.housekeeping import Housekeeping
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.metered import MeteredModel
@@ -38,7 +38,7 @@ from layers.identity.honcho_server import key_workspace
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.local.backend import LocalIdentity
 from layers.identity.outbox import IngestOutbox
-from layers.identity.protocol import IdentityBackend, Person
+from layers.identity.protocol import IdentityBackend
 from layers.identity.scope import ReadableSessions
 from layers.identity.tombstones import Tombstones
 from layers.identity.user_models import UserModels
@@ -100,6 +100,8 @@ class Thoth:
     audit: AuditLog
     # People's tokens for MCP over HTTP (`/thoth token`, the console, `thoth tokens`).
     mcp_tokens: McpTokens
+    # "Forget me", the one way every surface does it.
+    forgetting: PersonForgetting
     # Reflection state; a run older than REFLECTION_TIMEOUT_S counts as dead.
     reflections: ReflectionState
     # Checks back that reflection scheduled, posted in their threads when due.
@@ -209,6 +211,9 @@ def build(
         auto=settings.memory_notes == "auto",
     )
     audit = AuditLog(db)
+    forgetting = PersonForgetting(
+        Offloaded(ForgetStores(db, episodic, sessions, notes, tombstones, audit)), identity,
+        user_models)
     off_episodic = None if settings.episodic_disabled else Offloaded(episodic)
     off_skills = Offloaded(skills)
     off_sessions = Offloaded(sessions)
@@ -230,10 +235,7 @@ def build(
         identity_ingest=ingest,
         context=context_sources(settings, Offloaded(notes.store), user_models, off_episodic),
         tools=ToolBox(model_tools(
-            settings, Offloaded(episodic), off_skills, identity, user_models,
-            stop_ingest=lambda person: off_tombstones.run(lambda stones: stones.record(person)),
-            audit=Offloaded(audit),
-        )),
+            settings, Offloaded(episodic), off_skills, identity, forgetting)),
     )
     drafts = SkillDrafts(db, brain, skills)
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
@@ -260,6 +262,7 @@ def build(
         ledger=ledger,
         audit=audit,
         mcp_tokens=mcp_tokens,
+        forgetting=forgetting,
         commands=CommandServices(
             sessions=off_sessions, transcript=Offloaded(transcript), session_end=session_end,
             tokens=Offloaded(mcp_tokens), recall_top_k=settings.recall_top_k,
@@ -360,10 +363,7 @@ def model_tools(
     episodic: Offloaded[EpisodicMemory],
     skills: Offloaded[SkillLibrary],
     identity: IdentityBackend | None,
-    user_models: UserModels | None,
-    *,
-    stop_ingest: Callable[[Person], Awaitable[object]],
-    audit: Offloaded[AuditLog] | None = None,
+    forgetting: PersonForgetting,
 ) -> list[Tool[Caller]]:
     """Every tool the model may call, from the parts that are on: the turn's share of the
     one list of tools (``bridge/pipeline/tools/offered.py``), where a new tool is a line."""
@@ -371,9 +371,7 @@ def model_tools(
         skills, settings.recall_top_k,
         episodic=None if settings.episodic_disabled else episodic,
         identity=identity,
-        on_forget=user_models.forget if user_models else None,
-        stop_ingest=stop_ingest,
-        audit=audit,
+        forgetting=forgetting,
     ))
 
 

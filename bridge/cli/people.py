@@ -35,7 +35,8 @@ def register(commands: Any) -> None:
     )
     show.add_argument("--json", action="store_true", help="print JSON")
     show.set_defaults(handler=run_show)
-    forget = actions.add_parser("forget", help="delete what is known about USER")
+    forget = actions.add_parser(
+        "forget", help="delete what Thoth keeps of USER: facts, DMs with Thoth, notes")
     forget.add_argument("user", help="a Slack user id (or the terminal login name)")
     forget.add_argument("--team", default=LOCAL_TEAM, help="the person's workspace id")
     forget.add_argument("--fact", help="delete only this fact (an id from `people show`)")
@@ -73,24 +74,20 @@ def run_forget(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     if not args.user.strip():
         raise BadInput("say whose facts to forget: thoth people forget USER")
     person = Person(args.team, args.user)
-    backend = _backend(app)
     if args.fact is not None:
         # An empty --fact is a mistake, never "all of them".
         if not args.fact.strip():
             raise BadInput("--fact needs a fact id (thoth people show USER lists them)")
-        deleted = asyncio.run(backend.forget(person, args.fact))
+        _backend(app)  # a fact is the identity layer's: say so when it is off
+        deleted = asyncio.run(app.forgetting.forget_fact([person], args.fact,
+                                                         actor=login_name(), origin="cli"))
         if not deleted:
             raise BadInput(f"{args.user} has no fact {args.fact!r} (thoth people show"
                            f" {args.user} lists them)")
         said = f"deleted {deleted} fact(s)"
     else:
-        app.tombstones.record(person)  # nothing said before this is sent afterwards
-        said = asyncio.run(backend.forget_person(person)).describe()
-    if app.user_models is not None:
-        app.user_models.forget(person)
-    app.audit.record(actor=login_name(), action="fact.forget" if args.fact else "person.forget",
-                     target=f"fact:{args.fact}" if args.fact else f"person:{person.key}",
-                     origin="cli", detail=said)
+        said = asyncio.run(app.forgetting.forget([person], actor=login_name(),
+                                                 origin="cli")).describe()
     print(f"forgot {args.user}: {said}", file=out)
     return 0
 

@@ -11,6 +11,7 @@ from bridge.access.tokens import McpTokens
 from bridge.app import Thoth
 from bridge.console.pages.health import HealthChecks
 from bridge.console_links import ConsoleLinks, console_links
+from bridge.forget_person import PersonForgetting
 from bridge.health_checks import run_checks
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
@@ -21,7 +22,6 @@ from bridge.slack_api.workspace_client import WorkspaceOf
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import Tombstones
-from layers.identity.user_models import UserModels
 from layers.notes.governance import NoteGovernance
 from layers.procedural.brain import Brain
 from layers.procedural.drafts import SkillDrafts
@@ -60,9 +60,10 @@ class ConsoleStores:
 class ConsoleDependencies:
     stores: Offloaded[ConsoleStores]
     daily_cap_usd: float
-    # The identity layer (async; None when HONCHO_DISABLED) and its cached user models.
+    # The identity layer (async; None when HONCHO_DISABLED).
     identity: IdentityBackend | None
-    user_models: UserModels | None
+    # "Forget me", as every surface does it (bridge/forget_person.py).
+    forgetting: PersonForgetting
     # Slack, to show a decision made here on its cards (None without SLACK_BOT_TOKEN).
     slack: AsyncWebClient | None = None
     # Which private channels a member is in (asked of Slack; none without it).
@@ -85,7 +86,7 @@ def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
                            thoth.mcp_tokens)
     settings, slack = thoth.settings, thoth.slack
     return ConsoleDependencies(Offloaded(stores), settings.daily_cost_cap_usd,
-                        thoth.identity, thoth.user_models, slack.client, slack.memberships,
+                        thoth.identity, thoth.forgetting, slack.client, slack.memberships,
                         console_links(settings.console_url),
                         HealthChecks(lambda: run_checks(thoth, in_server=True)),
                         workspace_of=slack.workspace_of)

@@ -15,13 +15,13 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.console_links import ConsoleLinks
+from bridge.forget_person import PersonForgetting
 from bridge.slack.stores import SlackStores
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.escaping import escape
 from bridge.slack_api.note_cards import decided, show_on_cards
-from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of, known_as
+from layers.identity.known_as import facts_of, known_as
 from layers.identity.protocol import IdentityBackend, Person
-from layers.identity.user_models import UserModels
 from layers.notes.store import Note
 from layers.shared.audit import slack_actor
 from layers.shared.offloaded import Offloaded
@@ -31,6 +31,11 @@ log = logging.getLogger(__name__)
 
 FORGET_FACT = "home_forget_fact"
 FORGET_EVERYTHING = "home_forget_everything"
+# Slack's confirmation dialog (its text: 300 characters at most).
+FORGET_EVERYTHING_SAYS = (
+    "Deleted for good: what Thoth knows about you, your DMs with Thoth and your memory"
+    " notes. What you said in channels stays: it is part of conversations other people"
+    " took part in.")
 KEEP_NOTE = "home_note_keep"
 REJECT_NOTE = "home_note_reject"
 # A Home view holds at most 100 blocks: the newest of each list, the rest in the console.
@@ -43,13 +48,12 @@ class AppHome:
     def __init__(
         self, stores: Offloaded[SlackStores], identity: IdentityBackend | None,
         client: AsyncWebClient, *, founders: frozenset[str], console: ConsoleLinks | None,
-        user_models: UserModels | None = None,
+        forgetting: PersonForgetting,
     ) -> None:
-        """``user_models``: their cache is dropped for a person who forgot something, so
-        the next turn's prompt no longer carries it."""
+        """``forgetting``: "forget me", as every surface does it."""
         self._stores = stores
         self._identity = identity
-        self._user_models = user_models
+        self._forgetting = forgetting
         self._client = client
         self._founders = founders
         self._console = console
@@ -83,34 +87,14 @@ class AppHome:
 
     async def forget_fact(self, team: str, user: str, fact_id: str, *,
                           org: str | None = None) -> None:
-        persons = known_as(Person(team, user), org)
-        if self._identity is not None and await forget_fact_of(self._identity, persons,
-                                                               fact_id):
-            self._forgot(persons)
-            await self._stores.run(lambda stores: stores.audit.record(
-                actor=slack_actor(user), action="fact.forget", target=f"fact:{fact_id}",
-                origin="slack home"))
+        await self._forgetting.forget_fact(known_as(Person(team, user), org), fact_id,
+                                           actor=slack_actor(user), origin="slack home")
         await self.publish(team, user, org=org)
 
     async def forget_everything(self, team: str, user: str, *, org: str | None = None) -> None:
-        if self._identity is not None:
-            persons = known_as(Person(team, user), org)
-
-            async def bury(person: Person) -> None:
-                await self._stores.run(lambda stores: stores.tombstones.record(person))
-
-            forgotten = await forget_all_of(self._identity, persons, first=bury)
-            self._forgot(persons)
-            await self._stores.run(lambda stores: stores.audit.record(
-                actor=slack_actor(user), action="person.forget",
-                target=f"person:{persons[0].key}", origin="slack home",
-                detail=forgotten.describe()))
+        await self._forgetting.forget(known_as(Person(team, user), org),
+                                      actor=slack_actor(user), origin="slack home")
         await self.publish(team, user, org=org)
-
-    def _forgot(self, persons: list[Person]) -> None:
-        if self._user_models is not None:
-            for person in persons:
-                self._user_models.forget(person)
 
     async def decide_note(self, team: str, user: str, note_id: str, *, keep: bool) -> None:
         if user not in self._founders:
@@ -137,21 +121,22 @@ class AppHome:
 def _about_you(facts: list[Any], identity_on: bool) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [_header("What Thoth knows about you")]
     if not identity_on:
-        return [*blocks, _text("Nothing: Thoth keeps nothing about people here.")]
-    if not facts:
-        return [*blocks, _text("Nothing yet.")]
+        blocks.append(_text("No facts: Thoth learns nothing about people here."))
+    elif not facts:
+        blocks.append(_text("No facts yet."))
     for fact in facts:
         blocks.append({
             "type": "section", "text": {"type": "mrkdwn", "text": escape(fact.text)},
             "accessory": {"type": "button", "action_id": FORGET_FACT, "value": fact.id,
                           "text": {"type": "plain_text", "text": "Forget"}},
         })
+    # Always offered: their DMs with Thoth and their notes are theirs to forget, facts or
+    # none (bridge/forget_person.py).
     blocks.append({"type": "actions", "elements": [{
         "type": "button", "action_id": FORGET_EVERYTHING, "style": "danger",
         "text": {"type": "plain_text", "text": "Forget everything about me"},
         "confirm": {"title": {"type": "plain_text", "text": "Forget everything?"},
-                    "text": {"type": "plain_text",
-                             "text": "Everything Thoth knows about you is deleted for good."},
+                    "text": {"type": "plain_text", "text": FORGET_EVERYTHING_SAYS},
                     "confirm": {"type": "plain_text", "text": "Forget it all"},
                     "deny": {"type": "plain_text", "text": "Keep it"}},
     }]})

@@ -152,7 +152,7 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
     )
     home = AppHome(offloaded, thoth.identity, client,
                    founders=frozenset(settings.founder_user_ids), console=console,
-                   user_models=thoth.user_models)
+                   forgetting=thoth.forgetting)
     bridge = SlackTransport(
         app, runner, conversation, reactions, assistant, home, Shortcuts(reactions.kit),
         stores, offloaded,

@@ -318,6 +318,14 @@ class EpisodicMemory:
             log.info("purged the %d episodes of workspace %s", len(rowids), team)
         return len(rowids)
 
+    def forget_dms_of(self, team: str, user: str) -> int:
+        """Delete every exchange ``user`` had in a DM with Thoth in ``team`` (they asked to
+        be forgotten); how many."""
+        rowids = self._store.rowids_of_dms(team, user)
+        if rowids:
+            self._drop(rowids)
+        return len(rowids)
+
     def set_feedback(self, episode_id: str, feedback: Feedback) -> bool:
         return self._store.set_feedback(episode_id, feedback)
 

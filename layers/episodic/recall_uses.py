@@ -46,6 +46,13 @@ class RecallUses:
                  place.channel_type, use.user, *episode_ids],
             ).rowcount
 
+    def forget_asked_by(self, team: str, user: str) -> int:
+        """Delete which of ``user``'s turns recalled what (they asked to be forgotten)."""
+        with self._db.write() as conn:
+            return int(conn.execute(
+                'DELETE FROM episode_recalls WHERE team = ? AND "user" = ?',
+                (team, user)).rowcount or 0)
+
     def of(self, episode_id: str, *, most: int = MOST_SHOWN) -> list[RecallUse]:
         """The turns that recalled ``episode_id``, newest first."""
         with self._db.read() as conn:

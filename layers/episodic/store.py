@@ -222,6 +222,21 @@ class EpisodeStore:
             rows = conn.execute("SELECT rowid FROM episodes WHERE team = ?", (team,)).fetchall()
         return [int(row[0]) for row in rows]
 
+    def rowids_of_dms(self, team: str, user: str) -> list[int]:
+        """Every exchange ``user`` had in a DM with Thoth in ``team``."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT rowid FROM episodes WHERE team = ? AND channel_type = 'im'"
+                ' AND "user" = ?', (team, user)).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def count_said_with_others(self, team: str, user: str) -> int:
+        """How many exchanges ``user`` had in channels and group DMs of ``team``."""
+        with self._db.read() as conn:
+            return int(conn.execute(
+                "SELECT count(*) FROM episodes WHERE team = ? AND channel_type <> 'im'"
+                ' AND "user" = ?', (team, user)).fetchone()[0])
+
     def set_feedback(self, episode_id: str, feedback: Feedback) -> bool:
         with self._db.write() as conn:
             cursor = conn.execute(

@@ -134,6 +134,16 @@ class NoteGovernance:
                     self._record.remove(note.record_line, who=by, why="workspace purged")
             return self._store.delete_team(team)
 
+    def forget_of(self, team: str, user: str, session_ids: Sequence[str], *, by: str) -> int:
+        """Delete the notes ``user`` asked for and those drawn from ``session_ids`` (they
+        asked to be forgotten), taking the kept ones' lines out of MEMORY.md; how many."""
+        with self._record.writing():
+            notes = self._store.of_person(team, user, session_ids)
+            for note in notes:
+                if note.status == "kept" and note.record_line:
+                    self._record.remove(note.record_line, who=by, why="its author was forgotten")
+            return self._store.delete([note.id for note in notes])
+
     def reject_pending_of(self, session_id: str, *, by: str) -> int:
         """Reject the notes still waiting from a session (its words were forgotten), under
         the same lock as every decision, so a ✅ at that moment cannot keep one."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from layers.shared.places import Place, Viewer
@@ -112,6 +112,28 @@ class NoteStore:
                 f"SELECT {_COLUMNS} FROM memory_notes WHERE session_id = ?"
                 " ORDER BY created_at", (session_id,)).fetchall()
         return [_note(row) for row in rows]
+
+    def of_person(self, team: str, user: str, session_ids: Sequence[str]) -> list[Note]:
+        """Every note ``user`` asked for in ``team``, and every note drawn from
+        ``session_ids`` (their DMs), whatever its status."""
+        marks = ",".join("?" * len(session_ids)) or "NULL"
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memory_notes"
+                f' WHERE (team = ? AND "user" = ?) OR session_id IN ({marks})',
+                (team, user, *session_ids)).fetchall()
+        return [_note(row) for row in rows]
+
+    def delete(self, note_ids: Sequence[str]) -> int:
+        """Delete these notes, whatever their status; how many."""
+        deleted = 0
+        with self._db.write() as conn:
+            for start in range(0, len(note_ids), 500):
+                batch = list(note_ids[start : start + 500])
+                deleted += int(conn.execute(
+                    f"DELETE FROM memory_notes WHERE id IN ({','.join('?' * len(batch))})",
+                    batch).rowcount or 0)
+        return deleted
 
     def chain(self, note_id: str, *, most: int = 50) -> list[Note]:
         """Every version of a note, oldest first: the ones it replaced, itself, and the

@@ -11,6 +11,7 @@ import re
 import sqlite3
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from layers.shared.errors import BadInput
@@ -127,6 +128,26 @@ class SessionStore:
             raise BadInput(f"{id_or_prefix!r} starts more than one session ({shown}, …):"
                            " give more of the id")
         return _session(rows[0], None)
+
+    def dm_sessions_of(self, team: str, user: str) -> list[str]:
+        """The ids of ``user``'s DM sessions with Thoth in ``team`` (they took part)."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT s.id FROM sessions s JOIN transcript_turns t"
+                " ON t.session_id = s.id WHERE s.team = ? AND s.channel_type = 'im'"
+                ' AND t."user" = ?', (team, user)).fetchall()
+        return sorted(str(row[0]) for row in rows)
+
+    def delete(self, session_ids: Sequence[str]) -> int:
+        """Delete these sessions with their transcripts (cascade); how many."""
+        deleted = 0
+        with self._db.write() as conn:
+            for start in range(0, len(session_ids), 500):
+                batch = list(session_ids[start : start + 500])
+                deleted += int(conn.execute(
+                    f"DELETE FROM sessions WHERE id IN ({','.join('?' * len(batch))})",
+                    batch).rowcount or 0)
+        return deleted
 
     def count_open(self) -> int:
         with self._db.read() as conn:

@@ -204,7 +204,12 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             token = page.locator("input[name=csrf_token]").first.get_attribute("value")
             everything = page.request.post(f"{base}/people/{LOCAL_TEAM}/dana/forget",
                                            form={"csrf_token": token or ""})
-            assert everything.ok and "deleted 0 fact(s)" in everything.text()
+            assert everything.ok
+            # Her facts (none left), her DMs with Thoth (her three sessions at the terminal)
+            # and her notes; what she said with others is kept, and the page says why.
+            assert "3 exchange(s) and 3 session(s) of their DMs with Thoth" in (
+                everything.text()), everything.text()
+            assert "Kept: 0 exchange(s) in channels" in everything.text()
             page.goto(f"{base}/audit?action=person")
             assert page.locator("tr.entry td:nth-child(3)").all_inner_texts() == [
                 "person.forget"]
@@ -215,7 +220,8 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             # dana's two turns with the (loopback) model, per day, person and channel.
             assert page.inner_text("#total") != "$0.00"
             assert "dana" in page.inner_text("#per-person")
-            assert "terminal" in page.inner_text("#per-channel")
+            # Her sessions were forgotten: what they cost is kept, under no session.
+            assert "(no session)" in page.inner_text("#per-channel")
 
             # A change without the page's CSRF token is refused, and changes nothing.
             refused = page.request.post(f"{base}/episodes/e-lunch/forget", form={"q": "x"})

@@ -27,6 +27,7 @@ from bridge.console import csrf, web_app
 from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.console.routes.guard import GOVERNED, Change, Open, Page
 from bridge.console.web_app import ROUTES, SESSION_COOKIE, console_app
+from bridge.forget_person import PersonForgetting
 from layers.shared.offloaded import Offloaded
 
 SECRET = "test-console-secret"
@@ -61,7 +62,8 @@ OUT_OF_DATE = "This form is out of date: reload the page."
 def _console() -> Starlette:
     """The console with nothing behind it: what reaches a handler fails (500)."""
     stores = cast(Offloaded[ConsoleStores], Offloaded(object()))
-    parts = ConsoleDependencies(stores, daily_cap_usd=1.0, identity=None, user_models=None)
+    parts = ConsoleDependencies(stores, daily_cap_usd=1.0, identity=None,
+                                forgetting=cast(PersonForgetting, object()))
     return console_app(parts, secret=SECRET, login=None)
 
 

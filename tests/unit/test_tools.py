@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, tzinfo
-from typing import Any
+from typing import Any, cast
 
+from bridge.forget_person import PersonForgetting
 from bridge.mcp.asker import Asker, caller_of
 from bridge.model.offline import RECALL_TOOL
 from bridge.model.protocol import ToolCall
@@ -55,7 +56,8 @@ def _parts(**parts: Any) -> ToolDependencies:
 
 
 def test_one_list_offers_each_capability_under_one_name_on_each_surface() -> None:
-    parts = _parts(episodic=Offloaded(Memory()), identity=Identity())
+    parts = _parts(episodic=Offloaded(Memory()), identity=Identity(),
+                   forgetting=cast(PersonForgetting, object()))
     turn, mcp = tools_for("turn", parts), tools_for("mcp", parts)
     assert [tool.name for tool in turn] == [
         "recall", "get_skill", "what_do_you_know_about_me", "forget_about_me"]

@@ -1,13 +1,13 @@
 """People: what the identity layer holds about one person, and forgetting it — one fact,
-or everything (as `thoth people forget` and "forget me" do: nothing they said before is
-sent to the identity backend afterwards)."""
+or everything Thoth keeps of them (``bridge/forget_person.py``, as every "forget me")."""
 
 from __future__ import annotations
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.dependencies import ConsoleDependencies
-from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of, known_as
-from layers.identity.protocol import Fact, Forgotten, Person
+from bridge.forget_person import PersonForgotten
+from layers.identity.known_as import facts_of, known_as
+from layers.identity.protocol import Fact, Person
 from layers.shared.errors import BadInput
 
 
@@ -48,33 +48,9 @@ async def facts(parts: ConsoleDependencies, persons: list[Person]) -> list[Fact]
 
 async def forget_fact(parts: ConsoleDependencies, user: SignedInPerson, persons: list[Person],
                       fact_id: str, origin: str) -> int:
-    if parts.identity is None:
-        return 0
-    deleted = await forget_fact_of(parts.identity, persons, fact_id)
-    if deleted:
-        _forgot_in_memory(parts, persons)
-        await parts.stores.run(lambda stores: stores.audit.record(
-            actor=user.actor, action="fact.forget", target=f"fact:{fact_id}", origin=origin))
-    return deleted
+    return await parts.forgetting.forget_fact(persons, fact_id, actor=user.actor, origin=origin)
 
 
-async def forget_everything(parts: ConsoleDependencies, user: SignedInPerson, persons: list[Person],
-                            origin: str) -> Forgotten | None:
-    if parts.identity is None:
-        return None
-
-    async def bury(person: Person) -> None:
-        await parts.stores.run(lambda stores: stores.tombstones.record(person))
-
-    forgotten = await forget_all_of(parts.identity, persons, first=bury)
-    _forgot_in_memory(parts, persons)
-    await parts.stores.run(lambda stores: stores.audit.record(
-        actor=user.actor, action="person.forget", target=f"person:{persons[0].key}",
-        origin=origin, detail=forgotten.describe()))
-    return forgotten
-
-
-def _forgot_in_memory(parts: ConsoleDependencies, persons: list[Person]) -> None:
-    if parts.user_models is not None:
-        for person in persons:
-            parts.user_models.forget(person)
+async def forget_everything(parts: ConsoleDependencies, user: SignedInPerson,
+                            persons: list[Person], origin: str) -> PersonForgotten:
+    return await parts.forgetting.forget(persons, actor=user.actor, origin=origin)

@@ -48,8 +48,7 @@ async def forget_person(console: Console, request: Request, user: SignedInPerson
     forgotten = await people.forget_everything(
         console.parts, user, await people.known_as_by(console.parts, user, person),
         origin(request))
-    said = forgotten.describe() if forgotten is not None else "no identity layer"
-    return _back_to_person(request, person, said)
+    return _back_to_person(request, person, forgotten.describe())
 
 
 def _forgettable(request: Request, user: SignedInPerson) -> Person | Response:

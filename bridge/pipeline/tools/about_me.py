@@ -1,22 +1,21 @@
-"""``what_do_you_know_about_me`` and ``forget_about_me``: the person asking reads, or
-deletes, what identity memory holds about them — only ever about themselves, and read
-only as they may from where they ask (a DM's facts never come up in a channel)."""
+"""``what_do_you_know_about_me`` and ``forget_about_me``: the person asking reads what
+identity memory holds about them, or deletes what Thoth keeps of them — only ever about
+themselves, and read only as they may from where they ask (a DM's facts never come up in
+a channel)."""
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable
 
+from bridge.forget_person import PersonForgetting
 from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools import Answer, Audit, Caller, Tool
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.tools.data import when
-from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of
+from layers.identity.known_as import facts_of
 from layers.identity.protocol import IdentityBackend, Person
-from layers.shared.audit.log import AuditLog
 from layers.shared.errors import BadInput
-from layers.shared.offloaded import Offloaded
 
 log = logging.getLogger(__name__)
 
@@ -51,43 +50,33 @@ def what_do_you_know_about_me(identity: IdentityBackend) -> Tool[Caller]:
         step_title="Reading what I know about you")
 
 
-def forget_about_me(
-    identity: IdentityBackend,
-    *,
-    on_forget: Callable[[Person], None] | None = None,
-    stop_ingest: Callable[[Person], Awaitable[object]] | None = None,
-    audit: Offloaded[AuditLog] | None = None,
-) -> Tool[Caller]:
-    """``stop_ingest`` runs before everything is forgotten: nothing said before (this very
-    turn included) is sent to the identity backend afterwards (layers/identity/tombstones).
-    ``audit``: each forget is written there, as the person's own, from where they asked."""
+def forget_about_me(forgetting: PersonForgetting) -> Tool[Caller]:
+    """Forgets as every "forget me" does (``bridge/forget_person.py``): their facts, their
+    DMs with Thoth, their notes; it says what it kept and why."""
     confirmations = ForgetConfirmations()
 
     async def handle(caller: Caller, arguments: Arguments) -> Answer:
         person = _person(caller)
         fact_id = arguments.optional_text("fact_id")
         if fact_id is not None:
-            said = f"deleted {await forget_fact_of(identity, caller.known_as, fact_id)} fact(s)"
-            action, target = "fact.forget", f"fact:{fact_id}"
+            deleted = await forgetting.forget_fact(caller.known_as, fact_id,
+                                                   actor=caller.actor, origin=caller.origin)
+            said = f"deleted {deleted} fact(s)"
         elif not confirmations.confirmed(person, caller):
             return Answer(FORGET_ALL_ASKS)
         else:
-            said = (await forget_all_of(identity, caller.known_as, first=stop_ingest)).describe()
-            action, target = "person.forget", f"person:{person.key}"
-        if audit is not None:
-            await audit.run(AuditLog.record, actor=caller.actor, action=action, target=target,
-                            origin=caller.origin, detail=said)
-        if on_forget is not None:
-            for known in caller.known_as:
-                on_forget(known)
+            said = (await forgetting.forget(caller.known_as, actor=caller.actor,
+                                            origin=caller.origin)).describe()
         log.info("forgot at the person's request: %s", said)
-        return Answer(f"Done: {said} about them.")
+        return Answer(f"Done: {said}")
 
     return Tool(FORGET_ME, (
-        "Delete what the identity memory holds about the person asking: one fact by its id"
-        f" from {ABOUT_ME}, or everything when no id is given. Only when they ask you to"
-        " forget something about them. Forgetting everything needs the person's own"
-        " confirmation in their next message ('yes, forget everything')."
+        "Delete what Thoth keeps about the person asking: one fact by its id from"
+        f" {ABOUT_ME}, or everything when no id is given (their facts, their DMs with"
+        " Thoth, their notes; what they said in channels stays, and the answer says so)."
+        " Only when they ask you to forget something about them. Forgetting everything"
+        " needs the person's own confirmation in their next message ('yes, forget"
+        " everything')."
     ), {
         "type": "object",
         "properties": {"fact_id": {"type": "string", "description": "omit to forget all"}},

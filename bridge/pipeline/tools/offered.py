@@ -10,18 +10,18 @@ what they propose waits for a founder on a card only MCP posts.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
+from bridge.forget_person import PersonForgetting
 from bridge.pipeline.tools import Caller, Tool
 from bridge.pipeline.tools.about_me import forget_about_me, what_do_you_know_about_me
 from bridge.pipeline.tools.recall import recall
 from bridge.pipeline.tools.skills import get_skill, list_skills
 from layers.episodic.memory import EpisodicMemory
-from layers.identity.protocol import IdentityBackend, Person
+from layers.identity.protocol import IdentityBackend
 from layers.procedural.skills import SkillLibrary
-from layers.shared.audit.log import AuditLog
 from layers.shared.offloaded import Offloaded
 
 Surface = Literal["turn", "mcp"]
@@ -39,10 +39,8 @@ class ToolDependencies:
     recall_k: int
     episodic: Offloaded[EpisodicMemory] | None = None
     identity: IdentityBackend | None = None
-    # What a forget sets going besides the delete (``about_me.forget_about_me``).
-    on_forget: Callable[[Person], None] | None = None
-    stop_ingest: Callable[[Person], Awaitable[object]] | None = None
-    audit: Offloaded[AuditLog] | None = None
+    # "Forget me" (``bridge/forget_person.py``): offered in a turn where it is given.
+    forgetting: PersonForgetting | None = None
 
 
 def tools_for(surface: Surface, parts: ToolDependencies) -> list[Tool[Caller]]:
@@ -57,5 +55,5 @@ def _every_tool(parts: ToolDependencies) -> Iterator[tuple[frozenset[Surface], T
     yield MCP, list_skills(parts.skills)
     if parts.identity is not None:
         yield BOTH, what_do_you_know_about_me(parts.identity)
-        yield TURN, forget_about_me(parts.identity, on_forget=parts.on_forget,
-                                    stop_ingest=parts.stop_ingest, audit=parts.audit)
+    if parts.forgetting is not None:
+        yield TURN, forget_about_me(parts.forgetting)
