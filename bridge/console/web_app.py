@@ -14,8 +14,11 @@ from pathlib import Path
 
 import jinja2
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
@@ -68,9 +71,15 @@ def console_app(
     templates.env.filters["when"] = _when
     console = Console(parts, templates, login, slack, public_url)
     served: list[BaseRoute] = [routed(console, declared) for declared in ROUTES]
+
+    async def no_such_page(request: Request, error: Exception) -> Response:
+        status = error.status_code if isinstance(error, HTTPException) else 500
+        return console.refused(request, status, _WHY.get(status, _WHY[500]))
+
     return Starlette(
         routes=[*served, Mount("/static", StaticFiles(directory=HERE / "static"),
                                name="static")],
+        exception_handlers={404: no_such_page, 405: no_such_page, 500: no_such_page},
         middleware=[
             Middleware(SecurityHeaders),
             Middleware(SessionMiddleware, secret_key=secret or secrets.token_urlsafe(32),
@@ -78,6 +87,14 @@ def console_app(
                        same_site="lax", https_only=https_only),
         ],
     )
+
+
+# What the console says where no route of its own answered.
+_WHY = {
+    404: "The console has no page at this address.",
+    405: "This address is not asked for that way: use the console's own links and buttons.",
+    500: "Something went wrong on the server; its log says what. Nothing was changed.",
+}
 
 
 def _when(moment: float) -> str:

@@ -9,7 +9,9 @@ a route that let a request through to its handler would answer 500, or worse, 20
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from base64 import b64encode
 from collections.abc import Iterator
 from typing import Any, cast
@@ -109,8 +111,14 @@ def _answers(app: Starlette, *, cookie: str | None = None,
             method = label.split()[0]
             form = {csrf.FIELD: sent} if method == "POST" and sent is not None else None
             answer = client.request(method, path, data=form)
-            answers[label] = (answer.status_code, answer.text)
+            answers[label] = (answer.status_code, _said(answer.text))
     return answers
+
+
+def _said(page: str) -> str:
+    """What a refusal page says (its #refused line), else the answer as it came."""
+    found = re.search(r'<p class="problem" id="refused">(.*?)</p>', page, re.S)
+    return html.unescape(found.group(1)) if found else page
 
 
 def _unguarded_signed_out(app: Starlette) -> dict[str, str]:
@@ -188,3 +196,31 @@ def test_the_member_sweep_finds_a_page_that_forgot_it_is_the_operators(
     monkeypatch.setattr(web_app, "ROUTES", forgot)
     refused = _refused_to_dana(_console())
     assert set(REFUSED_TO_A_MEMBER) - set(refused) == {"GET /spend"}
+
+
+def test_a_refusal_is_a_page_of_the_console_with_a_way_back(app: Starlette) -> None:
+    cookie = _session_cookie(DANA, **{csrf.SESSION_KEY: "dana's-token"})
+    with TestClient(app, raise_server_exceptions=False, follow_redirects=False) as client:
+        client.cookies.set(SESSION_COOKIE, cookie)
+        lost = client.get("/no/such/page", headers={"referer": "http://testserver/episodes"})
+        assert lost.status_code == 404
+        assert "<h1>Not here</h1>" in lost.text and "Sign out" in lost.text
+        assert '<a href="/episodes" id="back">Back</a>' in lost.text
+        # A page of another site is never the way back.
+        elsewhere = client.get("/spend", headers={"referer": "https://evil.example/x"})
+        assert elsewhere.status_code == 403 and '<a href="/" id="back">' in elsewhere.text
+        assert client.get("/logout").status_code == 405  # a change asked by GET
+    with TestClient(app, raise_server_exceptions=False, follow_redirects=False) as client:
+        signed_out = client.get("/no/such/page")
+        assert signed_out.status_code == 404 and "Sign out" not in signed_out.text
+
+
+def test_a_used_sign_in_link_opened_while_signed_in_goes_to_the_console(
+    app: Starlette,
+) -> None:
+    with TestClient(app, raise_server_exceptions=False, follow_redirects=False) as client:
+        client.cookies.set(SESSION_COOKIE, _session_cookie(DANA))
+        again = client.get("/login/used-up-token")
+        assert again.status_code == 303 and again.headers["location"] == "/"
+        client.cookies.clear()
+        assert "<h1>Sign in</h1>" in client.get("/login/used-up-token").text

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import episodes
@@ -30,7 +30,7 @@ async def search(console: Console, request: Request, user: SignedInPerson) -> Re
 async def episode(console: Console, request: Request, user: SignedInPerson) -> Response:
     shown = await episodes.page_of(console.parts, user, request.path_params["episode_id"])
     if shown is None:
-        return PlainTextResponse("No such episode that you may see.", status_code=404)
+        return console.refused(request, 404, "No such episode that you may see.")
     return console.page(request, user, "episode.html", shown=shown,
                         may_forget=episodes.may_forget(user, shown.episode))
 
@@ -38,7 +38,7 @@ async def episode(console: Console, request: Request, user: SignedInPerson) -> R
 async def forget(console: Console, request: Request, user: SignedInPerson) -> Response:
     episode_id = request.path_params["episode_id"]
     if not await episodes.forget(console.parts, user, episode_id, origin(request)):
-        return PlainTextResponse("No such episode of yours.", status_code=404)
+        return console.refused(request, 404, "No such episode of yours.")
     form = await request.form()
     return RedirectResponse(
         f"{base(request)}/episodes?q={quoted(str(form.get('q') or ''))}", status_code=303)

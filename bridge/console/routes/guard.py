@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from bridge.access.signed_in import SignedInPerson, user_of
@@ -102,7 +102,7 @@ def _reader(console: Console, request: Request, page: Page) -> SignedInPerson | 
     if user is None and not page.refuse_signed_out:
         return console.signed_out(request)
     if user is None or (page.operators_only is not None and not user.sees_everything):
-        return PlainTextResponse(page.operators_only or "Sign in first.", status_code=403)
+        return console.refused(request, 403, page.operators_only or "Sign in first.")
     return user
 
 
@@ -114,10 +114,9 @@ async def _changer(console: Console, request: Request,
         return console.signed_out(request)
     form = await request.form()
     if not csrf.sent_back(request.session, form.get(csrf.FIELD)):
-        return PlainTextResponse("This form is out of date: reload the page.",
-                                 status_code=403)
+        return console.refused(request, 403, "This form is out of date: reload the page.")
     if change.founders_only and not user.founder:
-        return PlainTextResponse("Only a founder may decide this.", status_code=403)
+        return console.refused(request, 403, "Only a founder may decide this.")
     if change.operator_only and not user.sees_everything:
-        return PlainTextResponse("Only the operator may do this.", status_code=403)
+        return console.refused(request, 403, "Only the operator may do this.")
     return user

@@ -4,7 +4,7 @@ reject."""
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import notes
@@ -23,7 +23,7 @@ async def note(console: Console, request: Request, user: SignedInPerson) -> Resp
     note_id = request.path_params["note_id"]
     versions = await notes.chain(console.parts, note_id)
     if not versions:
-        return PlainTextResponse("No such note.", status_code=404)
+        return console.refused(request, 404, "No such note.")
     return console.page(request, user, "note.html", note_id=note_id, versions=versions)
 
 
@@ -33,15 +33,15 @@ async def edit(console: Console, request: Request, user: SignedInPerson) -> Resp
         newer = await notes.edit(console.parts, user, request.path_params["note_id"],
                                  str(form.get("text") or ""), origin(request))
     except ThothError as error:
-        return PlainTextResponse(f"Sorry: {error}", status_code=409)
+        return console.refused(request, 409, f"Sorry: {error}")
     return RedirectResponse(f"{base(request)}/notes/{newer.id}", status_code=303)
 
 
 async def decide(console: Console, request: Request, user: SignedInPerson) -> Response:
     decision = request.path_params["decision"]
     if decision not in ("keep", "reject"):
-        return PlainTextResponse("Keep or reject.", status_code=404)
-    return await then_back(request, "notes", lambda: notes.decide(
+        return console.refused(request, 404, "Keep or reject.")
+    return await then_back(console, request, "notes", lambda: notes.decide(
         console.parts, user, request.path_params["note_id"], keep=decision == "keep",
         origin=origin(request)))
 

@@ -4,7 +4,7 @@ forgetting one fact or everything."""
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import people
@@ -25,14 +25,14 @@ async def person_page(console: Console, request: Request, user: SignedInPerson) 
             found = await people.facts(
                 console.parts, await people.known_as_by(console.parts, user, person))
         except ThothError as error:
-            return PlainTextResponse(f"Sorry: {error}", status_code=400)
+            return console.refused(request, 400, f"Sorry: {error}")
     return console.page(request, user, "people.html", team=team, who=who, facts=found,
                         identity_on=console.parts.identity is not None,
                         said=request.query_params.get("said", ""))
 
 
 async def forget_fact(console: Console, request: Request, user: SignedInPerson) -> Response:
-    person = _forgettable(request, user)
+    person = _forgettable(console, request, user)
     if isinstance(person, Response):
         return person
     deleted = await people.forget_fact(
@@ -42,7 +42,7 @@ async def forget_fact(console: Console, request: Request, user: SignedInPerson) 
 
 
 async def forget_person(console: Console, request: Request, user: SignedInPerson) -> Response:
-    person = _forgettable(request, user)
+    person = _forgettable(console, request, user)
     if isinstance(person, Response):
         return person
     forgotten = await people.forget_everything(
@@ -51,15 +51,16 @@ async def forget_person(console: Console, request: Request, user: SignedInPerson
     return _back_to_person(request, person, forgotten.describe())
 
 
-def _forgettable(request: Request, user: SignedInPerson) -> Person | Response:
+def _forgettable(console: Console, request: Request,
+                 user: SignedInPerson) -> Person | Response:
     """The person a forget's path names, or the answer to one ``user`` may not make."""
     team, who = request.path_params["team"], request.path_params["user"]
     if not people.may_forget(user, team, who):
-        return PlainTextResponse("Only what is known about you.", status_code=403)
+        return console.refused(request, 403, "Only what is known about you.")
     try:
         return people.person_of(team, who)
     except ThothError as error:
-        return PlainTextResponse(f"Sorry: {error}", status_code=400)
+        return console.refused(request, 400, f"Sorry: {error}")
 
 
 def _back_to_person(request: Request, person: Person, said: str) -> Response:

@@ -9,7 +9,7 @@ import secrets
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from bridge.access.signed_in import SignedInPerson
+from bridge.access.signed_in import SignedInPerson, user_of
 from bridge.console.routes.answers import Console, base, origin
 from bridge.console.routes.guard import Change, Declared, Open
 from layers.shared.errors import ThothError
@@ -19,6 +19,10 @@ async def login(console: Console, request: Request) -> Response:
     offered = str(request.path_params.get("token", ""))
     user = console.login.redeem(offered) if console.login is not None and offered else None
     if user is None:
+        if user_of(request.session) is not None:
+            # Signed in already (the link opened again, from the history or a second
+            # click): the console, not a sign-in page that suggests they are out.
+            return RedirectResponse(base(request) + "/", status_code=303)
         return console.signed_out(request, "That sign-in link is used up, lapsed or wrong:"
                                            " start the console again for a new one.")
     return await _signed_in(console, request, user)

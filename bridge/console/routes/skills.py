@@ -4,7 +4,7 @@ diff, and a founder's approve, reject or undo."""
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import skills
@@ -23,20 +23,20 @@ async def commit(console: Console, request: Request, user: SignedInPerson) -> Re
     try:
         diff = await skills.commit_diff(console.parts, sha)
     except ThothError as error:
-        return PlainTextResponse(f"Sorry: {error}", status_code=404)
+        return console.refused(request, 404, f"Sorry: {error}")
     return console.page(request, user, "commit.html", sha=sha, diff=diff)
 
 
 async def revert(console: Console, request: Request, user: SignedInPerson) -> Response:
-    return await then_back(request, "skills", lambda: skills.undo(
+    return await then_back(console, request, "skills", lambda: skills.undo(
         console.parts, user, request.path_params["sha"], origin(request)))
 
 
 async def decide_draft(console: Console, request: Request, user: SignedInPerson) -> Response:
     decision = request.path_params["decision"]
     if decision not in ("approve", "reject"):
-        return PlainTextResponse("Approve or reject.", status_code=404)
-    return await then_back(request, "skills", lambda: skills.decide(
+        return console.refused(request, 404, "Approve or reject.")
+    return await then_back(console, request, "skills", lambda: skills.decide(
         console.parts, user, request.path_params["draft_id"],
         approve=decision == "approve", origin=origin(request)))
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import tokens
@@ -33,13 +33,13 @@ async def make(console: Console, request: Request, user: SignedInPerson) -> Resp
     try:
         token, secret = await tokens.make(console.parts, user, label, origin(request))
     except ThothError as error:
-        return PlainTextResponse(f"Sorry: {error}", status_code=400)
+        return console.refused(request, 400, f"Sorry: {error}")
     request.session[NEW_TOKEN] = {"id": token.id, "label": token.label, "secret": secret}
     return RedirectResponse(f"{base(request)}/tokens", status_code=303)
 
 
 async def revoke(console: Console, request: Request, user: SignedInPerson) -> Response:
-    return await then_back(request, "tokens", lambda: tokens.revoke(
+    return await then_back(console, request, "tokens", lambda: tokens.revoke(
         console.parts, user, request.path_params["token_id"], origin(request)))
 
 
