@@ -6,6 +6,7 @@ from __future__ import annotations
 from starlette.routing import Mount
 
 from bridge.app import Thoth
+from bridge.console.cookie_secret import cookie_secret
 from bridge.console.dependencies import console_dependencies
 from bridge.console.sign_in import OneTimeLogin
 from bridge.console.web_app import console_app
@@ -16,10 +17,11 @@ PATH = "/console"
 
 def console_mount(app: Thoth, login: OneTimeLogin) -> Mount:
     settings = app.settings
-    secret = settings.console_secret
+    # Read before anything is built: a kept secret that cannot be used stops the start.
+    secret = cookie_secret(settings.console_secret, settings.thoth_home)
     parts = console_dependencies(app)
     return Mount(PATH, console_app(
-        parts, secret=secret.get_secret_value() if secret else None, login=login,
+        parts, secret=secret, login=login,
         slack=slack_sign_in(settings, parts.slack, parts.workspace_of),
         public_url=settings.console_url,
         https_only=(settings.console_url or "").startswith("https://")))

@@ -24,9 +24,9 @@ from layers.shared.places import LOCAL_TEAM, Viewer
 log = logging.getLogger(__name__)
 
 FEEDBACK_BY_NAME = {name: feedback for feedback, name in FEEDBACK_NAMES.items() if name}
-# How many times the page's results recall ranks when a filter narrows them.
-NARROWED_DEPTH = 10
 NOTHING_NARROWED = EpisodeFilter()
+# How deep a search pages (recall ranks this many pages' worth; past it, narrow it).
+MOST_PAGES = 10
 
 
 async def viewer_of(parts: ConsoleDependencies, user: SignedInPerson) -> Viewer:
@@ -63,22 +63,54 @@ def filter_of(query: Mapping[str, str]) -> EpisodeFilter:
         feedback=FEEDBACK_BY_NAME.get(feedback))
 
 
+@dataclass(frozen=True)
+class Listed:
+    """A page of episodes, and where the next one starts (None: this is the last)."""
+
+    hits: list[Hit]
+    # Browsing: the newest-first cursor after this page's last episode ("TIME:ID").
+    older: str | None = None
+    # Searching: the number of the next page of matches.
+    next_page: int | None = None
+
+
 async def search(parts: ConsoleDependencies, user: SignedInPerson, query: str,
-                 narrowed: EpisodeFilter = NOTHING_NARROWED) -> list[Hit]:
-    """Recall's best matches the person may see, narrowed; with no words, the newest."""
+                 narrowed: EpisodeFilter = NOTHING_NARROWED, *, older: str = "",
+                 page: int = 1) -> Listed:
+    """Recall's best matches the person may see, narrowed, a page at a time (``page``);
+    with no words, everything they may see, newest first, from ``older`` on."""
     viewer = await viewer_of(parts, user)
     if not query.strip():
-        if not narrowed.narrows:
-            return []
-        latest = await parts.stores.run(
-            lambda stores: stores.episodic.store.recent(viewer, narrowed, parts.results))
-        return [Hit(episode, 0.0) for episode in latest]
-    # Recall ranks first and the filters narrow its best few: asked for more than
-    # shown, so a narrow filter still fills the page when matches exist.
-    wanted = parts.results * (NARROWED_DEPTH if narrowed.narrows else 1)
-    hits = await parts.stores.run(
-        lambda stores: stores.episodic.recall(query, viewer, k=wanted))
-    return [hit for hit in hits if narrowed.admits(hit.episode)][: parts.results]
+        cursor = _cursor(older)
+        latest = await parts.stores.run(lambda stores: stores.episodic.store.recent(
+            viewer, narrowed, parts.results + 1, older_than=cursor))
+        newest = latest[: parts.results]
+        more = len(latest) > parts.results
+        return Listed([Hit(episode, 0.0) for episode in newest],
+                      older=f"{newest[-1].created_at!r}:{newest[-1].id}" if more else None)
+    if not 1 <= page <= MOST_PAGES:
+        raise BadInput(f"page is a number from 1 to {MOST_PAGES}")
+    # Recall ranks first and the filters narrow its best few. Always asked as deep
+    # (recall's order depends on how many it is asked for, and each page must go on
+    # from the last), and deeper than shown, so a narrow filter still fills a page.
+    hits = await parts.stores.run(lambda stores: stores.episodic.recall(
+        query, viewer, k=parts.results * MOST_PAGES))
+    admitted = [hit for hit in hits if narrowed.admits(hit.episode)]
+    shown = admitted[(page - 1) * parts.results: page * parts.results]
+    more = len(admitted) > page * parts.results and page < MOST_PAGES
+    return Listed(shown, next_page=page + 1 if more else None)
+
+
+def _cursor(older: str) -> tuple[float, str] | None:
+    """The browsing cursor a page's Older link carries (``BadInput`` if it is not one)."""
+    if not older.strip():
+        return None
+    at, _, episode_id = older.partition(":")
+    try:
+        return float(at), episode_id
+    except ValueError as error:
+        raise BadInput("that page of episodes is not one this console links to:"
+                       " start again from the newest") from error
 
 
 @dataclass(frozen=True)

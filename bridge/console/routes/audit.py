@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from dataclasses import asdict
+
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response, StreamingResponse
 
 from bridge.access.signed_in import SignedInPerson
+from bridge.console.dependencies import ConsoleStores
 from bridge.console.pages import audit
 from bridge.console.routes.answers import Console
 from bridge.console.routes.guard import Declared, Page
 
 THE_OPERATORS = "The audit log is the operator's."
+# Entries a chunk of the JSON lines: one page read from the database.
+PAGE = 1000
 
 
 async def log(console: Console, request: Request, user: SignedInPerson) -> Response:
@@ -21,8 +28,17 @@ async def log(console: Console, request: Request, user: SignedInPerson) -> Respo
 
 
 async def json_lines(console: Console, request: Request, user: SignedInPerson) -> Response:
-    return PlainTextResponse(await audit.as_json_lines(console.parts),
+    # Streamed a page at a time: the log only grows, and is never held whole.
+    return StreamingResponse(console.parts.stores.stream(_json_lines),
                              media_type="application/x-ndjson")
+
+
+def _json_lines(stores: ConsoleStores) -> Iterator[str]:
+    """Every entry, newest first, as ``pages/audit.py``'s ``as_json_lines`` writes it."""
+    before: int | None = None
+    while page := stores.audit.entries(before_id=before, limit=PAGE):
+        yield "".join(json.dumps(asdict(entry)) + "\n" for entry in page)
+        before = page[-1].id
 
 
 ROUTES: tuple[Declared, ...] = (

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from urllib.parse import urlencode
+
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
@@ -16,15 +19,31 @@ async def search(console: Console, request: Request, user: SignedInPerson) -> Re
     asked = request.query_params
     query, view_as = asked.get("q", ""), asked.get("as", "")
     reader = episodes.seen_as(user, view_as)
-    problem, hits = None, []
+    problem, listed = None, episodes.Listed([])
     try:
-        hits = await episodes.search(console.parts, reader, query, episodes.filter_of(asked))
+        listed = await episodes.search(
+            console.parts, reader, query, episodes.filter_of(asked),
+            older=asked.get("older", ""), page=_page_number(asked.get("page", "")))
     except BadInput as error:
         problem = str(error)
-    return console.page(request, user, "episodes.html", query=query, hits=hits,
-                        asked=asked, problem=problem,
+    return console.page(request, user, "episodes.html", query=query, hits=listed.hits,
+                        listed=listed, asked=asked, problem=problem,
+                        here=_query_without(asked, "older", "page"),
                         view_as=view_as if reader is not user else "",
                         may_forget=lambda episode: episodes.may_forget(reader, episode))
+
+
+def _page_number(text: str) -> int:
+    try:
+        return int(text or "1")
+    except ValueError as error:
+        raise BadInput("page is a number") from error
+
+
+def _query_without(asked: Mapping[str, str], *names: str) -> str:
+    """The page's query string without ``names``: a page link keeps every filter."""
+    return urlencode([(name, value) for name, value in asked.items()
+                      if name not in names and value])
 
 
 async def episode(console: Console, request: Request, user: SignedInPerson) -> Response:

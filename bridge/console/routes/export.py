@@ -4,7 +4,7 @@ JSON lines, and the operator's brain as a git bundle."""
 from __future__ import annotations
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import export
@@ -18,9 +18,11 @@ async def export_page(console: Console, request: Request, user: SignedInPerson) 
 
 
 async def episodes_jsonl(console: Console, request: Request, user: SignedInPerson) -> Response:
-    return Response(await export.episodes_jsonl(console.parts, user, origin(request)),
-                    media_type="application/x-ndjson",
-                    headers={"Content-Disposition": 'attachment; filename="episodes.jsonl"'})
+    # Streamed (chunked): a million episodes are never held at once.
+    return StreamingResponse(
+        await export.episodes_jsonl(console.parts, user, origin(request)),
+        media_type="application/x-ndjson",
+        headers={"Content-Disposition": 'attachment; filename="episodes.jsonl"'})
 
 
 async def brain_bundle(console: Console, request: Request, user: SignedInPerson) -> Response:
