@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from layers.episodic.memory import EpisodicMemory
-from layers.identity.known_as import forget_all_of, forget_fact_of
+from layers.identity.known_as import facts_of, forget_all_of, forget_fact_of
 from layers.identity.protocol import Forgotten, IdentityBackend, Person
 from layers.identity.tombstones import Tombstones
 from layers.identity.user_models import UserModels
@@ -61,13 +61,27 @@ class PersonForgotten:
     kept_with_others: int
 
     def describe(self) -> str:
-        facts = ("no identity layer" if self.identity is None
-                 else self.identity.describe().removeprefix("deleted "))
-        said = (f"deleted {self.dm_exchanges} exchange(s) and {self.dm_sessions} session(s)"
-                f" of their DMs with Thoth, {self.notes} note(s), {facts}")
+        """What was done: one line, what was deleted, then what was kept and why."""
+        said = f"deleted {self._deleted()}"
         if self.tokens:
             said += f"; {self.tokens} MCP token(s) revoked"
-        return f"{said}. {KEPT_WHY.format(kept=self.kept_with_others)}"
+        return f"{said}. {self.kept()}"
+
+    def would(self) -> str:
+        """What forgetting would do, asked before it is done."""
+        said = f"Forgetting deletes {self._deleted()}"
+        if self.tokens:
+            said += f", and revokes {self.tokens} MCP token(s)"
+        return f"{said}."
+
+    def kept(self) -> str:
+        return KEPT_WHY.format(kept=self.kept_with_others)
+
+    def _deleted(self) -> str:
+        facts = ("no identity layer" if self.identity is None
+                 else self.identity.describe().removeprefix("deleted "))
+        return (f"{self.dm_exchanges} exchange(s) and {self.dm_sessions} session(s) of"
+                f" their DMs with Thoth, {self.notes} note(s), {facts}")
 
 
 @dataclass(frozen=True)
@@ -113,6 +127,13 @@ class PersonForgetting:
             origin=origin, detail=forgotten.describe()))
         return forgotten
 
+    async def preview(self, persons: Sequence[Person]) -> PersonForgotten:
+        """What ``forget`` would delete and keep, deleting nothing (asked first)."""
+        identity = (None if self._identity is None
+                    else Forgotten(len(await facts_of(self._identity, persons, None))))
+        return await self._stores.run(
+            lambda stores: self._counted(stores, persons, identity))
+
     async def forget_fact(self, persons: Sequence[Person], fact_id: str, *, actor: str,
                           origin: str) -> int:
         """Forget one fact of theirs; how many were deleted (0: none of theirs by that id)."""
@@ -136,6 +157,21 @@ class PersonForgetting:
             kept += stores.episodic.store.count_said_with_others(person.team, person.user)
             tokens += self._delete_rows(stores.db, person, dm_sessions, by=actor)
             sessions += stores.sessions.delete(dm_sessions)
+        return PersonForgotten(identity, exchanges, sessions, notes, tokens, kept)
+
+    def _counted(self, stores: ForgetStores, persons: Sequence[Person],
+                 identity: Forgotten | None) -> PersonForgotten:
+        exchanges = sessions = notes = tokens = kept = 0
+        for person in persons:
+            dm_sessions = stores.sessions.dm_sessions_of(person.team, person.user)
+            sessions += len(dm_sessions)
+            notes += len(stores.notes.store.of_person(person.team, person.user, dm_sessions))
+            exchanges += len(stores.episodic.store.rowids_of_dms(person.team, person.user))
+            kept += stores.episodic.store.count_said_with_others(person.team, person.user)
+            with stores.db.read() as conn:
+                tokens += int(conn.execute(
+                    'SELECT count(*) FROM mcp_tokens WHERE team = ? AND "user" = ?'
+                    " AND revoked_at IS NULL", (person.team, person.user)).fetchone()[0])
         return PersonForgotten(identity, exchanges, sessions, notes, tokens, kept)
 
     def _delete_rows(self, db: Database, person: Person, dm_sessions: Sequence[str], *,

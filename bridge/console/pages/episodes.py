@@ -81,7 +81,7 @@ async def search(parts: ConsoleDependencies, user: SignedInPerson, query: str,
     with no words, everything they may see, newest first, from ``older`` on."""
     viewer = await viewer_of(parts, user)
     if not query.strip():
-        cursor = _cursor(older)
+        cursor = cursor_of(older)
         latest = await parts.stores.run(lambda stores: stores.episodic.store.recent(
             viewer, narrowed, parts.results + 1, older_than=cursor))
         newest = latest[: parts.results]
@@ -101,7 +101,7 @@ async def search(parts: ConsoleDependencies, user: SignedInPerson, query: str,
     return Listed(shown, next_page=page + 1 if more else None)
 
 
-def _cursor(older: str) -> tuple[float, str] | None:
+def cursor_of(older: str) -> tuple[float, str] | None:
     """The browsing cursor a page's Older link carries (``BadInput`` if it is not one)."""
     if not older.strip():
         return None

@@ -1,14 +1,29 @@
-"""People: what the identity layer holds about one person, and forgetting it — one fact,
-or everything Thoth keeps of them (``bridge/forget_person.py``, as every "forget me")."""
+"""People: everything Thoth keeps about one person, on one page — what the identity
+layer knows (with where each fact was said), their notes in every state, what they said
+(newest first, a page at a time), their MCP tokens — and forgetting it: one fact, or
+everything (``bridge/forget_person.py``, as every "forget me"), said first and then done.
+
+A member's page is their own ("what Thoth knows about me"); the operator's, anyone's.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from bridge.access.signed_in import SignedInPerson
-from bridge.console.dependencies import ConsoleDependencies
+from bridge.access.tokens import McpToken
+from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
+from bridge.console.pages.episodes import Listed, cursor_of, viewer_of
 from bridge.forget_person import PersonForgotten
+from layers.episodic.episode import Hit
+from layers.episodic.episode_filter import EpisodeFilter
 from layers.identity.known_as import facts_of, known_as
 from layers.identity.protocol import Fact, Person
+from layers.notes.store import Note
 from layers.shared.errors import BadInput
+
+# What they said, shown on their page a page at a time (the Episodes page has it all).
+SAID_SHOWN = 10
 
 
 def whose_page(user: SignedInPerson, team: str, who: str) -> tuple[str, str]:
@@ -54,3 +69,59 @@ async def forget_fact(parts: ConsoleDependencies, user: SignedInPerson, persons:
 async def forget_everything(parts: ConsoleDependencies, user: SignedInPerson,
                             persons: list[Person], origin: str) -> PersonForgotten:
     return await parts.forgetting.forget(persons, actor=user.actor, origin=origin)
+
+
+@dataclass(frozen=True)
+class Whole:
+    """Everything kept about one person that the reader may see."""
+
+    # None: the identity layer is off.
+    facts: list[Fact] | None
+    # Where each fact's session was: "a DM", "#general", by session id.
+    said_where: dict[str, str]
+    notes: list[Note]
+    said: Listed
+    tokens: list[McpToken]
+
+
+async def whole(parts: ConsoleDependencies, user: SignedInPerson, persons: list[Person],
+                older: str = "") -> Whole:
+    """``persons`` (one person's keys), as ``user`` may read them."""
+    known = await facts(parts, persons)
+    viewer = await viewer_of(parts, user)
+    cursor = cursor_of(older)
+
+    def read(stores: ConsoleStores) -> Whole:
+        sessions = {fact.session_id for fact in known or [] if fact.session_id}
+        said_where = {session_id: _where(stores, session_id) for session_id in sessions}
+        notes = [note for person in persons
+                 for note in stores.notes.store.of_person(person.team, person.user, [])]
+        newest = [episode for person in persons[:1] for episode in
+                  stores.episodic.store.recent(viewer, EpisodeFilter(user=person.user),
+                                               SAID_SHOWN + 1, older_than=cursor)]
+        shown = newest[:SAID_SHOWN]
+        more = len(newest) > SAID_SHOWN
+        said = Listed([Hit(episode, 0.0) for episode in shown],
+                      older=f"{shown[-1].created_at!r}:{shown[-1].id}" if more else None)
+        tokens = [token for person in persons
+                  for token in stores.mcp_tokens.listed(person.team, person.user)]
+        return Whole(known, said_where, sorted(notes, key=lambda note: -note.created_at),
+                     said, tokens)
+
+    return await parts.stores.run(read)
+
+
+def _where(stores: ConsoleStores, session_id: str) -> str:
+    session = stores.sessions.get(session_id)
+    if session is None:
+        return "a conversation since forgotten"
+    if session.place.channel_type == "im":
+        return "a DM"
+    return f"#{session.place.channel_name}" if session.place.channel_name else (
+        f"{session.place.channel_type} channel {session.place.channel}")
+
+
+async def what_forgetting_does(parts: ConsoleDependencies,
+                               persons: list[Person]) -> PersonForgotten:
+    """What forgetting everything would delete and keep: asked before it is done."""
+    return await parts.forgetting.preview(persons)

@@ -18,17 +18,31 @@ async def person_page(console: Console, request: Request, user: SignedInPerson) 
     # A member's page is their own: "what Thoth knows about me".
     team, who = people.whose_page(user, request.query_params.get("team", ""),
                                   request.query_params.get("user", ""))
-    found = None
+    shown = None
     if team or who:
         try:
             person = people.person_of(team, who)
-            found = await people.facts(
-                console.parts, await people.known_as_by(console.parts, user, person))
+            shown = await people.whole(
+                console.parts, user, await people.known_as_by(console.parts, user, person),
+                request.query_params.get("older", ""))
         except ThothError as error:
             return console.refused(request, 400, f"Sorry: {error}")
-    return console.page(request, user, "people.html", team=team, who=who, facts=found,
+    return console.page(request, user, "people.html", team=team, who=who, shown=shown,
                         identity_on=console.parts.identity is not None,
                         said=request.query_params.get("said", ""))
+
+
+async def confirm_forget(console: Console, request: Request,
+                         user: SignedInPerson) -> Response:
+    """What forgetting everything would delete and keep, and the button that does it."""
+    person = _forgettable(console, request, user)
+    if isinstance(person, Response):
+        return person
+    would = await people.what_forgetting_does(
+        console.parts, await people.known_as_by(console.parts, user, person))
+    return console.page(request, user, "forget_person.html", team=person.team,
+                        who=person.user, would=would, own=(person.team, person.user) == (
+                            user.team, user.user))
 
 
 async def forget_fact(console: Console, request: Request, user: SignedInPerson) -> Response:
@@ -72,5 +86,6 @@ def _back_to_person(request: Request, person: Person, said: str) -> Response:
 ROUTES: tuple[Declared, ...] = (
     Page("/people", person_page),
     Change("/people/{team}/{user}/facts/{fact_id}/forget", forget_fact),
+    Page("/people/{team}/{user}/forget", confirm_forget),
     Change("/people/{team}/{user}/forget", forget_person),
 )
