@@ -158,8 +158,12 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             page.goto(f"{base}/episodes?until=9999-12-31")  # past the last day there is
             assert "until is a day as YYYY-MM-DD" in page.inner_text("#problem")
             page.goto(f"{base}/episodes?q=how+do+we+deploy+the+api")
+            page.click("#episode-e-deploy summary")  # asked first
             page.click("#episode-e-deploy button.danger")
             assert page.locator("#episode-e-deploy").count() == 0  # forgotten for good
+            # Said, and back on the search it was forgotten from.
+            assert "Forgotten for good" in page.inner_text("#said")
+            assert page.input_value("input[name=q]") == "how do we deploy the api"
 
             page.goto(f"{base}/notes")
             assert "Releases need a second reviewer" in page.inner_text("ol.notes")

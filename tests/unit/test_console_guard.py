@@ -224,3 +224,13 @@ def test_a_used_sign_in_link_opened_while_signed_in_goes_to_the_console(
         assert again.status_code == 303 and again.headers["location"] == "/"
         client.cookies.clear()
         assert "<h1>Sign in</h1>" in client.get("/login/used-up-token").text
+
+
+def test_a_page_sent_back_by_a_form_is_one_of_the_consoles_own() -> None:
+    from bridge.console.routes.answers import console_page
+
+    assert console_page("/episodes?q=deploy&person=U1", default="/") == (
+        "/episodes?q=deploy&person=U1")
+    for elsewhere in ("https://evil.example/", "//evil.example/x", "/\\evil.example",
+                      "episodes", "", "/../../etc"):
+        assert console_page(elsewhere, default="/episodes") == "/episodes", elsewhere

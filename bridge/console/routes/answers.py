@@ -82,6 +82,15 @@ async def then_back(console: Console, request: Request, page: str,
     return RedirectResponse(f"{base(request)}/{page}", status_code=303)
 
 
+def console_page(path: str, *, default: str) -> str:
+    """``path`` when it is one of the console's own pages (as a form sends back where it
+    was shown, filters and all), else ``default``: never another site, nor a way out."""
+    if path.startswith("/") and not path.startswith("//") and "\\" not in path and (
+            path.partition("?")[0].count("..") == 0):
+        return path.partition("#")[0]
+    return default
+
+
 def way_back(request: Request) -> str:
     """The console page the browser came from, else the overview: never another site's."""
     home = base(request) + "/"

@@ -10,7 +10,14 @@ from starlette.responses import RedirectResponse, Response
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.pages import episodes
-from bridge.console.routes.answers import Console, base, origin, quoted
+from bridge.console.routes.answers import (
+    Console,
+    base,
+    console_page,
+    origin,
+    quoted,
+    way_back,
+)
 from bridge.console.routes.guard import Change, Declared, Page
 from layers.shared.errors import BadInput
 
@@ -28,7 +35,9 @@ async def search(console: Console, request: Request, user: SignedInPerson) -> Re
         problem = str(error)
     return console.page(request, user, "episodes.html", query=query, hits=listed.hits,
                         listed=listed, asked=asked, problem=problem,
-                        here=_query_without(asked, "older", "page"),
+                        here=_query_without(asked, "older", "page", "said"),
+                        here_all=_query_without(asked, "said"),
+                        said=asked.get("said", ""),
                         view_as=view_as if reader is not user else "",
                         may_forget=lambda episode: episodes.may_forget(reader, episode))
 
@@ -50,7 +59,12 @@ async def episode(console: Console, request: Request, user: SignedInPerson) -> R
     shown = await episodes.page_of(console.parts, user, request.path_params["episode_id"])
     if shown is None:
         return console.refused(request, 404, "No such episode that you may see.")
-    return console.page(request, user, "episode.html", shown=shown,
+    # Forgotten from its own page: back to the list the person came from, when it was
+    # the console's (its filters kept), else to the newest.
+    came_from = way_back(request)
+    back = came_from.removeprefix(base(request)) if came_from.startswith(
+        base(request) + "/episodes") else "/episodes"
+    return console.page(request, user, "episode.html", shown=shown, back=back,
                         may_forget=episodes.may_forget(user, shown.episode))
 
 
@@ -59,8 +73,10 @@ async def forget(console: Console, request: Request, user: SignedInPerson) -> Re
     if not await episodes.forget(console.parts, user, episode_id, origin(request)):
         return console.refused(request, 404, "No such episode of yours.")
     form = await request.form()
-    return RedirectResponse(
-        f"{base(request)}/episodes?q={quoted(str(form.get('q') or ''))}", status_code=303)
+    back = console_page(str(form.get("back") or ""), default="/episodes")
+    said = f"said={quoted('Forgotten for good: that exchange, its turn and its waiting notes.')}"
+    return RedirectResponse(f"{base(request)}{back}{'&' if '?' in back else '?'}{said}",
+                            status_code=303)
 
 
 ROUTES: tuple[Declared, ...] = (
