@@ -124,6 +124,17 @@ class NoteStore:
                 (team, user, *session_ids)).fetchall()
         return [_note(row) for row in rows]
 
+    def kept_with_lines(self, lines: Sequence[str]) -> list[Note]:
+        """The kept notes whose MEMORY.md line is one of ``lines``."""
+        if not lines:
+            return []
+        marks = ",".join("?" * len(lines))
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM memory_notes WHERE status = 'kept'"
+                f" AND record_line IN ({marks})", tuple(lines)).fetchall()
+        return [_note(row) for row in rows]
+
     def delete(self, note_ids: Sequence[str]) -> int:
         """Delete these notes, whatever their status; how many."""
         deleted = 0

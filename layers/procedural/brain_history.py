@@ -52,6 +52,19 @@ def diff_of(brain: Brain, sha: str) -> str:
     return text if len(text) <= MAX_DIFF_CHARS else text[:MAX_DIFF_CHARS] + "\n… (cut)"
 
 
+def memory_lines_added(brain: Brain, sha: str) -> list[str] | None:
+    """The lines the commit added to MEMORY.md, when MEMORY.md is all it changed (a note
+    kept); None for any other commit."""
+    repo = _repo(brain)
+    commit = _commit(repo, sha)
+    if not commit.parents or sorted(str(p) for p in commit.stats.files) != [MEMORY_RECORD]:
+        return None
+    diff = str(repo.git.diff(commit.parents[0].hexsha, commit.hexsha, "--no-color",
+                             "--unified=0", "--", MEMORY_RECORD))
+    return [line[1:] for line in diff.splitlines()
+            if line.startswith("+") and not line.startswith("+++")]
+
+
 def revert(brain: Brain, sha: str, *, by: str) -> str:
     """Undo one commit as a new one attributed to ``by``; returns the new sha."""
     gitpython = _gitpython()
@@ -62,8 +75,8 @@ def revert(brain: Brain, sha: str, *, by: str) -> str:
             raise BadInput("the brain's first commit cannot be reverted")
         paths = sorted(str(path) for path in commit.stats.files)
         if MEMORY_RECORD in paths:
-            raise BadInput("MEMORY.md follows the memory notes: keep, reject or withdraw the"
-                           " note instead of undoing its commit")
+            raise BadInput("MEMORY.md follows the memory notes: withdraw the note (its page"
+                           " has the button) instead of undoing its commit")
         try:
             repo.git.revert("--no-commit", commit.hexsha)
         except gitpython.GitCommandError as error:

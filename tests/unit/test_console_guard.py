@@ -44,6 +44,7 @@ REFUSED_TO_A_MEMBER = {
     "GET /notes": GOVERNED,
     "GET /notes/{note_id}": GOVERNED,
     "POST /notes/{note_id}/edit": "Only a founder may decide this.",
+    "POST /notes/{note_id}/withdraw": "Only a founder may decide this.",
     "POST /notes/{note_id}/{decision}": "Only a founder may decide this.",
     "GET /skills": GOVERNED,
     "GET /skills/commits/{sha}": GOVERNED,

@@ -9,6 +9,7 @@ from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.console.slack_cards import show_note_decided
 from bridge.slack_api.note_cards import decided
 from layers.notes.store import STATUSES, Note
+from layers.shared.errors import BadInput
 
 
 async def listed(parts: ConsoleDependencies, status: str) -> list[Note]:
@@ -18,11 +19,47 @@ async def listed(parts: ConsoleDependencies, status: str) -> list[Note]:
 
 async def decide(parts: ConsoleDependencies, user: SignedInPerson, note_id: str, *, keep: bool,
                  origin: str) -> Note:
-    """Keep or reject a proposed note (``ThothError`` says why it cannot be)."""
+    """Keep or reject a proposed note (``ThothError`` says why it cannot be: one decided
+    already says so, rather than nothing happening)."""
 
-    note = await parts.stores.run(lambda stores: decided(
-        stores, note_id, keep=keep, by=user.name, actor=user.actor, origin=origin))
+    def change(stores: ConsoleStores) -> Note:
+        before = stores.notes.store.get(note_id)
+        if before is not None and before.status != "proposed":
+            raise BadInput(f"this note is {before.status} already"
+                           + (": withdraw it to take it out of memory"
+                              if before.status == "kept" else ""))
+        return decided(stores, note_id, keep=keep, by=user.name, actor=user.actor,
+                       origin=origin)
+
+    note = await parts.stores.run(change)
     await show_note_decided(parts, note)
+    return note
+
+
+async def withdraw(parts: ConsoleDependencies, user: SignedInPerson, note_id: str,
+                   origin: str) -> Note:
+    """Take a kept (or proposed) note back, as removing its 🧠 does in Slack: its line
+    leaves MEMORY.md; ``ThothError`` when there is nothing to withdraw."""
+    def change(stores: ConsoleStores) -> Note:
+        return withdrawn(stores, note_id, by=user.name, actor=user.actor, origin=origin,
+                         why="withdrawn in the console")
+
+    note = await parts.stores.run(change)
+    await show_note_decided(parts, note)
+    return note
+
+
+def withdrawn(stores: ConsoleStores, note_id: str, *, by: str, actor: str, origin: str,
+              why: str) -> Note:
+    """Withdraw the note, audited (in a thread)."""
+    before = stores.notes.store.get(note_id)
+    if before is None:
+        raise BadInput(f"no memory note {note_id!r}")
+    note = stores.notes.withdraw(note_id, by=by, why=why)
+    if note is None or note.status == before.status:
+        raise BadInput(f"this note is {before.status}: there is nothing to withdraw")
+    stores.audit.record(actor=actor, action="note.withdraw", target=f"note:{note.id}",
+                        origin=origin, detail=why)
     return note
 
 

@@ -46,10 +46,16 @@ async def decide(console: Console, request: Request, user: SignedInPerson) -> Re
         origin=origin(request)))
 
 
+async def withdraw(console: Console, request: Request, user: SignedInPerson) -> Response:
+    return await then_back(console, request, "notes?status=rejected", lambda: notes.withdraw(
+        console.parts, user, request.path_params["note_id"], origin(request)))
+
+
 ROUTES: tuple[Declared, ...] = (
     Page("/notes", listed, operators_only=GOVERNED),
     Page("/notes/{note_id}", note, operators_only=GOVERNED),
-    # Before the decisions: "edit" is no decision.
+    # Before the decisions: "edit" and "withdraw" are no decisions.
     Change("/notes/{note_id}/edit", edit, founders_only=True),
+    Change("/notes/{note_id}/withdraw", withdraw, founders_only=True),
     Change("/notes/{note_id}/{decision}", decide, founders_only=True),
 )
