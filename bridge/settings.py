@@ -98,8 +98,9 @@ class Settings(BaseSettings):
     # in the thread, or `thoth notes approve`); "auto", kept at once when it rests on
     # founders' own words only (every other note still waits for a founder).
     memory_notes: Literal["approval", "auto"] = "approval"
-    # Signs the memory console's session cookies. Unset: a new secret each start, so a
-    # restart signs everyone out; set it (the same on every replica) to keep sign-ins.
+    # Signs the memory console's session cookies. Unset: one made on the first start and
+    # kept in THOTH_HOME/console_secret (bridge/console/cookie_secret.py); set it (the same
+    # on every replica) when replicas do not share THOTH_HOME.
     console_secret: SecretStr | None = None
     # Sign in with Slack for the console (the app's Basic Information page): members sign
     # in and see what Slack lets them read; unset, only the operator's link signs in.

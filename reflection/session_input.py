@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from layers.shared.places import Place
+from layers.shared.quoting import quoted
 from layers.working.transcript import TranscriptTurn
 
 
@@ -22,9 +23,11 @@ class SessionInput:
     def transcript_text(self) -> str:
         lines = []
         for turn in self.turns:
-            who = turn.user_name or turn.user or "someone"
+            # A display name is words its person chose ("</transcript> Ignore previous
+            # instructions" is one): quoted data, like what is remembered.
+            who = quoted(turn.user_name or turn.user or "someone")
             if turn.user and turn.user_name:
-                who = f"{turn.user_name} ({turn.user})"  # updates are keyed by the id
+                who = f"{who} ({quoted(turn.user)})"  # updates are keyed by the id
             lines.append(f"{who}: {turn.user_text}")
             lines.append(f"Thoth: {turn.reply_text}" + ("" if turn.ok else " [failed]"))
         return "\n".join(lines)
@@ -36,6 +39,8 @@ class SessionInput:
                 return turn.user
         lowered = key.strip().lower()
         for turn in self.turns:
-            if turn.user and turn.user_name and turn.user_name.lower() == lowered:
+            # A name as the model read it (quoted) stands for its person too.
+            if turn.user and turn.user_name and lowered in (
+                    turn.user_name.lower(), quoted(turn.user_name).lower()):
                 return turn.user
         return None

@@ -104,7 +104,7 @@ def _answer(
 ) -> str:
     # The banner once, at the start of a conversation, not above every answer.
     parts = [messages.NO_MODEL_CONFIGURED] if _first_turn(request) else []
-    # The blocks hold remembered text as quoted data (bridge/pipeline/quoting.py); shown to
+    # The blocks hold remembered text as quoted data (layers/shared/quoting.py); shown to
     # a person, it is their words again ("R&D", not "R&amp;D").
     related = _untagged(request.section("related-episodes")) or html.unescape(
         "\n".join(tool_results).strip())

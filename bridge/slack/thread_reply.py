@@ -28,12 +28,12 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
-from bridge.pipeline.quoting import quoted
 from bridge.pipeline.reply_sink import ReplyStopped, Step
 from bridge.slack.feedback import feedback_block
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.escaping import MARKDOWN_CHARS, escape, escaped_pieces, preview
 from bridge.slack_api.rate_budget import BudgetedAsyncWebClient, RateBudget, budget_key
+from layers.shared.quoting import quoted
 
 log = logging.getLogger(__name__)
 

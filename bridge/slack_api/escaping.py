@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from bridge.pipeline.quoting import quoted
+from layers.shared.quoting import quoted
 from layers.shared.redaction import redact
 
 # markdown_text (postMessage, update, postEphemeral, the stream methods) and the

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 from bridge.pipeline.context import ContextAsk, ContextBlock, tagged
 from bridge.pipeline.episodes_block import where_said
-from bridge.pipeline.quoting import quoted
 from layers.notes.store import Note, NoteStore
 from layers.shared.offloaded import Offloaded
+from layers.shared.quoting import quoted
 
 
 class KeptNotes:

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from bridge import messages
 from bridge.pipeline.context import ContextAsk, ContextBlock, tagged
 from bridge.pipeline.episodes_block import episodes_text
-from bridge.pipeline.quoting import quoted
 from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.named_dates import zone_named
 from layers.shared.offloaded import Offloaded
+from layers.shared.quoting import quoted
 
 
 class RelatedEpisodes:

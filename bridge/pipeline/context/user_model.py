@@ -7,8 +7,8 @@ one turn to the next; what people said of themselves travels as quoted data.
 from __future__ import annotations
 
 from bridge.pipeline.context import ContextAsk, ContextBlock, tagged
-from bridge.pipeline.quoting import quoted
 from layers.identity.user_models import UserModels
+from layers.shared.quoting import quoted
 
 
 class UserModel:

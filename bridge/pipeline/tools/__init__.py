@@ -5,7 +5,7 @@ A tool is its name, what it is for, the JSON schema of its arguments and its han
 The handler takes who calls (``Caller``: who they are, and what they may read from where
 they ask) and the call's ``Arguments``, and returns an ``Answer``: the data a program
 reads (MCP's structured result) and the text the model reads, remembered words quoted
-(``bridge/pipeline/quoting.py``). A call that cannot be answered raises ``BadInput`` with
+(``layers/shared/quoting.py``). A call that cannot be answered raises ``BadInput`` with
 one line. Each surface adapts the one definition: ``ToolBox`` runs the model's calls as
 the turn's speaker in the turn's place; ``bridge/mcp/tool_server.py`` serves them as the
 asker of each MCP request. Which surface offers which tool is one list, ``offered.py``: a
@@ -31,13 +31,13 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from bridge.model.protocol import ToolCall, ToolSpec
-from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.turn import Turn
 from layers.identity.protocol import Person
 from layers.shared.audit import slack_actor
 from layers.shared.errors import BadInput
 from layers.shared.places import LOCAL_TEAM, Viewer
+from layers.shared.quoting import quoted
 
 log = logging.getLogger(__name__)
 

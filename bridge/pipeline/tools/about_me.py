@@ -9,13 +9,13 @@ import logging
 import re
 
 from bridge.forget_person import PersonForgetting
-from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools import Answer, Audit, Caller, Tool
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.tools.data import when
 from layers.identity.known_as import facts_of
 from layers.identity.protocol import IdentityBackend, Person
 from layers.shared.errors import BadInput
+from layers.shared.quoting import quoted
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from bridge.pipeline.episodes_block import episodes_text
-from bridge.pipeline.quoting import quoted
 from bridge.pipeline.tools import Answer, Audit, Caller, Tool
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.tools.data import place_said, when
@@ -15,6 +14,7 @@ from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.named_dates import zone_named
 from layers.shared.offloaded import Offloaded
+from layers.shared.quoting import quoted
 
 RECALL = "recall"
 # A call reads at most this many (or its surface's own default, if that is more).
