@@ -9,6 +9,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.access.tokens import McpTokens
 from bridge.app import Thoth
+from bridge.console.names import Names
 from bridge.console.pages.health import HealthChecks
 from bridge.console_links import ConsoleLinks, console_links
 from bridge.forget_person import PersonForgetting
@@ -76,6 +77,8 @@ class ConsoleDependencies:
     results: int = 20
     # Installed into many workspaces: the install Slack is asked through for each team.
     workspace_of: WorkspaceOf | None = None
+    # Names for the ids of channels and people (Slack's directory, cached).
+    names: Names = field(default_factory=lambda: Names(None))
 
 
 def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
@@ -89,4 +92,5 @@ def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
                         thoth.identity, thoth.forgetting, slack.client, slack.memberships,
                         console_links(settings.console_url),
                         HealthChecks(lambda: run_checks(thoth, in_server=True)),
-                        workspace_of=slack.workspace_of)
+                        workspace_of=slack.workspace_of,
+                        names=Names(slack.client, slack.workspace_of))

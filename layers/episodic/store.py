@@ -230,6 +230,16 @@ class EpisodeStore:
                 ' AND "user" = ?', (team, user)).fetchall()
         return [int(row[0]) for row in rows]
 
+    def people_named(self, name: str, team: str | None = None) -> list[tuple[str, str]]:
+        """Who went by ``name`` (any case) when they spoke: (team, user id) pairs."""
+        where, values = 'lower(user_name) = ? AND "user" IS NOT NULL', [name.lower()]
+        if team:
+            where, values = where + " AND team = ?", [*values, team]
+        with self._db.read() as conn:
+            rows = conn.execute(f'SELECT DISTINCT team, "user" FROM episodes WHERE {where}'
+                                ' ORDER BY team, "user" LIMIT 20', values).fetchall()
+        return [(str(row[0]), str(row[1])) for row in rows]
+
     def count_said_with_others(self, team: str, user: str) -> int:
         """How many exchanges ``user`` had in channels and group DMs of ``team``."""
         with self._db.read() as conn:

@@ -101,3 +101,19 @@ def test_search_results_page_on_and_a_forged_cursor_is_one_clear_line(
     assert second and not set(second) & set(_listed(first))
     refused = operator.get("/episodes?older=yesterday").text
     assert "that page of episodes is not one this console links to" in refused
+
+
+def test_a_person_is_filtered_by_the_name_they_went_by_in_any_case(
+    operator: TestClient,
+) -> None:
+    by_name = _listed(operator.get("/episodes?person=Ari").text)
+    assert by_name == [f"e{number:02d}" for number in reversed(range(EPISODES))
+                       if not number % 3][:20]
+    assert _listed(operator.get("/episodes?person=ARI").text) == by_name
+
+
+def test_the_operator_finds_a_person_by_the_name_they_went_by(operator: TestClient) -> None:
+    page = operator.get("/people?team=local&user=Ari").text
+    assert "Nothing is kept under the id Ari. Who went by that name:" in page
+    assert '<a href="/people?team=local&amp;user=ari">' in page
+    assert "release note number 42" in operator.get("/people?team=local&user=ari").text

@@ -57,7 +57,7 @@ def filter_of(query: Mapping[str, str]) -> EpisodeFilter:
         raise BadInput(f"feedback is one of {', '.join(FEEDBACK_BY_NAME)}")
     return EpisodeFilter(
         channel=query.get("channel", "").strip() or None,
-        user=query.get("person", "").strip() or None,
+        said_by=query.get("person", "").strip().lower() or None,
         since=_day(query.get("since", ""), "since"),
         until=_day(query.get("until", ""), "until", end=True),
         feedback=FEEDBACK_BY_NAME.get(feedback))

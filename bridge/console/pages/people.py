@@ -8,7 +8,7 @@ A member's page is their own ("what Thoth knows about me"); the operator's, anyo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.access.tokens import McpToken
@@ -73,7 +73,8 @@ async def forget_everything(parts: ConsoleDependencies, user: SignedInPerson,
 
 @dataclass(frozen=True)
 class Whole:
-    """Everything kept about one person that the reader may see."""
+    """Everything kept about one person that the reader may see; for the operator who
+    searched a name, the people who went by it (``named``)."""
 
     # None: the identity layer is off.
     facts: list[Fact] | None
@@ -82,6 +83,11 @@ class Whole:
     notes: list[Note]
     said: Listed
     tokens: list[McpToken]
+    named: list[Person] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.facts or self.notes or self.said.hits or self.tokens)
 
 
 async def whole(parts: ConsoleDependencies, user: SignedInPerson, persons: list[Person],
@@ -108,7 +114,14 @@ async def whole(parts: ConsoleDependencies, user: SignedInPerson, persons: list[
         return Whole(known, said_where, sorted(notes, key=lambda note: -note.created_at),
                      said, tokens)
 
-    return await parts.stores.run(read)
+    found = await parts.stores.run(read)
+    if found.empty and user.sees_everything:
+        # Searched by name ("dana"), not id: the people who went by it, to choose from.
+        named = await parts.stores.run(lambda stores: stores.episodic.store.people_named(
+            persons[0].user, persons[0].team or None))
+        return replace(found, named=[Person(team, who) for team, who in named
+                                     if Person(team, who) not in persons])
+    return found
 
 
 def _where(stores: ConsoleStores, session_id: str) -> str:

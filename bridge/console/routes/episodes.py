@@ -33,7 +33,9 @@ async def search(console: Console, request: Request, user: SignedInPerson) -> Re
             older=asked.get("older", ""), page=_page_number(asked.get("page", "")))
     except BadInput as error:
         problem = str(error)
+    named = await console.parts.names.of(hit.episode for hit in listed.hits)
     return console.page(request, user, "episodes.html", query=query, hits=listed.hits,
+                        named=named,
                         listed=listed, asked=asked, problem=problem,
                         here=_query_without(asked, "older", "page", "said"),
                         here_all=_query_without(asked, "said"),
@@ -64,7 +66,8 @@ async def episode(console: Console, request: Request, user: SignedInPerson) -> R
     came_from = way_back(request)
     back = came_from.removeprefix(base(request)) if came_from.startswith(
         base(request) + "/episodes") else "/episodes"
-    return console.page(request, user, "episode.html", shown=shown, back=back,
+    named = await console.parts.names.of([shown.episode])
+    return console.page(request, user, "episode.html", shown=shown, back=back, named=named,
                         may_forget=episodes.may_forget(user, shown.episode))
 
 

@@ -27,7 +27,10 @@ async def person_page(console: Console, request: Request, user: SignedInPerson) 
                 request.query_params.get("older", ""))
         except ThothError as error:
             return console.refused(request, 400, f"Sorry: {error}")
+    named = await console.parts.names.of(
+        [hit.episode for hit in shown.said.hits] if shown is not None else [])
     return console.page(request, user, "people.html", team=team, who=who, shown=shown,
+                        named=named,
                         identity_on=console.parts.identity is not None,
                         said=request.query_params.get("said", ""))
 

@@ -1,0 +1,107 @@
+"""Names people know for the ids the console would otherwise show: "#general" for C01…,
+"Dana" for U01….
+
+A channel's name and a person's are asked of Slack's directory (``conversations.info``,
+``users.info``, cached for an hour by ``Directory``), through the install of the
+episode's workspace; a person's, else, is the name Thoth kept with what they said. Where
+neither is known, the page says what kind of place it was ("a private channel") and
+keeps the id for the detail line. Slack failing costs a name, never the page.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bridge.slack_api.directory import Directory
+from bridge.slack_api.workspace_client import WorkspaceOf, serving_team
+from layers.episodic.episode import Episode
+from layers.shared.places import LOCAL_TEAM
+
+# How long what Slack could not name goes unasked.
+UNNAMED_FOR_S = 300.0
+# What a place is called where its name is not known, by its type.
+KINDS = {"im": "a DM with Thoth", "mpim": "a group DM", "private": "a private channel",
+         "public": "a channel"}
+
+
+@dataclass(frozen=True)
+class Named:
+    """The names of one page's places and people (``Names.of``), for its template."""
+
+    channels: dict[tuple[str, str], str] = field(default_factory=dict)
+    people: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def channel(self, episode: Episode) -> str:
+        return self.channels.get((episode.team, episode.channel)) or _kind(episode)
+
+    def person(self, episode: Episode) -> str:
+        if episode.user is None:
+            return episode.user_name or "someone"
+        return (self.people.get((episode.team, episode.user)) or episode.user_name
+                or "someone")
+
+
+class Names:
+    def __init__(self, slack: AsyncWebClient | None,
+                 workspace_of: WorkspaceOf | None = None, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        # One directory for the console's one event loop: its caches need no lock.
+        self._directory = None if slack is None else Directory(slack)
+        self._workspace_of = workspace_of
+        # What Slack could not name (a deleted channel, a person gone), and when: not
+        # asked again on every page for a while (the directory caches only answers).
+        self._unnamed: dict[tuple[str, str], float] = {}
+        self._clock = clock
+
+    async def of(self, episodes: Iterable[Episode]) -> Named:
+        """The names of the places and people of ``episodes``."""
+        named = Named()
+        for episode in episodes:
+            if episode.team == LOCAL_TEAM or self._directory is None:
+                continue
+            channel_key, person_key = (episode.team, episode.channel), (episode.team,
+                                                                        episode.user or "")
+            if channel_key in named.channels and (not episode.user
+                                                  or person_key in named.people):
+                continue
+            async with serving_team(self._workspace_of, episode.team) as installed:
+                if not installed:
+                    continue
+                if (episode.channel_type != "im" and channel_key not in named.channels
+                        and self._may_ask(("c", episode.channel))):
+                    info = await self._directory.channel(episode.channel,
+                                                         episode.channel_type)
+                    if info.name:
+                        named.channels[channel_key] = _channel_name(info.name,
+                                                                    episode.channel_type)
+                    else:
+                        self._unnamed[("c", episode.channel)] = self._clock()
+                if (episode.user and person_key not in named.people
+                        and self._may_ask(("u", episode.user))):
+                    person = await self._directory.user(episode.user)
+                    if person.name:
+                        named.people[person_key] = person.name
+                    else:
+                        self._unnamed[("u", episode.user)] = self._clock()
+        return named
+
+    def _may_ask(self, key: tuple[str, str]) -> bool:
+        missed = self._unnamed.get(key)
+        return missed is None or self._clock() - missed > UNNAMED_FOR_S
+
+
+def _channel_name(name: str, channel_type: str) -> str:
+    if channel_type == "mpim":
+        return "a group DM"  # Slack's name for one is a list of handles: no one's word
+    return f"🔒 {name}" if channel_type == "private" else f"#{name}"
+
+
+def _kind(episode: Episode) -> str:
+    if episode.team == LOCAL_TEAM:
+        # No Slack to ask: the terminal, or a channel known only by what it was imported as.
+        return "the terminal" if episode.channel_type == "im" else f"#{episode.channel}"
+    return KINDS.get(episode.channel_type, "a channel")
