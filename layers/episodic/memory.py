@@ -40,6 +40,7 @@ from layers.episodic.ranking import (
 from layers.episodic.recall_levers import RecallLevers
 from layers.episodic.recall_uses import RecallUses
 from layers.episodic.round_trips import Both, at_once, one_then_other
+from layers.episodic.states import EpisodeStates
 from layers.episodic.store import EpisodeStore, StoredChunks
 from layers.episodic.vector_index import ChunkOwner, VectorIndex
 from layers.shared.embedding.embedder import Embedder
@@ -99,6 +100,8 @@ class EpisodicMemory:
                                  reembedded=self._drop_index)
         # Which turns recalled which episode (the console's provenance).
         self.uses = RecallUses(db)
+        # Which memories are paused or archived: recall passes them by.
+        self.states = EpisodeStates(db)
         self._embedder = embedder
         self._priors = priors or Priors()
         self._index: VectorIndex | None = None
@@ -183,6 +186,9 @@ class EpisodicMemory:
         # close enough in meaning (the floor), so nothing unrelated fills the k places.
         relevant = {rowid for rowid, _ in lexical} | {
             rowid for rowid, similarity in semantic if similarity >= self._min_similarity}
+        # A paused or archived memory is passed by (states.py), before the best are picked.
+        held_back = self.states.held_back()
+        relevant -= held_back
         lexical = [(rowid, score) for rowid, score in lexical if rowid in relevant]
         semantic = [(rowid, score) for rowid, score in semantic if rowid in relevant]
         fused = fuse(lexical, semantic, from_zero=self._levers.scaled_from_zero)
@@ -192,6 +198,8 @@ class EpisodicMemory:
         scores = with_thread_context(
             fused, self._store.thread_neighbours(strongest, query.viewer, reach)
         )
+        for rowid in held_back & scores.keys():  # nor brought in as a hit's context
+            del scores[rowid]
         ranked = sorted(scores, key=scores.__getitem__, reverse=True)[: k + RERANK_SLACK]
         episodes = self._store.by_rowids(ranked)
         hits = [

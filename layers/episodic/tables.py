@@ -376,5 +376,23 @@ SCHEMA = Schema(
             TURN_BEFORE_SQLITE.format(backfills=BACKFILLS),
             postgres=TURN_BEFORE_POSTGRES.format(backfills=BACKFILLS),
         ),
+        Migration(
+            7,
+            "episode_states",
+            portable="""
+            -- A memory paused (recall and prompts pass it by, until resumed) or archived
+            -- (passed by, and kept aside), by whom and when (layers/episodic/states.py).
+            -- A live episode has no row. Gone with the episode.
+            CREATE TABLE episode_states (
+                episode_rowid BIGINT PRIMARY KEY
+                    REFERENCES episodes (rowid) ON DELETE CASCADE,
+                state TEXT NOT NULL CHECK (state IN ('paused', 'archived')),
+                set_by TEXT NOT NULL,
+                set_at {real} NOT NULL
+            );
+            -- Which way in recalled it: a turn, an MCP client's recall, the console.
+            ALTER TABLE episode_recalls ADD COLUMN via TEXT NOT NULL DEFAULT 'turn';
+            """,
+        ),
     ),
 )

@@ -3,6 +3,7 @@ words newest first, every page a link away, every filter kept from page to page.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -17,8 +18,13 @@ from bridge.cli.main import main
 from bridge.console.dependencies import console_dependencies
 from bridge.console.sign_in import OneTimeLogin
 from bridge.console.web_app import console_app
+from bridge.pipeline.tools import Caller
+from bridge.pipeline.tools.arguments import Arguments
+from bridge.pipeline.tools.recall import recall
 from bridge.settings import Settings
-from layers.shared.places import LOCAL_TEAM
+from layers.identity.protocol import Person
+from layers.shared.offloaded import Offloaded
+from layers.shared.places import LOCAL_TEAM, Viewer
 from tests.fakes import HashingEmbedder
 
 # More than two pages of the console's 20, in a public channel, an hour apart.
@@ -117,3 +123,40 @@ def test_the_operator_finds_a_person_by_the_name_they_went_by(operator: TestClie
     assert "Nothing is kept under the id Ari. Who went by that name:" in page
     assert '<a href="/people?team=local&amp;user=ari">' in page
     assert "release note number 42" in operator.get("/people?team=local&user=ari").text
+
+
+def test_a_paused_memory_is_passed_by_until_resumed_and_its_access_log_says_who_read_it(
+    operator: TestClient, thoth: Thoth,
+) -> None:
+    page = operator.get("/episodes/e44").text
+    token = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert token is not None and "live: recall brings it up" in page
+
+    def recalled() -> list[str]:
+        return [hit.episode.id for hit in thoth.episodic.recall(
+            "release note number 44", Viewer(sees_everything=True), k=50)]
+
+    assert "e44" in recalled()
+    paused = operator.post("/episodes/e44/state", data={"csrf_token": token.group(1),
+                                                        "state": "paused"})
+    assert paused.status_code == 200  # back on its page (the client follows the 303)
+    shown = paused.text
+    assert "Paused: recall passes it by" in shown and "paused by the operator" in shown
+    assert "e44" not in recalled()
+    assert "paused" in operator.get("/episodes").text  # still listed, marked
+    operator.post("/episodes/e44/state", data={"csrf_token": token.group(1), "state": "live"})
+    assert "e44" in recalled()
+    assert [entry.action for entry in thoth.audit.entries(action="episode")] == [
+        "episode.resume", "episode.pause"]
+    # Each opening of its page is in its access log, with the console as the way in.
+    log = operator.get("/episodes/e44").text
+    assert log.count("opened in the console") >= 3
+
+
+def test_an_mcp_clients_recall_is_in_each_episodes_access_log(thoth: Thoth) -> None:
+    tool = recall(Offloaded(thoth.episodic), k=3)
+    caller = Caller(Viewer(LOCAL_TEAM, "terminal", "im", "dana"),
+                    person=Person(LOCAL_TEAM, "dana"), origin="mcp stdio", at=1_800_000_000.0)
+    asyncio.run(tool.handle(caller, Arguments({"query": "release note number 44"})))
+    (use,) = thoth.episodic.uses.of("e44")
+    assert (use.via, use.session_id, use.user) == ("mcp", "mcp stdio", "dana")

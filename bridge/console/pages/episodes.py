@@ -6,8 +6,9 @@ forgotten for good by the person who asked, or the operator."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from bridge.access.signed_in import SignedInPerson
@@ -18,11 +19,14 @@ from bridge.slack_api.workspace_client import serving_team
 from layers.episodic.episode import FEEDBACK_NAMES, Episode, Hit
 from layers.episodic.episode_filter import EpisodeFilter
 from layers.episodic.recall_uses import RecallUse
+from layers.episodic.states import LIVE, EpisodeState
 from layers.shared.errors import BadInput
-from layers.shared.places import LOCAL_TEAM, Viewer
+from layers.shared.places import LOCAL_TEAM, Place, Viewer
 
 log = logging.getLogger(__name__)
 
+# What the audit log calls each change of a memory's state.
+STATE_ACTIONS = {"live": "resume", "paused": "pause", "archived": "archive"}
 FEEDBACK_BY_NAME = {name: feedback for feedback, name in FEEDBACK_NAMES.items() if name}
 NOTHING_NARROWED = EpisodeFilter()
 # How deep a search pages (recall ranks this many pages' worth; past it, narrow it).
@@ -117,8 +121,11 @@ def cursor_of(older: str) -> tuple[float, str] | None:
 class EpisodePage:
     episode: Episode
     permalink: str | None
-    # The turns that recalled it (their places shown to those who see everything).
+    # Who recalled it: turns, MCP clients, the console (places shown to those who see
+    # everything).
     uses: list[RecallUse]
+    # Live, paused or archived, by whom and when.
+    state: EpisodeState = LIVE
 
 
 async def page_of(parts: ConsoleDependencies, user: SignedInPerson,
@@ -126,15 +133,45 @@ async def page_of(parts: ConsoleDependencies, user: SignedInPerson,
     """One episode with its provenance, or None when the person may not see it."""
     viewer = await viewer_of(parts, user)
 
-    def read(stores: ConsoleStores) -> tuple[Episode, list[RecallUse]] | None:
+    def read(stores: ConsoleStores) -> EpisodePage | None:
         episode = stores.episodic.store.get_visible(episode_id, viewer)
-        return None if episode is None else (episode, stores.episodic.uses.of(episode_id))
+        if episode is None:
+            return None
+        shown = EpisodePage(episode, None, stores.episodic.uses.of(episode_id),
+                            stores.episodic.states.of([episode_id]).get(episode_id, LIVE))
+        # Opened in the console: in its access log, as a turn's or a client's recall is.
+        stores.episodic.uses.record([episode_id], RecallUse(
+            "console", Place(user.team or LOCAL_TEAM, "console", "im"),
+            user.user or user.name, time.time(), via="console"))
+        return shown
 
     found = await parts.stores.run(read)
     if found is None:
         return None
-    episode, uses = found
-    return EpisodePage(episode, await _permalink(parts, episode), uses)
+    return replace(found, permalink=await _permalink(parts, found.episode))
+
+
+async def states_of(parts: ConsoleDependencies, hits: list[Hit]) -> dict[str, EpisodeState]:
+    """The paused and archived among ``hits``."""
+    ids = [hit.episode.id for hit in hits]
+    return await parts.stores.run(lambda stores: stores.episodic.states.of(ids))
+
+
+async def set_state(parts: ConsoleDependencies, user: SignedInPerson, episode_id: str,
+                    state: str, origin: str) -> bool:
+    """Pause, archive or resume a memory; False when it is not there or not theirs."""
+
+    def change(stores: ConsoleStores) -> bool:
+        episode = stores.episodic.store.get(episode_id)
+        if episode is None or not may_forget(user, episode):
+            return False
+        if not stores.episodic.states.set(episode_id, state, by=user.name):
+            return False
+        stores.audit.record(actor=user.actor, action=f"episode.{STATE_ACTIONS[state]}",
+                            target=f"episode:{episode_id}", origin=origin)
+        return True
+
+    return await parts.stores.run(change)
 
 
 async def _permalink(parts: ConsoleDependencies, episode: Episode) -> str | None:

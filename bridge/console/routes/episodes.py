@@ -35,7 +35,8 @@ async def search(console: Console, request: Request, user: SignedInPerson) -> Re
         problem = str(error)
     named = await console.parts.names.of(hit.episode for hit in listed.hits)
     return console.page(request, user, "episodes.html", query=query, hits=listed.hits,
-                        named=named,
+                        named=named, states=await episodes.states_of(console.parts,
+                                                                     listed.hits),
                         listed=listed, asked=asked, problem=problem,
                         here=_query_without(asked, "older", "page", "said"),
                         here_all=_query_without(asked, "said"),
@@ -68,6 +69,7 @@ async def episode(console: Console, request: Request, user: SignedInPerson) -> R
         base(request) + "/episodes") else "/episodes"
     named = await console.parts.names.of([shown.episode])
     return console.page(request, user, "episode.html", shown=shown, back=back, named=named,
+                        said=request.query_params.get("said", ""),
                         may_forget=episodes.may_forget(user, shown.episode))
 
 
@@ -82,9 +84,24 @@ async def forget(console: Console, request: Request, user: SignedInPerson) -> Re
                             status_code=303)
 
 
+async def set_state(console: Console, request: Request, user: SignedInPerson) -> Response:
+    episode_id = request.path_params["episode_id"]
+    state = str((await request.form()).get("state") or "")
+    if state not in episodes.STATE_ACTIONS:
+        return console.refused(request, 400, "A memory is live, paused or archived.")
+    if not await episodes.set_state(console.parts, user, episode_id, state, origin(request)):
+        return console.refused(request, 404, "No such episode of yours.")
+    said = {"live": "Resumed: recall brings it up again.",
+            "paused": "Paused: recall passes it by until you resume it.",
+            "archived": "Archived: recall passes it by; it is kept aside."}[state]
+    return RedirectResponse(
+        f"{base(request)}/episodes/{quoted(episode_id)}?said={quoted(said)}", status_code=303)
+
+
 ROUTES: tuple[Declared, ...] = (
     Page("/episodes", search),
     # Imported episode ids may hold any character, "/" included.
     Change("/episodes/{episode_id:path}/forget", forget),
+    Change("/episodes/{episode_id:path}/state", set_state),
     Page("/episodes/{episode_id:path}", episode),
 )

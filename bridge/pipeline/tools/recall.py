@@ -4,16 +4,19 @@ their DM with Thoth."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from bridge.pipeline.episodes_block import episodes_text
-from bridge.pipeline.tools import Answer, Audit, Caller, Tool
+from bridge.pipeline.tools import CONVERSATION, Answer, Audit, Caller, Tool
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.tools.data import place_said, when
 from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.named_dates import zone_named
+from layers.episodic.recall_uses import RecallUse
 from layers.shared.offloaded import Offloaded
+from layers.shared.places import Place
 from layers.shared.quoting import quoted
 
 RECALL = "recall"
@@ -47,6 +50,15 @@ def recall(episodic: Offloaded[EpisodicMemory], *, k: int) -> Tool[Caller]:
         zone = zone_named(caller.zone)
         hits = await episodic.run(lambda memory: memory.recall(query, caller.viewer, k=many,
                                                                zone=zone))
+        if hits and caller.origin != CONVERSATION:
+            # An MCP client's recall, in each episode's access log (a turn's recalls are
+            # recorded with its session, after its reply: pipeline.py).
+            viewer, ids = caller.viewer, [hit.episode.id for hit in hits]
+            use = RecallUse(caller.origin, Place(viewer.team, viewer.channel,
+                                                 viewer.channel_type),
+                            caller.person.user if caller.person else None,
+                            caller.at or time.time(), via=caller.origin.partition(" ")[0])
+            await episodic.run(lambda memory: memory.uses.record(ids, use))
         return Answer([_found(hit) for hit in hits],
                       quoted(episodes_text(hits)) or NOTHING_FOUND,
                       Audit(RECALL, query, f"{len(hits)} results"))
