@@ -196,13 +196,22 @@ class NoteStore:
             deleted = conn.execute("DELETE FROM memory_notes WHERE team = ?", (team,)).rowcount
         return int(deleted or 0)
 
-    def listed(self, status: str | None = None, limit: int = 200) -> list[Note]:
-        """Every note (or those of one status), newest first: the operator's view."""
-        where, params = ("WHERE status = ?", (status,)) if status else ("", ())
+    def listed(self, status: str | None = None, limit: int = 200, *,
+               older_than: tuple[float, str] | None = None) -> list[Note]:
+        """Every note (or those of one status), newest first: the operator's view; with
+        ``older_than`` (a note's time and id), those listed after it (a page on)."""
+        conditions: list[str] = ["1 = 1"]
+        params: list[object] = []
+        if status:
+            conditions.append("status = ?")
+            params.append(status)
+        if older_than is not None:
+            conditions.append("(created_at < ? OR (created_at = ? AND id < ?))")
+            params += [older_than[0], older_than[0], older_than[1]]
         with self._db.read() as conn:
             rows = conn.execute(
-                f"SELECT {_COLUMNS} FROM memory_notes {where} ORDER BY created_at DESC"
-                f" LIMIT {int(limit)}",
+                f"SELECT {_COLUMNS} FROM memory_notes WHERE {' AND '.join(conditions)}"
+                f" ORDER BY created_at DESC, id DESC LIMIT {int(limit)}",
                 params,
             ).fetchall()
         return [_note(row) for row in rows]

@@ -88,3 +88,32 @@ def test_undo_on_a_notes_commit_withdraws_the_note(
     assert note is not None and note.status == "rejected"
     twice = client.post(f"/skills/commits/{newest.sha}/revert", data={csrf.FIELD: token})
     assert twice.status_code == 409 and "nothing to undo" in twice.text
+
+
+def test_notes_and_the_audit_log_page_on_past_their_first_page(
+    thoth: Thoth, founder: tuple[TestClient, str],
+) -> None:
+    client, _ = founder
+    for number in range(55):
+        thoth.notes.propose(f"Note number {number:02d}", Place(LOCAL_TEAM, "C1", "public"),
+                            user="dana", author_name="dana", source="🧠 reaction",
+                            session_id=None, speakers=["dana"])
+    first = client.get("/notes?status=proposed").text
+    assert first.count('<li id="note-') == 50
+    older = re.search(r'<a href="([^"]+)" id="older"', first)
+    assert older is not None
+    rest = client.get(older.group(1).replace("&amp;", "&")).text
+    assert rest.count('<li id="note-') == 5 and 'id="older"' not in rest
+    assert "Note number 00" in rest and "Note number 54" in first
+
+    for number in range(130):
+        thoth.audit.record(actor="operator", action="note.keep", target=f"note:{number}",
+                           origin="cli")
+    audit_first = client.get("/audit").text
+    assert audit_first.count('<tr class="entry">') == 100
+    audit_older = re.search(r'<a href="([^"]+)" id="older"', audit_first)
+    assert audit_older is not None
+    audit_rest = client.get(audit_older.group(1).replace("&amp;", "&")).text
+    # The rest of the 130, and the sign-in line, oldest of all.
+    assert audit_rest.count('<tr class="entry">') == 31 and 'id="older"' not in audit_rest
+    assert client.get("/audit?before=yesterday").status_code == 400

@@ -6,15 +6,27 @@ from __future__ import annotations
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
+from bridge.console.pages.episodes import cursor_of
 from bridge.console.slack_cards import show_note_decided
 from bridge.slack_api.note_cards import decided
 from layers.notes.store import STATUSES, Note
 from layers.shared.errors import BadInput
 
+# Notes a page.
+SHOWN = 50
 
-async def listed(parts: ConsoleDependencies, status: str) -> list[Note]:
+
+async def listed(parts: ConsoleDependencies, status: str,
+                 older: str = "") -> tuple[list[Note], str | None]:
+    """A page of the notes of ``status``, newest first, and where the next page starts
+    ("TIME:ID"; None: this is the last)."""
     chosen = status if status in STATUSES else "proposed"
-    return await parts.stores.run(lambda stores: stores.notes.store.listed(chosen))
+    cursor = cursor_of(older)
+    found = await parts.stores.run(lambda stores: stores.notes.store.listed(
+        chosen, SHOWN + 1, older_than=cursor))
+    shown = found[:SHOWN]
+    return shown, (f"{shown[-1].created_at!r}:{shown[-1].id}" if len(found) > SHOWN
+                   else None)
 
 
 async def decide(parts: ConsoleDependencies, user: SignedInPerson, note_id: str, *, keep: bool,

@@ -15,8 +15,13 @@ from layers.shared.errors import ThothError
 
 async def listed(console: Console, request: Request, user: SignedInPerson) -> Response:
     status = request.query_params.get("status", "proposed")
-    found = await notes.listed(console.parts, status)
-    return console.page(request, user, "notes.html", status=status, listed=found)
+    older = request.query_params.get("older", "")
+    try:
+        found, more = await notes.listed(console.parts, status, older)
+    except ThothError as error:
+        return console.refused(request, 400, str(error))
+    return console.page(request, user, "notes.html", status=status, listed=found,
+                        older=more, paged=bool(older))
 
 
 async def note(console: Console, request: Request, user: SignedInPerson) -> Response:
