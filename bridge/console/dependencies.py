@@ -26,6 +26,7 @@ from layers.identity.tombstones import Tombstones
 from layers.notes.governance import NoteGovernance
 from layers.procedural.brain import Brain
 from layers.procedural.drafts import SkillDrafts
+from layers.procedural.persona import PersonaLoader
 from layers.procedural.skills import SkillLibrary
 from layers.shared.audit.log import AuditLog
 from layers.shared.offloaded import Offloaded
@@ -55,6 +56,8 @@ class ConsoleStores:
     sessions: SessionStore
     # People's tokens for MCP over HTTP.
     mcp_tokens: McpTokens
+    # The persona's files, as every prompt reads them.
+    persona: PersonaLoader
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
                            thoth.drafts, thoth.brain, thoth.ledger, SpendReader(thoth.db),
                            thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
                            CardStore(thoth.db), thoth.reflections, thoth.sessions,
-                           thoth.mcp_tokens)
+                           thoth.mcp_tokens, thoth.persona)
     settings, slack = thoth.settings, thoth.slack
     return ConsoleDependencies(Offloaded(stores), settings.daily_cost_cap_usd,
                         thoth.identity, thoth.forgetting, slack.client, slack.memberships,

@@ -30,6 +30,7 @@ from bridge.console.routes import (
     export,
     health,
     imports,
+    model_sees,
     notes,
     overview,
     people,
@@ -54,7 +55,7 @@ SESSION_MAX_AGE_S = 12 * 3600
 ROUTES: tuple[Declared, ...] = (
     *overview.ROUTES, *sign_in.ROUTES, *episodes.ROUTES, *notes.ROUTES, *skills.ROUTES,
     *people.ROUTES, *reflections.ROUTES, *health.ROUTES, *spend.ROUTES, *export.ROUTES,
-    *imports.ROUTES, *tokens.ROUTES, *audit.ROUTES,
+    *imports.ROUTES, *tokens.ROUTES, *audit.ROUTES, *model_sees.ROUTES,
 )
 
 

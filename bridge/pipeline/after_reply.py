@@ -81,6 +81,14 @@ class AfterReply:
             f"recall use of session {use.session_id}",
             lambda: episodic.run(lambda memory: memory.uses.record(ids, use)))
 
+    def saw(self, session_id: str, blocks: Sequence[tuple[str, str]], at: float) -> None:
+        """Keep, in the background, what the model saw this turn (the console shows it)."""
+        kept = list(blocks)
+        self._in_background(
+            f"context of session {session_id}",
+            lambda: self._sessions.run(
+                lambda sessions: sessions.keep_context(session_id, kept, at)))
+
     def learn(self, turn: TurnMessages) -> None:
         """Hand the turn to the identity layer's queue (no-op when L2 is off)."""
         if self._identity is not None:

@@ -163,6 +163,8 @@ class TurnPipeline:
             timings.shown = time.monotonic()
             episode_id = await self._record(turn, session, answer)
             timings.recorded = time.monotonic()
+            self._after.saw(session.id, [(block.name, block.text) for block in context.blocks],
+                            turn.received_at)
             recalled = [episode for block in context.blocks for episode in block.recalled]
             if recalled:
                 self._after.recalled(

@@ -7,6 +7,7 @@ timeout) the same thread starts a new session.
 
 from __future__ import annotations
 
+import json
 import re
 import sqlite3
 import time
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from layers.shared.errors import BadInput
 from layers.shared.places import Place
+from layers.shared.redaction import redact
 from layers.shared.storage.database import Database
 
 # What may start a session id (a uuid): no LIKE wildcard can pass.
@@ -34,6 +36,14 @@ class Session:
     @property
     def ended(self) -> bool:
         return self.ended_at is not None
+
+
+@dataclass(frozen=True)
+class LastContext:
+    """A turn's context blocks, as the model read them, and when they were assembled."""
+
+    assembled_at: float
+    blocks: list[tuple[str, str]]
 
 
 _COLUMNS = "id, key, team, channel, channel_type, thread_ts, started_at, last_turn_at, ended_at"
@@ -148,6 +158,28 @@ class SessionStore:
                     f"DELETE FROM sessions WHERE id IN ({','.join('?' * len(batch))})",
                     batch).rowcount or 0)
         return deleted
+
+    def keep_context(self, session_id: str, blocks: Sequence[tuple[str, str]],
+                     at: float) -> None:
+        """The context blocks (name, text) of the session's latest turn, redacted, in
+        place of the last turn's."""
+        kept = json.dumps([[name, redact(text)] for name, text in blocks], ensure_ascii=False)
+        with self._db.write(durable=False) as conn:
+            conn.execute(
+                "INSERT INTO session_contexts (session_id, assembled_at, blocks)"
+                " VALUES (?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
+                " assembled_at = excluded.assembled_at, blocks = excluded.blocks",
+                (session_id, at, kept))
+
+    def context_of(self, session_id: str) -> LastContext | None:
+        """What the model saw at the session's latest turn (None: no turn kept one)."""
+        with self._db.read() as conn:
+            row = conn.execute("SELECT assembled_at, blocks FROM session_contexts"
+                               " WHERE session_id = ?", (session_id,)).fetchone()
+        if row is None:
+            return None
+        return LastContext(float(row[0]), [(str(name), str(text))
+                                           for name, text in json.loads(str(row[1]))])
 
     def count_open(self) -> int:
         with self._db.read() as conn:

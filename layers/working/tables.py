@@ -71,5 +71,19 @@ SCHEMA = Schema(
             );
             """,
         ),
+        Migration(
+            2,
+            "session_contexts",
+            portable="""
+            -- What the model saw at the session's last turn: its context blocks, redacted,
+            -- as the turn assembled them (the console's "what the model sees"). One row a
+            -- session, replaced at each turn; gone with the session.
+            CREATE TABLE session_contexts (
+                session_id TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+                assembled_at {real} NOT NULL,
+                blocks TEXT NOT NULL
+            );
+            """,
+        ),
     ),
 )

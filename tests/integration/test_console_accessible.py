@@ -16,7 +16,8 @@ __all__ = ["console"]  # the fixture, shared with the browser tests
 PAGES = {
     "overview": "/", "episodes": "/episodes", "search": "/episodes?q=deploy+the+api",
     "episode": "/episodes/e-deploy", "notes": "/notes", "skills": "/skills",
-    "reflections": "/reflections", "person": "/people?team=local&user=dana",
+    "reflections": "/reflections", "persona": "/persona",
+    "person": "/people?team=local&user=dana",
     "forget-person": "/people/local/dana/forget", "spend": "/spend", "health": "/health",
     "audit": "/audit", "export": "/export", "tokens": "/tokens", "not-found": "/no/such/page",
 }

@@ -51,6 +51,7 @@ REFUSED_TO_A_MEMBER = {
     "POST /skills/commits/{sha}/revert": "Only a founder may decide this.",
     "POST /skills/drafts/{draft_id}/{decision}": "Only a founder may decide this.",
     "GET /reflections": GOVERNED,
+    "GET /persona": GOVERNED,
     "GET /health": "The health checks are the operator's.",
     "GET /spend": "What the model cost is the operator's.",
     "GET /export/brain.bundle": "The brain's export is the operator's.",
