@@ -10,17 +10,23 @@ keeps the id for the detail line. Slack failing costs a name, never the page.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import Directory
 from bridge.slack_api.workspace_client import WorkspaceOf, serving_team
 from layers.episodic.episode import Episode
 from layers.shared.places import LOCAL_TEAM
 
+log = logging.getLogger(__name__)
+
+# How long a workspace's list of channels serves filters that name one.
+LISTED_FOR_S = 3_600.0
 # How long what Slack could not name goes unasked.
 UNNAMED_FOR_S = 300.0
 # What a place is called where its name is not known, by its type.
@@ -50,7 +56,10 @@ class Names:
                  workspace_of: WorkspaceOf | None = None, *,
                  clock: Callable[[], float] = time.monotonic) -> None:
         # One directory for the console's one event loop: its caches need no lock.
+        self._client = slack
         self._directory = None if slack is None else Directory(slack)
+        # Each workspace's channels by name, for a filter that names one (and when).
+        self._listed: dict[str, tuple[float, dict[str, str]]] = {}
         self._workspace_of = workspace_of
         # What Slack could not name (a deleted channel, a person gone), and when: not
         # asked again on every page for a while (the directory caches only answers).
@@ -88,6 +97,39 @@ class Names:
                     else:
                         self._unnamed[("u", episode.user)] = self._clock()
         return named
+
+    async def channel_named(self, team: str | None, asked: str) -> str:
+        """The id of the channel ``asked`` names ("#general", "general"), for a filter;
+        ``asked`` itself (without its "#") when it names none Slack lists, as an id does.
+        ``team``: whose workspace (None: the one bot token's)."""
+        name = asked.strip().removeprefix("#")
+        if self._directory is None or not name or (team is None
+                                                   and self._workspace_of is not None):
+            return name
+        named = self._listed.get(team or "")
+        if named is None or self._clock() - named[0] > LISTED_FOR_S:
+            named = (self._clock(), await self._channels_of(team))
+            self._listed[team or ""] = named
+        return named[1].get(name.lower(), name)
+
+    async def _channels_of(self, team: str | None) -> dict[str, str]:
+        """The workspace's channels the bot may see, by their names (lower case)."""
+        found: dict[str, str] = {}
+        assert self._client is not None
+        try:
+            async with serving_team(self._workspace_of, team or "") as installed:
+                if not installed:
+                    return found
+                first = await self._client.conversations_list(
+                    types="public_channel,private_channel", exclude_archived=True,
+                    limit=999)
+                async for page in first:
+                    for channel in page.get("channels") or []:
+                        if channel.get("name"):
+                            found[str(channel["name"]).lower()] = str(channel["id"])
+        except SLACK_FAILURES as error:
+            log.warning("conversations.list failed: %s", type(error).__name__)
+        return found
 
     def _may_ask(self, key: tuple[str, str]) -> bool:
         missed = self._unnamed.get(key)

@@ -44,3 +44,23 @@ def test_places_and_people_are_named_as_slack_names_them() -> None:
             assert len(slack.requests) == asked
 
     asyncio.run(scenario())
+
+
+def test_a_filter_names_a_channel_as_people_do_and_slack_is_asked_once_an_hour() -> None:
+    async def scenario() -> None:
+        with FakeSlack() as slack:
+            slack.add_channel("C1", "general")
+            slack.add_channel("G1", "pay", "private")
+            slack.add_channel("G2", "secret", "private", is_member=False)
+            names = Names(AsyncWebClient(token="xoxb-test", base_url=slack.url))
+            assert await names.channel_named(None, "#General") == "C1"
+            assert await names.channel_named(None, "pay") == "G1"
+            # Not one the bot may see, or an id: as it was asked, without its "#".
+            assert await names.channel_named(None, "#secret") == "secret"
+            assert await names.channel_named(None, "C1") == "C1"
+            listed = [call for call in slack.requests if call.method == "conversations.list"]
+            assert len(listed) == 1
+        # Without Slack, a name is the id a local channel was kept under.
+        assert await Names(None).channel_named(None, "#general") == "general"
+
+    asyncio.run(scenario())

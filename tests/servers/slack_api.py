@@ -975,6 +975,36 @@ class FakeSlack(LoopbackServer):
                 "response_metadata": {"next_cursor": _page_cursor(start + limit) if more
                                       else ""}}
 
+    @api("conversations.list")
+    def _conversations_list(self, call: RecordedCall) -> dict[str, Any]:
+        """The workspace's conversations of the asked ``types`` (default
+        ``public_channel``), each needing its read scope: every public channel, and the
+        private channels and group DMs the bot is in (Slack lists only those the calling
+        token may see). ``exclude_archived``; ``limit`` at most 999; an opaque cursor."""
+        asked = [kind.strip() for kind in (_text(call, "types") or "public_channel").split(",")]
+        if any(kind not in READ_SCOPES for kind in asked):
+            raise SlackError("invalid_types")
+        for kind in asked:
+            check_scope(READ_SCOPES[kind], self.scopes)
+        bot, _ = self._bot(call)
+        limit = _limit(call, default=100, most=1000)
+        if limit > 999:
+            raise SlackError("invalid_limit")
+        exclude_archived = _flag(call, "exclude_archived")
+        with self._lock:
+            listed = [
+                info for info in self._channels.values()
+                if CONVERSATION_TYPES[_kind(info)] in asked
+                and (_kind(info) == "channel" or self._is_member(info, bot, bot))
+                and not (exclude_archived and info.get("is_archived"))
+                and self._reaches(call, info)
+            ]
+        start = _page_start(_text(call, "cursor"))
+        more = start + limit < len(listed)
+        return {"channels": listed[start : start + limit],
+                "response_metadata": {"next_cursor": _page_cursor(start + limit) if more
+                                      else ""}}
+
     def _is_member(self, info: dict[str, Any], user: str, bot: str) -> bool:
         """``bot``: the calling token's bot user, whose membership is ``is_member``."""
         if user == bot:

@@ -54,13 +54,14 @@ def seen_as(user: SignedInPerson, view_as: str) -> SignedInPerson:
                        team=team, user=person)
 
 
-def filter_of(query: Mapping[str, str]) -> EpisodeFilter:
-    """The page's filters from its query string (``BadInput`` naming a bad one)."""
+def filter_of(query: Mapping[str, str], *, channel: str | None = None) -> EpisodeFilter:
+    """The page's filters from its query string (``BadInput`` naming a bad one);
+    ``channel``: the id of the channel it names, where it names one by its name."""
     feedback = query.get("feedback", "")
     if feedback and feedback not in FEEDBACK_BY_NAME:
         raise BadInput(f"feedback is one of {', '.join(FEEDBACK_BY_NAME)}")
     return EpisodeFilter(
-        channel=query.get("channel", "").strip() or None,
+        channel=channel or query.get("channel", "").strip() or None,
         said_by=query.get("person", "").strip().lower() or None,
         since=_day(query.get("since", ""), "since"),
         until=_day(query.get("until", ""), "until", end=True),

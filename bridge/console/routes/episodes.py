@@ -28,8 +28,11 @@ async def search(console: Console, request: Request, user: SignedInPerson) -> Re
     reader = episodes.seen_as(user, view_as)
     problem, listed = None, episodes.Listed([])
     try:
+        # A channel named as people know it ("#general"), for its id.
+        channel = await console.parts.names.channel_named(reader.team,
+                                                          asked.get("channel", ""))
         listed = await episodes.search(
-            console.parts, reader, query, episodes.filter_of(asked),
+            console.parts, reader, query, episodes.filter_of(asked, channel=channel),
             older=asked.get("older", ""), page=_page_number(asked.get("page", "")))
     except BadInput as error:
         problem = str(error)
