@@ -8,7 +8,9 @@ Grid org's):
   alone with Thoth), a tombstone first, so nothing they said before is learned again;
 - their DMs with Thoth: every exchange (text, vectors), each DM session with its
   transcript, reflection and follow-up, and Slack's record of its replies (their words
-  still waiting to reach the identity layer go with the tombstone);
+  still waiting to reach the identity layer go with the tombstone); a DM session someone
+  else spoke in too (a terminal session two logins resumed) is not theirs alone, and
+  stays; what the model saw in any conversation they spoke in goes;
 - their memory notes, in every state (a kept note's line leaves MEMORY.md), and the notes
   drawn from their DMs;
 - which of their turns recalled what (the console's provenance);
@@ -182,6 +184,12 @@ class PersonForgetting:
             for table in _SESSION_ROWS:
                 conn.execute(f"DELETE FROM {table} WHERE session_id IN ({marks})",
                              tuple(dm_sessions))
+            # What the model saw in any conversation they spoke in may hold what was
+            # known of them: those contexts go too (the next turn keeps a new one).
+            conn.execute(
+                "DELETE FROM session_contexts WHERE session_id IN (SELECT t.session_id"
+                ' FROM transcript_turns t JOIN sessions s ON s.id = t.session_id'
+                ' WHERE s.team = ? AND t."user" = ?)', (person.team, person.user))
             return int(conn.execute(
                 "UPDATE mcp_tokens SET revoked_at = ?, revoked_by = ?"
                 ' WHERE team = ? AND "user" = ? AND revoked_at IS NULL',

@@ -66,7 +66,14 @@ def run_mcp(args: argparse.Namespace, settings: Settings, open_app: Callable[[],
     from bridge.mcp.opening import Opening
     from bridge.mcp.server import mcp_server, the_one
 
-    app = Opening(open_app)
+    def opened() -> Thoth:
+        thoth = open_app()
+        # The installs too: SLACK_TOKEN_KEYS that cannot be read ends the start in its
+        # one line (the tools are built only when a client first asks for them).
+        thoth.slack.installations  # noqa: B018
+        return thoth
+
+    app = Opening(opened)
     server = mcp_server(app, the_one(asker_of(args)), origin="mcp stdio")
     try:
         # Standard output is the protocol's channel: the process's own, not the redacting

@@ -21,6 +21,7 @@ from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import Directory
 from bridge.slack_api.workspace_client import WorkspaceOf, serving_team
 from layers.episodic.episode import Episode
+from layers.shared.errors import ThothError
 from layers.shared.places import LOCAL_TEAM
 
 log = logging.getLogger(__name__)
@@ -77,26 +78,37 @@ class Names:
             if channel_key in named.channels and (not episode.user
                                                   or person_key in named.people):
                 continue
-            async with serving_team(self._workspace_of, episode.team) as installed:
-                if not installed:
-                    continue
-                if (episode.channel_type != "im" and channel_key not in named.channels
-                        and self._may_ask(("c", episode.channel))):
-                    info = await self._directory.channel(episode.channel,
-                                                         episode.channel_type)
-                    if info.name:
-                        named.channels[channel_key] = _channel_name(info.name,
-                                                                    episode.channel_type)
-                    else:
-                        self._unnamed[("c", episode.channel)] = self._clock()
-                if (episode.user and person_key not in named.people
-                        and self._may_ask(("u", episode.user))):
-                    person = await self._directory.user(episode.user)
-                    if person.name:
-                        named.people[person_key] = person.name
-                    else:
-                        self._unnamed[("u", episode.user)] = self._clock()
+            try:
+                await self._name(named, episode, channel_key, person_key)
+            except (*SLACK_FAILURES, ThothError) as error:
+                # The install could not be found or asked: a name lost, never the page.
+                log.warning("no names for workspace %s: %s", episode.team,
+                            type(error).__name__)
         return named
+
+    async def _name(self, named: Named, episode: Episode, channel_key: tuple[str, str],
+                    person_key: tuple[str, str]) -> None:
+        """Ask the directory, through the install of ``episode``'s workspace, for what
+        ``named`` lacks of it."""
+        assert self._directory is not None
+        async with serving_team(self._workspace_of, episode.team) as installed:
+            if not installed:
+                return
+            if (episode.channel_type != "im" and channel_key not in named.channels
+                    and self._may_ask(("c", episode.channel))):
+                info = await self._directory.channel(episode.channel, episode.channel_type)
+                if info.name:
+                    named.channels[channel_key] = _channel_name(info.name,
+                                                                episode.channel_type)
+                else:
+                    self._unnamed[("c", episode.channel)] = self._clock()
+            if (episode.user and person_key not in named.people
+                    and self._may_ask(("u", episode.user))):
+                person = await self._directory.user(episode.user)
+                if person.name:
+                    named.people[person_key] = person.name
+                else:
+                    self._unnamed[("u", episode.user)] = self._clock()
 
     async def channel_named(self, team: str | None, asked: str) -> str:
         """The id of the channel ``asked`` names ("#general", "general"), for a filter;
@@ -108,12 +120,16 @@ class Names:
             return name
         named = self._listed.get(team or "")
         if named is None or self._clock() - named[0] > LISTED_FOR_S:
-            named = (self._clock(), await self._channels_of(team))
+            listed = await self._channels_of(team)
+            if listed is None:
+                return name  # Slack did not answer: asked again next time
+            named = (self._clock(), listed)
             self._listed[team or ""] = named
         return named[1].get(name.lower(), name)
 
-    async def _channels_of(self, team: str | None) -> dict[str, str]:
-        """The workspace's channels the bot may see, by their names (lower case)."""
+    async def _channels_of(self, team: str | None) -> dict[str, str] | None:
+        """The workspace's channels the bot may see, by their names (lower case); None
+        when Slack could not be asked."""
         found: dict[str, str] = {}
         assert self._client is not None
         try:
@@ -129,6 +145,7 @@ class Names:
                             found[str(channel["name"]).lower()] = str(channel["id"])
         except SLACK_FAILURES as error:
             log.warning("conversations.list failed: %s", type(error).__name__)
+            return None
         return found
 
     def _may_ask(self, key: tuple[str, str]) -> bool:

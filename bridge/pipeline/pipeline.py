@@ -161,14 +161,21 @@ class TurnPipeline:
                 answer.stopped = True
                 answer.failed(f"{answer.text}\n\n{messages.STOPPED}".strip())
             timings.shown = time.monotonic()
-            episode_id = await self._record(turn, session, answer)
+            episode_id = None
+            if await self._sessions.run(lambda sessions: sessions.get(opened.id)) is None:
+                # "Forget me" ran in this very turn and took its session with the rest of
+                # their DMs: nothing of the turn is kept either (bridge/forget_person.py).
+                log.info("session %s was forgotten during its turn: nothing kept", opened.id)
+            else:
+                episode_id = await self._record(turn, session, answer)
+                self._after.saw(session.id, [(block.name, block.text)
+                                             for block in context.blocks], turn.received_at)
+                recalled = [episode for block in context.blocks
+                            for episode in block.recalled]
+                if recalled:
+                    self._after.recalled(recalled, RecallUse(session.id, turn.place, turn.user,
+                                                             turn.received_at))
             timings.recorded = time.monotonic()
-            self._after.saw(session.id, [(block.name, block.text) for block in context.blocks],
-                            turn.received_at)
-            recalled = [episode for block in context.blocks for episode in block.recalled]
-            if recalled:
-                self._after.recalled(
-                    recalled, RecallUse(session.id, turn.place, turn.user, turn.received_at))
         log.info(
             "turn done session=%s ok=%s first=%s cost=%.5f",
             session.id,

@@ -405,18 +405,23 @@ class EpisodeStore:
 
     def recent_asked_by(self, user: str, viewer: Viewer, limit: int) -> list[Episode]:
         """What ``user`` asked most recently, of what ``viewer`` may see, newest first."""
-        return self.recent(viewer, EpisodeFilter(user=user), limit)
+        return self.recent(viewer, EpisodeFilter(user=user), limit, live_only=True)
 
     def recent(self, viewer: Viewer, narrowed: EpisodeFilter, limit: int, *,
-               older_than: tuple[float, str] | None = None) -> list[Episode]:
+               older_than: tuple[float, str] | None = None,
+               live_only: bool = False) -> list[Episode]:
         """The newest episodes ``viewer`` may see that ``narrowed`` admits; with
-        ``older_than`` (an episode's time and id), those listed after it (a page on)."""
+        ``older_than`` (an episode's time and id), those listed after it (a page on);
+        ``live_only``: none paused or archived (what is offered back to a person)."""
         predicate, params = sql_predicate(viewer)
         condition, values = narrowed.sql()
         page, cursor = "", {}
+        if live_only:
+            page = (" AND NOT EXISTS (SELECT 1 FROM episode_states s"
+                    " WHERE s.episode_rowid = e.rowid)")
         if older_than is not None:
             # Keyset paging: as quick on the thousandth page as on the first.
-            page = " AND (e.created_at < :at OR (e.created_at = :at AND e.id < :id))"
+            page += " AND (e.created_at < :at OR (e.created_at = :at AND e.id < :id))"
             cursor = {"at": older_than[0], "id": older_than[1]}
         with self._db.read() as conn:
             rows = conn.execute(

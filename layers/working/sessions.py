@@ -140,12 +140,15 @@ class SessionStore:
         return _session(rows[0], None)
 
     def dm_sessions_of(self, team: str, user: str) -> list[str]:
-        """The ids of ``user``'s DM sessions with Thoth in ``team`` (they took part)."""
+        """The ids of ``user``'s DM sessions with Thoth in ``team``: they spoke there,
+        and nobody else did (a terminal session two logins resumed is not one's alone)."""
         with self._db.read() as conn:
             rows = conn.execute(
                 "SELECT DISTINCT s.id FROM sessions s JOIN transcript_turns t"
                 " ON t.session_id = s.id WHERE s.team = ? AND s.channel_type = 'im'"
-                ' AND t."user" = ?', (team, user)).fetchall()
+                ' AND t."user" = ? AND NOT EXISTS (SELECT 1 FROM transcript_turns o'
+                ' WHERE o.session_id = s.id AND o."user" <> ?)',
+                (team, user, user)).fetchall()
         return sorted(str(row[0]) for row in rows)
 
     def delete(self, session_ids: Sequence[str]) -> int:

@@ -83,6 +83,8 @@ class TranscriptStore:
                 " AND user_text = ?",
                 (session_id, created_at, redact(user_text)),
             ).rowcount
+            # What the model saw at the session's latest turn may quote it.
+            conn.execute("DELETE FROM session_contexts WHERE session_id = ?", (session_id,))
         return int(deleted or 0)
 
     def took_part(self, session_id: str, user: str) -> bool:

@@ -144,6 +144,9 @@ def test_a_paused_memory_is_passed_by_until_resumed_and_its_access_log_says_who_
     assert "Paused: recall passes it by" in shown and "paused by the operator" in shown
     assert "e44" not in recalled()
     assert "paused" in operator.get("/episodes").text  # still listed, marked
+    # Nor offered back to the person as something they asked lately (suggested prompts).
+    asked_lately = thoth.episodic.store.recent_asked_by("ari", Viewer(sees_everything=True), 50)
+    assert "e44" not in [episode.id for episode in asked_lately]
     operator.post("/episodes/e44/state", data={"csrf_token": token.group(1), "state": "live"})
     assert "e44" in recalled()
     assert [entry.action for entry in thoth.audit.entries(action="episode")] == [
@@ -151,6 +154,9 @@ def test_a_paused_memory_is_passed_by_until_resumed_and_its_access_log_says_who_
     # Each opening of its page is in its access log, with the console as the way in.
     log = operator.get("/episodes/e44").text
     assert log.count("opened in the console") >= 3
+    # Forgotten from its own page, reached after a pause: back on the list, not on itself.
+    back = re.search(r'name="back" value="([^"]*)"', log)
+    assert back is not None and back.group(1) == "/episodes"
 
 
 def test_an_mcp_clients_recall_is_in_each_episodes_access_log(thoth: Thoth) -> None:

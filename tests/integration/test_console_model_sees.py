@@ -39,8 +39,8 @@ def _chat(home: Path, fake: FakeAnthropic, user: str, words: str) -> list[str]:
     return fake.wait_for_requests(asked + 1)[asked].context_texts()
 
 
-def _member(user: str) -> str:
-    person = SignedInPerson(f"slack:{user}", user, sees_everything=False, founder=False,
+def _member(user: str, *, founder: bool = False) -> str:
+    person = SignedInPerson(f"slack:{user}", user, sees_everything=False, founder=founder,
                             team=LOCAL_TEAM, user=user)
     return itsdangerous.TimestampSigner(SECRET).sign(
         b64encode(json.dumps(person.as_session()).encode())).decode()
@@ -73,5 +73,15 @@ def test_a_conversations_latest_context_is_shown_to_the_operator_and_its_person_
         with TestClient(console) as erin:
             erin.cookies.set(SESSION_COOKIE, _member("erin"))
             assert erin.get(f"/sessions/{latest.id}/context").status_code == 404
+            # A founder reads a channel's context, never another person's DM.
+            erin.cookies.set(SESSION_COOKIE, _member("erin", founder=True))
+            assert erin.get(f"/sessions/{latest.id}/context").status_code == 404
+        # A forgotten exchange leaves what the model saw, which may quote it.
+        (episode_id,) = [episode.id for episode in app.episodic.store.iter_episodes()
+                         if episode.session_id == latest.id]
+        turn = app.episodic.store.get(episode_id)
+        assert turn is not None
+        app.transcript.forget_turn(latest.id, turn.created_at, turn.user_text)
+        assert app.sessions.context_of(latest.id) is None
     finally:
         app.close()

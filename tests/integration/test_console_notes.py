@@ -116,4 +116,5 @@ def test_notes_and_the_audit_log_page_on_past_their_first_page(
     audit_rest = client.get(audit_older.group(1).replace("&amp;", "&")).text
     # The rest of the 130, and the sign-in line, oldest of all.
     assert audit_rest.count('<tr class="entry">') == 31 and 'id="older"' not in audit_rest
-    assert client.get("/audit?before=yesterday").status_code == 400
+    for forged in ("yesterday", "²", str(2**64)):
+        assert client.get(f"/audit?before={forged}").status_code == 400

@@ -139,3 +139,26 @@ def test_forget_me_deletes_her_dms_facts_and_notes_and_says_what_it_kept(
         assert entry.target == "person:local:dana" and entry.detail.startswith("deleted 1 ")
     finally:
         app.close()
+
+
+def test_a_terminal_session_two_logins_spoke_in_is_not_one_persons_dm(
+    isolated_environment: Path,
+) -> None:
+    from layers.working.transcript import TranscriptTurn
+
+    app = build(Settings(_env_file=None))  # type: ignore[call-arg]
+    try:
+        terminal = Place(LOCAL_TEAM, "terminal", "im")
+        shared = app.sessions.open("terminal:shared", terminal)
+        own = app.sessions.open("terminal:own", terminal)
+        for session, user in ((shared, "dana"), (shared, "erin"), (own, "dana")):
+            app.transcript.append(session.id, TranscriptTurn(
+                user_text=f"{user} was here", reply_text="ok", ok=True, user=user,
+                user_name=user, created_at=1_800_000_000.0))
+        assert app.sessions.dm_sessions_of(LOCAL_TEAM, "dana") == [own.id]
+        asyncio.run(app.forgetting.forget([Person(LOCAL_TEAM, "dana")], actor="test",
+                                          origin="test"))
+        assert app.sessions.get(own.id) is None
+        assert [turn.user for turn in app.transcript.turns(shared.id)] == ["dana", "erin"]
+    finally:
+        app.close()

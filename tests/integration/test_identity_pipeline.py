@@ -138,6 +138,10 @@ def test_a_forgotten_person_stays_forgotten_and_is_learned_again_from_then_on(
         assert await identity.facts(dana)  # something to forget
         await say(["Please forget everything about me. I prefer tea.",
                    "Yes, forget everything. I prefer coffee."])
+        # The DM went with the rest of her memory, the very turn that confirmed it too:
+        # no session, no transcript, no exchange of hers kept (the next turn opens anew).
+        assert app.sessions.dm_sessions_of("T1", "U1") == []
+        assert app.episodic.store.rowids_of_dms("T1", "U1") == []
         # A turn said before the forget and still waiting (a worker's outbox row, a
         # retry) is never sent afterwards; another person's is.
         outbox = IngestOutbox(app.db)

@@ -159,3 +159,27 @@ def test_what_answers_the_handshake_loads_nothing_of_the_memory() -> None:
                           timeout=START_TIMEOUT_S)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == ""
+
+
+def test_installs_that_cannot_be_read_end_the_server_in_one_line(
+    isolated_environment: Path, tmp_path: Path,
+) -> None:
+    env = {**os.environ, "THOTH_HOME": str(isolated_environment)}
+    made = subprocess.run([sys.executable, "-m", "bridge", "init"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=START_TIMEOUT_S)
+    assert made.returncode == 0, made.stderr
+    server = subprocess.Popen([sys.executable, "-m", "bridge", "mcp"], cwd=tmp_path,
+                              env={**env, "SLACK_TOKEN_KEYS": "not-a-key"},
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    assert server.stdin is not None
+    server.stdin.write(HANDSHAKE)
+    server.stdin.flush()  # and kept open, as a client that waits
+    try:
+        code = server.wait(timeout=START_TIMEOUT_S)
+        _, err = server.communicate(timeout=START_TIMEOUT_S)
+    finally:
+        server.kill()
+    assert code == 1, err
+    (line,) = err.strip().splitlines()
+    assert line.startswith("error: ") and "SLACK_TOKEN_KEYS" in line

@@ -3,8 +3,9 @@ before the model (as the turn assembled them, redacted: the working layer keeps 
 ``SessionStore.keep_context``); and the persona and skills as installed, which every
 prompt carries.
 
-Whose: a conversation's context holds what was read for the people in it, so it is the
-operator's and founders' to read, and a member's for their own DMs with Thoth only.
+Whose: a conversation's context holds what was read for the people in it, so a
+channel's is the operator's and founders' to read, and a DM's the operator's and its
+person's only.
 """
 
 from __future__ import annotations
@@ -39,11 +40,14 @@ async def seen_in(parts: ConsoleDependencies, user: SignedInPerson,
 
 
 def _may_read(stores: ConsoleStores, user: SignedInPerson, session: Session) -> bool:
-    if user.sees_everything or user.founder:
+    """The operator any; a founder a channel's (a DM's holds one person's memory); a
+    member their own DM, where they spoke."""
+    if user.sees_everything:
         return True
-    return (session.place.channel_type == "im" and user.user is not None
-            and session.place.team == user.team
-            and stores.transcript.took_part(session.id, user.user))
+    if session.place.channel_type != "im":
+        return user.founder
+    return (user.user is not None and session.place.team == user.team
+            and session.id in stores.sessions.dm_sessions_of(user.team, user.user))
 
 
 @dataclass(frozen=True)

@@ -18,14 +18,27 @@ PAGE = 1000
 async def log(console: Console, request: Request, user: SignedInPerson) -> Response:
     asked = request.query_params
     action, actor = asked.get("action", ""), asked.get("actor", "")
-    before = asked.get("before", "")
-    if before and not before.isdigit():
+    before = _entry_id(asked.get("before", ""))
+    if before == BAD_PAGE:
         return console.refused(request, 400, "That page of the audit log is not one this"
                                              " console links to: start again from the newest.")
-    shown, older = await audit.entries(console.parts, action, actor,
-                                       int(before) if before else None)
+    shown, older = await audit.entries(console.parts, action, actor, before)
     return console.page(request, user, "audit.html", action=action, actor=actor,
                         entries=shown, older=older, paged=bool(before))
+
+
+# An "Older" link's entry id that is not one (none is negative).
+BAD_PAGE = -1
+# The largest id either engine keeps (PostgreSQL's BIGINT).
+MOST_ID = 2**63 - 1
+
+
+def _entry_id(text: str) -> int | None:
+    if not text:
+        return None
+    if not text.isascii() or not text.isdigit() or int(text) > MOST_ID:
+        return BAD_PAGE
+    return int(text)
 
 
 async def json_lines(console: Console, request: Request, user: SignedInPerson) -> Response:

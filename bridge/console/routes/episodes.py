@@ -67,9 +67,8 @@ async def episode(console: Console, request: Request, user: SignedInPerson) -> R
         return console.refused(request, 404, "No such episode that you may see.")
     # Forgotten from its own page: back to the list the person came from, when it was
     # the console's (its filters kept), else to the newest.
-    came_from = way_back(request)
-    back = came_from.removeprefix(base(request)) if came_from.startswith(
-        base(request) + "/episodes") else "/episodes"
+    came_from = way_back(request).removeprefix(base(request))
+    back = came_from if came_from.partition("?")[0] == "/episodes" else "/episodes"
     named = await console.parts.names.of([shown.episode])
     return console.page(request, user, "episode.html", shown=shown, back=back, named=named,
                         said=request.query_params.get("said", ""),
