@@ -199,6 +199,7 @@ def test_the_operator_signs_in_searches_forgets_keeps_a_note_and_reads_the_audit
             assert "short answers" in page.inner_text("ol.facts")
             page.screenshot(path=str(SHOTS / "people.png"))
             assert "short answers" in _user_model_of_next_turn(home, fake_anthropic)
+            page.click("ol.facts summary")  # asked first
             page.click("ol.facts button.danger")
             assert page.inner_text("#said") == "deleted 1 fact(s)"
             assert page.locator("ol.facts li").count() == 0
@@ -419,6 +420,7 @@ def test_members_sign_in_with_slack_and_see_only_what_slack_lets_them_read(
             refused = dana.request.post(f"{base}/people/T1/U2/forget",
                                         form={"csrf_token": token or ""})
             assert refused.status == 403  # ari's facts are not hers to forget
+            dana.click("ol.facts summary")
             dana.click("ol.facts button.danger")
             assert dana.inner_text("#said") == "deleted 1 fact(s)"
 
@@ -669,6 +671,7 @@ def test_a_member_makes_a_token_in_the_console_and_an_agent_reads_her_memory_wit
             assert dana.locator("#new-token").count() == 0 and secret not in dana.content()
             assert dana.locator("table.tokens tr").count() == 1  # the reload made none
             dana.screenshot(path=str(SHOTS / "member-tokens.png"))
+            dana.click("table.tokens summary")  # asked first
             dana.click("table.tokens button.danger")  # revoke
             assert "revoked" in dana.inner_text("table.tokens")
             assert httpx2.post(mcp_url, headers={"Authorization": f"Bearer {secret}"},

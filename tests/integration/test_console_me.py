@@ -109,3 +109,19 @@ def test_another_persons_forget_is_not_hers_to_ask_for(dana: TestClient) -> None
     assert dana.get("/people/local/erin/forget").status_code == 403
     refused = dana.post("/people/local/erin/forget", data={csrf.FIELD: FORM_TOKEN})
     assert refused.status_code == 403
+
+
+def test_she_withdraws_a_note_she_asked_for_from_her_page(
+    dana: TestClient, thoth: Thoth,
+) -> None:
+    (note,) = thoth.notes.store.of_person(LOCAL_TEAM, "dana", [])
+    assert "Withdraw…" in dana.get("/people").text
+    done = dana.post(f"/people/local/dana/notes/{note.id}/withdraw",
+                     data={csrf.FIELD: FORM_TOKEN})
+    assert done.status_code == 303
+    assert "Withdrawn: that note is out of memory." in dana.get(done.headers["location"]).text
+    withdrawn = thoth.notes.store.get(note.id)
+    assert withdrawn is not None and withdrawn.status == "rejected"
+    # Nobody else's: erin's page is not hers, and a note id of someone else's is refused.
+    assert dana.post(f"/people/local/erin/notes/{note.id}/withdraw",
+                     data={csrf.FIELD: FORM_TOKEN}).status_code == 403

@@ -14,6 +14,8 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.access.tokens import McpToken
 from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.console.pages.episodes import Listed, cursor_of, viewer_of
+from bridge.console.pages.notes import withdrawn
+from bridge.console.slack_cards import show_note_decided
 from bridge.forget_person import PersonForgotten
 from layers.episodic.episode import Hit
 from layers.episodic.episode_filter import EpisodeFilter
@@ -132,6 +134,21 @@ def _where(stores: ConsoleStores, session_id: str) -> str:
         return "a DM"
     return f"#{session.place.channel_name}" if session.place.channel_name else (
         f"{session.place.channel_type} channel {session.place.channel}")
+
+
+async def withdraw_own_note(parts: ConsoleDependencies, user: SignedInPerson, person: Person,
+                            note_id: str, origin: str) -> None:
+    """Withdraw a note ``person`` asked for (``BadInput``: not theirs, or nothing to
+    withdraw); its Slack cards say so."""
+
+    def change(stores: ConsoleStores) -> Note:
+        note = stores.notes.store.get(note_id)
+        if note is None or (note.place.team, note.user) != (person.team, person.user):
+            raise BadInput("no such note of theirs")
+        return withdrawn(stores, note_id, by=user.name, actor=user.actor, origin=origin,
+                         why="withdrawn by its asker in the console")
+
+    await show_note_decided(parts, await parts.stores.run(change))
 
 
 async def what_forgetting_does(parts: ConsoleDependencies,

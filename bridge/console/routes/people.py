@@ -68,6 +68,20 @@ async def forget_person(console: Console, request: Request, user: SignedInPerson
     return _back_to_person(request, person, forgotten.describe())
 
 
+async def withdraw_note(console: Console, request: Request, user: SignedInPerson) -> Response:
+    """A note the person asked for, taken back by them (or the operator), as removing
+    its 🧠 does."""
+    person = _forgettable(console, request, user)
+    if isinstance(person, Response):
+        return person
+    try:
+        await people.withdraw_own_note(console.parts, user, person,
+                                       request.path_params["note_id"], origin(request))
+    except ThothError as error:
+        return console.refused(request, 409, f"Sorry: {error}")
+    return _back_to_person(request, person, "Withdrawn: that note is out of memory.")
+
+
 def _forgettable(console: Console, request: Request,
                  user: SignedInPerson) -> Person | Response:
     """The person a forget's path names, or the answer to one ``user`` may not make."""
@@ -89,6 +103,7 @@ def _back_to_person(request: Request, person: Person, said: str) -> Response:
 ROUTES: tuple[Declared, ...] = (
     Page("/people", person_page),
     Change("/people/{team}/{user}/facts/{fact_id}/forget", forget_fact),
+    Change("/people/{team}/{user}/notes/{note_id}/withdraw", withdraw_note),
     Page("/people/{team}/{user}/forget", confirm_forget),
     Change("/people/{team}/{user}/forget", forget_person),
 )
