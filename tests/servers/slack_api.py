@@ -947,33 +947,13 @@ class FakeSlack(LoopbackServer):
         user shares membership" — a private channel or group DM the bot is not in is
         never listed, nor one the token's workspace does not see (an install's reach).
         ``limit`` is at most 999; pages by an opaque cursor."""
-        asked = [kind.strip() for kind in (_text(call, "types") or "public_channel").split(",")]
-        if any(kind not in READ_SCOPES for kind in asked):
-            raise SlackError("invalid_types")
-        for kind in asked:
-            check_scope(READ_SCOPES[kind], self.scopes)
         bot, _ = self._bot(call)
         person = _text(call, "user") or bot
         if person not in self._users:
             raise SlackError("user_not_found")
-        limit = _limit(call, default=100, most=1000)
-        if limit > 999:
-            raise SlackError("invalid_limit")
-        exclude_archived = _flag(call, "exclude_archived")
-        with self._lock:
-            listed = [
-                info for info in self._channels.values()
-                if CONVERSATION_TYPES[_kind(info)] in asked
-                and self._is_member(info, person, bot)
-                and (_kind(info) == "channel" or self._is_member(info, bot, bot))
-                and not (exclude_archived and info.get("is_archived"))
-                and self._reaches(call, info)
-            ]
-        start = _page_start(_text(call, "cursor"))
-        more = start + limit < len(listed)
-        return {"channels": listed[start : start + limit],
-                "response_metadata": {"next_cursor": _page_cursor(start + limit) if more
-                                      else ""}}
+        return self._conversations_page(call, lambda info: self._is_member(info, person, bot)
+                                        and (_kind(info) == "channel"
+                                             or self._is_member(info, bot, bot)))
 
     @api("conversations.list")
     def _conversations_list(self, call: RecordedCall) -> dict[str, Any]:
@@ -981,12 +961,19 @@ class FakeSlack(LoopbackServer):
         ``public_channel``), each needing its read scope: every public channel, and the
         private channels and group DMs the bot is in (Slack lists only those the calling
         token may see). ``exclude_archived``; ``limit`` at most 999; an opaque cursor."""
+        bot, _ = self._bot(call)
+        return self._conversations_page(
+            call, lambda info: _kind(info) == "channel" or self._is_member(info, bot, bot))
+
+    def _conversations_page(self, call: RecordedCall,
+                            listed_to: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """A page of the conversations of the asked ``types`` that ``listed_to`` admits
+        (the asked read scopes checked first; ``exclude_archived``; ``limit`` and cursor)."""
         asked = [kind.strip() for kind in (_text(call, "types") or "public_channel").split(",")]
         if any(kind not in READ_SCOPES for kind in asked):
             raise SlackError("invalid_types")
         for kind in asked:
             check_scope(READ_SCOPES[kind], self.scopes)
-        bot, _ = self._bot(call)
         limit = _limit(call, default=100, most=1000)
         if limit > 999:
             raise SlackError("invalid_limit")
@@ -994,8 +981,7 @@ class FakeSlack(LoopbackServer):
         with self._lock:
             listed = [
                 info for info in self._channels.values()
-                if CONVERSATION_TYPES[_kind(info)] in asked
-                and (_kind(info) == "channel" or self._is_member(info, bot, bot))
+                if CONVERSATION_TYPES[_kind(info)] in asked and listed_to(info)
                 and not (exclude_archived and info.get("is_archived"))
                 and self._reaches(call, info)
             ]
