@@ -20,6 +20,7 @@ from layers.episodic.vector_index import ChunkOwner
 from layers.shared.errors import BadInput
 from layers.shared.places import Viewer
 from layers.shared.places.visibility import sql_predicate
+from layers.shared.storage.batches import delete_in
 from layers.shared.storage.connection import Connection
 from layers.shared.storage.database import Database
 
@@ -200,15 +201,8 @@ class EpisodeStore:
 
     def delete(self, rowids: Sequence[int]) -> int:
         """Delete episodes with their FTS rows (trigger) and vectors (cascade)."""
-        deleted = 0
         with self._db.write() as conn:
-            for start in range(0, len(rowids), 500):
-                batch = list(rowids[start : start + 500])
-                marks = ",".join("?" * len(batch))
-                deleted += conn.execute(
-                    f"DELETE FROM episodes WHERE rowid IN ({marks})", batch
-                ).rowcount
-        return deleted
+            return delete_in(conn, "episodes", "rowid", rowids)
 
     def rowids_created_before(self, timestamp: float) -> list[int]:
         with self._db.read() as conn:

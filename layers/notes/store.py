@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from layers.shared.places import Place, Viewer
 from layers.shared.places.visibility import sql_predicate
 from layers.shared.redaction import redact
+from layers.shared.storage.batches import delete_in
 from layers.shared.storage.database import Database
 
 # A note is one line of standing context, not a document.
@@ -137,14 +138,8 @@ class NoteStore:
 
     def delete(self, note_ids: Sequence[str]) -> int:
         """Delete these notes, whatever their status; how many."""
-        deleted = 0
         with self._db.write() as conn:
-            for start in range(0, len(note_ids), 500):
-                batch = list(note_ids[start : start + 500])
-                deleted += int(conn.execute(
-                    f"DELETE FROM memory_notes WHERE id IN ({','.join('?' * len(batch))})",
-                    batch).rowcount or 0)
-        return deleted
+            return delete_in(conn, "memory_notes", "id", note_ids)
 
     def chain(self, note_id: str, *, most: int = 50) -> list[Note]:
         """Every version of a note, oldest first: the ones it replaced, itself, and the

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from layers.shared.errors import BadInput
 from layers.shared.places import Place
 from layers.shared.redaction import redact
+from layers.shared.storage.batches import delete_in
 from layers.shared.storage.database import Database
 
 # What may start a session id (a uuid): no LIKE wildcard can pass.
@@ -153,14 +154,8 @@ class SessionStore:
 
     def delete(self, session_ids: Sequence[str]) -> int:
         """Delete these sessions with their transcripts (cascade); how many."""
-        deleted = 0
         with self._db.write() as conn:
-            for start in range(0, len(session_ids), 500):
-                batch = list(session_ids[start : start + 500])
-                deleted += int(conn.execute(
-                    f"DELETE FROM sessions WHERE id IN ({','.join('?' * len(batch))})",
-                    batch).rowcount or 0)
-        return deleted
+            return delete_in(conn, "sessions", "id", session_ids)
 
     def keep_context(self, session_id: str, blocks: Sequence[tuple[str, str]],
                      at: float) -> None:
