@@ -10,6 +10,7 @@ keeps the id for the detail line. Slack failing costs a name, never the page.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable
@@ -68,47 +69,54 @@ class Names:
         self._clock = clock
 
     async def of(self, episodes: Iterable[Episode]) -> Named:
-        """The names of the places and people of ``episodes``."""
+        """The names of the places and people of ``episodes``: each workspace's asked of
+        Slack at once (a cold page asks for up to forty names), one workspace after
+        another (each through its own install)."""
         named = Named()
+        if self._directory is None:
+            return named
+        wanted: dict[str, tuple[set[tuple[str, str]], set[str]]] = {}
         for episode in episodes:
-            if episode.team == LOCAL_TEAM or self._directory is None:
+            if episode.team == LOCAL_TEAM:
                 continue
-            channel_key, person_key = (episode.team, episode.channel), (episode.team,
-                                                                        episode.user or "")
-            if channel_key in named.channels and (not episode.user
-                                                  or person_key in named.people):
-                continue
+            channels, people = wanted.setdefault(episode.team, (set(), set()))
+            if episode.channel_type != "im" and self._may_ask(("c", episode.channel)):
+                channels.add((episode.channel, episode.channel_type))
+            if episode.user and self._may_ask(("u", episode.user)):
+                people.add(episode.user)
+        for team, (channels, people) in wanted.items():
             try:
-                await self._name(named, episode, channel_key, person_key)
+                await self._name(named, team, channels, people)
             except (*SLACK_FAILURES, ThothError) as error:
-                # The install could not be found or asked: a name lost, never the page.
-                log.warning("no names for workspace %s: %s", episode.team,
-                            type(error).__name__)
+                # The install could not be found or asked: names lost, never the page.
+                log.warning("no names for workspace %s: %s", team, type(error).__name__)
         return named
 
-    async def _name(self, named: Named, episode: Episode, channel_key: tuple[str, str],
-                    person_key: tuple[str, str]) -> None:
-        """Ask the directory, through the install of ``episode``'s workspace, for what
-        ``named`` lacks of it."""
-        assert self._directory is not None
-        async with serving_team(self._workspace_of, episode.team) as installed:
-            if not installed:
-                return
-            if (episode.channel_type != "im" and channel_key not in named.channels
-                    and self._may_ask(("c", episode.channel))):
-                info = await self._directory.channel(episode.channel, episode.channel_type)
-                if info.name:
-                    named.channels[channel_key] = _channel_name(info.name,
-                                                                episode.channel_type)
-                else:
-                    self._unnamed[("c", episode.channel)] = self._clock()
-            if (episode.user and person_key not in named.people
-                    and self._may_ask(("u", episode.user))):
-                person = await self._directory.user(episode.user)
-                if person.name:
-                    named.people[person_key] = person.name
-                else:
-                    self._unnamed[("u", episode.user)] = self._clock()
+    async def _name(self, named: Named, team: str, channels: set[tuple[str, str]],
+                    people: set[str]) -> None:
+        """Ask the directory, through ``team``'s install, for these channels and people."""
+        directory = self._directory
+        assert directory is not None
+
+        async def channel(channel_id: str, channel_type: str) -> None:
+            info = await directory.channel(channel_id, channel_type)
+            if info.name:
+                named.channels[(team, channel_id)] = _channel_name(info.name, channel_type)
+            else:
+                self._unnamed[("c", channel_id)] = self._clock()
+
+        async def person(user: str) -> None:
+            info = await directory.user(user)
+            if info.name:
+                named.people[(team, user)] = info.name
+            else:
+                self._unnamed[("u", user)] = self._clock()
+
+        async with serving_team(self._workspace_of, team) as installed:
+            if installed:
+                # Tasks made here keep the workspace being served (a context variable).
+                await asyncio.gather(*(channel(*wanted) for wanted in sorted(channels)),
+                                     *(person(user) for user in sorted(people)))
 
     async def channel_named(self, team: str | None, asked: str) -> str:
         """The id of the channel ``asked`` names ("#general", "general"), for a filter;

@@ -236,3 +236,23 @@ def test_a_page_sent_back_by_a_form_is_one_of_the_consoles_own() -> None:
     for elsewhere in ("https://evil.example/", "//evil.example/x", "/\\evil.example",
                       "episodes", "", "/../../etc"):
         assert console_page(elsewhere, default="/episodes") == "/episodes", elsewhere
+
+
+def test_a_forget_reaches_every_key_a_person_is_known_under_whoever_asks_it() -> None:
+    import asyncio
+
+    from bridge.console.pages.people import every_key
+    from bridge.slack_api.memberships import SlackMemberships
+    from layers.identity.protocol import Person
+    from layers.shared.places.memberships import Memberships
+
+    class OnGrid:
+        async def of(self, team: str, user: str) -> Memberships:
+            return Memberships(org="E1")
+
+    parts = ConsoleDependencies(cast(Offloaded[ConsoleStores], Offloaded(object())),
+                                daily_cap_usd=1.0, identity=None,
+                                forgetting=cast(PersonForgetting, object()),
+                                memberships=cast(SlackMemberships, OnGrid()))
+    assert asyncio.run(every_key(parts, Person("T1", "U1"))) == [
+        Person("T1", "U1"), Person("E1", "U1")]

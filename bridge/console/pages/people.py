@@ -55,6 +55,12 @@ async def known_as_by(
     return known_as(person, (await parts.memberships.of(person.team, person.user)).org)
 
 
+async def every_key(parts: ConsoleDependencies, person: Person) -> list[Person]:
+    """Every key ``person`` is known under (their org's too, on Enterprise Grid): what a
+    forget reaches, whoever asks it (the operator's page shows each key by itself)."""
+    return known_as(person, (await parts.memberships.of(person.team, person.user)).org)
+
+
 async def facts(parts: ConsoleDependencies, persons: list[Person]) -> list[Fact] | None:
     """Everything known about them, in every place (shown to the operator, or to the
     person themselves); None without an identity layer."""

@@ -42,7 +42,7 @@ async def confirm_forget(console: Console, request: Request,
     if isinstance(person, Response):
         return person
     would = await people.what_forgetting_does(
-        console.parts, await people.known_as_by(console.parts, user, person))
+        console.parts, await people.every_key(console.parts, person))
     return console.page(request, user, "forget_person.html", team=person.team,
                         who=person.user, would=would, own=(person.team, person.user) == (
                             user.team, user.user))
@@ -53,7 +53,7 @@ async def forget_fact(console: Console, request: Request, user: SignedInPerson) 
     if isinstance(person, Response):
         return person
     deleted = await people.forget_fact(
-        console.parts, user, await people.known_as_by(console.parts, user, person),
+        console.parts, user, await people.every_key(console.parts, person),
         request.path_params["fact_id"], origin(request))
     return _back_to_person(request, person, f"deleted {deleted} fact(s)")
 
@@ -63,8 +63,7 @@ async def forget_person(console: Console, request: Request, user: SignedInPerson
     if isinstance(person, Response):
         return person
     forgotten = await people.forget_everything(
-        console.parts, user, await people.known_as_by(console.parts, user, person),
-        origin(request))
+        console.parts, user, await people.every_key(console.parts, person), origin(request))
     return _back_to_person(request, person, forgotten.describe())
 
 
