@@ -173,7 +173,7 @@ BRIDGE_FLOORS: tuple[frozenset[str], ...] = tuple(frozenset(floor) for floor in 
     {"access", "session_end", "pipeline"},
     {"settings"},
     {"model"},
-    {"messages", "slack_tables", "forget_exchange", "forget_person"},
+    {"messages", "slack_tables", "forget_exchange", "forget_person", "files"},
 ))
 
 
