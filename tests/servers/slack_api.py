@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import copy
 import email.parser
 import email.policy
@@ -71,6 +72,11 @@ if TYPE_CHECKING:
 
 # The browser's step of Sign in with Slack (on slack.com, not under /api/).
 AUTHORIZE_PATH = "/openid/connect/authorize"
+# Where a shared file's bytes are served (``url_private_download``), outside /api/.
+FILES_PATH = "/files-pri/"
+# What Slack answers a file download without a token that may read it: its sign-in page.
+SIGN_IN_PAGE = (b"<!DOCTYPE html><html><head><title>Slack</title></head><body>"
+                b"<h1>Sign in to your workspace</h1></body></html>")
 # The browser's step of installing the app through OAuth v2 (``slack_install.py``).
 INSTALL_AUTHORIZE_PATH = "/oauth/v2/authorize"
 # Fields Slack takes as JSON; in a form they arrive as JSON text.
@@ -235,6 +241,8 @@ class FakeSlack(LoopbackServer):
         self._users: dict[str, dict[str, Any]] = {}
         self._channels: dict[str, dict[str, Any]] = {}
         self._messages: dict[str, list[dict[str, Any]]] = {}
+        # Files shared, by id: their object and their bytes (``add_file``).
+        self._files: dict[str, tuple[dict[str, Any], bytes]] = {}
         self._ephemerals: dict[str, list[dict[str, Any]]] = {}
         self._reactions: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._streams: dict[tuple[str, str], _Stream] = {}
@@ -320,6 +328,24 @@ class FakeSlack(LoopbackServer):
                        "ts": ts or self._next_ts(), **extra}
             self._store(channel, message, thread_ts)
             return str(message["ts"])
+
+    def add_file(self, file_id: str, name: str, data: bytes, *,
+                 mimetype: str = "application/octet-stream", user: str = "U1",
+                 **extra: Any) -> dict[str, Any]:
+        """A file someone shared: its object as messages and ``files.info`` carry it,
+        with a ``url_private_download`` on this server that needs the bearer token."""
+        host = self.url.removesuffix(self.url_path)  # files are not under /api/
+        with self._lock:
+            info = {"id": file_id, "name": name, "title": name, "mimetype": mimetype,
+                    "filetype": name.rsplit(".", 1)[-1] if "." in name else "binary",
+                    "size": len(data), "user": user, "mode": "hosted",
+                    "url_private": f"{host}{FILES_PATH}{self.team_id}-{file_id}/{name}",
+                    "url_private_download":
+                        f"{host}{FILES_PATH}{self.team_id}-{file_id}/download/{name}",
+                    "permalink": f"https://{self.team_domain}.slack.com/files/{user}/"
+                                 f"{file_id}/{name}", **extra}
+            self._files[file_id] = (info, data)
+            return dict(info)
 
     # -- faults ---------------------------------------------------------------------
 
@@ -955,6 +981,34 @@ class FakeSlack(LoopbackServer):
                                         and (_kind(info) == "channel"
                                              or self._is_member(info, bot, bot)))
 
+    @api("files.info")
+    def _files_info(self, call: RecordedCall) -> dict[str, Any]:
+        """A file's object (``files:read``); ``file_not_found`` for one it does not hold."""
+        check_scope("files:read", self.scopes)
+        file_id = _text(call, "file", "file_not_found")
+        with self._lock:
+            found = self._files.get(file_id or "")
+        if found is None:
+            raise SlackError("file_not_found")
+        return {"file": dict(found[0])}
+
+    def file_download(self, path: str, token: str | None) -> tuple[int, str, bytes]:
+        """What ``url_private_download`` answers: the bytes to a bot token with
+        ``files:read``; to anything else, as Slack does, its sign-in page (an HTML page,
+        status 200), never an error a client would notice by its status."""
+        file_id = path.removeprefix(FILES_PATH).split("/", 1)[0].removeprefix(
+            f"{self.team_id}-")
+        with self._lock:
+            found = self._files.get(file_id)
+        installed = self.installs is not None and token in self.installs.bots
+        authorised = (token is not None and token.startswith("xoxb-")
+                      and (self.bot_token is None or token == self.bot_token or installed)
+                      and "files:read" in self.scopes.split(","))
+        if found is None or not authorised:
+            return 200, "text/html; charset=utf-8", SIGN_IN_PAGE
+        info, data = found
+        return 200, str(info["mimetype"]), data
+
     @api("conversations.list")
     def _conversations_list(self, call: RecordedCall) -> dict[str, Any]:
         """The workspace's conversations of the asked ``types`` (default
@@ -1228,6 +1282,16 @@ class _Handler(LoopbackHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+            return
+        if call.path.startswith(FILES_PATH):
+            _, delay = self.fake._record(call)
+            if delay and self.fake._stopping.wait(delay):
+                self.close_connection = True
+                return
+            status, content_type, data = self.fake.file_download(call.path, call.token)
+            # A client that gave up (a timeout, a cap) is not answered.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                self.send_body(status, data, content_type)
             return
         if call.path.startswith(RESPONSE_URL_PATH):
             self.fake._responded(call)
