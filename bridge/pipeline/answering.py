@@ -59,6 +59,9 @@ class Answer:
     model: str = ""
     # Seconds spent waiting on the model, every round together.
     model_seconds: float = 0.0
+    # A tool that changes what Thoth keeps was called (a forget may have taken the
+    # turn's own session: ``TurnPipeline.handle`` looks before it records the turn).
+    changed_memory: bool = False
 
     def failed(self, message: str) -> None:
         self.text = message
@@ -94,6 +97,8 @@ async def answer_turn(
                 return
             if not result.tool_calls:
                 break
+            answer.changed_memory |= any(tools.changes(call.name)
+                                         for call in result.tool_calls)
             request = await run_tool_round(request, result, turn, sink, tools)
         await reply.flush()
     except CostCapReached as capped:

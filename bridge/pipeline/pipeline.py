@@ -162,7 +162,9 @@ class TurnPipeline:
                 answer.failed(f"{answer.text}\n\n{messages.STOPPED}".strip())
             timings.shown = time.monotonic()
             episode_id = None
-            if await self._sessions.run(lambda sessions: sessions.get(opened.id)) is None:
+            # Asked only after a tool that changes memory: not a read on every turn.
+            if answer.changed_memory and await self._sessions.run(
+                    lambda sessions: sessions.get(opened.id)) is None:
                 # "Forget me" ran in this very turn and took its session with the rest of
                 # their DMs: nothing of the turn is kept either (bridge/forget_person.py).
                 log.info("session %s was forgotten during its turn: nothing kept", opened.id)

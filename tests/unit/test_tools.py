@@ -81,6 +81,10 @@ def test_one_list_offers_each_capability_under_one_name_on_each_surface() -> Non
     for tool in turn:
         if tool.name in by_name:
             assert tool.spec == by_name[tool.name].spec
+    # Only forgetting changes what Thoth keeps (the turn looks for its session after it).
+    box = ToolBox(turn)
+    assert [tool.name for tool in turn if box.changes(tool.name)] == ["forget_about_me"]
+    assert not box.changes("no_such_tool")
     # The offline responder asks for recall by the name the tool has.
     assert RECALL_TOOL == RECALL
     # A part that is off takes its tools off the surface.

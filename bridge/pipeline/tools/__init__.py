@@ -163,6 +163,11 @@ class ToolBox:
     def specs(self) -> Sequence[ToolSpec]:
         return [tool.spec for tool in self._tools.values()]
 
+    def changes(self, name: str) -> bool:
+        """Whether the named tool changes what Thoth keeps."""
+        tool = self._named(name)
+        return tool is not None and tool.changes
+
     def step_title(self, name: str) -> str:
         tool = self._named(name)
         return tool.step_title if tool is not None else OTHER_TOOL_TITLE
