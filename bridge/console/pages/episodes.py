@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
+from bridge.console.pages.paging import cursor_of, newest_page
 from bridge.forget_exchange import forget_exchange
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.workspace_client import serving_team
@@ -86,13 +87,11 @@ async def search(parts: ConsoleDependencies, user: SignedInPerson, query: str,
     with no words, everything they may see, newest first, from ``older`` on."""
     viewer = await viewer_of(parts, user)
     if not query.strip():
-        cursor = cursor_of(older)
+        cursor = cursor_of(older, of="episodes")
         latest = await parts.stores.run(lambda stores: stores.episodic.store.recent(
             viewer, narrowed, parts.results + 1, older_than=cursor))
-        newest = latest[: parts.results]
-        more = len(latest) > parts.results
-        return Listed([Hit(episode, 0.0) for episode in newest],
-                      older=f"{newest[-1].created_at!r}:{newest[-1].id}" if more else None)
+        newest, older_on = newest_page(latest, parts.results)
+        return Listed([Hit(episode, 0.0) for episode in newest], older=older_on)
     if not 1 <= page <= MOST_PAGES:
         raise BadInput(f"page is a number from 1 to {MOST_PAGES}")
     # Recall ranks first and the filters narrow its best few. Always asked as deep
@@ -104,18 +103,6 @@ async def search(parts: ConsoleDependencies, user: SignedInPerson, query: str,
     shown = admitted[(page - 1) * parts.results: page * parts.results]
     more = len(admitted) > page * parts.results and page < MOST_PAGES
     return Listed(shown, next_page=page + 1 if more else None)
-
-
-def cursor_of(older: str) -> tuple[float, str] | None:
-    """The browsing cursor a page's Older link carries (``BadInput`` if it is not one)."""
-    if not older.strip():
-        return None
-    at, _, episode_id = older.partition(":")
-    try:
-        return float(at), episode_id
-    except ValueError as error:
-        raise BadInput("that page of episodes is not one this console links to:"
-                       " start again from the newest") from error
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
-from bridge.console.pages.episodes import cursor_of
+from bridge.console.pages.paging import cursor_of, newest_page
 from bridge.console.slack_cards import show_note_decided
 from bridge.slack_api.note_cards import decided
 from layers.notes.store import STATUSES, Note
@@ -21,12 +21,10 @@ async def listed(parts: ConsoleDependencies, status: str,
     """A page of the notes of ``status``, newest first, and where the next page starts
     ("TIME:ID"; None: this is the last)."""
     chosen = status if status in STATUSES else "proposed"
-    cursor = cursor_of(older)
+    cursor = cursor_of(older, of="notes")
     found = await parts.stores.run(lambda stores: stores.notes.store.listed(
         chosen, SHOWN + 1, older_than=cursor))
-    shown = found[:SHOWN]
-    return shown, (f"{shown[-1].created_at!r}:{shown[-1].id}" if len(found) > SHOWN
-                   else None)
+    return newest_page(found, SHOWN)
 
 
 async def decide(parts: ConsoleDependencies, user: SignedInPerson, note_id: str, *, keep: bool,

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field, replace
 from bridge.access.signed_in import SignedInPerson
 from bridge.access.tokens import McpToken
 from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
-from bridge.console.pages.episodes import Listed, cursor_of, viewer_of
+from bridge.console.pages.episodes import Listed, viewer_of
 from bridge.console.pages.notes import withdrawn
+from bridge.console.pages.paging import cursor_of, newest_page
 from bridge.console.slack_cards import show_note_decided
 from bridge.forget_person import PersonForgotten
 from layers.episodic.episode import Hit
@@ -103,20 +104,18 @@ async def whole(parts: ConsoleDependencies, user: SignedInPerson, persons: list[
     """``persons`` (one person's keys), as ``user`` may read them."""
     known = await facts(parts, persons)
     viewer = await viewer_of(parts, user)
-    cursor = cursor_of(older)
+    cursor = cursor_of(older, of="what they said")
 
     def read(stores: ConsoleStores) -> Whole:
         sessions = {fact.session_id for fact in known or [] if fact.session_id}
         said_where = {session_id: _where(stores, session_id) for session_id in sessions}
         notes = [note for person in persons
                  for note in stores.notes.store.of_person(person.team, person.user, [])]
-        newest = [episode for person in persons[:1] for episode in
-                  stores.episodic.store.recent(viewer, EpisodeFilter(user=person.user),
-                                               SAID_SHOWN + 1, older_than=cursor)]
-        shown = newest[:SAID_SHOWN]
-        more = len(newest) > SAID_SHOWN
-        said = Listed([Hit(episode, 0.0) for episode in shown],
-                      older=f"{shown[-1].created_at!r}:{shown[-1].id}" if more else None)
+        # What they said goes by their user id, the same under each of their keys.
+        newest, older_on = newest_page(stores.episodic.store.recent(
+            viewer, EpisodeFilter(user=persons[0].user), SAID_SHOWN + 1,
+            older_than=cursor), SAID_SHOWN)
+        said = Listed([Hit(episode, 0.0) for episode in newest], older=older_on)
         tokens = [token for person in persons
                   for token in stores.mcp_tokens.listed(person.team, person.user)]
         return Whole(known, said_where, sorted(notes, key=lambda note: -note.created_at),
