@@ -120,6 +120,23 @@ HANDSHAKE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "para
     "clientInfo": {"name": "a-client", "version": "1"}}}) + "\n"
 
 
+def _handshake_then_wait(env: dict[str, str], cwd: Path) -> tuple[int, str, str]:
+    """`thoth mcp` sent the handshake by a client that keeps stdin open and says nothing
+    more: how it ended (exit code, standard output, standard error)."""
+    server = subprocess.Popen([sys.executable, "-m", "bridge", "mcp"], cwd=cwd, env=env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    assert server.stdin is not None
+    server.stdin.write(HANDSHAKE)
+    server.stdin.flush()
+    try:
+        code = server.wait(timeout=START_TIMEOUT_S)
+        out, err = server.communicate(timeout=START_TIMEOUT_S)
+    finally:
+        server.kill()
+    return code, out, err
+
+
 def test_the_handshake_is_answered_before_the_memory_opens_and_a_memory_that_cannot_open_ends_it(
     isolated_environment: Path, tmp_path: Path,
 ) -> None:
@@ -129,18 +146,7 @@ def test_the_handshake_is_answered_before_the_memory_opens_and_a_memory_that_can
     home = isolated_environment
     home.mkdir()
     (home / "thoth.db").write_bytes(b"this is not a SQLite database, only its name" * 200)
-    server = subprocess.Popen([sys.executable, "-m", "bridge", "mcp"], cwd=tmp_path,
-                              env={**os.environ, "THOTH_HOME": str(home)},
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-    assert server.stdin is not None and server.stdout is not None
-    server.stdin.write(HANDSHAKE)
-    server.stdin.flush()
-    try:
-        code = server.wait(timeout=START_TIMEOUT_S)
-        out, err = server.communicate(timeout=START_TIMEOUT_S)
-    finally:
-        server.kill()
+    code, out, err = _handshake_then_wait({**os.environ, "THOTH_HOME": str(home)}, tmp_path)
     assert code == 1, err
     (line,) = err.strip().splitlines()
     assert line.startswith("error: ") and str(home / "thoth.db") in line
@@ -168,18 +174,7 @@ def test_installs_that_cannot_be_read_end_the_server_in_one_line(
     made = subprocess.run([sys.executable, "-m", "bridge", "init"], env=env, cwd=tmp_path,
                           capture_output=True, text=True, timeout=START_TIMEOUT_S)
     assert made.returncode == 0, made.stderr
-    server = subprocess.Popen([sys.executable, "-m", "bridge", "mcp"], cwd=tmp_path,
-                              env={**env, "SLACK_TOKEN_KEYS": "not-a-key"},
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
-    assert server.stdin is not None
-    server.stdin.write(HANDSHAKE)
-    server.stdin.flush()  # and kept open, as a client that waits
-    try:
-        code = server.wait(timeout=START_TIMEOUT_S)
-        _, err = server.communicate(timeout=START_TIMEOUT_S)
-    finally:
-        server.kill()
+    code, _, err = _handshake_then_wait({**env, "SLACK_TOKEN_KEYS": "not-a-key"}, tmp_path)
     assert code == 1, err
     (line,) = err.strip().splitlines()
     assert line.startswith("error: ") and "SLACK_TOKEN_KEYS" in line
