@@ -316,8 +316,7 @@ def test_a_failing_or_slow_context_source_is_left_out(
 def test_sessions_run_concurrently_and_turns_of_one_session_in_order(
     app: Thoth, fake_anthropic: FakeAnthropic
 ) -> None:
-    # Slow enough that two sessions' requests overlap even on a loaded machine.
-    fake_anthropic.push(*[api.text("slow reply", delay_s=1.0)] * 4)
+    fake_anthropic.push(*[api.text("slow reply", delay_s=0.4)] * 4)
 
     async def run(turns: list[tuple[str, str]]) -> list[TurnOutcome]:
         return list(
