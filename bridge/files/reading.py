@@ -24,7 +24,7 @@ before it decodes); both named in the README.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from bridge.files.shared_file import SharedFile
@@ -51,6 +51,9 @@ class Limits:
     image_side: int = 1568
     # Pixels an image may unfold into before it is refused unopened.
     image_pixels: int = 50_000_000
+    # Bytes of an image shown: the Messages API takes 5 MB of base64, three quarters of
+    # it in bytes. A larger one is sent again as a JPEG.
+    image_bytes: int = 5 * MB * 3 // 4
     # A PDF shown whole: at most this many pages and bytes (the Messages API's limits).
     pdf_pages: int = 100
     pdf_bytes: int = 32 * MB
@@ -72,6 +75,12 @@ class Read:
     media_type: str | None = None
     # Said beside it: what was cut or left out.
     note: str | None = None
+    # A PDF's pages (None for other kinds).
+    pages: int | None = None
+    # The file as it came: its size in bytes, its type as sent, where it is opened again.
+    size: int = 0
+    mimetype: str | None = None
+    permalink: str | None = None
 
 
 @dataclass(frozen=True)
@@ -80,13 +89,22 @@ class Unread:
 
     name: str
     why: str
+    size: int = 0
+    mimetype: str | None = None
+    permalink: str | None = None
 
     def line(self) -> str:
         return f"I could not read {self.name}: {self.why}."
 
 
 def read(file: SharedFile, limits: Limits = Limits()) -> Read | Unread:
-    """``file`` read as its bytes say it is (never raises for a bad file)."""
+    """``file`` read as its bytes say it is (never raises for a bad file), with its size,
+    type and permalink."""
+    return replace(_read(file, limits), size=len(file.data), mimetype=file.mimetype,
+                   permalink=file.permalink)
+
+
+def _read(file: SharedFile, limits: Limits) -> Read | Unread:
     if len(file.data) > limits.max_bytes:
         return Unread(file.name, f"it is {len(file.data) / MB:.1f} MB, over the"
                                  f" {limits.max_bytes // MB} MB files may be")
@@ -128,7 +146,7 @@ def _image(file: SharedFile, limits: Limits) -> Read | Unread:
             if width * height > limits.image_pixels:
                 raise Image.DecompressionBombError(f"{width}x{height}")
             image.load()
-            shown, note = _scaled(image, str(image.format), limits)
+            shown, note = _scaled(image, str(image.format), len(file.data), limits)
     except Image.DecompressionBombError:
         return Unread(file.name, "the image would unfold into more pixels than Thoth"
                                  " opens (it may be built to exhaust memory)")
@@ -138,19 +156,25 @@ def _image(file: SharedFile, limits: Limits) -> Read | Unread:
                 media_type if shown is None else _scaled_type(media_type), note)
 
 
-def _scaled(image: Image.Image, image_format: str,
+def _scaled(image: Image.Image, image_format: str, size: int,
             limits: Limits) -> tuple[bytes | None, str | None]:
-    """The image scaled to ``limits.image_side`` (None: small enough as it is)."""
+    """The image scaled to ``limits.image_side`` and within ``limits.image_bytes`` (None:
+    small enough as it is)."""
     width, height = image.size
-    if max(width, height) <= limits.image_side:
+    if max(width, height) <= limits.image_side and size <= limits.image_bytes:
         return None, None
-    scale = limits.image_side / max(width, height)
+    scale = min(1.0, limits.image_side / max(width, height))
     smaller = image.convert("RGBA" if image.mode in ("RGBA", "LA", "P") else "RGB").resize(
         (max(1, round(width * scale)), max(1, round(height * scale))))
     out = io.BytesIO()
     # JPEG stays JPEG (photos); everything else becomes PNG (lossless, one frame).
     smaller.save(out, "JPEG" if image_format == "JPEG" and smaller.mode == "RGB" else "PNG")
-    return out.getvalue(), f"scaled from {width}x{height}"
+    if out.tell() > limits.image_bytes:
+        # A photo saved as PNG can be larger than the API takes: a JPEG of it is not.
+        out = io.BytesIO()
+        smaller.convert("RGB").save(out, "JPEG", quality=85)
+    note = f"scaled from {width}x{height}" if scale < 1 else "made smaller to send"
+    return out.getvalue(), note
 
 
 def _scaled_type(media_type: str) -> str:
@@ -175,7 +199,7 @@ def _pdf(file: SharedFile, limits: Limits) -> Read | Unread:
                                f" {limits.pdf_pages} pages at most)")
     kept = _text(file.name, text, limits).text if text else ""
     return Read(file.name, "pdf", kept, file.data if whole else None,
-                "application/pdf" if whole else None, note)
+                "application/pdf" if whole else None, note, pages=len(pages))
 
 
 def _as_text(data: bytes) -> str | None:

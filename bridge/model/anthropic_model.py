@@ -7,6 +7,7 @@ user. Errors are sorted into retryable or not here, where the SDK's types are kn
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import anthropic
@@ -15,6 +16,7 @@ from pydantic import SecretStr
 from bridge.model.catalogue import CATALOGUE, Capabilities, ModelCatalogue
 from bridge.model.pricing import Usage
 from bridge.model.protocol import (
+    Attachment,
     ModelRefusedRequest,
     ModelRequest,
     ModelResult,
@@ -27,6 +29,7 @@ from bridge.model.protocol import (
     ToolCall,
     ToolExchange,
 )
+from layers.shared.quoting import quoted
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 # Errors Anthropic sends inside an SSE stream, after the HTTP status was already 200.
@@ -145,12 +148,34 @@ def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
 
 
 def _content(said: Said, context: tuple[SystemSection, ...]) -> str | list[dict[str, Any]]:
-    if not context and not said.cache:
+    if not context and not said.cache and not said.attachments:
         return said.text
     words: dict[str, Any] = {"type": "text", "text": said.text}
     if said.cache:
         words["cache_control"] = {"type": "ephemeral"}
-    return [*({"type": "text", "text": section.text} for section in context), words]
+    # Files before the words they come with: Claude reads an image or a document best
+    # ahead of the question about it (the Vision page).
+    return [*({"type": "text", "text": section.text} for section in context),
+            *(block for attached in said.attachments for block in _attachment(attached)),
+            words]
+
+
+def _attachment(attached: Attachment) -> list[dict[str, Any]]:
+    """A shared file as content blocks: its name, then the image or document itself; a
+    text file (and the list of files not read) as quoted text, never as instructions."""
+    name = quoted(attached.name)
+    if attached.kind in ("image", "document"):
+        source = {"type": "base64", "media_type": attached.media_type,
+                  "data": base64.b64encode(attached.data).decode("ascii")}
+        shown: dict[str, Any] = {"type": attached.kind, "source": source}
+        if attached.kind == "document":
+            shown["title"] = attached.name
+        return [{"type": "text", "text": f'<shared-file name="{name}"/>'}, shown]
+    if attached.kind == "unread":
+        return [{"type": "text", "text": f"<unread-files>\n{quoted(attached.text)}\n"
+                                         "</unread-files>"}]
+    return [{"type": "text", "text": f'<shared-file name="{name}">\n{quoted(attached.text)}\n'
+                                     "</shared-file>"}]
 
 
 def _tool_round(exchange: ToolExchange) -> list[dict[str, Any]]:

@@ -32,6 +32,12 @@ class Capabilities:
     min_cache_tokens: int
     effort_levels: tuple[str, ...] = ()
     effort_default: str | None = None
+    # What the model is shown of files (``vision`` in models.json): images and PDFs as
+    # content blocks where it takes them, at most so many a request; text otherwise.
+    images: bool = False
+    pdfs: bool = False
+    images_a_request: int = 0
+    pdf_pages: int = 0
 
     @property
     def thinks(self) -> bool:
@@ -89,7 +95,8 @@ class ModelCatalogue:
 
 
 # An unlisted model is asked in the plainest way: no thinking or effort parameters, no
-# forced tool (auto works on every model), and a max_tokens every model listed accepts.
+# forced tool (auto works on every model), a max_tokens every model listed accepts, and
+# files as text (no image or document blocks).
 UNKNOWN_MODEL = Capabilities(
     context_window=200_000, max_output=32_000, thinking="off",
     thinking_refused=frozenset(), forced_tool_choice=False, min_cache_tokens=1024,
@@ -98,6 +105,7 @@ UNKNOWN_MODEL = Capabilities(
 
 def _model(model_id: str, entry: dict[str, Any]) -> ModelInfo:
     effort = entry.get("effort") or {}
+    vision = entry.get("vision") or {}
     return ModelInfo(
         model_id,
         str(entry["status"]),
@@ -115,6 +123,10 @@ def _model(model_id: str, entry: dict[str, Any]) -> ModelInfo:
             min_cache_tokens=int(entry["min_cache_tokens"]),
             effort_levels=tuple(effort.get("levels", ())),
             effort_default=effort.get("default"),
+            images=bool(vision.get("images_a_request")),
+            pdfs=bool(vision.get("pdf_pages")),
+            images_a_request=int(vision.get("images_a_request", 0)),
+            pdf_pages=int(vision.get("pdf_pages", 0)),
         ),
         entry.get("retires"),
     )

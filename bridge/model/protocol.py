@@ -52,6 +52,19 @@ class ToolOutcome:
 
 
 @dataclass(frozen=True)
+class Attachment:
+    """A file shown with a message: an image or a PDF the model sees as it is
+    (``data``, of ``media_type``), or a text file quoted (``text``); ``text`` alone
+    with kind "unread" names files that were not read, and why."""
+
+    name: str
+    kind: Literal["image", "document", "text", "unread"]
+    media_type: str | None = None
+    data: bytes = b""
+    text: str = ""
+
+
+@dataclass(frozen=True)
 class Said:
     """One message of the conversation as text: the person's (``user``) or the agent's."""
 
@@ -59,10 +72,12 @@ class Said:
     text: str
     # The stable prefix for prompt caching ends after this message.
     cache: bool = False
+    # The files shared with the message, shown before its words.
+    attachments: tuple[Attachment, ...] = ()
 
     @property
     def characters(self) -> int:
-        return len(self.text)
+        return len(self.text) + sum(len(attached.text) for attached in self.attachments)
 
 
 @dataclass(frozen=True)

@@ -57,17 +57,37 @@ class AfterReply:
 
         return await self._retried(f"transcript of session {session_id}", write)
 
-    def remember(self, episode: Episode) -> None:
-        """Store the episode in the background (no-op when episodic memory is off)."""
+    def remember(self, episode: Episode,
+                 completed: Callable[[Episode], Awaitable[Episode]] | None = None) -> None:
+        """Store the episode in the background (no-op when episodic memory is off);
+        ``completed`` first adds what is known only after the reply (its images'
+        descriptions), once, whatever the retries of the write."""
         episodic = self._episodic
         if episodic is None:
             return
-        self._in_background(
-            f"episode {episode.id}",
-            lambda: episodic.run(lambda memory: memory.remember([episode])))
+        if completed is None:
+            self._in_background(
+                f"episode {episode.id}",
+                lambda: episodic.run(lambda memory: memory.remember([episode])))
+            return
+        complete = completed
+
+        async def complete_then_store() -> bool:
+            try:
+                whole = await complete(episode)
+            except Exception:
+                # What the reply added is lost, not the episode.
+                log.exception("episode %s is kept without what follows the reply", episode.id)
+                whole = episode
+            return await self._retried(f"episode {episode.id}", lambda: episodic.run(
+                lambda memory: memory.remember([whole])))
+
+        self._track(asyncio.create_task(complete_then_store()))
 
     def _in_background(self, what: str, write: Callable[[], Awaitable[object]]) -> None:
-        task: asyncio.Task[bool] = asyncio.create_task(self._retried(what, write))
+        self._track(asyncio.create_task(self._retried(what, write)))
+
+    def _track(self, task: asyncio.Task[bool]) -> None:
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 

@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from layers.episodic.episode import Episode, Hit
 
 MESSAGE_CHARS = 400
+# Of a recalled file, the passage the question is about (file_passages.py), this long.
+PASSAGE_CHARS = 900
 
 
 def episode_line(episode: Episode) -> str:
@@ -28,9 +30,19 @@ def where_said(channel_type: str, channel: str) -> str:
 
 
 def episodes_text(hits: Sequence[Hit]) -> str:
-    return "\n".join(episode_line(hit.episode) for hit in hits)
+    return "\n".join(hit_lines(hit) for hit in hits)
 
 
-def _clip(text: str) -> str:
+def hit_lines(hit: Hit) -> str:
+    """A recalled episode's line, and a line for each file shared with it: its name, its
+    kind, and the passage of it the question is about."""
+    lines = [episode_line(hit.episode)]
+    for file in hit.files:
+        passage = _clip(file.passage, PASSAGE_CHARS)
+        lines.append(f"  shared {file.name} ({file.kind})" + (f": {passage}" if passage else ""))
+    return "\n".join(lines)
+
+
+def _clip(text: str, most: int = MESSAGE_CHARS) -> str:
     flat = " ".join(text.split())
-    return flat if len(flat) <= MESSAGE_CHARS else flat[: MESSAGE_CHARS - 1] + "…"
+    return flat if len(flat) <= most else flat[: most - 1] + "…"

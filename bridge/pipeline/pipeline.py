@@ -12,20 +12,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from bridge import messages
+from bridge.files.reading import Read
+from bridge.model.catalogue import CATALOGUE
 from bridge.model.protocol import LanguageModel
 from bridge.pipeline.after_reply import AfterReply
 from bridge.pipeline.answering import Answer, answer_turn
 from bridge.pipeline.context import ContextAsk, ContextSources
 from bridge.pipeline.deadlines import MissedDeadlines, within_deadline
+from bridge.pipeline.image_descriptions import describe_images
 from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.pipeline.prompt import GatheredContext, build_request
 from bridge.pipeline.reply_sink import ReplySink, ReplyStopped
+from bridge.pipeline.shared_files import kept_files, with_files_named
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
 from bridge.pipeline.turn_episode import episode_of
+from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.recall_uses import RecallUse
 from layers.identity.ingest_queue import IngestQueue
@@ -142,6 +147,8 @@ class TurnPipeline:
                 max_tokens=self._config.max_tokens,
                 effort=self._config.effort,
                 session_id=session.id,
+                capabilities=(None if self._model.memory_only
+                              else CATALOGUE.capabilities(self._model.name)),
             )
             try:
                 await answer_turn(answer, self._model, request, turn, sink, self._tools,
@@ -229,7 +236,8 @@ class TurnPipeline:
         await self._after.record_turn(
             session.id,
             TranscriptTurn(
-                user_text=turn.text,
+                # Later turns read that files were shared (their content is recalled).
+                user_text=with_files_named(turn.text, turn.files),
                 reply_text=answer.text,
                 ok=answer.ok,
                 user=turn.user,
@@ -244,5 +252,16 @@ class TurnPipeline:
         episode = episode_of(turn, session.id, answer, memory_only=self._model.memory_only)
         if episode is None:
             return None
-        self._after.remember(episode)
+        images = [file for file in turn.files if isinstance(file, Read) and file.kind == "image"]
+        if not images or self._model.memory_only:
+            self._after.remember(episode)
+            return episode.id
+        model, person = self._model, turn.user
+
+        async def described(episode: Episode) -> Episode:
+            descriptions = await describe_images(model, images, session_id=session.id,
+                                                 person=person)
+            return replace(episode, files=kept_files(turn.files, descriptions))
+
+        self._after.remember(episode, described)
         return episode.id

@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from bridge.model.catalogue import Capabilities
 from bridge.model.protocol import ModelRequest, Said, SystemSection, ToolSpec
 from bridge.pipeline.context import ContextBlock
+from bridge.pipeline.shared_files import attachments_for
 from bridge.pipeline.turn import Turn
 from layers.working.budget import TrimmedTranscript
 
@@ -49,7 +51,9 @@ def build_request(
     max_tokens: int = 2048,
     effort: str | None = None,
     session_id: str | None = None,
+    capabilities: Capabilities | None = None,
 ) -> ModelRequest:
+    """``capabilities``: what the model is shown of files (None: their text only)."""
     system: list[SystemSection] = []
     # One breakpoint ends the stable part (tools, persona, skill index): a second on the
     # persona would cache a prefix the skill index's breakpoint already covers. On its own
@@ -65,6 +69,9 @@ def build_request(
         )
     )
     messages = _messages(turn, context.transcript)
+    if turn.files:
+        messages[-1] = replace(messages[-1],
+                               attachments=attachments_for(turn.files, capabilities))
     return ModelRequest(
         model=model,
         system=tuple(system),

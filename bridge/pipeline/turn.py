@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from bridge.files.reading import Read, Unread
 from layers.episodic.episode import MAX_TEXT_CHARS
 from layers.identity.known_as import known_as
 from layers.identity.protocol import Person
@@ -34,6 +35,8 @@ class Turn:
     confined: bool = False
     # The speaker's Enterprise Grid org, when Slack says: they are known under its key too.
     org: str | None = None
+    # The files shared with the message, read (or said why not) by the transport.
+    files: tuple[Read | Unread, ...] = ()
 
     @property
     def person(self) -> Person | None:
@@ -63,6 +66,12 @@ def viewer_at(
     if place.channel_type == "im" and looking_at and not confined:
         channel = looking_at
     return Viewer(place.team, channel, place.channel_type, user, confined=confined)
+
+
+def words_or_files(text: str, file_names: str) -> str:
+    """What a message says: its words, or, for files shared without a word, which files
+    (a message is never empty, and its episode's words name what was shared)."""
+    return text if text.strip() or not file_names else f"[shared {file_names}]"
 
 
 def check_message(text: str) -> None:

@@ -18,7 +18,7 @@ from bridge import messages
 from bridge.commands import CommandServices, Invocation, Reply, Where, run
 from bridge.commands.table import typed_in_a_thread
 from bridge.console_links import ConsoleLinks
-from bridge.pipeline.episodes_block import episode_line, episodes_text
+from bridge.pipeline.episodes_block import episodes_text, hit_lines
 from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.turn import Turn, check_message, viewer_at
 from bridge.slack.assistant import AssistantThreads
@@ -239,7 +239,7 @@ class Conversation:
             return escape(episodes_text(reply.hits))
         lines = []
         for hit in reply.hits:
-            line = escape(episode_line(hit.episode))
+            line = escape(hit_lines(hit))
             links = [f"[open the thread]({link})"
                      for link in [await self._permalink(hit.episode)] if link]
             if self._parts.console is not None:

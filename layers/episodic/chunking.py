@@ -20,6 +20,7 @@ only makes two units of one sentence, each still searched.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 WINDOW_WORDS = 160
 OVERLAP_WORDS = 40
@@ -74,3 +75,19 @@ def split_sentences(text: str) -> list[str]:
     """``text``'s sentences of at least ``MIN_SENTENCE_WORDS`` words."""
     return [piece for piece in _SENTENCE_END.split(text.strip())
             if len(piece.split()) >= MIN_SENTENCE_WORDS]
+
+
+# A file's extract is embedded in windows up to this many a file (about 5 000 words):
+# past them its words are still searched, by the word index, but a 600-page PDF does not
+# cost the embedder minutes for every turn it is shared in.
+FILE_WINDOWS = 32
+
+
+def file_units(files: Sequence[tuple[str, str]]) -> list[str]:
+    """The texts a turn's files are embedded as: each (name, extract)'s windows, its name
+    heading each, at most ``FILE_WINDOWS`` a file; none for a file with no extract."""
+    units: list[str] = []
+    for name, extract in files:
+        if extract.strip():
+            units += [f"{name}: {window}" for window in chunk_text(extract)[:FILE_WINDOWS]]
+    return units

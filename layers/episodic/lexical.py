@@ -57,8 +57,9 @@ def affordable_terms(document_counts: dict[str, int], budget: int = MATCH_BUDGET
     return chosen
 
 
-# The columns of an episode's own words (not the turn before's: tables.py, migration 6).
-_OWN_COLUMNS = "{user_name user_text summary}"
+# The columns of an episode's own words (not the turn before's: tables.py, migration 6),
+# its files' among them (migration 9).
+_OWN_COLUMNS = "{user_name user_text summary files_text}"
 
 
 def match_expression(words: list[str], *, with_turn_before: bool = True) -> str | None:

@@ -23,8 +23,16 @@ import numpy.typing as npt
 
 from layers.episodic.approximate_index import ApproximateIndex, forget_saved
 from layers.episodic.backfill import Backfill
-from layers.episodic.chunking import episode_units
-from layers.episodic.episode import MAX_TEXT_CHARS, Episode, Feedback, Hit
+from layers.episodic.chunking import episode_units, file_units
+from layers.episodic.episode import (
+    MAX_TEXT_CHARS,
+    Episode,
+    EpisodeFile,
+    Feedback,
+    Hit,
+    RecalledFile,
+)
+from layers.episodic.file_passages import passage_for
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
 from layers.episodic.named_dates import windows_named
 from layers.episodic.named_people import named_in
@@ -135,6 +143,7 @@ class EpisodicMemory:
         chunks_per_episode = [
             episode_units(e.user_text, e.summary, e.user_name,
                           by_sentence=self._levers.sentence_units)
+            + file_units([(file.name, file.extract) for file in e.files])
             for e in clean
         ]
         flat = [chunk for chunks in chunks_per_episode for chunk in chunks]
@@ -202,20 +211,13 @@ class EpisodicMemory:
             del scores[rowid]
         ranked = sorted(scores, key=scores.__getitem__, reverse=True)[: k + RERANK_SLACK]
         episodes = self._store.by_rowids(ranked)
-        hits = [
-            Hit(
-                episode,
-                apply_priors(
-                    scores[rowid],
-                    age_seconds=now - episode.created_at,
-                    feedback=int(episode.feedback),
-                    priors=self._priors,
-                ),
-            )
-            for rowid, episode in episodes.items()
-        ]
-        hits.sort(key=lambda hit: hit.score, reverse=True)
-        return hits[:k]
+        scored = sorted(
+            ((apply_priors(scores[rowid], age_seconds=now - episode.created_at,
+                           feedback=int(episode.feedback), priors=self._priors), rowid)
+             for rowid, episode in episodes.items()), reverse=True)[:k]
+        files = self._store.files_of([rowid for _, rowid in scored])
+        return [Hit(episodes[rowid], score, _recalled_files(files.get(rowid, ()), query.text))
+                for score, rowid in scored]
 
     def _named_in(self, query: RecallQuery, now: float) -> _Named:
         """Who and when the question names, as far as the levers look."""
@@ -501,8 +503,18 @@ def _checked(episode: Episode) -> Episode:
     return episode
 
 
+def _recalled_files(files: Sequence[EpisodeFile], question: str) -> tuple[RecalledFile, ...]:
+    """An episode's files as recall shows them: each with the passage the question is about."""
+    return tuple(RecalledFile(file.name, file.kind, file.permalink,
+                              passage_for(file.extract, question)) for file in files)
+
+
 def _redacted(episode: Episode) -> Episode:
-    return replace(episode, user_text=redact(episode.user_text), summary=redact(episode.summary))
+    return replace(
+        episode, user_text=redact(episode.user_text), summary=redact(episode.summary),
+        files=tuple(replace(file, name=redact(file.name), extract=redact(file.extract),
+                            permalink=None if file.permalink is None else redact(file.permalink))
+                    for file in episode.files))
 
 
 def _owner(rowid: int, episode: Episode) -> ChunkOwner:

@@ -43,11 +43,12 @@ TOTAL_CACHE_SECONDS = 300.0
 # Nearest chunks HNSW is first asked for (its ef_search), and the most it can give.
 FIRST_CANDIDATES = 200
 MAX_CANDIDATES = 1000
-# ts_rank's weight of each class, {D, C, B, A}: an episode's own words are A, the turn
-# before's D (episodic migration 6), at half weight as on SQLite (store.py). A's 0.1
-# is what every word weighed before the classes, so own words score as they did.
-WEIGHTS_WITH_TURN_BEFORE = "{0.05, 0, 0, 0.1}"
-WEIGHTS_OWN_WORDS = "{0, 0, 0, 0.1}"
+# ts_rank's weight of each class, {D, C, B, A}: an episode's own words are A, its files'
+# extracts B (migration 9) weighed as its own, the turn before's D (episodic migration
+# 6), at half weight as on SQLite (store.py). A's 0.1 is what every word weighed before
+# the classes, so own words score as they did.
+WEIGHTS_WITH_TURN_BEFORE = "{0.05, 0, 0.1, 0.1}"
+WEIGHTS_OWN_WORDS = "{0, 0, 0.1, 0.1}"
 
 
 class PostgresEpisodeSearch:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from layers.episodic.episode import EPISODE_FIELDS, Episode, Feedback
+from layers.episodic.episode import EPISODE_FIELDS, Episode, EpisodeFile, Feedback
 from layers.episodic.episode_filter import EpisodeFilter
 from layers.episodic.vector_index import ChunkOwner
 from layers.shared.errors import BadInput
@@ -45,7 +45,8 @@ _AFTER_EVERY_ROWID = 2**62
 # conversations (whole-turn vectors, thread share 0.3) 0.3 and 0.6 gave the same R@5,
 # .681, and 1.0 less, .676: half is their middle.
 TURN_BEFORE_WEIGHT = 0.5
-_BM25 = f"bm25(episodes_fts, 1.0, 1.0, 1.0, {TURN_BEFORE_WEIGHT})"
+# The files' extracts (migration 9) count as the episode's own words.
+_BM25 = f"bm25(episodes_fts, 1.0, 1.0, 1.0, {TURN_BEFORE_WEIGHT}, 1.0)"
 
 
 def turn_before_of(this: str) -> str:
@@ -116,14 +117,23 @@ class EpisodeStore:
         try:
             cursor = conn.execute(
                 f"INSERT INTO episodes ({EPISODE_COLUMNS}, embedding_model, turn_before_rowid,"
-                f" turn_before) VALUES ({', '.join('?' * (len(EPISODE_FIELDS) + 3))})"
-                " RETURNING rowid",
+                f" turn_before, files_text)"
+                f" VALUES ({', '.join('?' * (len(EPISODE_FIELDS) + 4))}) RETURNING rowid",
                 (*episode_row(ep, self._embedding_model),
-                 *((int(before[0]), str(before[1])) if before else (None, ""))),
+                 *((int(before[0]), str(before[1])) if before else (None, "")),
+                 files_text(ep.files)),
             )
         except self._db.duplicate_key_errors as error:
             raise BadInput(f"episode id {ep.id!r} already exists") from error
         rowid = int(cursor.fetchone()[0])
+        if ep.files:
+            conn.executemany(
+                "INSERT INTO episode_files (episode_rowid, position, name, kind, size,"
+                " mimetype, permalink, extract, unread) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(rowid, position, file.name, file.kind, file.size, file.mimetype,
+                  file.permalink, file.extract, file.unread)
+                 for position, file in enumerate(ep.files)],
+            )
         conn.executemany(
             "INSERT INTO episode_vectors (episode_rowid, chunk, vector) VALUES (?, ?, ?)",
             [(rowid, index, vector.astype(VECTOR_DTYPE).tobytes())
@@ -163,6 +173,29 @@ class EpisodeStore:
                 list(rowids),
             ).fetchall()
         return {int(row[0]): _episode(row[1:]) for row in rows}
+
+    def files_of(self, rowids: Sequence[int]) -> dict[int, tuple[EpisodeFile, ...]]:
+        """The files of those of these episodes that had any, in the order shared."""
+        found: dict[int, list[EpisodeFile]] = {}
+        with self._db.read() as conn:
+            for start in range(0, len(rowids), 500):
+                batch = list(rowids[start : start + 500])
+                marks = ",".join("?" * len(batch))
+                for row in conn.execute(
+                    "SELECT episode_rowid, name, kind, size, mimetype, permalink, extract,"
+                    f" unread FROM episode_files WHERE episode_rowid IN ({marks})"
+                    " ORDER BY episode_rowid, position", batch,
+                ).fetchall():
+                    found.setdefault(int(row[0]), []).append(EpisodeFile(
+                        str(row[1]), str(row[2]), int(row[3]), row[4], row[5], str(row[6]),
+                        row[7]))
+        return {rowid: tuple(files) for rowid, files in found.items()}
+
+    def with_files(self, episode: Episode) -> Episode:
+        """``episode`` with its files (an episode is read without them)."""
+        rowid = self.rowid_of(episode.id)
+        files = () if rowid is None else self.files_of([rowid]).get(rowid, ())
+        return replace(episode, files=files)
 
     def said_by_and_when(self, rowids: Sequence[int]) -> dict[int, tuple[str | None, float]]:
         """Who said each of these episodes (their display name), and when."""
@@ -462,6 +495,11 @@ class EpisodeStore:
                 chosen += [pair for pair in part if pair[0] in visible]
                 start, size = start + size, min(size * 4, MAX_ROWIDS_A_QUERY)
         return chosen[:limit]
+
+
+def files_text(files: Sequence[EpisodeFile]) -> str:
+    """What of an episode's files is searched: each one's name, then its extract."""
+    return "\n\n".join(f"{file.name}\n{file.extract}".strip() for file in files)
 
 
 def episode_row(ep: Episode, embedding_model: str) -> tuple[Any, ...]:

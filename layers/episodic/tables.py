@@ -105,6 +105,74 @@ TURN_BEFORE_POSTGRES = """
         EXECUTE FUNCTION thoth_follow_turn_before();
     {backfills}
 """
+# Files shared with a turn (migration 9, issue 50): each file's name, kind, size, link
+# and extract in a table of their own, gone with the episode; their extracts joined in
+# the episode's ``files_text``, searched as its own words (a fifth FTS5 column, so the
+# index is made again as in migration 6; on PostgreSQL weight B, weighed as A).
+EPISODE_FILES_TABLE = """
+    CREATE TABLE episode_files (
+        episode_rowid BIGINT NOT NULL REFERENCES episodes (rowid) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        name TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        size BIGINT NOT NULL DEFAULT 0,
+        mimetype TEXT,
+        permalink TEXT,
+        extract TEXT NOT NULL DEFAULT '',
+        unread TEXT,
+        PRIMARY KEY (episode_rowid, position)
+    );
+"""
+_FILES_FTS_COLUMNS = "user_name, user_text, summary, turn_before, files_text"
+FILES_SQLITE = f"""
+    ALTER TABLE episodes ADD COLUMN files_text TEXT NOT NULL DEFAULT '';
+    {EPISODE_FILES_TABLE}
+    DROP TRIGGER episodes_fts_insert;
+    DROP TRIGGER episodes_fts_delete;
+    DROP TRIGGER episodes_fts_update;
+    DROP TABLE episodes_fts;
+    CREATE VIRTUAL TABLE episodes_fts USING fts5 (
+        {_FILES_FTS_COLUMNS},
+        content = 'episodes', content_rowid = 'rowid',
+        tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER episodes_fts_insert AFTER INSERT ON episodes BEGIN
+        INSERT INTO episodes_fts (rowid, {_FILES_FTS_COLUMNS})
+        VALUES (new.rowid, new.user_name, new.user_text, new.summary, new.turn_before,
+                new.files_text);
+    END;
+    CREATE TRIGGER episodes_fts_delete AFTER DELETE ON episodes BEGIN
+        INSERT INTO episodes_fts (episodes_fts, rowid, {_FILES_FTS_COLUMNS})
+        VALUES ('delete', old.rowid, old.user_name, old.user_text, old.summary,
+                old.turn_before, old.files_text);
+    END;
+    CREATE TRIGGER episodes_fts_update AFTER UPDATE OF {_FILES_FTS_COLUMNS} ON episodes
+    BEGIN
+        INSERT INTO episodes_fts (episodes_fts, rowid, {_FILES_FTS_COLUMNS})
+        VALUES ('delete', old.rowid, old.user_name, old.user_text, old.summary,
+                old.turn_before, old.files_text);
+        INSERT INTO episodes_fts (rowid, {_FILES_FTS_COLUMNS})
+        VALUES (new.rowid, new.user_name, new.user_text, new.summary, new.turn_before,
+                new.files_text);
+    END;
+    INSERT INTO episodes_fts (episodes_fts) VALUES ('rebuild');
+"""
+FILES_POSTGRES = f"""
+    ALTER TABLE episodes ADD COLUMN files_text TEXT NOT NULL DEFAULT '';
+    {EPISODE_FILES_TABLE}
+    ALTER TABLE episodes DROP COLUMN search;
+    ALTER TABLE episodes ADD COLUMN search TSVECTOR GENERATED ALWAYS AS (
+        setweight(to_tsvector('english',
+            coalesce(user_name, '') || ' ' || user_text || ' ' || summary), 'A')
+        || setweight(to_tsvector('english', files_text), 'B')
+        || setweight(to_tsvector('english', turn_before), 'D')) STORED;
+    CREATE INDEX episodes_search ON episodes USING gin (search);
+    DELETE FROM episode_words;
+    INSERT INTO episode_words (lexeme, episodes)
+        SELECT lexeme, count(*) FROM episodes, unnest(tsvector_to_array(search)) AS lexeme
+        GROUP BY lexeme;
+"""
+
 # What `thoth episodes backfill` (backfill.py) still owes the episodes stored before
 # migration 6: each task's next rowid and the last one it must reach. Episodes stored
 # since are written whole.
@@ -405,6 +473,12 @@ SCHEMA = Schema(
             CREATE INDEX episodes_team_newest ON episodes (team, created_at, id);
             CREATE INDEX episodes_team_user ON episodes (team, "user", created_at, id);
             """,
+        ),
+        Migration(
+            9,
+            "episode_files",
+            FILES_SQLITE,
+            postgres=FILES_POSTGRES,
         ),
     ),
 )
