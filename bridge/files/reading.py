@@ -104,10 +104,19 @@ def read(file: SharedFile, limits: Limits = Limits()) -> Read | Unread:
                    permalink=file.permalink)
 
 
+def over_the_cap(name: str, size: int, limits: Limits) -> Unread | None:
+    """The file of ``size`` bytes refused for its size, or None when it is within the cap
+    (asked before a large file is read whole: the terminal's /attach)."""
+    if size <= limits.max_bytes:
+        return None
+    return Unread(name, f"it is {size / MB:.1f} MB, over the {limits.max_bytes // MB} MB"
+                        " files may be", size=size)
+
+
 def _read(file: SharedFile, limits: Limits) -> Read | Unread:
-    if len(file.data) > limits.max_bytes:
-        return Unread(file.name, f"it is {len(file.data) / MB:.1f} MB, over the"
-                                 f" {limits.max_bytes // MB} MB files may be")
+    too_large = over_the_cap(file.name, len(file.data), limits)
+    if too_large is not None:
+        return too_large
     if not file.data:
         return Unread(file.name, "it is empty")
     kind = _kind_of(file.data)
@@ -187,16 +196,21 @@ def _pdf(file: SharedFile, limits: Limits) -> Read | Unread:
 
     try:
         reader = PdfReader(io.BytesIO(file.data))
-        if reader.is_encrypted and not reader.decrypt(""):
+        encrypted = reader.is_encrypted
+        if encrypted and not reader.decrypt(""):
             return Unread(file.name, "the PDF is password-protected")
         pages = [page.extract_text() or "" for page in reader.pages]
     except (PdfReadError, ValueError, KeyError, TypeError, OSError):
         return Unread(file.name, "the PDF is damaged or not one Thoth can read")
     text = "\n\n".join(f"[page {number}]\n{page.strip()}"
                        for number, page in enumerate(pages, start=1) if page.strip())
-    whole = len(pages) <= limits.pdf_pages and len(file.data) <= limits.pdf_bytes
-    note = None if whole else (f"{len(pages)} pages: its text only (the model reads"
-                               f" {limits.pdf_pages} pages at most)")
+    whole = (len(pages) <= limits.pdf_pages and len(file.data) <= limits.pdf_bytes
+             and not encrypted)
+    note = None if whole else (
+        "encrypted (opened without a password): its text only, as the model takes no"
+        " encrypted PDF" if encrypted else
+        f"{len(pages)} pages: its text only (the model reads {limits.pdf_pages} pages at"
+        " most)")
     kept = _text(file.name, text, limits).text if text else ""
     return Read(file.name, "pdf", kept, file.data if whole else None,
                 "application/pdf" if whole else None, note, pages=len(pages))

@@ -18,14 +18,15 @@ import re
 from collections.abc import Sequence
 
 from bridge.files.reading import Read
+from bridge.model.catalogue import Capabilities
 from bridge.model.protocol import (
-    Attachment,
     LanguageModel,
     ModelRequest,
     ModelUnavailable,
     Said,
     SystemSection,
 )
+from bridge.pipeline.shared_files import attachments_for
 from layers.shared.errors import CostCapReached, PersonCapReached
 
 log = logging.getLogger(__name__)
@@ -40,19 +41,18 @@ MAX_TOKENS = 1024
 DESCRIPTION_CHARS = 600
 
 
-async def describe_images(model: LanguageModel, images: Sequence[Read], *,
-                          session_id: str | None, person: str | None,
-                          ) -> dict[str, str]:
-    """Each image's description by its name; {} when the model could not say."""
-    shown = [image for image in images
-             if image.kind == "image" and image.shown is not None]
+async def describe_images(model: LanguageModel, images: Sequence[Read],
+                          capabilities: Capabilities, *, session_id: str | None,
+                          person: str | None) -> dict[str, str]:
+    """Each image's description by its name; {} when the model could not say. Only the
+    images the turn could show (``attachments_for``: the model's limits) are asked about."""
+    shown = [attached for attached in attachments_for(images, capabilities)
+             if attached.kind == "image"]
     if not shown or model.memory_only:
         return {}
     request = ModelRequest(
         model=model.name, system=(SystemSection("describe", SYSTEM),),
-        messages=(Said("user", ASKED, attachments=tuple(
-            Attachment(image.name, "image", image.media_type, image.shown or b"")
-            for image in shown)),),
+        messages=(Said("user", ASKED, attachments=tuple(shown)),),
         max_tokens=MAX_TOKENS, effort="low", purpose=PURPOSE, session_id=session_id,
         person=person)
     try:
@@ -60,7 +60,7 @@ async def describe_images(model: LanguageModel, images: Sequence[Read], *,
     except (ModelUnavailable, CostCapReached, PersonCapReached) as error:
         log.warning("the images of session %s were not described: %s", session_id, error)
         return {}
-    return descriptions_in(result.text, [image.name for image in shown])
+    return descriptions_in(result.text, [attached.name for attached in shown])
 
 
 def descriptions_in(text: str, names: Sequence[str]) -> dict[str, str]:

@@ -259,8 +259,9 @@ class TurnPipeline:
         model, person = self._model, turn.user
 
         async def described(episode: Episode) -> Episode:
-            descriptions = await describe_images(model, images, session_id=session.id,
-                                                 person=person)
+            descriptions = await describe_images(
+                model, images, CATALOGUE.capabilities(model.name), session_id=session.id,
+                person=person)
             return replace(episode, files=kept_files(turn.files, descriptions))
 
         self._after.remember(episode, described)

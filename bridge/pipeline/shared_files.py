@@ -36,24 +36,25 @@ def attachments_for(files: SharedFiles, capabilities: Capabilities | None,
                     ) -> tuple[Attachment, ...]:
     """The files as the model is shown them (``capabilities`` None: no model, text only)."""
     shown: list[Attachment] = []
-    images = pages = encoded = 0
+    # The API counts images and documents together against its images a request.
+    blocks = pages = encoded = 0
     for file in files:
         if isinstance(file, Unread):
             continue
         size = _base64_size(file.shown)
         if file.kind == "image" and file.shown is not None:
             if (capabilities is not None and capabilities.images
-                    and images < capabilities.images_a_request
+                    and blocks < capabilities.images_a_request
                     and encoded + size <= BLOCK_BYTES):
-                images, encoded = images + 1, encoded + size
+                blocks, encoded = blocks + 1, encoded + size
                 shown.append(Attachment(file.name, "image", file.media_type, file.shown))
             else:
                 shown.append(Attachment(file.name, "text", text=_not_shown(file, capabilities)))
             continue
         if file.kind == "pdf" and file.shown is not None and capabilities is not None \
                 and capabilities.pdfs and pages + (file.pages or 0) <= capabilities.pdf_pages \
-                and encoded + size <= BLOCK_BYTES:
-            pages, encoded = pages + (file.pages or 0), encoded + size
+                and blocks < capabilities.images_a_request and encoded + size <= BLOCK_BYTES:
+            blocks, pages, encoded = blocks + 1, pages + (file.pages or 0), encoded + size
             shown.append(Attachment(file.name, "document", file.media_type, file.shown))
             continue
         shown.append(Attachment(file.name, "text", text=_as_text(file)))

@@ -77,10 +77,11 @@ def split_sentences(text: str) -> list[str]:
             if len(piece.split()) >= MIN_SENTENCE_WORDS]
 
 
-# A file's extract is embedded in windows up to this many a file (about 5 000 words):
-# past them its words are still searched, by the word index, but a 600-page PDF does not
-# cost the embedder minutes for every turn it is shared in.
-FILE_WINDOWS = 32
+# A file's extract is embedded in at most this many windows, spread evenly over it from
+# its first to its last: every word is still searched by the word index, but a long file
+# costs the embedder a bounded time (a 50 KB log is about 50 windows of 256 word pieces,
+# seconds on two cores: bench/files_stored.py), and the embedder is the one recall uses.
+FILE_WINDOWS = 8
 
 
 def file_units(files: Sequence[tuple[str, str]]) -> list[str]:
@@ -89,5 +90,13 @@ def file_units(files: Sequence[tuple[str, str]]) -> list[str]:
     units: list[str] = []
     for name, extract in files:
         if extract.strip():
-            units += [f"{name}: {window}" for window in chunk_text(extract)[:FILE_WINDOWS]]
+            units += [f"{name}: {window}" for window in _spread(chunk_text(extract))]
     return units
+
+
+def _spread(windows: list[str]) -> list[str]:
+    """At most ``FILE_WINDOWS`` of ``windows``, evenly apart, the first and last among them."""
+    if len(windows) <= FILE_WINDOWS:
+        return windows
+    step = (len(windows) - 1) / (FILE_WINDOWS - 1)
+    return [windows[round(index * step)] for index in range(FILE_WINDOWS)]

@@ -92,6 +92,8 @@ class RecalledFile:
     kind: str
     permalink: str | None
     passage: str
+    # The type it was sent as (Slack's mimetype; None from the terminal).
+    mimetype: str | None = None
 
 
 # Slack refuses messages longer than this, so a longer episode cannot be a real turn.

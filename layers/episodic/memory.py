@@ -506,7 +506,8 @@ def _checked(episode: Episode) -> Episode:
 def _recalled_files(files: Sequence[EpisodeFile], question: str) -> tuple[RecalledFile, ...]:
     """An episode's files as recall shows them: each with the passage the question is about."""
     return tuple(RecalledFile(file.name, file.kind, file.permalink,
-                              passage_for(file.extract, question)) for file in files)
+                              passage_for(file.extract, question), file.mimetype)
+                 for file in files)
 
 
 def _redacted(episode: Episode) -> Episode:

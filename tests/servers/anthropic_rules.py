@@ -2,15 +2,31 @@
 
 Each check returns the 400 message the real API gives (``invalid_request_error``), or
 None. A fake that took more than the API would prove nothing. What differs per model
-(max_tokens, thinking types, effort levels, forced tools) is read from that model's row
-of ``bridge/model/models.json``, the same rows Thoth shapes its requests by, so a row
-that is wrong for the real API is wrong in one place, sourced and dated.
+(max_tokens, thinking types, effort levels, forced tools, images and PDF pages a
+request) is read from that model's row of ``bridge/model/models.json``, the same rows
+Thoth shapes its requests by, so a row that is wrong for the real API is wrong in one
+place, sourced and dated.
+
+Image and document blocks are checked as the Vision and PDF support pages say (PNG,
+JPEG, GIF or WebP, whose bytes must be the type they are sent as; 5 MB of base64 and
+8000 px a side, 2000 px once a request holds more than 20 images; images and documents
+a request, and PDF pages a request, per model; a PDF with no password or encryption), in
+the words the API's 400s use. The bytes are really decoded: Pillow reads an image's
+header, pypdf counts a PDF's pages.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import io
 import re
+from collections.abc import Iterator
 from typing import Any
+
+from PIL import Image, UnidentifiedImageError
+from pypdf import PdfReader
+from pypdf.errors import PdfReadError
 
 from bridge.model.catalogue import CATALOGUE, Capabilities
 
@@ -20,6 +36,19 @@ TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MAX_BODY_BYTES = 32 * 1024 * 1024
 THINKING_TYPES = ("adaptive", "enabled", "disabled", "between_tools")
 MIN_THINKING_BUDGET = 1_024
+# The Vision page: the image types taken, and each image's limits.
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+# What Pillow calls each (a camera's JPEG with a preview inside is "MPO", still a JPEG).
+IMAGE_FORMATS = {"JPEG": "image/jpeg", "MPO": "image/jpeg", "PNG": "image/png",
+                 "GIF": "image/gif", "WEBP": "image/webp"}
+MAX_IMAGE_BASE64 = 5 * 1024 * 1024
+MAX_IMAGE_SIDE = 8_000
+MANY_IMAGES = 20
+MANY_IMAGES_SIDE = 2_000
+# The PDF support page: a document block holds a PDF (base64 or url), plain text, or
+# content blocks.
+DOCUMENT_SOURCES = ("base64", "text", "url", "content")
+IMAGE_SOURCES = ("base64", "url")
 
 
 def model_row(body: dict[str, Any]) -> Capabilities | None:
@@ -52,7 +81,8 @@ def invalid_request(headers: dict[str, str], body: dict[str, Any]) -> str | None
     """The reason the API would refuse this request with 400, if any."""
     if not headers.get("anthropic-version"):
         return "anthropic-version: header is required"
-    for check in (_max_tokens, _thinking, _effort, _tools, _messages, _cache_breakpoints):
+    for check in (_max_tokens, _thinking, _effort, _tools, _messages, _media,
+                  _cache_breakpoints):
         reason = check(body)
         if reason is not None:
             return reason
@@ -197,3 +227,157 @@ def _count_cache_control(blocks: Any) -> int:
     if not isinstance(blocks, list):
         return 0
     return sum(1 for block in blocks if isinstance(block, dict) and block.get("cache_control"))
+
+
+def _media(body: dict[str, Any]) -> str | None:
+    row = model_row(body)
+    return None if row is None else media_refusal(body, row)
+
+
+def media_refusal(body: dict[str, Any], row: Capabilities) -> str | None:
+    """Why the API refuses the request's image and document blocks on a model with
+    ``row``, if it does (public so a test can give a row no listed model has)."""
+    blocks = list(_media_blocks(body))
+    images = [(where, block) for where, block in blocks if block.get("type") == "image"]
+    documents = [(where, block) for where, block in blocks if block.get("type") == "document"]
+    many = len(images) > MANY_IMAGES
+    for where, block in images:
+        reason = _image_refused(where, block.get("source") or {}, many)
+        if reason is not None:
+            return reason
+    pages = 0
+    for where, block in documents:
+        reason, counted = _document_refused(where, block.get("source") or {}, body, row)
+        if reason is not None:
+            return reason
+        pages += counted
+    return _too_many(len(images), len(documents), pages, body, row)
+
+
+def _media_blocks(body: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each image and document block with its place as the API names it, those inside a
+    tool result included."""
+    for i, message in enumerate(body.get("messages") or []):
+        for j, block in enumerate(_blocks_of(message.get("content"))):
+            where = f"messages.{i}.content.{j}"
+            if block.get("type") in ("image", "document"):
+                yield where, block
+            elif block.get("type") == "tool_result":
+                for k, inner in enumerate(_blocks_of(block.get("content"))):
+                    if inner.get("type") in ("image", "document"):
+                        yield f"{where}.tool_result.content.{k}", inner
+
+
+def _blocks_of(content: Any) -> list[dict[str, Any]]:
+    return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _image_refused(where: str, source: dict[str, Any], many: bool) -> str | None:
+    kind = source.get("type")
+    if kind not in IMAGE_SOURCES:
+        return (f"{where}.image.source: Input tag '{kind}' found using 'type' does not match"
+                " any of the expected tags: 'base64', 'url'")
+    if kind == "url":
+        return None  # fetched by the API: nothing here to check
+    declared = source.get("media_type")
+    if declared not in IMAGE_TYPES:
+        return (f"{where}.image.source.base64.media_type: Input should be 'image/jpeg',"
+                " 'image/png', 'image/gif' or 'image/webp'")
+    data = str(source.get("data") or "")
+    if not data:
+        return f"{where}.image.source.base64: image cannot be empty"
+    if len(data) > MAX_IMAGE_BASE64:
+        return (f"{where}.image.source.base64: image exceeds 5 MB maximum: {len(data)} bytes"
+                f" > {MAX_IMAGE_BASE64} bytes")
+    decoded = _decoded(data)
+    if decoded is None:
+        return f"{where}.image.source.base64: invalid base64 data"
+    found = _image_header(decoded)
+    if found is None:
+        return "Could not process image"
+    actual, (width, height) = found
+    if actual != declared:
+        return (f"{where}.image.source.base64: The image was specified using the {declared}"
+                f" media type, but the image appears to be a {actual} image")
+    return _image_too_large(where, max(width, height), many)
+
+
+def _image_too_large(where: str, side: int, many: bool) -> str | None:
+    if side > MAX_IMAGE_SIDE:
+        return (f"{where}.image.source.base64.data: At least one of the image dimensions"
+                f" exceed max allowed size: {MAX_IMAGE_SIDE} pixels")
+    if many and side > MANY_IMAGES_SIDE:
+        return (f"{where}.image.source.base64.data: At least one of the image dimensions"
+                f" exceed max allowed size for many-image requests: {MANY_IMAGES_SIDE}"
+                " pixels")
+    return None
+
+
+def _decoded(data: str) -> bytes | None:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _image_header(data: bytes) -> tuple[str, tuple[int, int]] | None:
+    """The type the bytes really are, and the image's size, from its header alone."""
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            found = str(image.format)
+            return IMAGE_FORMATS.get(found, f"image/{found.lower()}"), image.size
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError,
+            Image.DecompressionBombError):
+        return None
+
+
+def _document_refused(where: str, source: dict[str, Any], body: dict[str, Any],
+                      row: Capabilities) -> tuple[str | None, int]:
+    """Why a document block is refused, or the PDF pages it holds."""
+    kind = source.get("type")
+    if kind not in DOCUMENT_SOURCES:
+        return (f"{where}.document.source: Input tag '{kind}' found using 'type' does not"
+                " match any of the expected tags: 'base64', 'text', 'url', 'content'"), 0
+    if kind == "text":
+        if source.get("media_type") != "text/plain":
+            return f"{where}.document.source.text.media_type: Input should be 'text/plain'", 0
+        return None, 0
+    if kind == "content":
+        return None, 0
+    if not row.pdfs:
+        return f"{body.get('model')} does not support PDFs.", 0
+    if kind == "url":
+        return None, 0
+    if source.get("media_type") != "application/pdf":
+        return (f"{where}.document.source.base64.media_type: Input should be"
+                " 'application/pdf'"), 0
+    decoded = _decoded(str(source.get("data") or ""))
+    if not decoded:
+        return f"{where}.document.source.base64: invalid base64 data", 0
+    return _pdf_refused(where, decoded)
+
+
+def _pdf_refused(where: str, data: bytes) -> tuple[str | None, int]:
+    """A PDF the API reads is a standard one, with no password nor encryption (the PDF
+    support page's requirements): one opened with an empty password is encrypted too."""
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            return f"{where}.pdf.source.base64.data: The PDF specified is password protected.", 0
+        return None, len(reader.pages)
+    except (PdfReadError, ValueError, KeyError, TypeError, OSError):
+        return f"{where}.pdf.source.base64.data: The PDF specified was not valid.", 0
+
+
+def _too_many(images: int, documents: int, pages: int, body: dict[str, Any],
+              row: Capabilities) -> str | None:
+    """Images and documents together count to the model's limit a request; PDF pages to
+    the page limit."""
+    limit = row.images_a_request
+    if images and not row.images:
+        return f"{body.get('model')} does not support images."
+    if limit and images + documents > limit:
+        return f"too many images and documents: {images} + {documents} > {limit}"
+    if pages > row.pdf_pages:
+        return f"A maximum of {row.pdf_pages} PDF pages may be provided."
+    return None
