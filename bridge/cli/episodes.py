@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -15,8 +14,8 @@ from bridge.app import Thoth
 from bridge.cli.login import login_name
 from layers.episodic.importing import import_episodes
 from layers.episodic.jsonl import episode_to_json
+from layers.episodic.memory import redacted
 from layers.shared.errors import BadInput
-from layers.shared.redaction import redact
 
 
 def register(commands: Any) -> None:
@@ -87,10 +86,7 @@ def run_export(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
                 if args.team is not None and episode.team != args.team:
                     continue
                 # Redacted again on the way out, in case an older row predates a pattern.
-                clean = replace(
-                    episode, user_text=redact(episode.user_text), summary=redact(episode.summary)
-                )
-                target.write(episode_to_json(clean) + "\n")
+                target.write(episode_to_json(redacted(episode)) + "\n")
                 count += 1
         finally:
             if target is not out:

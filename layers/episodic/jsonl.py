@@ -3,11 +3,13 @@
 One object per line: ``{"id"?, "user_text", "summary", "created_at", "team"?,
 "channel"?, "channel_type"?, "thread_ts"?, "user"?, "user_name"?}``; a missing
 place means a public local channel. Export adds ``session_id``, ``cost_usd``, ``feedback`` and
-``reply_model`` so that an export imports back without loss.
+``reply_model`` so that an export imports back without loss, and ``files`` (each file
+shared with it: name, kind, size, mimetype, permalink, extract, unread) where it had any.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -23,6 +25,7 @@ from layers.episodic.episode import (
     FEEDBACK_NAMES,
     MAX_TEXT_CHARS,
     Episode,
+    EpisodeFile,
     Feedback,
 )
 from layers.shared.errors import BadInput
@@ -32,6 +35,20 @@ FeedbackName = Literal["worked", "did_not_work"]
 _FEEDBACK_BY_NAME = {name: value for value, name in FEEDBACK_NAMES.items() if name}
 
 BoundedText = Annotated[str, Field(max_length=MAX_TEXT_CHARS)]
+
+
+class FileLine(BaseModel):
+    """A file shared with the episode, as an export writes it (never its bytes)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    name: Annotated[str, Field(min_length=1, max_length=1000)]
+    kind: Literal["image", "pdf", "text", "other"]
+    size: Annotated[int, Field(ge=0)] = 0
+    mimetype: str | None = None
+    permalink: str | None = None
+    extract: str = ""
+    unread: str | None = None
 
 
 class EpisodeLine(BaseModel):
@@ -55,6 +72,7 @@ class EpisodeLine(BaseModel):
     cost_usd: Annotated[float, Field(ge=0)] = 0.0
     feedback: FeedbackName | None = None
     reply_model: str | None = None
+    files: Annotated[list[FileLine], Field(max_length=100)] = []
 
     @field_validator("created_at")
     @classmethod
@@ -94,6 +112,7 @@ class EpisodeLine(BaseModel):
             cost_usd=self.cost_usd,
             feedback=_FEEDBACK_BY_NAME[self.feedback] if self.feedback else Feedback.NONE,
             reply_model=self.reply_model,
+            files=tuple(EpisodeFile(**file.model_dump()) for file in self.files),
             **{name: value for name, value in (self.model_extra or {}).items()
                if name in EPISODE_FIELDS},
         )
@@ -171,8 +190,11 @@ _AS_JSON: dict[str, Callable[[Any], object]] = {
 def episode_record(episode: Episode) -> dict[str, object]:
     """An episode as JSON values, in the import/export format (``thoth recall --json``
     prints the same, with its score): every field of the record, by name."""
-    return {
+    record: dict[str, object] = {
         name: _AS_JSON[name](getattr(episode, name)) if name in _AS_JSON
         else getattr(episode, name)
         for name in EPISODE_FIELDS
     }
+    if episode.files:
+        record["files"] = [dataclasses.asdict(file) for file in episode.files]
+    return record

@@ -133,7 +133,7 @@ class EpisodicMemory:
 
         Raises ``BadInput`` (storing nothing) if any is too long or its id exists.
         """
-        clean = [_redacted(_checked(episode)) for episode in episodes]
+        clean = [redacted(_checked(episode)) for episode in episodes]
         ids = [episode.id for episode in clean]
         if len(set(ids)) != len(ids):
             raise BadInput("the same episode id appears twice")
@@ -510,7 +510,8 @@ def _recalled_files(files: Sequence[EpisodeFile], question: str) -> tuple[Recall
                  for file in files)
 
 
-def _redacted(episode: Episode) -> Episode:
+def redacted(episode: Episode) -> Episode:
+    """The episode with every text of it redacted: its words, its reply, its files'."""
     return replace(
         episode, user_text=redact(episode.user_text), summary=redact(episode.summary),
         files=tuple(replace(file, name=redact(file.name), extract=redact(file.extract),

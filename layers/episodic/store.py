@@ -297,8 +297,8 @@ class EpisodeStore:
     def iter_episodes(
         self, batch_size: int = 1000, viewer: Viewer | None = None
     ) -> Iterator[Episode]:
-        """Every episode (``viewer``: every one they may see), oldest first, read in
-        batches so export stays flat in memory."""
+        """Every episode (``viewer``: every one they may see) with its files, oldest first,
+        read in batches so export stays flat in memory."""
         predicate, params = sql_predicate(viewer) if viewer is not None else ("1 = 1", {})
         last = 0
         while True:
@@ -310,8 +310,11 @@ class EpisodeStore:
                 ).fetchall()
             if not rows:
                 return
+            files = self.files_of([int(row[0]) for row in rows])
             for row in rows:
-                yield _episode(row[1:])
+                episode = _episode(row[1:])
+                shared = files.get(int(row[0]))
+                yield replace(episode, files=shared) if shared else episode
             last = int(rows[-1][0])
 
     def iter_vectors(

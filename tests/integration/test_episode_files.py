@@ -4,12 +4,14 @@ and forgotten with it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 import pytest
 
 from layers.episodic.episode import Episode, EpisodeFile
+from layers.episodic.jsonl import episode_to_json, parse_episode_line
 from layers.episodic.memory import EpisodicMemory
 from layers.layer_tables import LAYER_SCHEMAS
 from layers.shared.embedding.embedder import MiniLMEmbedder
@@ -120,3 +122,22 @@ def test_an_episode_read_back_with_its_files(memory: EpisodicMemory) -> None:
     assert [file.name for file in whole.files] == ["lighthouse-spec.pdf", "broken.pdf"]
     assert whole.files[1].unread == "the PDF is password-protected"
     assert whole.files[0].size == 48_213
+
+
+def test_an_export_line_carries_the_files_and_imports_back_the_same(
+    memory: EpisodicMemory,
+) -> None:
+    memory.remember([_with_spec("spec")])
+    (exported,) = list(memory.store.iter_episodes())
+    line = json.loads(episode_to_json(exported))
+    assert [file["name"] for file in line["files"]] == ["lighthouse-spec.pdf", "broken.pdf"]
+    assert "data" not in line["files"][0]
+    back = parse_episode_line(1, {**line, "id": "again"})
+    assert isinstance(back, Episode)
+    assert back.files == exported.files
+    memory.remember([back])
+    viewer = Viewer("T1", "C1", "public", "U2")
+    assert {hit.episode.id for hit in memory.recall("heron-archive-7", viewer, k=3,
+                                                    now=NOW)} == {"spec", "again"}
+    refused = parse_episode_line(2, {**line, "files": [{"name": "x", "kind": "video"}]})
+    assert not isinstance(refused, Episode) and "files.0.kind" in str(refused)

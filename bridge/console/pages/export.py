@@ -13,15 +13,14 @@ from __future__ import annotations
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.console.pages.episodes import viewer_of
 from layers.episodic.jsonl import episode_to_json
+from layers.episodic.memory import redacted
 from layers.shared.places import Viewer
-from layers.shared.redaction import redact
 
 # Episodes a chunk of the export: one page read from the database (about a megabyte).
 PAGE = 1000
@@ -43,8 +42,7 @@ def episode_pages(stores: ConsoleStores, viewer: Viewer) -> Iterator[str]:
     page: list[str] = []
     for episode in stores.episodic.store.iter_episodes(batch_size=PAGE, viewer=viewer):
         # Redacted again on the way out, in case an older row predates a pattern.
-        page.append(episode_to_json(replace(episode, user_text=redact(episode.user_text),
-                                            summary=redact(episode.summary))) + "\n")
+        page.append(episode_to_json(redacted(episode)) + "\n")
         if len(page) == PAGE:
             yield "".join(page)
             page = []
