@@ -51,8 +51,9 @@ SCOPES = ("chat:write,reactions:write,users:read,channels:history,groups:history
 def spec_pdf(pages: int) -> bytes:
     """A PDF of ``pages`` pages of prose, as a spec is."""
     rng = random.Random(30)
-    words = ("rollout service latency owner deadline migration budget review customer"
-             " incident database replica cache region quota approval runbook").split()
+    words = ("rollout", "service", "latency", "owner", "deadline", "migration", "budget",
+             "review", "customer", "incident", "database", "replica", "cache", "region",
+             "quota", "approval", "runbook")
     pdf = FPDF()
     pdf.set_font("helvetica", size=10)
     for page in range(1, pages + 1):

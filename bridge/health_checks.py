@@ -304,11 +304,14 @@ def _row(info: ModelInfo, effort: str) -> str:
                    else "no effort parameter")
     bands = "".join(f"; {band.multiplier:g}x every price past {band.over_prompt_tokens:,}"
                     " prompt tokens" for band in price.bands)
+    sees = (f"sees images ({caps.images_a_request} a request)" if caps.images
+            else "reads images' names only")
+    sees += f", PDFs ({caps.pdf_pages} pages)" if caps.pdfs else ", PDFs as their text"
     return (
         f"{info.id} ({info.status}): context {caps.context_window:,}, max output"
         f" {caps.max_output:,}; thinking {caps.thinking_mode}; forced tools"
         f" {'accepted' if caps.forced_tool_choice else 'refused (reflection asks in words)'};"
-        f" {effort_text}; caches from {caps.min_cache_tokens:,} tokens;"
+        f" {effort_text}; {sees}; caches from {caps.min_cache_tokens:,} tokens;"
         f" ${price.input:g}/${price.output:g} per million in/out, cache read"
         f" ${price.cache_read:g}, write ${price.cache_write:g}{bands}"
     )

@@ -148,6 +148,7 @@ def test_doctor_shows_each_models_row_and_names_a_refusal_with_its_fix(
     assert ("THOTH_MODEL: claude-opus-5-5 (current): context 1,000,000, max output 128,000;"
             " thinking always adaptive; forced tools refused") in out
     assert "0.1/$0.5 per million in/out" in out and "5x every price past 100,000" in out
+    assert "sees images (600 a request), PDFs (100 pages)" in out
     # The probe is shaped as turns are: thinking and effort as the model takes them.
     probe = fake_anthropic.requests[0].body
     assert probe["thinking"]["type"] == "adaptive" and probe["output_config"] == {
