@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from bridge.access.tokens import McpTokens
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.commands import CommandServices
+from bridge.files.reading import MB, Limits
 from bridge.forget_person import ForgetStores, PersonForgetting
 from bridge.housekeeping import Housekeeping
 from bridge.model.cost_ledger import CostLedger
@@ -124,6 +125,8 @@ class Thoth:
     brain_problem: str | None = None
     # The processes sharing BRAIN_REMOTE (None without one).
     brain_peers: BrainPeers | None = None
+    # How much of a shared file is read (FILE_MAX_MB), for every surface that takes files.
+    file_limits: Limits = Limits()
 
     def brain_follower(self) -> BrainFollower | None:
         """What pulls the brain when another process pushed (serve and worker run it)."""
@@ -290,7 +293,13 @@ def build(
         leases=leases,
         brain_problem=brain_problem,
         brain_peers=brain_peers,
+        file_limits=file_limits(settings),
     )
+
+
+def file_limits(settings: Settings) -> Limits:
+    """What a shared file may be: FILE_MAX_MB; the rest are the model's limits."""
+    return Limits(max_bytes=settings.file_max_mb * MB)
 
 
 def open_database(settings: Settings) -> Database:

@@ -46,9 +46,12 @@ FOLLOWUP_CANCELLED = "Okay, I won't check back on this thread."
 NO_OPEN_SESSION = "There is no open session in this thread to end."
 NOT_YOUR_SESSION = "Only someone who took part in this conversation can end it."
 CHAT_BANNER = (
-    "Thoth — session {session_id}. /recall QUERY searches memory, /done ends the"
-    " session, /quit leaves. Ctrl-D also leaves."
+    "Thoth — session {session_id}. /attach PATH sends a file with your next message,"
+    " /recall QUERY searches memory, /done ends the session, /quit leaves. Ctrl-D also"
+    " leaves."
 )
+# Files attached with /attach (or --file) when the chat ended before a message took them.
+ATTACHED_NOT_SENT = "Not sent: {names} (attached, but no message followed)."
 CHAT_RESUME_HINT = "Resume this session later with: thoth chat --session {short_id}"
 
 # Slack: reactions, feedback buttons and skill cards (said only to the person concerned).

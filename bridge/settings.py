@@ -137,6 +137,9 @@ class Settings(BaseSettings):
     episode_retention_days: Annotated[int, Field(ge=0)] = 0
     # The session transcript sent with each turn, newest turns first, in tokens.
     transcript_token_budget: Annotated[int, Field(gt=0)] = 6000
+    # Megabytes a shared file may be: a larger one is not downloaded, and the person is
+    # told (bridge/files/reading.py; Slack serves files of up to 1 GB).
+    file_max_mb: Annotated[int, Field(ge=1, le=100)] = 20
 
     @field_validator("founder_user_ids", mode="before")
     @classmethod

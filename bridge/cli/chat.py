@@ -8,6 +8,8 @@ from typing import Any, TextIO
 
 from bridge.app import Thoth
 from bridge.cli.login import login_name
+from bridge.settings import Settings
+from bridge.terminal.attach import check_path, check_room, local_file
 from bridge.terminal.chat import ChatDependencies, ChatLoop, ChatOptions, terminal_lines
 
 HISTORY_FILE = "chat_history"
@@ -19,7 +21,17 @@ def register(commands: Any) -> None:
     )
     parser.add_argument("--session", help="resume this session instead of starting a new one")
     parser.add_argument("--user", help="who is speaking (default: your login name)")
-    parser.set_defaults(handler=run_chat, runs_turns=True)
+    parser.add_argument("--file", action="append", default=[], metavar="PATH",
+                        help="send this file with the first message (repeatable; in the"
+                             " chat, /attach PATH sends one with the next)")
+    parser.set_defaults(handler=run_chat, runs_turns=True, before_build=check_files)
+
+
+def check_files(args: argparse.Namespace, settings: Settings) -> None:
+    """A --file that is not a file to read refuses the chat before anything starts."""
+    for count, path in enumerate(args.file):
+        check_room(count)
+        check_path(path)
 
 
 def run_chat(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
@@ -30,6 +42,8 @@ def run_chat(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         session_id=args.session,
         interactive=interactive,
         history_file=app.settings.thoth_home / HISTORY_FILE,
+        files=tuple(local_file(path, app.file_limits) for path in args.file),
+        limits=app.file_limits,
     )
     lines = terminal_lines("you> ", options.history_file) if interactive else iter(stdin)
     parts = ChatDependencies(

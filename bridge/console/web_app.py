@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import jinja2
 from starlette.applications import Starlette
@@ -70,6 +71,7 @@ def console_app(
     templates = Jinja2Templates(env=jinja2.Environment(
         loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True))
     templates.env.filters["when"] = _when
+    templates.env.filters["web_address"] = web_address
     console = Console(parts, templates, login, slack, public_url)
     served: list[BaseRoute] = [routed(console, declared) for declared in ROUTES]
 
@@ -100,3 +102,11 @@ _WHY = {
 
 def _when(moment: float) -> str:
     return datetime.fromtimestamp(moment, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def web_address(text: str | None) -> str | None:
+    """``text`` when it is an http(s) address, for a link to open; None otherwise. What
+    memory holds may have been imported from anywhere: a "javascript:" permalink is
+    shown as text, never a link."""
+    address = (text or "").strip()
+    return address if urlsplit(address).scheme.lower() in ("http", "https") else None

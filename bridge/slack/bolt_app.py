@@ -144,6 +144,7 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
         pipeline=thoth.pipeline,
         commands=thoth.commands,
         console=console,
+        file_limits=thoth.file_limits,
     )
     conversation = Conversation(parts, client, directory, assistant, bot_user=bot_user)
     reactions = Reactions(
@@ -244,14 +245,22 @@ REACTION = "reaction"
 
 
 def message_payload(incoming: Incoming) -> dict[str, Any]:
-    """What the inbox keeps of a message: all of it, its text redacted."""
-    return {**dataclasses.asdict(incoming), "text": redact(incoming.text)}
+    """What the inbox keeps of a message: all of it, its text redacted (and its files'
+    names and titles, which people type too; their addresses are Slack's)."""
+    files = [{**file, **{key: redact(str(file[key])) for key in ("name", "title")
+                         if file.get(key)}} for file in incoming.files]
+    return {**dataclasses.asdict(incoming), "text": redact(incoming.text), "files": files}
+
+
+def incoming_of(payload: dict[str, Any]) -> Incoming:
+    """A message the inbox kept (``message_payload``), as it was taken."""
+    return Incoming(**{**payload, "files": tuple(payload.get("files") or ())})
 
 
 def take_over(bridge: SlackTransport, entry: InboxEntry) -> None:
     """Run, on this replica, a delivery whose process died before it was done."""
     if entry.kind == MESSAGE:
-        incoming = Incoming(**entry.payload)
+        incoming = incoming_of(entry.payload)
         team = incoming.team
         work = lambda: bridge.runner.as_turn(  # noqa: E731
             bridge.conversation.take_over(incoming), who=incoming.user

@@ -18,17 +18,21 @@ from bridge import messages
 from bridge.commands import CommandServices, Invocation, Reply, Where, run
 from bridge.commands.table import typed_in_a_thread
 from bridge.console_links import ConsoleLinks
+from bridge.files.reading import Limits, Read, Unread
 from bridge.pipeline.episodes_block import episodes_text, hit_lines
 from bridge.pipeline.pipeline import TurnPipeline
-from bridge.pipeline.turn import Turn, check_message, viewer_at
+from bridge.pipeline.shared_files import file_names, with_files_named
+from bridge.pipeline.turn import Turn, check_message, viewer_at, words_or_files
 from bridge.slack.assistant import AssistantThreads
 from bridge.slack.events import Incoming
+from bridge.slack.message_files import MessageFiles, unread_lines
 from bridge.slack.replies import ReplyRecord
 from bridge.slack.stores import SlackStores
 from bridge.slack.thread_reply import SlackSink
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import Directory, UserInfo, confined_reader, place_team
 from bridge.slack_api.escaping import escape, split_message
+from bridge.slack_api.file_downloads import file_name
 from bridge.slack_api.followup_posts import CANCEL
 from bridge.slack_api.workspace_client import bot_user
 from layers.episodic.episode import Episode
@@ -49,6 +53,8 @@ class ConversationDependencies:
     commands: CommandServices
     # Where the console shows an episode (CONSOLE_URL), for /recall's links.
     console: ConsoleLinks | None = None
+    # How much of a shared file is read (FILE_MAX_MB: ``bridge.app.file_limits``).
+    file_limits: Limits = Limits()
 
 
 class Conversation:
@@ -69,6 +75,7 @@ class Conversation:
         self._client = client
         self._directory = directory
         self._assistant = assistant
+        self._files = MessageFiles(client, parts.file_limits)
 
     async def handle(self, incoming: Incoming) -> None:
         place, user, confined = await self._place_and_name(incoming)
@@ -96,13 +103,20 @@ class Conversation:
                 await self._post(incoming.channel, incoming.thread_root, text)
                 return
         try:
-            check_message(incoming.text)
+            check_message(_as_said(incoming))
         except BadInput as error:
             await self._post(incoming.channel, incoming.thread_root, f"Sorry: {error}.")
             return
+        session = await self._stores.run(
+            lambda stores: stores.sessions.open(incoming.session_key, place))
+        turns_so_far = await self._stores.run(
+            lambda stores: stores.transcript.count(session.id))
+        files = await self._files.of(incoming, first_turn=turns_so_far == 0)
+        await self._say_unread(incoming, files)
+        text = words_or_files(incoming.text, file_names(files))
         turn = Turn(
             incoming.session_key,
-            incoming.text,
+            text,
             place,
             user=incoming.user,
             user_name=user.name,
@@ -111,9 +125,8 @@ class Conversation:
             looking_at=looking_at,
             confined=confined,
             org=incoming.enterprise,
+            files=files,
         )
-        session = await self._stores.run(
-            lambda stores: stores.sessions.open(incoming.session_key, place))
 
         async def posted(ts: str) -> None:
             # Recorded as soon as it exists: a reaction or a follow-up in the thread may
@@ -134,12 +147,10 @@ class Conversation:
             recipient_team=incoming.user_team or incoming.team,
             on_posted=posted,
         )
-        turns_so_far = await self._stores.run(
-            lambda stores: stores.transcript.count(session.id))
         # A DM thread's first message names it in Slack's AI pane (beside the turn, so the
         # reply never waits for it; Slack refuses titles elsewhere, quietly).
         naming = (
-            self._assistant.name_thread(incoming.channel, incoming.thread_root, incoming.text)
+            self._assistant.name_thread(incoming.channel, incoming.thread_root, text)
             if place.channel_type == "im" and turns_so_far == 0
             else asyncio.sleep(0)
         )
@@ -172,7 +183,7 @@ class Conversation:
             open_id = session.id
             last = await self._stores.run(
                 lambda stores: stores.transcript.last_user_text(open_id))
-            if last == incoming.text:
+            if last == _as_kept(incoming):
                 log.info("a message taken over in %s was answered already", incoming.channel)
                 return
         for ts in await self._begun_replies(incoming):
@@ -182,6 +193,18 @@ class Conversation:
                 log.warning("a cut-off reply in %s could not be deleted (%s)",
                             incoming.channel, _failure(error))
         await self.handle(incoming)
+
+    async def _say_unread(self, incoming: Incoming, files: tuple[Read | Unread, ...]) -> None:
+        """The files not read, said to the person in one message before the answer (the
+        model is told too, and answers the rest)."""
+        lines = unread_lines(files)
+        if not lines:
+            return
+        try:
+            await self._post(incoming.channel, incoming.thread_root, lines)
+        except SLACK_FAILURES as error:
+            log.warning("the files not read in %s could not be said (%s)", incoming.channel,
+                        _failure(error))
 
     async def _begun_replies(self, incoming: Incoming) -> list[str]:
         """The agent's messages in the thread since ``incoming``: those recorded, and
@@ -289,6 +312,18 @@ class Conversation:
             await self._client.chat_postMessage(
                 channel=channel, thread_ts=thread_ts, markdown_text=piece
             )
+
+
+def _as_said(incoming: Incoming) -> str:
+    """What the message says before its files are read: its words, or its files' names."""
+    return words_or_files(incoming.text, ", ".join(file_name(f) for f in incoming.files))
+
+
+def _as_kept(incoming: Incoming) -> str:
+    """The message as the transcript keeps it (``with_files_named``), as far as the
+    message itself tells: files carried from its thread's root are not in it."""
+    named = [Unread(file_name(file), "") for file in incoming.files]
+    return with_files_named(_as_said(incoming), named)
 
 
 def _failure(error: Exception) -> str:

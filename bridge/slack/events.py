@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,11 @@ IGNORED_SUBTYPES = frozenset(
     }
 )
 _MENTION = re.compile(r"<@([A-Z0-9]+)(\|[^>]*)?>")
+# What Thoth keeps of a file object that came with a message: what it takes to name the
+# file, download it (``slack_api/file_downloads.py``) and point back to it. Slack's object
+# holds much more (previews, shares, thumbnails), none of it needed.
+FILE_FIELDS = ("id", "name", "title", "mimetype", "filetype", "size", "mode", "url_private",
+               "url_private_download", "permalink", "file_access")
 
 
 @dataclass(frozen=True)
@@ -40,6 +46,9 @@ class Incoming:
     # Set for a channel shared across the org's workspaces: its memory is the org's
     # (``directory.place_team``), whichever workspace the event names.
     shared_by_org: str | None = None
+    # The file objects that came with the message (``FILE_FIELDS`` of each), in order:
+    # the only files its turn may read (``message_files.py``).
+    files: tuple[dict[str, Any], ...] = ()
 
     @property
     def place_team(self) -> str:
@@ -56,7 +65,9 @@ def from_event(
     event: dict[str, Any], *, team: str, event_id: str | None, bot_user: str | None,
     enterprise: str | None = None,
 ) -> Incoming | None:
-    """The event as an ``Incoming`` message, or None if it is not a person talking."""
+    """The event as an ``Incoming`` message, or None if it is not a person talking.
+
+    A message of files alone (``file_share`` with no words) is someone talking too."""
     if event.get("bot_id") or event.get("subtype") in IGNORED_SUBTYPES:
         return None
     user = event.get("user")
@@ -64,7 +75,8 @@ def from_event(
         return None
     text = strip_mention(str(event.get("text") or ""), bot_user)
     ts = str(event.get("ts") or "")
-    if not text or not ts:
+    files = files_of(event)
+    if not (text or files) or not ts:
         return None
     return Incoming(
         # The installation's workspace, not the author's: in a shared channel people from
@@ -79,6 +91,18 @@ def from_event(
         event_channel_type=event.get("channel_type"),
         user_team=event.get("user_team") or None,
         enterprise=enterprise,
+        files=files,
+    )
+
+
+def files_of(message: Mapping[str, Any]) -> tuple[dict[str, Any], ...]:
+    """The file objects of a message (an event, or a message Slack listed), each cut to
+    ``FILE_FIELDS``; objects without an id are no file Thoth could name."""
+    found = message.get("files")
+    return tuple(
+        {field: file[field] for field in FILE_FIELDS if field in file}
+        for file in (found if isinstance(found, list) else [])
+        if isinstance(file, dict) and file.get("id")
     )
 
 

@@ -45,13 +45,18 @@ async def download(files: Sequence[Mapping[str, Any]], token: str, caps: Caps = 
     timeout = aiohttp.ClientTimeout(total=caps.timeout_s)
     async with aiohttp.ClientSession(timeout=timeout) as session:
         for index, file in enumerate(files):
-            name = str(file.get("name") or file.get("title") or file.get("id") or "a file")
+            name = file_name(file)
             if index >= caps.most_files:
                 read.append(Unread(name, f"Thoth reads the first {caps.most_files} files"
                                          " of a message"))
                 continue
             read.append(await _one(session, file, name, token, caps))
     return read
+
+
+def file_name(file: Mapping[str, Any]) -> str:
+    """What a file is called where Thoth names it: its name, else its title, else its id."""
+    return str(file.get("name") or file.get("title") or file.get("id") or "a file")
 
 
 async def _one(session: aiohttp.ClientSession, file: Mapping[str, Any], name: str,

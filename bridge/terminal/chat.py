@@ -23,10 +23,19 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from bridge import messages
 from bridge.commands import CommandServices, Invocation, Where, run
 from bridge.commands.table import terminal_usage, typed_in_the_terminal
+from bridge.files.reading import Limits, Read, Unread
 from bridge.housekeeping import Housekeeping
 from bridge.pipeline.episodes_block import episodes_text
 from bridge.pipeline.pipeline import TurnPipeline
-from bridge.pipeline.turn import Turn, check_message
+from bridge.pipeline.shared_files import file_names
+from bridge.pipeline.turn import Turn, check_message, words_or_files
+from bridge.terminal.attach import (
+    ATTACH,
+    attach_path,
+    attached_line,
+    check_room,
+    local_file,
+)
 from bridge.terminal.printed_reply import TerminalSink
 from layers.identity.ingest_queue import IngestQueue
 from layers.shared.errors import BadInput
@@ -50,6 +59,10 @@ class ChatOptions:
     session_id: str | None = None
     interactive: bool = False
     history_file: Path | None = None
+    # Files given with --file, read: they go with the first message.
+    files: tuple[Read | Unread, ...] = ()
+    # How much of a file /attach reads (FILE_MAX_MB).
+    limits: Limits = Limits()
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,8 @@ class ChatLoop:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self.bad_lines = 0
+        # The files attached since the last message: they go with the next one.
+        self._attached: list[Read | Unread] = list(options.files)
 
     def run(self, lines: Iterator[str]) -> int:
         """Chat until /done, /quit or the end of input; returns the exit code."""
@@ -98,7 +113,12 @@ class ChatLoop:
             if self._options.interactive and session is not None:
                 print(messages.CHAT_BANNER.format(session_id=session.id), file=self._err)
             self._parts.warm_up()
+            for file in self._attached:
+                print(attached_line(file), file=self._out)
             session = self._converse(session, lines)
+            if self._attached:
+                print(messages.ATTACHED_NOT_SENT.format(
+                    names=file_names(self._attached)), file=self._err)
             if self._options.interactive and session is not None and self._still_open(session):
                 print(messages.CHAT_RESUME_HINT.format(short_id=session.id[:8]), file=self._err)
         finally:
@@ -119,14 +139,20 @@ class ChatLoop:
         """Answer each line; returns the session, if one was opened."""
         for raw in lines:
             line = raw.rstrip("\r\n")
-            if not line.strip():
+            # An empty line sends the files attached, if there are any.
+            if not line.strip() and not self._attached:
+                continue
+            path = attach_path(line)
+            if path is not None:
+                self._attach(path)
                 continue
             if line.strip().startswith("/"):
                 if self._command(session, line):
                     return session
                 continue
+            text = words_or_files(line, file_names(self._attached))
             try:
-                check_message(line)
+                check_message(text)
             except BadInput as error:
                 self._bad(str(error))
                 continue
@@ -134,11 +160,13 @@ class ChatLoop:
                 session = self._open_session()
             turn = Turn(
                 session.key,
-                line,
+                text,
                 session.place,
                 user=self._options.user,
                 user_name=self._options.user,
+                files=tuple(self._attached),
             )
+            self._attached.clear()
             prefix = "thoth> " if self._options.interactive else ""
             sink = TerminalSink(self._out, prefix=prefix)
             try:
@@ -151,12 +179,23 @@ class ChatLoop:
                 raise BrokenPipeError(errno.EPIPE, "the reader of the chat's output is gone")
         return session
 
+    def _attach(self, path: str) -> None:
+        """Read the file at ``path`` for the next message, saying so (or why not)."""
+        try:
+            check_room(len(self._attached))
+            file = local_file(path, self._options.limits)
+        except BadInput as error:
+            self._bad(str(error))
+            return
+        self._attached.append(file)
+        print(attached_line(file), file=self._out)
+
     def _command(self, session: Session | None, line: str) -> bool:
         """Run the chat command ``line`` names, saying its reply; True when the chat ends."""
         typed = typed_in_the_terminal(line)
         if typed is None:
             named = line.strip().partition(" ")[0]
-            self._bad(f"unknown command {named}: use {terminal_usage()}")
+            self._bad(f"unknown command {named}: use {ATTACH} PATH, {terminal_usage()}")
             return False
         command, args = typed
         place = session.place if session is not None else terminal_place()

@@ -32,7 +32,7 @@ class EpisodeFile:
     kind: str
     size: int = 0
     mimetype: str | None = None
-    # Where people open it again (Slack's permalink; a local path's name in the terminal).
+    # Where people open it again (Slack's permalink; None for a file from the terminal).
     permalink: str | None = None
     # What memory keeps of its content, searched as the episode's own words: a PDF's
     # text, a text file as the model saw it, an image's description once a turn has seen

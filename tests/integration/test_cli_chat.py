@@ -6,6 +6,7 @@ import contextlib
 import io
 import os
 import pty
+import re
 import select
 import socket
 import sqlite3
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from fpdf import FPDF
 
 from bridge import messages
 from bridge.all_tables import ALL_SCHEMAS
@@ -306,3 +308,76 @@ def test_with_database_url_every_command_keeps_its_memory_in_postgresql(
     )
     assert bad.returncode == 1 and "DATABASE_URL" in bad.stderr and "postgresql://" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def _pdf(text: str, *, password: str | None = None) -> bytes:
+    """A real PDF of one page saying ``text`` (made by fpdf2; locked with ``password``)."""
+    pdf = FPDF()
+    pdf.add_page()
+    pdf.set_font("helvetica", size=12)
+    pdf.multi_cell(0, 10, text)
+    if password is not None:
+        pdf.set_encryption(owner_password="owner", user_password=password)
+    return bytes(pdf.output())
+
+
+def _files_kept(home: Path) -> list[tuple[str, str, str, str, str | None]]:
+    """Each file kept with an episode: the episode's words, its name, kind, extract, why
+    it was not read."""
+    with sqlite3.connect(home / "thoth.db") as conn:
+        return conn.execute(
+            "SELECT e.user_text, f.name, f.kind, f.extract, f.unread FROM episode_files f"
+            " JOIN episodes e ON e.rowid = f.episode_rowid ORDER BY e.created_at, f.position"
+        ).fetchall()
+
+
+def test_offline_chat_answers_from_a_pdf_attached_in_an_earlier_message(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (tmp_path / "spec.pdf").write_bytes(
+        _pdf("The launch deadline is March 14 and the owner is Priya."))
+    (tmp_path / "locked.pdf").write_bytes(_pdf("The board's numbers.", password="hunter2"))
+    (tmp_path / "folder").mkdir()
+    told = chat(home, "/attach spec.pdf\n/attach locked.pdf\n/attach nowhere.pdf\n"
+                      f"/attach {tmp_path / 'folder'}\n/attach\nhere is the spec\n")
+    # Each bad path is one line, and refused (exit 2); the chat went on without losing
+    # what was attached.
+    assert told.returncode == 2, told.stderr
+    assert told.stderr.splitlines() == [
+        "error: cannot attach nowhere.pdf: there is no such file",
+        f"error: cannot attach {tmp_path / 'folder'}: it is a directory, not a file",
+        "error: /attach needs a path: /attach PATH",
+    ]
+    said = told.stdout.splitlines()
+    assert said[:2] == ["attached spec.pdf",
+                        "I could not read locked.pdf: the PDF is password-protected."]
+    assert "> here is the spec" in said
+    ((words, name, kind, extract, unread), locked) = _files_kept(home)
+    assert (words, name, kind, unread) == ("here is the spec", "spec.pdf", "pdf", None)
+    assert "March 14" in extract
+    assert locked[1:3] == ("locked.pdf", "other") and locked[4] == "the PDF is password-protected"
+
+    asked = chat(home, "when is the launch deadline?\n")
+    assert asked.returncode == 0, asked.stderr
+    # The evidence is the PDF's sentence, named by the file and page it is on.
+    assert re.search(r"^> The launch deadline is March 14 and the owner is Priya\.\n"
+                     r"— .+, in a DM, \d{4}-\d{2}-\d{2} \(spec\.pdf, page 1\)$",
+                     asked.stdout, re.MULTILINE), asked.stdout
+
+
+def test_chat_file_sends_a_text_file_with_the_first_message_and_a_missing_one_refuses(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "notes.txt").write_text("The staging database lives on pelican-db-7.\n")
+    home = tmp_path / "home"
+    # A line with no words sends the files attached, alone.
+    sent = chat(home, "\n", None, "--file", "notes.txt")
+    assert sent.returncode == 0, sent.stderr
+    assert sent.stdout.splitlines()[0] == "attached notes.txt"
+    assert [row[:3] for row in _files_kept(home)] == [
+        ("[shared notes.txt]", "notes.txt", "text")]
+
+    elsewhere = tmp_path / "elsewhere"
+    missing = chat(elsewhere, "hello\n", None, "--file", "notes.txt", "--file", "gone.txt")
+    assert missing.returncode == 2
+    assert missing.stderr.strip() == "error: cannot attach gone.txt: there is no such file"
+    assert not elsewhere.exists()  # refused before anything started

@@ -22,6 +22,7 @@ from bridge.pipeline.tools import Caller
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.tools.recall import recall
 from bridge.settings import Settings
+from layers.episodic.episode import Episode, EpisodeFile
 from layers.identity.protocol import Person
 from layers.shared.offloaded import Offloaded
 from layers.shared.places import LOCAL_TEAM, Viewer
@@ -166,3 +167,33 @@ def test_an_mcp_clients_recall_is_in_each_episodes_access_log(thoth: Thoth) -> N
     asyncio.run(tool.handle(caller, Arguments({"query": "release note number 44"})))
     (use,) = thoth.episodic.uses.of("e44")
     assert (use.via, use.session_id, use.user) == ("mcp", "mcp stdio", "dana")
+
+
+def test_an_episodes_page_shows_its_files_escaped_and_links_only_a_web_permalink(
+    thoth: Thoth, operator: TestClient,
+) -> None:
+    thoth.episodic.remember([Episode(
+        "with-files", "here is the spec", "", created_at=1_795_000_000.0, team=LOCAL_TEAM,
+        channel="C1", channel_type="public", user="dana", user_name="dana", files=(
+            EpisodeFile("<b>spec</b>.pdf", "pdf", 1536, "application/pdf",
+                        "https://acme.slack.com/files/U1/F1/spec.pdf?a=1&b=2",
+                        extract="The launch deadline is March 14."),
+            EpisodeFile("shot.png", "image", 2_500_000, "image/png", "javascript:alert(1)"),
+            EpisodeFile("locked.pdf", "other", 10, unread="the PDF is password-protected"),
+        ))])
+    page = operator.get("/episodes/with-files").text
+    found = re.search(r'<ul class="files" id="files">(.*?)</ul>', page, re.DOTALL)
+    assert found is not None, page
+    files = [" ".join(re.sub(r"<(?!a |/a)[^>]+>", "", item).split())
+             for item in re.findall(r"<li>(.*?)</li>", found.group(1), re.DOTALL)]
+    assert files == [
+        # A name is text, never markup; a web permalink is a link, its & escaped.
+        "&lt;b&gt;spec&lt;/b&gt;.pdf · pdf, 1.5 KiB, application/pdf · <a href="
+        '"https://acme.slack.com/files/U1/F1/spec.pdf?a=1&amp;b=2">open it</a>',
+        # Anything else is shown as text, not a link.
+        "shot.png · image, 2.4 MiB, image/png · javascript:alert(1)",
+        "locked.pdf · other, 10 Bytes · not read: the PDF is password-protected",
+    ]
+    assert 'href="javascript' not in page
+    # An episode with no files has no row for them.
+    assert 'id="files"' not in operator.get("/episodes/e01").text

@@ -18,9 +18,14 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 from bridge.all_tables import ALL_SCHEMAS
+from bridge.app import build
 from bridge.cli.main import main
+from bridge.settings import Settings
+from layers.episodic.episode import Episode, EpisodeFile
 from layers.notes.store import NoteStore
 from layers.shared.audit.log import AuditLog
+from layers.shared.embedding.embedder import MiniLMEmbedder
+from layers.shared.places import Viewer
 from layers.shared.storage.engines import open_sqlite
 
 MIB = 1 << 20
@@ -36,10 +41,10 @@ def _home(home: Path) -> None:
     assert main(["init"], stdout=out, stderr=out) == 0, out.getvalue()
 
 
-def _server(home: Path) -> StdioServerParameters:
+def _server(home: Path, user: str = "U1") -> StdioServerParameters:
     env = {**os.environ, "THOTH_HOME": str(home)}
     return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "bridge", "mcp", "--team", "T1", "--user", "U1"],
+                                 args=["-m", "bridge", "mcp", "--team", "T1", "--user", user],
                                  env=env)
 
 
@@ -47,8 +52,9 @@ def _text(result: Any) -> str:
     return " ".join(part.text for part in result.content)
 
 
-async def _calls(home: Path, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
-    async with stdio_client(_server(home)) as (read, write), \
+async def _calls(home: Path, calls: list[tuple[str, dict[str, Any]]],
+                 user: str = "U1") -> list[Any]:
+    async with stdio_client(_server(home, user)) as (read, write), \
             ClientSession(read, write) as session:
         await session.initialize()
         return [await session.call_tool(name, arguments) for name, arguments in calls]
@@ -223,3 +229,59 @@ def test_a_skill_approved_while_the_server_runs_is_listed_at_once(
     assert "Summarise the daily standup." in text
     assert ("mcp.read_skill", "standup-digest") in [
         (action, target) for _, action, target, _ in _audited(home)]
+
+
+SPEC = EpisodeFile(
+    "spec.pdf", "pdf", 2048, "application/pdf", "https://acme.slack.com/files/U1/F1/spec.pdf",
+    extract="[page 1]\nThe launch deadline is March 14 and the owner is Priya.")
+BOARD = EpisodeFile("board.pdf", "pdf", 1024, "application/pdf", None,
+                    extract="[page 1]\nThe acquisition closes on April 2 for forty million.")
+
+
+def test_recall_finds_a_files_extract_and_gives_the_file_only_where_it_was_shared(
+    isolated_environment: Path, minilm: MiniLMEmbedder,
+) -> None:
+    home = isolated_environment
+    _home(home)
+    app = build(Settings(_env_file=None), embedder=minilm)  # type: ignore[call-arg]
+    try:
+        # The words asked for are in the files' extracts only: the same words said
+        # without the file are the decoy.
+        app.episodic.remember([
+            Episode("dm-u1", "here is the spec", "", created_at=1_795_000_000.0, team="T1",
+                    channel="D1", channel_type="im", user="U1", user_name="U1",
+                    files=(SPEC,)),
+            Episode("dm-u1-bare", "here is the spec", "", created_at=1_795_000_000.0,
+                    team="T1", channel="D1", channel_type="im", user="U1", user_name="U1"),
+            Episode("private", "the pack for Thursday", "", created_at=1_795_000_000.0,
+                    team="T1", channel="G1", channel_type="private", user="U1",
+                    user_name="U1", files=(BOARD,)),
+        ])
+        # In its own channel, the private file is found by its words.
+        in_g1 = app.episodic.recall("when does the acquisition close", Viewer(
+            "T1", "G1", "private", "U1"), k=5)
+        assert "private" in [hit.episode.id for hit in in_g1]
+    finally:
+        app.close()
+
+    mine, board = asyncio.run(_calls(home, [
+        ("recall", {"query": "when is the launch deadline?"}),
+        ("recall", {"query": "when does the acquisition close?"})]))
+    (theirs,) = asyncio.run(_calls(home, [("recall", {"query": "when is the launch deadline?"})],
+                                   user="U2"))
+
+    found = mine.structured_content["result"]
+    assert [hit["id"] for hit in found][:2] == ["dm-u1", "dm-u1-bare"]
+    assert found[1]["files"] == []
+    (spec,) = found[0]["files"]
+    assert {key: spec[key] for key in ("name", "kind", "type", "permalink")} == {
+        "name": "spec.pdf", "kind": "pdf", "type": "application/pdf",
+        "permalink": "https://acme.slack.com/files/U1/F1/spec.pdf"}
+    assert "The launch deadline is March 14 and the owner is Priya." in spec["passage"]
+    assert "March 14" in _text(mine)  # the text content is the same data, as JSON
+    # A private channel's file is not read from U1's DM over stdio (no Slack to vouch for
+    # the membership), and U1's DM is not read by U2.
+    assert "private" not in [hit["id"] for hit in board.structured_content["result"]]
+    assert "forty million" not in _text(board)
+    assert "dm-u1" not in [hit["id"] for hit in theirs.structured_content["result"]]
+    assert "March 14" not in _text(theirs)

@@ -52,6 +52,22 @@ def test_only_people_talking_become_messages() -> None:
     assert strip_mention("<@UBOT> recall deploys", "UBOT") == "recall deploys"
 
 
+def test_a_message_of_files_is_someone_talking_and_keeps_only_what_reading_needs() -> None:
+    shared = {"id": "F1", "name": "deploy.log", "title": "deploy.log", "size": 10,
+              "mimetype": "text/plain", "url_private_download": "https://files.example/F1",
+              "permalink": "https://test.slack.com/files/U1/F1/deploy.log",
+              "thumb_360": "https://files.example/thumb", "shares": {"public": {}}}
+    event = {"type": "message", "subtype": "file_share", "user": "U1", "text": "",
+             "ts": "1.1", "channel": "D1", "channel_type": "im",
+             "files": [shared, {"name": "no id, no file"}]}
+    incoming = from_event(event, team="T1", event_id="Ev1", bot_user="UBOT")
+    assert incoming is not None and incoming.text == ""
+    (kept,) = incoming.files
+    assert set(kept) == {"id", "name", "title", "size", "mimetype", "url_private_download",
+                         "permalink"}
+    assert from_event({**event, "files": []}, team="T1", event_id="Ev2", bot_user="UBOT") is None
+
+
 def test_a_remembered_or_model_written_link_shows_where_it_goes() -> None:
     from bridge.slack_api.escaping import escape
 

@@ -133,7 +133,7 @@ def test_over_mcp_a_tool_reads_as_the_asker_and_answers_data() -> None:
     assert memory.asked == [("ship day", asker.viewer, 10)]
     assert found.data == [{"id": "e1", "said_by": "Dana", "when": "2023-11-14T22:13:20+00:00",
                            "where": "a DM with Thoth", "thread": None, "text": SAID,
-                           "reply_summary": "", "score": 0.9123}]
+                           "reply_summary": "", "score": 0.9123, "files": []}]
     assert (found.audit.action, found.audit.detail) == ("recall", "1 results")
     # In the episode's access log, with MCP as the way in.
     ((ids, use),) = memory.uses.recorded

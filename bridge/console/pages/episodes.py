@@ -1,6 +1,7 @@
 """Episodes: searched with the turns' own recall (or browsed, newest first) as the
 signed-in person may see them, narrowed by place, person, date and feedback; each with
-its provenance (the Slack thread, session, model, cost, the turns that recalled it);
+its provenance (the Slack thread, the files shared with it, session, model, cost, the
+turns that recalled it);
 forgotten for good by the person who asked, or the operator."""
 
 from __future__ import annotations
@@ -122,9 +123,11 @@ async def page_of(parts: ConsoleDependencies, user: SignedInPerson,
     viewer = await viewer_of(parts, user)
 
     def read(stores: ConsoleStores) -> EpisodePage | None:
-        episode = stores.episodic.store.get_visible(episode_id, viewer)
-        if episode is None:
+        visible = stores.episodic.store.get_visible(episode_id, viewer)
+        if visible is None:
             return None
+        # Its files' names, kinds, sizes, types and permalinks are its provenance too.
+        episode = stores.episodic.store.with_files(visible)
         shown = EpisodePage(episode, None, stores.episodic.uses.of(episode_id),
                             stores.episodic.states.of([episode_id]).get(episode_id, LIVE))
         # Opened in the console: in its access log, as a turn's or a client's recall is.

@@ -77,4 +77,9 @@ def _found(hit: Hit) -> dict[str, Any]:
         "text": episode.user_text,
         "reply_summary": episode.summary,
         "score": round(hit.score, 4),
+        # Each file shared with it: what it is, where it is opened, and the passage of it
+        # the query is about.
+        "files": [{"name": file.name, "kind": file.kind, "type": file.mimetype,
+                   "permalink": file.permalink, "passage": file.passage}
+                  for file in hit.files],
     }

@@ -30,8 +30,8 @@ REDIRECT_PATH = "/slack/oauth_redirect"
 # manifest.yml's oauth_config.scopes.bot, which a test holds equal to this.
 BOT_SCOPES = (
     "app_mentions:read", "assistant:write", "channels:history", "channels:read", "chat:write",
-    "commands", "groups:history", "groups:read", "im:history", "im:read", "mpim:history",
-    "mpim:read", "reactions:read", "reactions:write", "users:read",
+    "commands", "files:read", "groups:history", "groups:read", "im:history", "im:read",
+    "mpim:history", "mpim:read", "reactions:read", "reactions:write", "users:read",
 )
 
 
