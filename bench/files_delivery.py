@@ -9,9 +9,10 @@ objects, as Slack sends them. Printed:
 - from the delivery sent to the turn's model request received (p50, max): the acks, the
   downloads, reading the PDF's 30 pages and scaling the screenshots, memory's context
   and the request's base64 together (target: p50 <= 1.5 s on a 2-core machine);
-- the serve process's memory: its resident size after one plain message (the model and
-  the stores loaded), and its largest while the runs are read, sampled every 10 ms
-  (target: growth <= 100 MB).
+- the serve process's memory: its resident size after five ordinary messages (one of
+  them long) were answered and kept, as in a process that has been up a while, and its
+  largest while the runs are read, sampled every 10 ms (target: growth <= 100 MB); and
+  its size after each message.
 
     python bench/files_delivery.py [--runs 10]
 """
@@ -44,6 +45,15 @@ from tests.servers.anthropic_api import FakeAnthropic  # noqa: E402
 from tests.servers.slack_api import FakeSlack  # noqa: E402
 
 CHANNEL = "C1"
+# What the process answers before the files come: a day's ordinary messages.
+WARM_MESSAGES = (
+    "hello", "when is the billing deploy this week?",
+    "notes from the planning meeting: " + " ".join(
+        f"item {n}: the {topic} work moves to the {team} team after the review."
+        for n, (topic, team) in enumerate(
+            [("search", "platform"), ("ledger", "payments"), ("mailer", "growth")] * 12)),
+    "thanks, that helps", "who owns the on-call rotation in December?",
+)
 SCOPES = ("chat:write,reactions:write,users:read,channels:history,groups:history,im:history,"
           "mpim:history,channels:read,groups:read,im:read,mpim:read,files:read")
 
@@ -140,14 +150,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--pages", type=int, default=30)
+    parser.add_argument("--screenshots", type=int, default=3)
     args = parser.parse_args()
-    pdf, shots = spec_pdf(args.pages), [screenshot(n) for n in range(3)]
+    pdf, shots = spec_pdf(args.pages), [screenshot(n) for n in range(args.screenshots)]
     with tempfile.TemporaryDirectory() as scratch, FakeSlack(
             rate_limits=False, scopes=SCOPES) as slack, FakeAnthropic() as model:
         slack.add_channel(CHANNEL, "general")
         slack.add_user("U1", "dana")
         # Each run: the turn, then the screenshots' descriptions after it.
-        model.push(api.text("Noted."), *[reply for _ in range(args.runs) for reply in (
+        model.push(*[api.text("Noted.") for _ in WARM_MESSAGES],
+                   *[reply for _ in range(args.runs) for reply in (
             api.text("The spec and the dashboards are here."),
             api.text("\n".join(f"screen-{n}.png: a dashboard of latency panels"
                                for n in range(3))))])
@@ -155,14 +167,18 @@ def main() -> None:
         try:
             address = server.url()
             now = int(time.time())
-            deliver(address, {"type": "message", "channel_type": "channel", "user": "U1",
-                              "text": "<@UBOT> hello", "ts": f"{now}.000000",
-                              "channel": CHANNEL, "team": "T1"}, "EvWarm")
-            wait_for(model, 1)
-            time.sleep(1.0)
+            # A process that has been answering a while: ordinary messages, short and long,
+            # each answered and kept, so what the files add is what is measured.
+            for number, words in enumerate(WARM_MESSAGES):
+                deliver(address, {"type": "message", "channel_type": "channel", "user": "U1",
+                                  "text": f"<@UBOT> {words}", "ts": f"{now - 100 + number}.0",
+                                  "channel": CHANNEL, "team": "T1"}, f"EvWarm{number}")
+                wait_for(model, number + 1)
+            time.sleep(2.0)
             settled = rss_mb(server.popen.pid)
             peak = Peak(server.popen.pid)
             waits: list[float] = []
+            after_each: list[float] = []
             for run in range(args.runs):
                 files = [slack.add_file(f"FP{run}", f"spec-{run}.pdf", pdf,
                                         mimetype="application/pdf")]
@@ -176,17 +192,23 @@ def main() -> None:
                     "files": files}, f"EvFiles{run}")
                 wait_for(model, asked + 1)
                 waits.append(model.requests[asked].received_at - sent)
-                wait_for(model, asked + 2)  # the descriptions, before the next run
+                if shots:
+                    wait_for(model, asked + 2)  # the descriptions, before the next run
+                else:
+                    time.sleep(1.0)  # the episode stored, before the next run
+                after_each.append(rss_mb(server.popen.pid))
             most = peak.stop()
         finally:
             server.stop()
     ordered = sorted(waits)
     print(f"{args.runs} messages, each a {args.pages}-page PDF ({len(pdf) / 1024:.0f} KB) and"
-          f" 3 screenshots of 2560x1440 ({sum(map(len, shots)) / 1024:.0f} KB)")
+          f" {len(shots)} screenshots of 2560x1440 ({sum(map(len, shots)) / 1024:.0f} KB)")
     print(f"delivery -> model request: p50 {statistics.median(ordered):.3f} s,"
           f" max {ordered[-1]:.3f} s")
     print(f"serve RSS: {settled:.0f} MB settled, {most:.0f} MB at most while reading,"
           f" growth {most - settled:.0f} MB")
+    print("serve RSS after each message (MB): "
+          + " ".join(f"{size:.0f}" for size in after_each))
 
 
 if __name__ == "__main__":

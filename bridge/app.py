@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from bridge.access.tokens import McpTokens
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.commands import CommandServices
+from bridge.files.reader import FileReader
 from bridge.files.reading import MB, Limits
 from bridge.forget_person import ForgetStores, PersonForgetting
 from bridge.housekeeping import Housekeeping
@@ -125,14 +126,15 @@ class Thoth:
     brain_problem: str | None = None
     # The processes sharing BRAIN_REMOTE (None without one).
     brain_peers: BrainPeers | None = None
-    # How much of a shared file is read (FILE_MAX_MB), for every surface that takes files.
-    file_limits: Limits = Limits()
+    # Reads shared files within FILE_MAX_MB, for every surface that takes files.
+    file_reader: FileReader = field(default_factory=lambda: FileReader(Limits()))
 
     def brain_follower(self) -> BrainFollower | None:
         """What pulls the brain when another process pushed (serve and worker run it)."""
         return None if self.brain_peers is None else BrainFollower(self.brain, self.brain_peers)
 
     def close(self) -> None:
+        self.file_reader.close()
         self.db.close()
 
     def warm_up(self) -> None:
@@ -293,7 +295,7 @@ def build(
         leases=leases,
         brain_problem=brain_problem,
         brain_peers=brain_peers,
-        file_limits=file_limits(settings),
+        file_reader=FileReader(file_limits(settings)),
     )
 
 

@@ -42,8 +42,8 @@ def run_chat(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         session_id=args.session,
         interactive=interactive,
         history_file=app.settings.thoth_home / HISTORY_FILE,
-        files=tuple(local_file(path, app.file_limits) for path in args.file),
-        limits=app.file_limits,
+        files=tuple(local_file(path, app.file_reader.limits) for path in args.file),
+        limits=app.file_reader.limits,
     )
     lines = terminal_lines("you> ", options.history_file) if interactive else iter(stdin)
     parts = ChatDependencies(

@@ -144,7 +144,7 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
         pipeline=thoth.pipeline,
         commands=thoth.commands,
         console=console,
-        file_limits=thoth.file_limits,
+        file_reader=thoth.file_reader,
     )
     conversation = Conversation(parts, client, directory, assistant, bot_user=bot_user)
     reactions = Reactions(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -18,6 +18,7 @@ from bridge import messages
 from bridge.commands import CommandServices, Invocation, Reply, Where, run
 from bridge.commands.table import typed_in_a_thread
 from bridge.console_links import ConsoleLinks
+from bridge.files.reader import FileReader
 from bridge.files.reading import Limits, Read, Unread
 from bridge.pipeline.episodes_block import episodes_text, hit_lines
 from bridge.pipeline.pipeline import TurnPipeline
@@ -53,8 +54,8 @@ class ConversationDependencies:
     commands: CommandServices
     # Where the console shows an episode (CONSOLE_URL), for /recall's links.
     console: ConsoleLinks | None = None
-    # How much of a shared file is read (FILE_MAX_MB: ``bridge.app.file_limits``).
-    file_limits: Limits = Limits()
+    # Reads shared files within FILE_MAX_MB (``bridge.app``: one for the process).
+    file_reader: FileReader = field(default_factory=lambda: FileReader(Limits()))
 
 
 class Conversation:
@@ -75,7 +76,7 @@ class Conversation:
         self._client = client
         self._directory = directory
         self._assistant = assistant
-        self._files = MessageFiles(client, parts.file_limits)
+        self._files = MessageFiles(client, parts.file_reader)
 
     async def handle(self, incoming: Incoming) -> None:
         place, user, confined = await self._place_and_name(incoming)

@@ -13,13 +13,13 @@ Decided:
   it. The root is asked of Slack (``conversations.replies``, limit 1), and its files go
   the same way as the message's own. Later turns of the session do not carry them again:
   what was read is in the episode, and recall finds it.
-- Reading is CPU work (a PDF's text, an image scaled): it runs in a worker thread.
+- Reading is CPU work (a PDF's text, an image scaled): it runs on the file reader's
+  own thread (``bridge/files/reader.py``).
 - Nothing here fails a turn: a file that cannot be had or read is ``Unread``, with why.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -27,7 +27,8 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.files.reading import Limits, Read, Unread, read
+from bridge.files.reader import FileReader
+from bridge.files.reading import Read, Unread
 from bridge.files.shared_file import SharedFile
 from bridge.slack.events import Incoming, files_of
 from bridge.slack_api.clients import SLACK_FAILURES
@@ -45,9 +46,9 @@ NO_COPY_MODES = ("tombstone", "external", "hidden_by_limit")
 class MessageFiles:
     """The files of a message, read for its turn."""
 
-    def __init__(self, client: AsyncWebClient, limits: Limits) -> None:
+    def __init__(self, client: AsyncWebClient, reader: FileReader) -> None:
         self._client = client
-        self._limits = limits
+        self._reader = reader
 
     async def of(self, incoming: Incoming, *, first_turn: bool) -> tuple[FileRead, ...]:
         """The message's files, read or said why not, in order (with ``first_turn``, a
@@ -65,7 +66,7 @@ class MessageFiles:
             return tuple(_unread(file, "reading it failed") for file in objects)
 
     async def _read(self, objects: Sequence[FileObject]) -> tuple[FileRead, ...]:
-        caps = Caps(max_bytes=self._limits.max_bytes)
+        caps = Caps(max_bytes=self._reader.limits.max_bytes)
         # Past the count cap a file is only named: no need to complete it.
         whole = [await self._whole(file) if at < caps.most_files else file
                  for at, file in enumerate(objects)]
@@ -76,7 +77,7 @@ class MessageFiles:
         downloaded = iter(await download(wanted, token, caps))
         fetched = [file if isinstance(file, Unread) else _described(next(downloaded), file)
                    for file in whole]
-        return await asyncio.to_thread(_read_all, fetched, self._limits)
+        return await self._reader.read_all(fetched)
 
     async def _whole(self, file: FileObject) -> FileObject | Unread:
         """``file``, completed by ``files.info`` when the event carried it partly."""
@@ -115,21 +116,6 @@ class MessageFiles:
 def unread_lines(files: Sequence[FileRead]) -> str:
     """One line for each file not read, naming it and why ('' for none)."""
     return "\n".join(file.line() for file in files if isinstance(file, Unread))
-
-
-def _read_all(files: Sequence[SharedFile | Unread], limits: Limits) -> tuple[FileRead, ...]:
-    return tuple(file if isinstance(file, Unread) else _read_one(file, limits)
-                 for file in files)
-
-
-def _read_one(file: SharedFile, limits: Limits) -> FileRead:
-    try:
-        return read(file, limits)
-    except Exception:
-        # ``read`` answers a bad file with Unread; this is a bug in it, not the file's.
-        log.exception("reading a shared file failed")
-        return Unread(file.name, "reading it failed", len(file.data), file.mimetype,
-                      file.permalink)
 
 
 def _described(found: SharedFile | Unread, file: FileObject) -> SharedFile | Unread:

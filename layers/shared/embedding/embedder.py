@@ -21,6 +21,9 @@ from layers.shared.errors import BackendUnavailable
 
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"
 MINILM_DIM = 384
+# Attention scores a batch may hold a head (texts x longest word pieces squared): 32 chat
+# messages of 64 pieces, or two windows of 256 (``_batches``).
+ATTENTION_CELLS = 32 * 64 * 64
 
 
 class Embedder(Protocol):
@@ -45,8 +48,8 @@ async def embed_off_loop(embedder: Embedder, texts: Sequence[str]) -> npt.NDArra
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 (``minilm.py``), loaded on first use.
 
-    Up to a batch of texts (a query, a turn) is encoded on the calling thread; more
-    are sorted by length, cut into batches and spread over the cores
+    What fits one batch (a query, a turn) is encoded on the calling thread; more is
+    sorted by length, cut into batches (``_batches``) and spread over the cores
     (``parallel.py``).
     """
 
@@ -75,17 +78,11 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, MINILM_DIM), dtype=np.float32)
         model = self.load()
-        if len(texts) <= self._batch_size:
-            return model.encode(texts)
-        # Every text in a batch is padded to the batch's longest, and the model's time
-        # goes into those padded word pieces: batches of texts of about one length
-        # leave about 2% padding where arrival order left about 20%. Padding is masked
-        # out, so a text's vector does not depend on its batch beyond float rounding.
         pieces = model.tokenize(texts)
         lengths = np.fromiter((len(encoding.ids) for encoding in pieces), np.int64, len(pieces))
-        order = np.argsort(-lengths, kind="stable")
-        batches = [order[start : start + self._batch_size]
-                   for start in range(0, len(order), self._batch_size)]
+        batches = _batches(lengths, self._batch_size)
+        if len(batches) == 1:
+            return model.encode_pieces(pieces)
         vectors = np.empty((len(texts), MINILM_DIM), dtype=np.float32)
         encoded = map_across_cores(
             lambda batch: model.encode_pieces([pieces[i] for i in batch]), batches
@@ -93,6 +90,28 @@ class MiniLMEmbedder:
         for batch, batch_vectors in zip(batches, encoded, strict=True):
             vectors[batch] = batch_vectors
         return vectors
+
+
+def _batches(lengths: npt.NDArray[np.int64], most: int) -> list[npt.NDArray[np.int64]]:
+    """The texts' indices in batches of at most ``most`` texts and ``ATTENTION_CELLS``.
+
+    Every text in a batch is padded to the batch's longest, and the model's time goes
+    into those padded word pieces: batches of texts of about one length (longest first)
+    leave about 2% padding where arrival order left about 20%. Padding is masked out, so
+    a text's vector does not depend on its batch beyond float rounding. Attention holds
+    a batch's texts times its longest squared scores a head: bounded, a batch of long
+    texts (a shared file's windows of 256 word pieces) is a few texts, not 32 (65 MB
+    of scores for eight such windows at once).
+    """
+    order = np.argsort(-lengths, kind="stable")
+    batches: list[npt.NDArray[np.int64]] = []
+    start = 0
+    while start < len(order):
+        longest = int(lengths[order[start]])
+        fits = max(1, min(most, ATTENTION_CELLS // max(longest * longest, 1)))
+        batches.append(order[start : start + fits])
+        start += fits
+    return batches
 
 
 def _load_minilm() -> MiniLM:
