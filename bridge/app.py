@@ -31,6 +31,9 @@ from bridge.reflection_launcher import run_reflection
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from bridge.slack_api.slack_web import SlackWeb
+from bridge.team_tools.approval import NoOneToAsk
+from bridge.team_tools.config import load_config
+from bridge.team_tools.team_tools import TeamTools
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
 from layers.episodic.recall_levers import RecallLevers
@@ -56,7 +59,7 @@ from layers.procedural.skill_matcher import SkillMatcher
 from layers.procedural.skills import SkillLibrary
 from layers.shared.audit.log import AuditLog
 from layers.shared.embedding.embedder import Embedder, MiniLMEmbedder
-from layers.shared.errors import ConfigurationError
+from layers.shared.errors import BadInput, ConfigurationError
 from layers.shared.offloaded import Offloaded
 from layers.shared.places import Viewer
 from layers.shared.storage.database import Database
@@ -128,6 +131,9 @@ class Thoth:
     brain_peers: BrainPeers | None = None
     # Reads shared files within FILE_MAX_MB, for every surface that takes files.
     file_reader: FileReader = field(default_factory=lambda: FileReader(Limits()))
+    # The team's MCP servers (mcp.json), and why the file could not be used, if not.
+    team_tools: TeamTools | None = None
+    team_tools_problem: str | None = None
 
     def brain_follower(self) -> BrainFollower | None:
         """What pulls the brain when another process pushed (serve and worker run it)."""
@@ -158,9 +164,12 @@ class Thoth:
         return unfinished
 
     async def aclose(self) -> None:
-        """Finish background writes, close the model's client, then the database."""
+        """Finish background writes, close the model's client and the team's servers,
+        then the database."""
         await self.drain()
         await self.pipeline.model.aclose()
+        if self.team_tools is not None:
+            await self.team_tools.aclose()
         self.close()
 
 
@@ -222,6 +231,7 @@ def build(
     off_episodic = None if settings.episodic_disabled else Offloaded(episodic)
     off_skills = Offloaded(skills)
     off_sessions = Offloaded(sessions)
+    team_tools, team_tools_problem = the_team_tools(settings)
     pipeline = TurnPipeline(
         sessions=off_sessions,
         transcript=Offloaded(transcript),
@@ -240,7 +250,7 @@ def build(
         identity_ingest=ingest,
         context=context_sources(settings, Offloaded(notes.store), user_models, off_episodic),
         tools=ToolBox(model_tools(
-            settings, Offloaded(episodic), off_skills, identity, forgetting)),
+            settings, Offloaded(episodic), off_skills, identity, forgetting), more=team_tools),
     )
     drafts = SkillDrafts(db, brain, skills)
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
@@ -296,6 +306,8 @@ def build(
         brain_problem=brain_problem,
         brain_peers=brain_peers,
         file_reader=FileReader(file_limits(settings)),
+        team_tools=team_tools,
+        team_tools_problem=team_tools_problem,
     )
 
 
@@ -384,6 +396,22 @@ def model_tools(
         identity=identity,
         forgetting=forgetting,
     ))
+
+
+def the_team_tools(settings: Settings) -> tuple[TeamTools | None, str | None]:
+    """The team's MCP servers from ``mcp.json`` (None without the file), or why the file
+    cannot be used: Thoth runs without them, and ``thoth doctor`` says so."""
+    try:
+        config = load_config(settings.mcp_config_path)
+    except BadInput as error:
+        log.error("the team's MCP servers are not used: %s", error)
+        return None, str(error)
+    if not config.servers and not config.refused:
+        return None, None
+    for name, why in config.refused.items():
+        log.error("MCP server %s is not used: %s", name, why)
+    return TeamTools(config, NoOneToAsk(), timeout_s=settings.mcp_tool_timeout_s,
+                     logs=settings.thoth_home / "logs"), None
 
 
 def uses_honcho(settings: Settings) -> bool:

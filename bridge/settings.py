@@ -140,6 +140,11 @@ class Settings(BaseSettings):
     # Megabytes a shared file may be: a larger one is not downloaded, and the person is
     # told (bridge/files/reading.py; Slack serves files of up to 1 GB).
     file_max_mb: Annotated[int, Field(ge=1, le=100)] = 20
+    # The team's MCP servers (bridge/team_tools/config.py): this file, else mcp.json in
+    # THOTH_HOME; none when neither exists.
+    mcp_config: Path | None = None
+    # Seconds one call to a team's MCP tool may take before the model is told it timed out.
+    mcp_tool_timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0
 
     @field_validator("founder_user_ids", mode="before")
     @classmethod
@@ -218,6 +223,10 @@ class Settings(BaseSettings):
     @property
     def brain_path(self) -> Path:
         return self.thoth_home / "brain"
+
+    @property
+    def mcp_config_path(self) -> Path:
+        return self.mcp_config.expanduser() if self.mcp_config else self.thoth_home / "mcp.json"
 
 
 def load_settings() -> Settings:

@@ -139,11 +139,12 @@ class TurnPipeline:
             context = await self._gather(turn, session.id, sink, first_turn=first_turn)
             timings.context_ready = time.monotonic()
             answer = Answer(model=self._model.name)
+            tools = await self._tools.for_turn(turn)
             request = build_request(
                 turn,
                 context,
                 model=self._model.name,
-                tools=self._tools.specs,
+                tools=tools.specs,
                 max_tokens=self._config.max_tokens,
                 effort=self._config.effort,
                 session_id=session.id,
@@ -151,7 +152,7 @@ class TurnPipeline:
                               else CATALOGUE.capabilities(self._model.name)),
             )
             try:
-                await answer_turn(answer, self._model, request, turn, sink, self._tools,
+                await answer_turn(answer, self._model, request, turn, sink, tools,
                                   session.id)
             except asyncio.CancelledError:
                 # The transport gave up on the turn (Ctrl-C, shutdown): what was already

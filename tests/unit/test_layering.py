@@ -170,6 +170,8 @@ BRIDGE_FLOORS: tuple[frozenset[str], ...] = tuple(frozenset(floor) for floor in 
     {"commands"},
     {"slack_api", "web"},
     {"housekeeping", "reflection_launcher", "all_tables", "console_links"},
+    # The team's own tools (MCP servers), offered in a turn: built on the pipeline's tools.
+    {"team_tools"},
     {"access", "session_end", "pipeline"},
     {"settings"},
     {"model"},

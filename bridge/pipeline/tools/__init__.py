@@ -28,7 +28,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from bridge.model.protocol import ToolCall, ToolSpec
 from bridge.pipeline.tools.arguments import Arguments
@@ -149,12 +149,34 @@ FORMER_NAMES = {
 }
 
 
+class MoreTools(Protocol):
+    """Tools a turn offers beside Thoth's own, found for each turn (the team's MCP
+    servers: ``bridge/team_tools``), where its place allows them."""
+
+    async def offered(self, turn: Turn) -> Sequence[Tool[Caller]]: ...
+
+
 class ToolBox:
     """The tools a turn offers the model: their specs for the request, and running a call
     as the turn's speaker."""
 
-    def __init__(self, tools: Sequence[Tool[Caller]] = ()) -> None:
+    def __init__(self, tools: Sequence[Tool[Caller]] = (), more: MoreTools | None = None,
+                 ) -> None:
         self._tools = {tool.name: tool for tool in tools}
+        self._more = more
+
+    async def for_turn(self, turn: Turn) -> ToolBox:
+        """The tools of this turn: Thoth's own, and those found for it (a source that
+        fails adds none: the turn goes on with the rest)."""
+        if self._more is None:
+            return self
+        try:
+            found = await self._more.offered(turn)
+        except Exception:
+            log.exception("the turn's other tools could not be found")
+            return self
+        # Thoth's own names are never shadowed by a server's.
+        return ToolBox([*found, *self._tools.values()]) if found else self
 
     def _named(self, name: str) -> Tool[Caller] | None:
         return self._tools.get(name) or self._tools.get(FORMER_NAMES.get(name, ""))

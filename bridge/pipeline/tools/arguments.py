@@ -45,6 +45,11 @@ class Arguments:
     def __init__(self, given: Mapping[str, Any]) -> None:
         self._given = given
 
+    @property
+    def given(self) -> dict[str, Any]:
+        """Every argument as given (a tool that passes them on whole: a team's MCP tool)."""
+        return dict(self._given)
+
     def text(self, name: str, default: str | None = None) -> str:
         """A string argument; required unless a ``default`` is given."""
         value = self.optional_text(name)
