@@ -9,7 +9,6 @@ tool the operator did not list as read-only is asked of a person before it runs
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,13 +22,12 @@ from bridge.pipeline.turn import Turn
 from bridge.team_tools.approval import Approvals, AskedCall
 from bridge.team_tools.config import TeamToolsConfig, tool_name
 from bridge.team_tools.connection import ServerConnection, ServerDown
+from bridge.team_tools.results import result_text
 from layers.shared.errors import BadInput
 from layers.shared.places import Place
 
 log = logging.getLogger(__name__)
 
-# Characters of a tool's result the model reads; past them, the head and a note.
-RESULT_CHARS = 20_000
 # How long listing one server's tools may hold a turn back (its first turn: connecting).
 LISTING_DEADLINE_S = 10.0
 
@@ -114,25 +112,6 @@ class TeamTools:
         return Tool(item.name, f"[{item.server}] {description}",
                     dict(item.tool.input_schema) or {"type": "object"}, handle,
                     step_title=f"Using {item.server}: {item.tool.name}")
-
-
-def result_text(result: types.CallToolResult) -> str:
-    """A tool's answer as text, cut at ``RESULT_CHARS`` with a note of what was cut."""
-    parts: list[str] = []
-    for block in result.content:
-        if isinstance(block, types.TextContent):
-            parts.append(block.text)
-        elif isinstance(block, types.ImageContent):
-            parts.append(f"[an image, {block.mime_type}]")
-        else:
-            parts.append(f"[{getattr(block, 'type', 'content')} not shown]")
-    if not parts and result.structured_content is not None:
-        parts.append(json.dumps(result.structured_content, ensure_ascii=False))
-    text = "\n".join(parts)
-    if len(text) <= RESULT_CHARS:
-        return text
-    return (f"{text[:RESULT_CHARS]}\n[… {len(text) - RESULT_CHARS:,} more characters cut:"
-            " ask for less]")
 
 
 def names(tools: Sequence[Tool[Caller]]) -> list[str]:
