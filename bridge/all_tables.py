@@ -10,8 +10,10 @@ from __future__ import annotations
 from bridge.access.tables import SCHEMA as MCP
 from bridge.model.tables import SCHEMA as MODEL_USAGE
 from bridge.slack_tables import SCHEMA as SLACK
+from bridge.team_tools.tables import SCHEMA as TEAM_TOOLS
 from layers.layer_tables import LAYER_SCHEMAS
 from layers.shared.storage.migrations import Schema
 from reflection.tables import SCHEMA as REFLECTION
 
-ALL_SCHEMAS: tuple[Schema, ...] = (*LAYER_SCHEMAS, MODEL_USAGE, SLACK, REFLECTION, MCP)
+ALL_SCHEMAS: tuple[Schema, ...] = (
+    *LAYER_SCHEMAS, MODEL_USAGE, SLACK, REFLECTION, MCP, TEAM_TOOLS)

@@ -31,9 +31,10 @@ from bridge.reflection_launcher import run_reflection
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from bridge.slack_api.slack_web import SlackWeb
-from bridge.team_tools.approval import NoOneToAsk
+from bridge.team_tools.asks import Asks
 from bridge.team_tools.config import load_config
-from bridge.team_tools.team_tools import TeamTools
+from bridge.team_tools.grants import Grants
+from bridge.team_tools.team_tools import TeamTools, TeamToolStores
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.ranking import Priors
 from layers.episodic.recall_levers import RecallLevers
@@ -231,7 +232,7 @@ def build(
     off_episodic = None if settings.episodic_disabled else Offloaded(episodic)
     off_skills = Offloaded(skills)
     off_sessions = Offloaded(sessions)
-    team_tools, team_tools_problem = the_team_tools(settings)
+    team_tools, team_tools_problem = the_team_tools(settings, db)
     pipeline = TurnPipeline(
         sessions=off_sessions,
         transcript=Offloaded(transcript),
@@ -398,7 +399,7 @@ def model_tools(
     ))
 
 
-def the_team_tools(settings: Settings) -> tuple[TeamTools | None, str | None]:
+def the_team_tools(settings: Settings, db: Database) -> tuple[TeamTools | None, str | None]:
     """The team's MCP servers from ``mcp.json`` (None without the file), or why the file
     cannot be used: Thoth runs without them, and ``thoth doctor`` says so."""
     try:
@@ -410,7 +411,8 @@ def the_team_tools(settings: Settings) -> tuple[TeamTools | None, str | None]:
         return None, None
     for name, why in config.refused.items():
         log.error("MCP server %s is not used: %s", name, why)
-    return TeamTools(config, NoOneToAsk(), timeout_s=settings.mcp_tool_timeout_s,
+    stores = TeamToolStores(Grants(db), Asks(db), AuditLog(db))
+    return TeamTools(config, Offloaded(stores), timeout_s=settings.mcp_tool_timeout_s,
                      logs=settings.thoth_home / "logs"), None
 
 

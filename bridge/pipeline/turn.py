@@ -37,6 +37,12 @@ class Turn:
     org: str | None = None
     # The files shared with the message, read (or said why not) by the transport.
     files: tuple[Read | Unread, ...] = ()
+    # How this transport asks the speaker to allow a tool that may change something
+    # (``tools/approvals.py``'s ``Approvals``); None: no one can be asked.
+    approvals: object | None = field(default=None, compare=False)
+    # What a person decided about a tool call this conversation asked for, and what it
+    # answered: a turn that goes on after the answer (Slack's approval card).
+    answered_call: str | None = None
 
     @property
     def person(self) -> Person | None:

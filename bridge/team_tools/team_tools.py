@@ -9,27 +9,36 @@ tool the operator did not list as read-only is asked of a person before it runs
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import mcp_types as types
 
 from bridge.pipeline.tools import Answer, Caller, Tool
+from bridge.pipeline.tools.approvals import AskedCall, Decision, approvals_of
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.turn import Turn
-from bridge.team_tools.approval import Approvals, AskedCall
+from bridge.team_tools.asks import Asks
 from bridge.team_tools.config import TeamToolsConfig, tool_name
 from bridge.team_tools.connection import ServerConnection, ServerDown
+from bridge.team_tools.grants import Grants
 from bridge.team_tools.results import result_text
+from layers.shared.audit.log import AuditLog
 from layers.shared.errors import BadInput
+from layers.shared.offloaded import Offloaded
 from layers.shared.places import Place
+from layers.shared.redaction import redact
 
 log = logging.getLogger(__name__)
 
 # How long listing one server's tools may hold a turn back (its first turn: connecting).
 LISTING_DEADLINE_S = 10.0
+# Characters of a call's arguments the audit log keeps (redacted, as every line is).
+AUDITED_ARGUMENTS = 2_000
 
 
 @dataclass(frozen=True)
@@ -45,13 +54,22 @@ class ServerTool:
         return tool_name(self.server, self.tool.name)
 
 
+@dataclass(frozen=True)
+class TeamToolStores:
+    """What the team's tools keep: standing yeses, waiting asks, the audit log."""
+
+    grants: Grants
+    asks: Asks
+    audit: AuditLog
+
+
 class TeamTools:
     """Every server of the team's ``mcp.json``, connected when first used."""
 
-    def __init__(self, config: TeamToolsConfig, approvals: Approvals, *, timeout_s: float,
-                 logs: Path | None = None) -> None:
+    def __init__(self, config: TeamToolsConfig, stores: Offloaded[TeamToolStores], *,
+                 timeout_s: float, logs: Path | None = None) -> None:
         self.config = config
-        self._approvals = approvals
+        self.stores = stores
         self._timeout_s = timeout_s
         self._servers = {name: ServerConnection(name, entry, logs=logs)
                          for name, entry in config.servers.items()}
@@ -89,30 +107,65 @@ class TeamTools:
                 for tool in tools if entry.tools.keeps(tool.name)]
 
     def _as_tool(self, item: ServerTool, turn: Turn) -> Tool[Caller]:
-        server = self._servers[item.server]
-        approvals, timeout_s = self._approvals, self._timeout_s
-
         async def handle(caller: Caller, arguments: Arguments) -> Answer:
             given = arguments.given
-            if not item.read_only:
-                decision = await approvals.ask(AskedCall(item.server, item.tool.name, given),
-                                               turn)
-                if not decision.allowed:
-                    raise BadInput(decision.told)
-            try:
-                result = await server.call(item.tool.name, given, timeout_s)
-            except ServerDown as down:
-                raise BadInput(f"{down}; go on without it") from down
-            text = result_text(result)
-            if result.is_error:
-                raise BadInput(f"{item.name} answered with an error: {text}")
-            return Answer(text)
+            decision = (Decision(True, how="read-only") if item.read_only
+                        else await self._decided(AskedCall(item.server, item.tool.name, given),
+                                                 turn))
+            if not decision.allowed:
+                await self._audit(caller.actor, item.name, given, f"not run: {decision.how}")
+                raise BadInput(decision.told)
+            return Answer(await self.run(item.server, item.tool.name, given,
+                                         actor=caller.actor, how=decision.how))
 
         description = (item.tool.description or item.tool.title or item.tool.name).strip()
         return Tool(item.name, f"[{item.server}] {description}",
                     dict(item.tool.input_schema) or {"type": "object"}, handle,
                     step_title=f"Using {item.server}: {item.tool.name}")
 
+    async def run(self, server: str, tool: str, arguments: dict[str, Any], *, actor: str,
+                  how: str) -> str:
+        """Call the tool now (its yes given), audit it, and return what the model reads;
+        ``BadInput`` with one line when it could not answer."""
+        name = tool_name(server, tool)
+        connection = self._servers.get(server)
+        if connection is None:
+            raise BadInput(f"{name}: the server {server} is no longer configured")
+        try:
+            result = await connection.call(tool, arguments, self._timeout_s)
+        except ServerDown as down:
+            await self._audit(actor, name, arguments, f"{how}; failed: {down}")
+            raise BadInput(f"{down}; go on without it") from down
+        text = result_text(result)
+        await self._audit(actor, name, arguments,
+                          f"{how}; {'error, ' if result.is_error else ''}{len(text):,} characters")
+        if result.is_error:
+            raise BadInput(f"{name} answered with an error: {text}")
+        return text
+
+    async def _decided(self, call: AskedCall, turn: Turn) -> Decision:
+        """Whether the call may run: never with a secret in it; at once with the person's
+        standing yes; else as the person answers where they can be asked."""
+        said = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
+        if redact(said) != said:
+            return Decision(False, f"The arguments of {call.name} hold what looks like a"
+                                   " secret, and secrets are never passed to a team's tool"
+                                   " from a conversation: it did not run. Say so, and that"
+                                   " the token belongs in the server's entry of mcp.json.",
+                            "a secret in its arguments")
+        person = turn.person
+        if person is not None and await self.stores.run(lambda stores: stores.grants.allows(
+                person.team, person.user, call.server, call.tool)):
+            return Decision(True, how=f"always allowed by {person.user}")
+        return await approvals_of(turn).ask(call, turn)
+
+    async def _audit(self, actor: str, name: str, arguments: dict[str, Any],
+                     detail: str) -> None:
+        said = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
+        clipped = said if len(said) <= AUDITED_ARGUMENTS else said[:AUDITED_ARGUMENTS] + "…"
+        await self.stores.run(lambda stores: stores.audit.record(
+            actor=actor or "unknown", action="tool.call", target=name,
+            origin="conversation", detail=f"{detail}; arguments {clipped}"))
 
 def names(tools: Sequence[Tool[Caller]]) -> list[str]:
     return [tool.name for tool in tools]
