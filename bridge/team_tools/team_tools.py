@@ -157,7 +157,17 @@ class TeamTools:
         if person is not None and await self.stores.run(lambda stores: stores.grants.allows(
                 person.team, person.user, call.server, call.tool)):
             return Decision(True, how=f"always allowed by {person.user}")
-        return await approvals_of(turn).ask(call, turn)
+        decision = await approvals_of(turn).ask(call, turn)
+        if decision.allowed and decision.always and person is not None:
+            await self.grant(person.team, person.user, call.server, call.tool)
+        return decision
+
+    async def grant(self, team: str, user: str, server: str, tool: str) -> None:
+        """The person's standing yes for the tool, audited."""
+        await self.stores.run(lambda stores: stores.grants.grant(team, user, server, tool))
+        await self.stores.run(lambda stores: stores.audit.record(
+            actor=user, action="tool.always_allow", target=tool_name(server, tool),
+            origin="conversation", detail=f"in workspace {team}"))
 
     async def _audit(self, actor: str, name: str, arguments: dict[str, Any],
                      detail: str) -> None:

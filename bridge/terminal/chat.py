@@ -37,6 +37,7 @@ from bridge.terminal.attach import (
     local_file,
 )
 from bridge.terminal.printed_reply import TerminalSink
+from bridge.terminal.tool_approval import TerminalApprovals
 from layers.identity.ingest_queue import IngestQueue
 from layers.shared.errors import BadInput
 from layers.shared.places import LOCAL_TEAM, TERMINAL_CHANNEL, Place, Viewer
@@ -165,6 +166,7 @@ class ChatLoop:
                 user=self._options.user,
                 user_name=self._options.user,
                 files=tuple(self._attached),
+                approvals=TerminalApprovals(lines, self._out),
             )
             self._attached.clear()
             prefix = "thoth> " if self._options.interactive else ""

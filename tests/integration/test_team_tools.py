@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -210,3 +212,40 @@ def test_an_unusable_entry_is_left_out_and_the_rest_are_used(
         assert "letters, digits" in config.refused["bad name!"]
     finally:
         thoth.close()
+
+
+def test_thoth_chat_asks_y_once_a_always_and_no_by_default(
+    tmp_path: Path, everything: str, fake_anthropic: FakeAnthropic
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {
+        "everything": {"command": everything, "args": ["stdio"], "readOnly": ["echo"]}}}))
+    toggle = "everything__toggle-simulated-logging"
+    fake_anthropic.push(
+        api.tool_use(toggle, {}), api.text("Turned on."),       # y: this once
+        api.tool_use(toggle, {}), api.text("Off again."),       # a: from now on
+        api.tool_use(toggle, {}), api.text("And on."),          # not asked again
+    )
+    lines = "turn logging on\ny\nturn it off\na\non again\n"
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ANTHROPIC_", "THOTH_", "MCP_"))}
+    env.update(THOTH_HOME=str(home), HF_HUB_OFFLINE="1", ANTHROPIC_API_KEY="sk-ant-test-key",
+               ANTHROPIC_BASE_URL=fake_anthropic.url)
+    ran = subprocess.run([sys.executable, "-m", "bridge", "chat", "--user", "dana"],
+                         cwd=tmp_path, env=env, input=lines, capture_output=True, text=True,
+                         timeout=180)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.count(f"Allow {toggle}") == 2
+    results = [_result_of(fake_anthropic, n) for n in (1, 3, 5)]
+    assert all("is_error" not in result for result in results)
+    assert all(result["content"] for result in results)
+    # Denied by default: an empty answer is a no.
+    fake_anthropic.push(api.tool_use("everything__toggle-subscriber-updates", {}),
+                        api.text("I did not."))
+    denied = subprocess.run([sys.executable, "-m", "bridge", "chat", "--user", "dana"],
+                            cwd=tmp_path, env=env, input="toggle updates\n\n",
+                            capture_output=True, text=True, timeout=180)
+    assert denied.returncode == 0, denied.stderr
+    refused = _result_of(fake_anthropic)
+    assert refused["is_error"] is True and "did not allow" in refused["content"]

@@ -44,6 +44,8 @@ class Decision:
     allowed: bool
     told: str = ""
     how: str = ""
+    # "Always allow": the person lets this tool run in their turns from now on.
+    always: bool = False
 
 
 @runtime_checkable
