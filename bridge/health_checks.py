@@ -58,6 +58,7 @@ def run_checks(app: Thoth, *, deep: bool = False, in_server: bool = False) -> li
         _reflection,
         _slack,
         _mcp,
+        _team_tools if not in_server else _team_tools_configured,
     ):
         try:
             checks.extend(check(app))
@@ -444,6 +445,55 @@ def _mcp(app: Thoth) -> list[Check]:
     fix = "" if signs_in else ("set CONSOLE_URL, SLACK_CLIENT_ID and SLACK_CLIENT_SECRET"
                                " to let clients sign in with Slack (README, MCP)")
     return [Check("mcp", Status.INFO, detail, fix)]
+
+
+def _team_tools(app: Thoth) -> list[Check]:
+    """Each of the team's MCP servers (mcp.json) asked for its tools, all at once."""
+    from bridge.team_tools.probe import Unreachable, probed
+
+    checks = _team_tools_configured(app, probing=True)
+    if app.team_tools is None or not app.team_tools.config.servers:
+        return checks
+    config = app.team_tools.config
+    found = probed(config, logs=app.settings.thoth_home / "logs")
+    for name, entry in config.servers.items():
+        result = found[name]
+        if isinstance(result, Unreachable):
+            checks.append(Check("tools", Status.FAIL, f"{name}: {result.why}", result.fix))
+            continue
+        kept = [tool for tool in result.tools if entry.tools.keeps(tool.name)]
+        asked = sum(1 for tool in kept if not entry.approved_without_asking(tool.name))
+        checks.append(Check(
+            "tools", Status.OK,
+            f"{name}: {len(kept)} tools offered ({asked} asked of a person first) of the"
+            f" {len(result.tools)} it lists; used {_where_used(entry.places)}"))
+    return checks
+
+
+def _team_tools_configured(app: Thoth, *, probing: bool = False) -> list[Check]:
+    """mcp.json as read: none, not readable, or entries that cannot be used."""
+    from bridge.team_tools.probe import refused_fix
+
+    path = app.settings.mcp_config_path
+    if app.team_tools_problem:
+        return [Check("tools", Status.FAIL, app.team_tools_problem,
+                      "fix the file: the team's MCP servers are not used until it reads")]
+    if app.team_tools is None:
+        return [Check("tools", Status.INFO,
+                      f"no team tools: no servers in {path} (or MCP_CONFIG)",
+                      "README, Team tools (MCP servers): the file's shape")]
+    config = app.team_tools.config
+    checks = [Check("tools", Status.WARN, f"{name} in {path} is not used: {why}",
+                    refused_fix(why)) for name, why in config.refused.items()]
+    if not probing:
+        checks += [Check("tools", Status.INFO,
+                         f"{name}: configured (`thoth doctor` starts it and lists its tools)")
+                   for name in config.servers]
+    return checks
+
+
+def _where_used(places: list[str] | None) -> str:
+    return "everywhere" if places is None else f"in {', '.join(places)}"
 
 
 def _slack_installs(app: Thoth) -> list[Check]:

@@ -60,7 +60,8 @@ class _Parser(argparse.ArgumentParser):
 # every command's (bench/cli_start.py; `thoth mcp`'s handshake, bench/mcp_start.py).
 COMMAND_MODULES = {name: f"bridge.cli.{name}" for name in (
     "init", "episodes", "recall", "chat", "sessions", "skills", "notes", "doctor", "people",
-    "serve", "console", "reflect", "worker", "migrate", "mcp", "tokens", "installations")}
+    "serve", "console", "reflect", "worker", "migrate", "mcp", "tools", "tokens",
+    "installations")}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -25,6 +25,7 @@ from bridge.pipeline.turn import Turn
 from layers.working.budget import TrimmedTranscript
 
 NO_SKILLS = "No skills are installed yet."
+ANSWERED_CALL = "answered-tool-call"
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def build_request(
         model=model,
         system=tuple(system),
         messages=tuple(messages),
-        context=tuple(_turn_context(context)),
+        context=tuple(_turn_context(context, turn)),
         turn_index=len(messages) - 1,
         tools=tuple(tools),
         max_tokens=max_tokens,
@@ -86,12 +87,18 @@ def build_request(
     )
 
 
-def _turn_context(context: GatheredContext) -> list[SystemSection]:
+def _turn_context(context: GatheredContext, turn: Turn) -> list[SystemSection]:
     """The blocks DESIGN.md orders after the skill index, sent with the turn's message:
     each can change from one turn to the next (the speaker, a user model fetched for this
     message, episodes found on a first turn, how many turns were dropped), and in the
     system prompt any change would void the cached conversation behind it."""
-    return [SystemSection(block.name, block.text) for block in context.blocks]
+    sections = [SystemSection(block.name, block.text) for block in context.blocks]
+    if turn.answered_call:
+        # A person answered a tool call this conversation asked for (a Slack card): what
+        # they decided, in Thoth's words, and what the tool returned, quoted in them.
+        sections.append(SystemSection(
+            ANSWERED_CALL, f"<{ANSWERED_CALL}>\n{turn.answered_call}\n</{ANSWERED_CALL}>"))
+    return sections
 
 
 def _messages(turn: Turn, transcript: TrimmedTranscript | None) -> list[Said]:

@@ -50,6 +50,7 @@ from bridge.slack.reactions import Reactions
 from bridge.slack.runner import TurnRunner
 from bridge.slack.shortcuts import FORGET_THIS, REMEMBER_THIS, Shortcuts
 from bridge.slack.stores import SlackStores, slack_stores
+from bridge.slack.tool_approvals import ToolAsking
 from bridge.slack.workspace_guard import enterprise_of, only_its_workspace
 from bridge.slack_api.directory import Directory
 from bridge.slack_api.installs.authorize import (
@@ -58,6 +59,7 @@ from bridge.slack_api.installs.authorize import (
 )
 from bridge.slack_api.installs.install_flow import install_flow
 from bridge.slack_api.skill_cards import APPROVE_ACTION, REJECT_ACTION
+from bridge.slack_api.tool_cards import ALLOW_ALWAYS, ALLOW_ONCE, DENY
 from bridge.slack_api.workspace_client import WorkspaceOf, serving
 from bridge.slack_api.workspace_client import bot_user as served_bot_user
 from layers.shared.errors import ConfigurationError
@@ -145,6 +147,8 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
         commands=thoth.commands,
         console=console,
         file_reader=thoth.file_reader,
+        tool_asks=(None if thoth.team_tools is None else ToolAsking(
+            client, thoth.team_tools, founders=frozenset(settings.founder_user_ids))),
     )
     conversation = Conversation(parts, client, directory, assistant, bot_user=bot_user)
     reactions = Reactions(
@@ -311,11 +315,32 @@ def _reactions_and_clicks(bridge: SlackTransport) -> list[Listener]:
         Listener("event", "reaction_added", lambda body: accept(body, added=True)),
         Listener("event", "reaction_removed", lambda body: accept(body, added=False)),
         Listener("action", FEEDBACK_ACTION, lambda body: _feedback(reactions, body)),
+        *_tool_cards(bridge),
         Listener("action", APPROVE_ACTION,
                  lambda body: _decide(reactions, body, approve=True)),
         Listener("action", REJECT_ACTION,
                  lambda body: _decide(reactions, body, approve=False)),
     ]
+
+
+def _tool_cards(bridge: SlackTransport) -> list[Listener]:
+    """The buttons of a card asking for a team's tool call (``tool_approvals.py``)."""
+    conversation = bridge.conversation
+
+    def answer(allowed: bool) -> Work:
+        async def clicked(body: dict[str, Any]) -> None:
+            asking = conversation.tool_asks
+            if asking is None:
+                return
+            answered = await asking.clicked(body, allowed=allowed)
+            if answered is not None:
+                await conversation.go_on(answered)
+
+        return clicked
+
+    return [Listener("action", ALLOW_ONCE, answer(True)),
+            Listener("action", ALLOW_ALWAYS, answer(True)),
+            Listener("action", DENY, answer(False))]
 
 
 def _the_ai_pane(bridge: SlackTransport) -> list[Listener]:

@@ -30,6 +30,7 @@ from bridge.slack.message_files import MessageFiles, unread_lines
 from bridge.slack.replies import ReplyRecord
 from bridge.slack.stores import SlackStores
 from bridge.slack.thread_reply import SlackSink
+from bridge.slack.tool_approvals import AnsweredCall, SlackApprovals, ToolAsking
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import Directory, UserInfo, confined_reader, place_team
 from bridge.slack_api.escaping import escape, split_message
@@ -40,6 +41,7 @@ from layers.episodic.episode import Episode
 from layers.shared.errors import BadInput
 from layers.shared.offloaded import Offloaded
 from layers.shared.places import LOCAL_TEAM, Place
+from layers.working.sessions import Session
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,9 @@ class ConversationDependencies:
     console: ConsoleLinks | None = None
     # Reads shared files within FILE_MAX_MB (``bridge.app``: one for the process).
     file_reader: FileReader = field(default_factory=lambda: FileReader(Limits()))
+    # Asks a person on a card before a team's tool that may change something runs (None
+    # without team tools: ``tool_approvals.py``).
+    tool_asks: ToolAsking | None = None
 
 
 class Conversation:
@@ -127,26 +132,7 @@ class Conversation:
             confined=confined,
             org=incoming.enterprise,
             files=files,
-        )
-
-        async def posted(ts: str) -> None:
-            # Recorded as soon as it exists: a reaction or a follow-up in the thread may
-            # come while the reply is still streaming. The episode is filled in after.
-            record = ReplyRecord(incoming.channel, ts, place.team, incoming.thread_root,
-                                 session.id, None, incoming.user)
-            await self._stores.run(lambda stores: stores.replies.record(record))
-
-        sink = SlackSink(
-            self._client,
-            channel=incoming.channel,
-            thread_ts=incoming.thread_root,
-            recipient_user=incoming.user,
-            # The reader's own workspace, as chat.startStream documents it ("the team the
-            # user receiving the streaming text belongs to"): in a Slack Connect channel or
-            # across an Enterprise Grid org that is the event's user_team, not the team
-            # the event was delivered for.
-            recipient_team=incoming.user_team or incoming.team,
-            on_posted=posted,
+            approvals=self._approvals_in(incoming.channel, incoming.thread_root),
         )
         # A DM thread's first message names it in Slack's AI pane (beside the turn, so the
         # reply never waits for it; Slack refuses titles elsewhere, quietly).
@@ -155,18 +141,71 @@ class Conversation:
             if place.channel_type == "im" and turns_so_far == 0
             else asyncio.sleep(0)
         )
-        outcome, _ = await asyncio.gather(
-            self._parts.pipeline.handle(turn, sink, session=session), naming
+        await asyncio.gather(self._answer(
+            turn, session, thread_root=incoming.thread_root,
+            # The reader's own workspace, as chat.startStream documents it ("the team the
+            # user receiving the streaming text belongs to"): in a Slack Connect channel
+            # or across an Enterprise Grid org that is the event's user_team, not the
+            # team the event was delivered for.
+            reader_team=incoming.user_team or incoming.team, slack_channel=incoming.channel,
+        ), naming)
+
+    async def go_on(self, answered: AnsweredCall) -> None:
+        """The conversation after a person answered a tool call it asked about (their
+        card): a turn of its own in the thread, the model told what was decided and what
+        the tool answered."""
+        ask = answered.ask
+        place = ask.place
+        session = await self._stores.run(
+            lambda stores: stores.sessions.open(ask.session_key, place))
+        turn = Turn(ask.session_key, answered.words, place, user=ask.asker,
+                    user_name=ask.asker_name, answered_call=answered.outcome,
+                    approvals=self._approvals_in(place.channel, place.thread_ts or ""))
+        await self._answer(turn, session, thread_root=place.thread_ts or "",
+                           reader_team=answered.reader_team or place.team,
+                           slack_channel=place.channel)
+
+    async def _answer(self, turn: Turn, session: Session, *, thread_root: str,
+                      reader_team: str, slack_channel: str) -> None:
+        """Run the turn, its reply streamed into the thread and each message of it linked
+        to the episode it becomes."""
+        place, asker = turn.place, turn.user
+
+        async def posted(ts: str) -> None:
+            # Recorded as soon as it exists: a reaction or a follow-up in the thread may
+            # come while the reply is still streaming. The episode is filled in after.
+            record = ReplyRecord(slack_channel, ts, place.team, thread_root, session.id,
+                                 None, asker)
+            await self._stores.run(lambda stores: stores.replies.record(record))
+
+        sink = SlackSink(
+            self._client,
+            channel=slack_channel,
+            thread_ts=thread_root,
+            recipient_user=asker,
+            recipient_team=reader_team,
+            on_posted=posted,
         )
+        outcome = await self._parts.pipeline.handle(turn, sink, session=session)
         episode_id = outcome.episode_id
         if episode_id is not None:
             posted_ts = list(sink.posted)
 
             def link(stores: SlackStores) -> None:
                 for ts in posted_ts:
-                    stores.replies.set_episode(incoming.channel, ts, episode_id)
+                    stores.replies.set_episode(slack_channel, ts, episode_id)
 
             await self._stores.run(link)
+
+    @property
+    def tool_asks(self) -> ToolAsking | None:
+        return self._parts.tool_asks
+
+    def _approvals_in(self, channel: str, thread_root: str) -> SlackApprovals | None:
+        """How a turn in this thread asks its speaker to allow a team's tool (None
+        without team tools)."""
+        asking = self._parts.tool_asks
+        return None if asking is None else asking.in_thread(channel, thread_root)
 
     async def take_over(self, incoming: Incoming) -> None:
         """A message a process that died had taken (its text redacted): answered unless

@@ -113,7 +113,8 @@ class TeamTools:
                         else await self._decided(AskedCall(item.server, item.tool.name, given),
                                                  turn))
             if not decision.allowed:
-                await self._audit(caller.actor, item.name, given, f"not run: {decision.how}")
+                await self._audit(caller.actor, item.name, given, decision.how,
+                                  action="tool.not_run")
                 raise BadInput(decision.told)
             return Answer(await self.run(item.server, item.tool.name, given,
                                          actor=caller.actor, how=decision.how))
@@ -169,12 +170,12 @@ class TeamTools:
             actor=user, action="tool.always_allow", target=tool_name(server, tool),
             origin="conversation", detail=f"in workspace {team}"))
 
-    async def _audit(self, actor: str, name: str, arguments: dict[str, Any],
-                     detail: str) -> None:
+    async def _audit(self, actor: str, name: str, arguments: dict[str, Any], detail: str,
+                     *, action: str = "tool.call") -> None:
         said = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
         clipped = said if len(said) <= AUDITED_ARGUMENTS else said[:AUDITED_ARGUMENTS] + "…"
         await self.stores.run(lambda stores: stores.audit.record(
-            actor=actor or "unknown", action="tool.call", target=name,
+            actor=actor or "unknown", action=action, target=name,
             origin="conversation", detail=f"{detail}; arguments {clipped}"))
 
 def names(tools: Sequence[Tool[Caller]]) -> list[str]:

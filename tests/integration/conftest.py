@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +14,9 @@ from tests.fakes import HashingEmbedder
 from tests.integration.installs_harness import Served, serving_installs
 from tests.integration.slack_harness import Harness, running_bridge
 from tests.servers.anthropic_api import FakeAnthropic
+
+MCP_SERVERS = Path(__file__).resolve().parents[1] / "mcp_servers"
+EVERYTHING = MCP_SERVERS / "node_modules" / ".bin" / "mcp-server-everything"
 
 
 @pytest.fixture
@@ -28,3 +34,14 @@ def served(model_settings: Settings, fake_anthropic: FakeAnthropic,
     """Thoth installed into workspaces through the loopback Slack (installs_harness)."""
     with serving_installs(model_settings, fake_anthropic, hashing_embedder) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def everything() -> str:
+    """The reference server's command, installed from the lockfile when it is not yet."""
+    if not EVERYTHING.exists():
+        npm = shutil.which("npm")
+        assert npm is not None, "npm is needed for the MCP client tests (.ci/run installs it)"
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--prefix", str(MCP_SERVERS)],
+                       check=True, capture_output=True, timeout=300)
+    return str(EVERYTHING)

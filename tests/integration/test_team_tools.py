@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -26,21 +25,8 @@ from tests.fakes import HashingEmbedder, RecordingSink
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
 
-SERVERS = Path(__file__).resolve().parents[1] / "mcp_servers"
-EVERYTHING = SERVERS / "node_modules" / ".bin" / "mcp-server-everything"
 PUBLIC = Place("T1", "C1", "public", None, "general")
 DM = Place("T1", "D1", "im", None, None)
-
-
-@pytest.fixture(scope="session")
-def everything() -> str:
-    """The reference server's command, installed from the lockfile when it is not yet."""
-    if not EVERYTHING.exists():
-        npm = shutil.which("npm")
-        assert npm is not None, "npm is needed for the MCP client tests (.ci/run installs it)"
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--prefix", str(SERVERS)],
-                       check=True, capture_output=True, timeout=300)
-    return str(EVERYTHING)
 
 
 def _app(settings: Settings, tmp_path: Path, servers: dict[str, Any],
