@@ -3,19 +3,31 @@ deliveries and clicks through the real Bolt app, the reference MCP server from n
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import urllib.parse
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from bridge.app import build
 from bridge.settings import Settings
+from bridge.slack.bolt_app import build_bridge
+from bridge.slack.http_server import SlackHttpServer
+from bridge.slack.runner import TurnRunner
 from bridge.slack_api.tool_cards import ALLOW_ALWAYS, ALLOW_ONCE, DENY
 from bridge.team_tools.grants import Grants
 from tests.fakes import HashingEmbedder
-from tests.integration.slack_harness import CHANNEL, FOUNDER, Harness, running_bridge
+from tests.integration.slack_harness import (
+    CHANNEL,
+    FOUNDER,
+    SECRET,
+    Harness,
+    running_bridge,
+)
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.waiting import wait_until
@@ -158,3 +170,44 @@ def test_a_lapsed_ask_runs_nothing(harness: Harness, fake_anthropic: FakeAnthrop
     assert "No one answered in 30 minutes" in json.dumps(
         (harness.slack.message(CHANNEL, card_ts) or {}).get("blocks"))
     assert len(fake_anthropic.requests) == 2
+
+
+@contextmanager
+def _another_replica(h: Harness, embedder: HashingEmbedder) -> Iterator[Harness]:
+    """A second ``thoth serve`` on the same database and Slack, as behind a load balancer."""
+    thoth = build(h.thoth.settings, embedder=embedder)
+    runner = TurnRunner()
+    runner.start()
+    bridge = runner.call(build_bridge(thoth, runner))
+    server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0)
+    server.start()
+    try:
+        yield dataclasses.replace(h, thoth=thoth, bridge=bridge,
+                                  url=f"http://127.0.0.1:{server.port}/slack/events")
+    finally:
+        server.stop()
+        runner.shutdown(30, last=thoth.drain())
+        thoth.close()
+
+
+def test_the_click_is_taken_by_another_replica_than_the_one_that_asked(
+    harness: Harness, fake_anthropic: FakeAnthropic, hashing_embedder: HashingEmbedder
+) -> None:
+    fake_anthropic.push(api.tool_use(TOGGLE, {}), api.text("Asked."),
+                        api.text("Done, from the other replica."))
+    thread = "1700000600.000100"
+    harness.mention("toggle logging", thread)
+    card_ts, ask_id = _card(harness, thread)
+    wait_until(lambda: len(fake_anthropic.requests) == 2)
+    with _another_replica(harness, hashing_embedder) as other:
+        assert _click(other, ALLOW_ONCE, ask_id, card_ts, "U1") == 200
+        wait_until(lambda: len(fake_anthropic.requests) == 3)
+        wait_until(lambda: any("Done, from the other replica." in json.dumps(m)
+                               for m in harness.replies_in(thread)))
+        # The first replica never ran it: the second did, and said so on the card.
+        assert _click(harness, ALLOW_ONCE, ask_id, card_ts, "U1") == 200
+        wait_until(lambda: any("answered already" in e["text"]
+                               for e in harness.slack.ephemerals(CHANNEL)))
+    calls = [e for e in harness.thoth.audit.entries(action="tool") if e.action == "tool.call"]
+    assert len(calls) == 1 and _asks(harness) == [("allowed", "U1")]
+    assert len(fake_anthropic.requests) == 3
