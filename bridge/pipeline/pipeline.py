@@ -136,10 +136,16 @@ class TurnPipeline:
             opened = session
             first_turn = await self._transcript.run(
                 lambda transcript: transcript.count(opened.id)) == 0
-            context = await self._gather(turn, session.id, sink, first_turn=first_turn)
+            # The turn's other tools (the team's servers, listed on first use) are found
+            # while its context is gathered.
+            finding_tools = asyncio.ensure_future(self._tools.for_turn(turn))
+            try:
+                context = await self._gather(turn, session.id, sink, first_turn=first_turn)
+                tools = await finding_tools
+            finally:
+                finding_tools.cancel()
             timings.context_ready = time.monotonic()
             answer = Answer(model=self._model.name)
-            tools = await self._tools.for_turn(turn)
             request = build_request(
                 turn,
                 context,
