@@ -232,7 +232,8 @@ def build(
     off_episodic = None if settings.episodic_disabled else Offloaded(episodic)
     off_skills = Offloaded(skills)
     off_sessions = Offloaded(sessions)
-    team_tools, team_tools_problem = the_team_tools(settings, db)
+    file_reader = FileReader(file_limits(settings))
+    team_tools, team_tools_problem = the_team_tools(settings, db, file_reader)
     pipeline = TurnPipeline(
         sessions=off_sessions,
         transcript=Offloaded(transcript),
@@ -306,7 +307,7 @@ def build(
         leases=leases,
         brain_problem=brain_problem,
         brain_peers=brain_peers,
-        file_reader=FileReader(file_limits(settings)),
+        file_reader=file_reader,
         team_tools=team_tools,
         team_tools_problem=team_tools_problem,
     )
@@ -399,7 +400,8 @@ def model_tools(
     ))
 
 
-def the_team_tools(settings: Settings, db: Database) -> tuple[TeamTools | None, str | None]:
+def the_team_tools(settings: Settings, db: Database, reader: FileReader,
+                   ) -> tuple[TeamTools | None, str | None]:
     """The team's MCP servers from ``mcp.json`` (None without the file), or why the file
     cannot be used: Thoth runs without them, and ``thoth doctor`` says so."""
     try:
@@ -412,7 +414,7 @@ def the_team_tools(settings: Settings, db: Database) -> tuple[TeamTools | None, 
     for name, why in config.refused.items():
         log.error("MCP server %s is not used: %s", name, why)
     stores = TeamToolStores(Grants(db), Asks(db), AuditLog(db))
-    return TeamTools(config, Offloaded(stores), timeout_s=settings.mcp_tool_timeout_s,
+    return TeamTools(config, Offloaded(stores), reader, timeout_s=settings.mcp_tool_timeout_s,
                      logs=settings.thoth_home / "logs"), None
 
 

@@ -162,7 +162,7 @@ def _image(file: SharedFile, limits: Limits) -> Read | Unread:
     except (UnidentifiedImageError, OSError, SyntaxError, ValueError):
         return Unread(file.name, "the image is damaged or cut short")
     return Read(file.name, "image", None, shown or file.data,
-                media_type if shown is None else _scaled_type(media_type), note)
+                media_type if shown is None else _type_written(shown), note)
 
 
 def _scaled(image: Image.Image, image_format: str, size: int,
@@ -191,8 +191,10 @@ def _scaled(image: Image.Image, image_format: str, size: int,
     return out.getvalue(), note
 
 
-def _scaled_type(media_type: str) -> str:
-    return "image/jpeg" if media_type == "image/jpeg" else "image/png"
+def _type_written(shown: bytes) -> str:
+    """What ``_scaled`` wrote: a JPEG (a JPEG kept, or any image too large as a PNG), or
+    a PNG."""
+    return "image/jpeg" if shown.startswith(b"\xff\xd8\xff") else "image/png"
 
 
 def _pdf(file: SharedFile, limits: Limits) -> Read | Unread:

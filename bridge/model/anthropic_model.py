@@ -28,6 +28,7 @@ from bridge.model.protocol import (
     SystemSection,
     ToolCall,
     ToolExchange,
+    ToolOutcome,
 )
 from layers.shared.quoting import quoted
 
@@ -165,17 +166,22 @@ def _attachment(attached: Attachment) -> list[dict[str, Any]]:
     text file (and the list of files not read) as quoted text, never as instructions."""
     name = quoted(attached.name)
     if attached.kind in ("image", "document"):
-        source = {"type": "base64", "media_type": attached.media_type,
-                  "data": base64.b64encode(attached.data).decode("ascii")}
-        shown: dict[str, Any] = {"type": attached.kind, "source": source}
-        if attached.kind == "document":
-            shown["title"] = attached.name
-        return [{"type": "text", "text": f'<shared-file name="{name}"/>'}, shown]
+        return [{"type": "text", "text": f'<shared-file name="{name}"/>'}, _shown(attached)]
     if attached.kind == "unread":
         return [{"type": "text", "text": f"<unread-files>\n{quoted(attached.text)}\n"
                                          "</unread-files>"}]
     return [{"type": "text", "text": f'<shared-file name="{name}">\n{quoted(attached.text)}\n'
                                      "</shared-file>"}]
+
+
+def _shown(attached: Attachment) -> dict[str, Any]:
+    """An image or a document as the block the model sees it in."""
+    source = {"type": "base64", "media_type": attached.media_type,
+              "data": base64.b64encode(attached.data).decode("ascii")}
+    shown: dict[str, Any] = {"type": attached.kind, "source": source}
+    if attached.kind == "document":
+        shown["title"] = attached.name
+    return shown
 
 
 def _tool_round(exchange: ToolExchange) -> list[dict[str, Any]]:
@@ -186,11 +192,27 @@ def _tool_round(exchange: ToolExchange) -> list[dict[str, Any]]:
         for call in exchange.calls
     ]
     results = [
-        {"type": "tool_result", "tool_use_id": outcome.call_id, "content": outcome.text,
+        {"type": "tool_result", "tool_use_id": outcome.call_id,
+         "content": _tool_content(outcome),
          **({"is_error": True} if outcome.is_error else {})}
         for outcome in exchange.outcomes
     ]
     return [{"role": "assistant", "content": asked}, {"role": "user", "content": results}]
+
+
+def _tool_content(outcome: ToolOutcome) -> str | list[dict[str, Any]]:
+    """A tool's answer: its text, then the images it answered with as image blocks (a
+    tool_result's content may be text and image blocks); what could not be shown is
+    named in quoted text. No empty text block: the API refuses one."""
+    if not outcome.attachments:
+        return outcome.text
+    blocks: list[dict[str, Any]] = []
+    if outcome.text.strip():
+        blocks.append({"type": "text", "text": outcome.text})
+    for attached in outcome.attachments:
+        blocks.extend([_shown(attached)] if attached.kind in ("image", "document")
+                      else _attachment(attached))
+    return blocks
 
 
 def _result(message: Any) -> ModelResult:

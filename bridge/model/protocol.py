@@ -43,15 +43,6 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
-class ToolOutcome:
-    """What one tool call answered: text for the model, and whether it is an error."""
-
-    call_id: str
-    text: str
-    is_error: bool = False
-
-
-@dataclass(frozen=True)
 class Attachment:
     """A file shown with a message: an image or a PDF the model sees as it is
     (``data``, of ``media_type``), or a text file quoted (``text``); ``text`` alone
@@ -62,6 +53,17 @@ class Attachment:
     media_type: str | None = None
     data: bytes = b""
     text: str = ""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one tool call answered: text for the model, whether it is an error, and the
+    images it answered with (a team's MCP tool), shown after the text."""
+
+    call_id: str
+    text: str
+    is_error: bool = False
+    attachments: tuple[Attachment, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,8 @@ class ToolExchange:
     @property
     def characters(self) -> int:
         return sum(len(str(call.input)) for call in self.calls) + sum(
-            len(outcome.text) for outcome in self.outcomes)
+            len(outcome.text) + sum(len(attached.text) for attached in outcome.attachments)
+            for outcome in self.outcomes)
 
 
 Message = Said | ToolExchange

@@ -12,12 +12,12 @@ from bridge.pipeline.turn import Turn
 async def run_tool_round(
     request: ModelRequest, result: ModelResult, turn: Turn, sink: ReplySink, tools: ToolBox
 ) -> ModelRequest:
-    outcomes = []
+    outcomes: list[ToolOutcome] = []
     for call in result.tool_calls:
         title = tools.step_title(call.name)
         await show_step(sink, Step(call.id, title, "in_progress"), stop=True)
-        text, is_error = await tools.run(call, turn)
-        await show_step(sink, Step(call.id, title, "error" if is_error else "complete"),
+        outcome = await tools.outcome(call, turn)
+        await show_step(sink, Step(call.id, title, "error" if outcome.is_error else "complete"),
                         stop=True)
-        outcomes.append(ToolOutcome(call.id, text, is_error))
+        outcomes.append(outcome)
     return request.after_tools(result, outcomes)

@@ -29,7 +29,6 @@ from bridge.team_tools.config import tool_name
 from bridge.team_tools.team_tools import TeamTools
 from layers.shared.audit import slack_actor
 from layers.shared.errors import BadInput
-from layers.shared.quoting import quoted
 
 log = logging.getLogger(__name__)
 
@@ -114,17 +113,20 @@ class ToolAsking:
             await self._tools.grant(ask.place.team, ask.asker, ask.server, ask.tool)
         how = f"allowed by {user} on a card" + (", always" if always else "")
         try:
-            text = await self._tools.run(ask.server, ask.tool, ask.arguments,
-                                         actor=slack_actor(user), how=how)
+            answer = await self._tools.run(ask.server, ask.tool, ask.arguments,
+                                           actor=slack_actor(user), how=how)
         except BadInput as failed:
             await self._answered(ask, f"{mention(user)} allowed it; it failed.")
+            # Its words quote what the server said already.
             return AnsweredCall(ask, f"[allowed {name}]", (
-                f"{mention(user)} allowed {name}, and it failed: {quoted(str(failed))}"),
+                f"{mention(user)} allowed {name}, and it failed: {failed}"),
                 reader_team=_team_of(body))
         await self._answered(ask, f"{mention(user)} allowed it"
                                   f"{' from now on' if always else ' once'}: it ran.")
+        images = len(answer.attachments)
         return AnsweredCall(ask, f"[allowed {name}]", (
-            f"{mention(user)} allowed {name}, and it ran. It answered:\n{quoted(text)}"),
+            f"{mention(user)} allowed {name}, and it ran. It answered:\n{answer.for_model}"
+            + (f"\n[and {images} image(s), not shown in this turn]" if images else "")),
             reader_team=_team_of(body))
 
     async def _answered(self, ask: Ask, verdict: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import mcp_types as types
 
+from bridge.files.reader import FileReader
 from bridge.pipeline.tools import Answer, Caller, Tool
 from bridge.pipeline.tools.approvals import AskedCall, Decision, approvals_of
 from bridge.pipeline.tools.arguments import Arguments
@@ -26,11 +27,12 @@ from bridge.team_tools.asks import Asks
 from bridge.team_tools.config import TeamToolsConfig, tool_name
 from bridge.team_tools.connection import ServerConnection, ServerDown
 from bridge.team_tools.grants import Grants
-from bridge.team_tools.results import result_text
+from bridge.team_tools.results import result_images, result_text
 from layers.shared.audit.log import AuditLog
 from layers.shared.errors import BadInput
 from layers.shared.offloaded import Offloaded
 from layers.shared.places import Place
+from layers.shared.quoting import quoted
 from layers.shared.redaction import redact
 
 log = logging.getLogger(__name__)
@@ -66,10 +68,12 @@ class TeamToolStores:
 class TeamTools:
     """Every server of the team's ``mcp.json``, connected when first used."""
 
-    def __init__(self, config: TeamToolsConfig, stores: Offloaded[TeamToolStores], *,
-                 timeout_s: float, logs: Path | None = None) -> None:
+    def __init__(self, config: TeamToolsConfig, stores: Offloaded[TeamToolStores],
+                 reader: FileReader, *, timeout_s: float, logs: Path | None = None) -> None:
+        """``reader``: where the images a tool answers with are read and scaled."""
         self.config = config
         self.stores = stores
+        self._reader = reader
         self._timeout_s = timeout_s
         self._servers = {name: ServerConnection(name, entry, logs=logs)
                          for name, entry in config.servers.items()}
@@ -116,8 +120,8 @@ class TeamTools:
                 await self._audit(caller.actor, item.name, given, decision.how,
                                   action="tool.not_run")
                 raise BadInput(decision.told)
-            return Answer(await self.run(item.server, item.tool.name, given,
-                                         actor=caller.actor, how=decision.how))
+            return await self.run(item.server, item.tool.name, given, actor=caller.actor,
+                                  how=decision.how)
 
         description = (item.tool.description or item.tool.title or item.tool.name).strip()
         return Tool(item.name, f"[{item.server}] {description}",
@@ -125,9 +129,10 @@ class TeamTools:
                     step_title=f"Using {item.server}: {item.tool.name}")
 
     async def run(self, server: str, tool: str, arguments: dict[str, Any], *, actor: str,
-                  how: str) -> str:
-        """Call the tool now (its yes given), audit it, and return what the model reads;
-        ``BadInput`` with one line when it could not answer."""
+                  how: str) -> Answer:
+        """Call the tool now (its yes given), audit it, and return what the model reads
+        (the text quoted, its images shown); ``BadInput`` with one line when it could not
+        answer, the server's words in it quoted."""
         name = tool_name(server, tool)
         connection = self._servers.get(server)
         if connection is None:
@@ -136,13 +141,13 @@ class TeamTools:
             result = await connection.call(tool, arguments, self._timeout_s)
         except ServerDown as down:
             await self._audit(actor, name, arguments, f"{how}; failed: {down}")
-            raise BadInput(f"{down}; go on without it") from down
+            raise BadInput(f"{quoted(str(down))}; go on without it") from down
         text = result_text(result)
         await self._audit(actor, name, arguments,
                           f"{how}; {'error, ' if result.is_error else ''}{len(text):,} characters")
         if result.is_error:
-            raise BadInput(f"{name} answered with an error: {text}")
-        return text
+            raise BadInput(f"{name} answered with an error: {quoted(text)}")
+        return Answer(text, attachments=await result_images(result, self._reader))
 
     async def _decided(self, call: AskedCall, turn: Turn) -> Decision:
         """Whether the call may run: never with a secret in it; at once with the person's

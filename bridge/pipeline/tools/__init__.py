@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
-from bridge.model.protocol import ToolCall, ToolSpec
+from bridge.model.protocol import Attachment, ToolCall, ToolOutcome, ToolSpec
 from bridge.pipeline.tools.arguments import Arguments
 from bridge.pipeline.turn import Turn
 from layers.identity.protocol import Person
@@ -86,11 +86,13 @@ class Audit:
 class Answer:
     """``data``: what a program reads (JSON: MCP's structured result). ``text``: what the
     model reads, when it is not ``data`` quoted; a tool that gives it says why it may be
-    read unquoted (its own words, or a procedure the founders approved)."""
+    read unquoted (its own words, or a procedure the founders approved). ``attachments``:
+    the images the model sees after the text (a team's MCP tool answered with them)."""
 
     data: Any
     text: str | None = None
     audit: Audit | None = None
+    attachments: tuple[Attachment, ...] = ()
 
     @property
     def for_model(self) -> str:
@@ -196,14 +198,21 @@ class ToolBox:
 
     async def run(self, call: ToolCall, turn: Turn) -> ToolResult:
         """The tool's text result and whether it is an error."""
+        outcome = await self.outcome(call, turn)
+        return outcome.text, outcome.is_error
+
+    async def outcome(self, call: ToolCall, turn: Turn) -> ToolOutcome:
+        """What the model is told of the call: the text, whether it is an error, and the
+        images it answered with."""
         tool = self._named(call.name)
         if tool is None:
-            return f"Unknown tool {call.name!r}.", True
+            return ToolOutcome(call.id, f"Unknown tool {call.name!r}.", True)
         try:
             answer = await tool.handle(speaker(turn), Arguments(call.input))
         except BadInput as error:
-            return str(error), True
+            return ToolOutcome(call.id, str(error), True)
         except Exception:
             log.exception("tool %s failed", call.name)
-            return f"The tool {call.name} failed; go on without it.", True
-        return answer.for_model, False
+            return ToolOutcome(call.id, f"The tool {call.name} failed; go on without it.",
+                               True)
+        return ToolOutcome(call.id, answer.for_model, False, answer.attachments)
