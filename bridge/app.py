@@ -233,7 +233,7 @@ def build(
     off_skills = Offloaded(skills)
     off_sessions = Offloaded(sessions)
     file_reader = FileReader(file_limits(settings))
-    team_tools, team_tools_problem = the_team_tools(settings, db, file_reader)
+    team_tools, team_tools_problem = the_team_tools(settings, db, file_reader, off_skills)
     pipeline = TurnPipeline(
         sessions=off_sessions,
         transcript=Offloaded(transcript),
@@ -401,7 +401,7 @@ def model_tools(
 
 
 def the_team_tools(settings: Settings, db: Database, reader: FileReader,
-                   ) -> tuple[TeamTools | None, str | None]:
+                   skills: Offloaded[SkillLibrary]) -> tuple[TeamTools | None, str | None]:
     """The team's MCP servers from ``mcp.json`` (None without the file), or why the file
     cannot be used: Thoth runs without them, and ``thoth doctor`` says so."""
     try:
@@ -415,7 +415,7 @@ def the_team_tools(settings: Settings, db: Database, reader: FileReader,
         log.error("MCP server %s is not used: %s", name, why)
     stores = TeamToolStores(Grants(db), Asks(db), AuditLog(db))
     return TeamTools(config, Offloaded(stores), reader, timeout_s=settings.mcp_tool_timeout_s,
-                     logs=settings.thoth_home / "logs"), None
+                     logs=settings.thoth_home / "logs", skills=skills), None
 
 
 def uses_honcho(settings: Settings) -> bool:

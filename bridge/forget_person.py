@@ -14,7 +14,8 @@ Grid org's):
 - their memory notes, in every state (a kept note's line leaves MEMORY.md), and the notes
   drawn from their DMs;
 - which of their turns recalled what (the console's provenance);
-- their MCP tokens are revoked (a revoked token is kept, as every revoked token is).
+- their MCP tokens are revoked (a revoked token is kept, as every revoked token is);
+- the team's tools they always allowed, and their calls still waiting for their yes.
 
 Kept, and said so (``PersonForgotten.describe``): their exchanges in channels and group
 DMs, each part of a conversation other people took part in (🗑️ or the console's Forget
@@ -190,6 +191,12 @@ class PersonForgetting:
                 "DELETE FROM session_contexts WHERE session_id IN (SELECT t.session_id"
                 ' FROM transcript_turns t JOIN sessions s ON s.id = t.session_id'
                 ' WHERE s.team = ? AND t."user" = ?)', (person.team, person.user))
+            # Their standing yeses for the team's tools, and calls waiting for their yes
+            # (exact arguments they asked with) go.
+            conn.execute('DELETE FROM tool_grants WHERE team = ? AND "user" = ?',
+                         (person.team, person.user))
+            conn.execute("DELETE FROM tool_asks WHERE team = ? AND asker = ?",
+                         (person.team, person.user))
             return int(conn.execute(
                 "UPDATE mcp_tokens SET revoked_at = ?, revoked_by = ?"
                 ' WHERE team = ? AND "user" = ? AND revoked_at IS NULL',

@@ -21,7 +21,7 @@ from layers.episodic.store import EpisodeStore
 from layers.identity.protocol import IdentityBackend, Person
 from layers.identity.tombstones import Tombstones
 from layers.notes.governance import NoteGovernance
-from layers.procedural.drafts import SkillDrafts
+from layers.procedural.drafts import SkillDrafts, is_tool_name
 from layers.working.sessions import Session
 from reflection.followups import Followups
 from reflection.notify import Notifier
@@ -133,6 +133,9 @@ def _skill(
             report.skill_body,
             proposed_by="reflection",
             session_id=session.id,
+            # A name that is no team tool's is left out, not the skill.
+            allowed_tools=tuple(tool for tool in report.skill_allowed_tools
+                                if is_tool_name(tool)),
         )
     writers.notifier.skill_card(draft, session.place)
     result.draft_id = draft.id

@@ -34,12 +34,20 @@ class Reflection(BaseModel):
     skill_slug: str | None = None
     skill_description: str | None = None
     skill_body: str | None = None
+    # The team's tools (``SERVER__tool``) the skill's steps call that change something:
+    # its Agent Skills ``allowed-tools``, run without asking while it is in use once the
+    # founders approve it.
+    skill_allowed_tools: list[str] = Field(default_factory=list, description=(
+        "The team's tools (SERVER__tool) the skill's steps call that may change something,"
+        " to run without asking while the skill is in use; empty unless the session"
+        " showed they are needed"))
     memory_notes: list[str] = Field(default_factory=list)
     persona_observations: list[str] = Field(default_factory=list)
     next_check_at: datetime | None = None
     user_model_updates: dict[str, list[str]] = Field(default_factory=dict)
 
-    @field_validator("memory_notes", "persona_observations", mode="before")
+    @field_validator("memory_notes", "persona_observations", "skill_allowed_tools",
+                     mode="before")
     @classmethod
     def _none_is_empty(cls, value: object) -> object:
         return [] if value is None else value

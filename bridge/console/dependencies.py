@@ -20,6 +20,7 @@ from bridge.slack_api.memberships import SlackMemberships
 from bridge.slack_api.note_cards import NoteCardStore
 from bridge.slack_api.skill_cards import CardStore
 from bridge.slack_api.workspace_client import WorkspaceOf
+from bridge.team_tools.grants import Grants
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.protocol import IdentityBackend
 from layers.identity.tombstones import Tombstones
@@ -58,6 +59,8 @@ class ConsoleStores:
     mcp_tokens: McpTokens
     # The persona's files, as every prompt reads them.
     persona: PersonaLoader
+    # Who always allows which of the team's tools ("Always allow" on a card, `a` in chat).
+    grants: Grants
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
                            thoth.drafts, thoth.brain, thoth.ledger, SpendReader(thoth.db),
                            thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
                            CardStore(thoth.db), thoth.reflections, thoth.sessions,
-                           thoth.mcp_tokens, thoth.persona)
+                           thoth.mcp_tokens, thoth.persona, Grants(thoth.db))
     settings, slack = thoth.settings, thoth.slack
     return ConsoleDependencies(Offloaded(stores), settings.daily_cost_cap_usd,
                         thoth.identity, thoth.forgetting, slack.client, slack.memberships,

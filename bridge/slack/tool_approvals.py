@@ -110,7 +110,8 @@ class ToolAsking:
                 " unless they ask; say what you can do instead."),
                 reader_team=_team_of(body))
         if always:
-            await self._tools.grant(ask.place.team, ask.asker, ask.server, ask.tool)
+            await self._tools.grant(ask.place.team, ask.asker, ask.server, ask.tool,
+                                    actor=slack_actor(user))
         how = f"allowed by {user} on a card" + (", always" if always else "")
         try:
             answer = await self._tools.run(ask.server, ask.tool, ask.arguments,

@@ -112,6 +112,12 @@ def card_blocks(draft: Draft, console: ConsoleLinks | None) -> list[dict[str, An
             {"type": "section", "text": {"type": "mrkdwn", "text": f"```{piece}```"}}
             for piece in split_message(escape(draft.body), BODY_SECTION_CHARS)
         )
+    if draft.allowed_tools:
+        # Approving the skill approves these: they run without asking while it is in use.
+        tools = ", ".join(f"`{escape(tool)}`" for tool in draft.allowed_tools)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": preview(
+            f"*Runs without asking, while this skill is in use:* {tools}",
+            SECTION_CHARS - 1)}})
     if draft.state is DraftState.PENDING:
         blocks.append(
             {

@@ -28,6 +28,7 @@ from bridge.team_tools.config import TeamToolsConfig, tool_name
 from bridge.team_tools.connection import ServerConnection, ServerDown
 from bridge.team_tools.grants import Grants
 from bridge.team_tools.results import result_images, result_text
+from layers.procedural.skills import SkillLibrary
 from layers.shared.audit.log import AuditLog
 from layers.shared.errors import BadInput
 from layers.shared.offloaded import Offloaded
@@ -69,11 +70,14 @@ class TeamTools:
     """Every server of the team's ``mcp.json``, connected when first used."""
 
     def __init__(self, config: TeamToolsConfig, stores: Offloaded[TeamToolStores],
-                 reader: FileReader, *, timeout_s: float, logs: Path | None = None) -> None:
-        """``reader``: where the images a tool answers with are read and scaled."""
+                 reader: FileReader, *, timeout_s: float, logs: Path | None = None,
+                 skills: Offloaded[SkillLibrary] | None = None) -> None:
+        """``reader``: where the images a tool answers with are read and scaled;
+        ``skills``: whose ``allowed-tools`` pre-approve a tool while one is in use."""
         self.config = config
         self.stores = stores
         self._reader = reader
+        self._skills = skills
         self._timeout_s = timeout_s
         self._servers = {name: ServerConnection(name, entry, logs=logs)
                          for name, entry in config.servers.items()}
@@ -115,7 +119,7 @@ class TeamTools:
             given = arguments.given
             decision = (Decision(True, how="read-only") if item.read_only
                         else await self._decided(AskedCall(item.server, item.tool.name, given),
-                                                 turn))
+                                                 turn, caller.skills_in_use, caller.actor))
             if not decision.allowed:
                 await self._audit(caller.actor, item.name, given, decision.how,
                                   action="tool.not_run")
@@ -149,9 +153,12 @@ class TeamTools:
             raise BadInput(f"{name} answered with an error: {quoted(text)}")
         return Answer(text, attachments=await result_images(result, self._reader))
 
-    async def _decided(self, call: AskedCall, turn: Turn) -> Decision:
+    async def _decided(self, call: AskedCall, turn: Turn,
+                       skills_in_use: frozenset[str] = frozenset(),
+                       caller_actor: str = "") -> Decision:
         """Whether the call may run: never with a secret in it; at once with the person's
-        standing yes; else as the person answers where they can be asked."""
+        standing yes, or a skill in use that pre-approves it; else as the person answers
+        where they can be asked."""
         said = json.dumps(call.arguments, ensure_ascii=False, sort_keys=True)
         if redact(said) != said:
             return Decision(False, f"The arguments of {call.name} hold what looks like a"
@@ -159,20 +166,38 @@ class TeamTools:
                                    " from a conversation: it did not run. Say so, and that"
                                    " the token belongs in the server's entry of mcp.json.",
                             "a secret in its arguments")
+        approving = await self._skill_allowing(call.name, skills_in_use)
+        if approving is not None:
+            return Decision(True, how=f"pre-approved by the skill {approving} (allowed-tools)")
         person = turn.person
         if person is not None and await self.stores.run(lambda stores: stores.grants.allows(
                 person.team, person.user, call.server, call.tool)):
             return Decision(True, how=f"always allowed by {person.user}")
         decision = await approvals_of(turn).ask(call, turn)
         if decision.allowed and decision.always and person is not None:
-            await self.grant(person.team, person.user, call.server, call.tool)
+            await self.grant(person.team, person.user, call.server, call.tool,
+                             actor=caller_actor)
         return decision
 
-    async def grant(self, team: str, user: str, server: str, tool: str) -> None:
-        """The person's standing yes for the tool, audited."""
+    async def _skill_allowing(self, name: str, in_use: frozenset[str]) -> str | None:
+        """The first skill in use whose ``allowed-tools`` name this tool, if any."""
+        if self._skills is None or not in_use:
+            return None
+
+        def allowing(library: SkillLibrary) -> str | None:
+            return next((slug for slug in sorted(in_use)
+                         if (skill := library.get(slug)) is not None and skill.allows(name)),
+                        None)
+
+        return await self._skills.run(allowing)
+
+    async def grant(self, team: str, user: str, server: str, tool: str, *,
+                    actor: str) -> None:
+        """The person's standing yes for the tool, audited as ``actor`` (as the audit
+        log names them: ``slack:U…`` from Slack)."""
         await self.stores.run(lambda stores: stores.grants.grant(team, user, server, tool))
         await self.stores.run(lambda stores: stores.audit.record(
-            actor=user, action="tool.always_allow", target=tool_name(server, tool),
+            actor=actor or user, action="tool.always_allow", target=tool_name(server, tool),
             origin="conversation", detail=f"in workspace {team}"))
 
     async def _audit(self, actor: str, name: str, arguments: dict[str, Any], detail: str,

@@ -8,6 +8,7 @@ version instead of overwriting it. Every state change records who and when.
 from __future__ import annotations
 
 import json
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -61,11 +62,13 @@ class Draft:
     decided_by: str | None = None
     decided_at: float | None = None
     commit_sha: str | None = None
+    # The Agent Skills ``allowed-tools``: the team's tools it pre-approves while in use.
+    allowed_tools: tuple[str, ...] = ()
 
 
 _COLUMNS = (
     "id, slug, version, base_version, title, description, body, tags, state, proposed_by,"
-    " proposed_at, session_id, decided_by, decided_at, commit_sha"
+    " proposed_at, session_id, decided_by, decided_at, commit_sha, allowed_tools"
 )
 
 
@@ -88,8 +91,11 @@ class SkillDrafts:
         tags: tuple[str, ...] = (),
         proposed_by: str | None = None,
         session_id: str | None = None,
+        allowed_tools: tuple[str, ...] = (),
     ) -> Draft:
-        """Store a pending draft (redacted); raises ``BadInput`` if it breaks a rule."""
+        """Store a pending draft (redacted); raises ``BadInput`` if it breaks a rule.
+        ``allowed_tools``: the team's tools (``SERVER__tool``, ``SERVER__*``) it would
+        pre-approve while in use, shown to the founders who decide."""
         try:
             check_slug(slug)
         except ValueError as error:
@@ -117,11 +123,12 @@ class SkillDrafts:
             proposed_by=proposed_by,
             proposed_at=self._clock(),
             session_id=session_id,
+            allowed_tools=_checked_tools(allowed_tools),
         )
         with self._db.write() as conn:
             conn.execute(
                 f"INSERT INTO skill_drafts ({_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 _row(draft),
             )
         return draft
@@ -191,7 +198,8 @@ class SkillDrafts:
                 if draft.base_version
                 else f"Add skill {draft.slug} {draft.version}"
             )
-            skill_md = render_skill_md(draft.slug, draft.description, draft.body)
+            skill_md = render_skill_md(draft.slug, draft.description, draft.body,
+                                       draft.allowed_tools)
             manifest = json.dumps(_manifest(draft, by), indent=2) + "\n"
             sha = self._brain.apply(
                 {f"{folder}/SKILL.md": skill_md, f"{folder}/manifest.json": manifest},
@@ -301,15 +309,34 @@ def _row(draft: Draft) -> tuple[Any, ...]:
         draft.decided_by,
         draft.decided_at,
         draft.commit_sha,
+        " ".join(draft.allowed_tools),
     )
 
 
 def _draft(row: tuple[Any, ...]) -> Draft:
     (
         draft_id, slug, version, base, title, description, body, tags, state,
-        proposed_by, proposed_at, session_id, decided_by, decided_at, sha,
+        proposed_by, proposed_at, session_id, decided_by, decided_at, sha, allowed,
     ) = row
     return Draft(
         draft_id, slug, version, base, title, description, body, tuple(json.loads(tags)),
         DraftState(state), proposed_by, proposed_at, session_id, decided_by, decided_at, sha,
+        tuple(str(allowed).split()),
     )
+
+
+# A tool a skill may pre-approve: the team's server's tool, or all of one server's.
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,30}__(\*|[A-Za-z0-9_.-]{1,64})$")
+
+
+def is_tool_name(tool: str) -> bool:
+    """Whether ``tool`` names a team's tool as a skill's ``allowed-tools`` may."""
+    return bool(_TOOL_NAME.match(tool))
+
+
+def _checked_tools(tools: tuple[str, ...]) -> tuple[str, ...]:
+    for tool in tools:
+        if not is_tool_name(tool):
+            raise BadInput(f"allowed-tools names a team's tool as SERVER__tool or SERVER__*;"
+                           f" {tool!r} is neither")
+    return tuple(dict.fromkeys(tools))

@@ -66,6 +66,15 @@ class Skill:
     body: str
     manifest: SkillManifest
     path: Path
+    # The Agent Skills field ``allowed-tools``: tools the skill pre-approves while it is in
+    # use (the team's MCP tools, ``SERVER__tool`` or ``SERVER__*``), the founders having
+    # approved the skill with it.
+    allowed_tools: tuple[str, ...] = ()
+
+    def allows(self, tool: str) -> bool:
+        """Whether the skill pre-approves the tool named ``SERVER__tool``."""
+        server = tool.split("__", 1)[0]
+        return tool in self.allowed_tools or f"{server}__*" in self.allowed_tools
 
 
 def check_slug(slug: str) -> str:
@@ -92,8 +101,12 @@ def split_front_matter(text: str) -> tuple[dict[str, Any], str]:
     return data, match.group("body").strip()
 
 
-def render_skill_md(slug: str, description: str, body: str) -> str:
-    front = yaml.safe_dump({"name": slug, "description": description}, sort_keys=False)
+def render_skill_md(slug: str, description: str, body: str,
+                    allowed: tuple[str, ...] = ()) -> str:
+    fields: dict[str, str] = {"name": slug, "description": description}
+    if allowed:
+        fields["allowed-tools"] = " ".join(allowed)
+    front = yaml.safe_dump(fields, sort_keys=False)
     return f"---\n{front}---\n\n{body.strip()}\n"
 
 
@@ -122,7 +135,20 @@ def parse_skill(folder: Path) -> Skill:
         raise InvalidSkill(f"manifest.json {where}: {first['msg']}") from error
     if manifest.name != slug:
         raise InvalidSkill(f"manifest name {manifest.name!r} is not the folder's {slug!r}")
-    return Skill(slug, description.strip(), body, manifest, folder)
+    return Skill(slug, description.strip(), body, manifest, folder,
+                 allowed_tools(front.get("allowed-tools")))
+
+
+def allowed_tools(value: object) -> tuple[str, ...]:
+    """The ``allowed-tools`` of a skill's front matter: the specification's space-delimited
+    list (a YAML list is read too)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(value.split())
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return tuple(item.strip() for item in value if item.strip())
+    raise InvalidSkill("front matter allowed-tools is not a space-delimited list of tools")
 
 
 class SkillLibrary:

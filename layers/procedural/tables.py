@@ -77,5 +77,14 @@ SCHEMA = Schema(
             );
             """,
         ),
+        Migration(
+            3,
+            "skill_allowed_tools",
+            portable="""
+            -- The Agent Skills field allowed-tools of a proposed skill (space-delimited):
+            -- the team's tools it pre-approves while in use, approved with the rest of it.
+            ALTER TABLE skill_drafts ADD COLUMN allowed_tools TEXT NOT NULL DEFAULT '';
+            """,
+        ),
     ),
 )

@@ -8,6 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from bridge.all_tables import ALL_SCHEMAS
+from bridge.team_tools.grants import Grants
+from layers.shared.places import LOCAL_TEAM
+from layers.shared.storage.engines import open_sqlite
 from tests.integration.test_console_browser import CHROMIUM, CHROMIUM_ARGS, SHOTS, console
 
 __all__ = ["console"]  # the fixture, shared with the browser tests
@@ -19,7 +25,8 @@ PAGES = {
     "reflections": "/reflections", "persona": "/persona",
     "person": "/people?team=local&user=dana",
     "forget-person": "/people/local/dana/forget", "spend": "/spend", "health": "/health",
-    "audit": "/audit", "export": "/export", "tokens": "/tokens", "not-found": "/no/such/page",
+    "audit": "/audit", "audit-tools": "/audit?action=tool", "export": "/export",
+    "tokens": "/tokens", "not-found": "/no/such/page",
 }
 WIDTHS = {"phone": 390, "desktop": 1280}
 SERIOUS = ("serious", "critical")
@@ -32,11 +39,22 @@ def _problems(results: Any) -> list[str]:
             if violation.get("impact") in SERIOUS]
 
 
-def test_every_page_is_accessible_and_fits_a_phone(console: tuple[str, Path]) -> None:
+@pytest.fixture
+def granted(console: tuple[str, Path]) -> tuple[str, Path]:
+    """The console, with a tool dana always allows: her page lists it with its Revoke."""
+    db = open_sqlite(console[1] / "thoth.db", schemas=ALL_SCHEMAS)
+    try:
+        Grants(db).grant(LOCAL_TEAM, "dana", "github", "create_issue")
+    finally:
+        db.close()
+    return console
+
+
+def test_every_page_is_accessible_and_fits_a_phone(granted: tuple[str, Path]) -> None:
     from axe_playwright_python.sync_playwright import Axe
     from playwright.sync_api import sync_playwright
 
-    link, _ = console
+    link, _ = granted
     base = link.split("/console/")[0] + "/console"
     SHOTS.mkdir(parents=True, exist_ok=True)
     axe = Axe()

@@ -162,3 +162,28 @@ def test_a_terminal_session_two_logins_spoke_in_is_not_one_persons_dm(
         assert [turn.user for turn in app.transcript.turns(shared.id)] == ["dana", "erin"]
     finally:
         app.close()
+
+
+def test_forget_me_takes_the_tools_she_always_allowed_and_her_waiting_asks(
+    isolated_environment: Path,
+) -> None:
+    from bridge.team_tools.asks import Asks
+    from bridge.team_tools.grants import Grants
+
+    app = build(Settings(_env_file=None))  # type: ignore[call-arg]
+    try:
+        grants, asks = Grants(app.db), Asks(app.db)
+        place = Place(LOCAL_TEAM, "terminal", "im")
+        for user in ("dana", "erin"):
+            grants.grant(LOCAL_TEAM, user, "github", "create_issue")
+            asks.ask(place, f"terminal:{user}", user, user, "github", "create_issue",
+                     {"title": f"{user}'s issue"})
+        asyncio.run(app.forgetting.forget([Person(LOCAL_TEAM, "dana")], actor="test",
+                                          origin="test"))
+        assert grants.of_person(LOCAL_TEAM, "dana") == []
+        assert [g.user for g in grants.of_person(LOCAL_TEAM, "erin")] == ["erin"]
+        with app.db.read() as conn:
+            left = [str(row[0]) for row in conn.execute("SELECT asker FROM tool_asks")]
+        assert left == ["erin"]
+    finally:
+        app.close()

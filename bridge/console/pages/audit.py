@@ -13,6 +13,12 @@ from layers.shared.audit.log import AuditEntry
 
 # Entries a chunk of the JSON lines: one page read from the database.
 PAGE = 1000
+# The page's one-click filters: an action's prefix (``AuditLog.entries``), in words.
+KINDS = (
+    ("note", "notes"), ("skill", "skills"), ("episode", "episodes"), ("fact", "facts"),
+    ("person", "people forgotten"), ("tool", "tool calls"), ("mcp", "MCP clients"),
+    ("login", "sign-ins"),
+)
 
 
 async def entries(parts: ConsoleDependencies, action: str, actor: str,

@@ -1,6 +1,7 @@
 """People: everything Thoth keeps about one person, on one page — what the identity
 layer knows (with where each fact was said), their notes in every state, what they said
-(newest first, a page at a time), their MCP tokens — and forgetting it: one fact, or
+(newest first, a page at a time), their MCP tokens, the team's tools they always allow
+(``tool_grants.py``, each revoked there) — and forgetting it: one fact, or
 everything (``bridge/forget_person.py``, as every "forget me"), said first and then done.
 
 A member's page is their own ("what Thoth knows about me"); the operator's, anyone's.
@@ -16,8 +17,10 @@ from bridge.console.dependencies import ConsoleDependencies, ConsoleStores
 from bridge.console.pages.episodes import Listed, viewer_of
 from bridge.console.pages.notes import withdrawn
 from bridge.console.pages.paging import cursor_of, newest_page
+from bridge.console.pages.tool_grants import granted
 from bridge.console.slack_cards import show_note_decided
 from bridge.forget_person import PersonForgotten
+from bridge.team_tools.grants import Grant
 from layers.episodic.episode import Hit
 from layers.episodic.episode_filter import EpisodeFilter
 from layers.identity.known_as import facts_of, known_as
@@ -92,11 +95,13 @@ class Whole:
     notes: list[Note]
     said: Listed
     tokens: list[McpToken]
+    # The team's tools they let run without asking ("Always allow").
+    grants: list[Grant] = field(default_factory=list)
     named: list[Person] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
-        return not (self.facts or self.notes or self.said.hits or self.tokens)
+        return not (self.facts or self.notes or self.said.hits or self.tokens or self.grants)
 
 
 async def whole(parts: ConsoleDependencies, user: SignedInPerson, persons: list[Person],
@@ -119,7 +124,7 @@ async def whole(parts: ConsoleDependencies, user: SignedInPerson, persons: list[
         tokens = [token for person in persons
                   for token in stores.mcp_tokens.listed(person.team, person.user)]
         return Whole(known, said_where, sorted(notes, key=lambda note: -note.created_at),
-                     said, tokens)
+                     said, tokens, granted(stores, persons))
 
     found = await parts.stores.run(read)
     if found.empty and user.sees_everything:

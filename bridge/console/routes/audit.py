@@ -24,7 +24,7 @@ async def log(console: Console, request: Request, user: SignedInPerson) -> Respo
                                              " console links to: start again from the newest.")
     shown, older = await audit.entries(console.parts, action, actor, before)
     return console.page(request, user, "audit.html", action=action, actor=actor,
-                        entries=shown, older=older, paged=bool(before))
+                        entries=shown, older=older, paged=bool(before), kinds=audit.KINDS)
 
 
 # An "Older" link's entry id that is not one (none is negative).

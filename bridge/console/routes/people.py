@@ -7,7 +7,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from bridge.access.signed_in import SignedInPerson
-from bridge.console.pages import people
+from bridge.console.pages import people, tool_grants
 from bridge.console.routes.answers import Console, base, origin, quoted
 from bridge.console.routes.guard import Change, Declared, Page
 from layers.identity.protocol import Person
@@ -81,6 +81,22 @@ async def withdraw_note(console: Console, request: Request, user: SignedInPerson
     return _back_to_person(request, person, "Withdrawn: that note is out of memory.")
 
 
+async def revoke_tool(console: Console, request: Request, user: SignedInPerson) -> Response:
+    """A tool the person always allows, asked about again from now on: by them, or from
+    the operator's view (founders, the operator)."""
+    person = _forgettable(console, request, user)
+    if isinstance(person, Response):
+        return person
+    form = await request.form()
+    try:
+        said = await tool_grants.revoke(
+            console.parts, user, await people.every_key(console.parts, person),
+            str(form.get("server") or ""), str(form.get("tool") or ""), origin(request))
+    except ThothError as error:
+        return console.refused(request, 409, f"Sorry: {error}")
+    return _back_to_person(request, person, said)
+
+
 def _forgettable(console: Console, request: Request,
                  user: SignedInPerson) -> Person | Response:
     """The person a forget's path names, or the answer to one ``user`` may not make."""
@@ -103,6 +119,8 @@ ROUTES: tuple[Declared, ...] = (
     Page("/people", person_page),
     Change("/people/{team}/{user}/facts/{fact_id}/forget", forget_fact),
     Change("/people/{team}/{user}/notes/{note_id}/withdraw", withdraw_note),
+    # The server and tool ride in the form: a tool's name may hold a "/".
+    Change("/people/{team}/{user}/tools/revoke", revoke_tool),
     Page("/people/{team}/{user}/forget", confirm_forget),
     Change("/people/{team}/{user}/forget", forget_person),
 )

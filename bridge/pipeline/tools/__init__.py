@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 from bridge.model.protocol import Attachment, ToolCall, ToolOutcome, ToolSpec
@@ -70,6 +70,9 @@ class Caller:
     # own message (over MCP there is none: a program's call confirms nothing).
     words: str = ""
     at: float = 0.0
+    # The skills loaded so far this turn (``get_skill``): a skill's ``allowed-tools`` are
+    # pre-approved while it is in use.
+    skills_in_use: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,8 @@ class Answer:
     text: str | None = None
     audit: Audit | None = None
     attachments: tuple[Attachment, ...] = ()
+    # The skill this answer put in use (``get_skill``), for the rest of the turn.
+    skill_in_use: str | None = None
 
     @property
     def for_model(self) -> str:
@@ -166,19 +171,20 @@ class ToolBox:
                  ) -> None:
         self._tools = {tool.name: tool for tool in tools}
         self._more = more
+        self._skills_in_use: set[str] = set()
 
     async def for_turn(self, turn: Turn) -> ToolBox:
         """The tools of this turn: Thoth's own, and those found for it (a source that
         fails adds none: the turn goes on with the rest)."""
-        if self._more is None:
-            return self
-        try:
-            found = await self._more.offered(turn)
-        except Exception:
-            log.exception("the turn's other tools could not be found")
-            return self
-        # Thoth's own names are never shadowed by a server's.
-        return ToolBox([*found, *self._tools.values()]) if found else self
+        found: Sequence[Tool[Caller]] = ()
+        if self._more is not None:
+            try:
+                found = await self._more.offered(turn)
+            except Exception:
+                log.exception("the turn's other tools could not be found")
+        # A box of its own for each turn (what it puts in use is the turn's); Thoth's own
+        # names are never shadowed by a server's.
+        return ToolBox([*found, *self._tools.values()])
 
     def _named(self, name: str) -> Tool[Caller] | None:
         return self._tools.get(name) or self._tools.get(FORMER_NAMES.get(name, ""))
@@ -207,12 +213,15 @@ class ToolBox:
         tool = self._named(call.name)
         if tool is None:
             return ToolOutcome(call.id, f"Unknown tool {call.name!r}.", True)
+        caller = replace(speaker(turn), skills_in_use=frozenset(self._skills_in_use))
         try:
-            answer = await tool.handle(speaker(turn), Arguments(call.input))
+            answer = await tool.handle(caller, Arguments(call.input))
         except BadInput as error:
             return ToolOutcome(call.id, str(error), True)
         except Exception:
             log.exception("tool %s failed", call.name)
             return ToolOutcome(call.id, f"The tool {call.name} failed; go on without it.",
                                True)
+        if answer.skill_in_use is not None:
+            self._skills_in_use.add(answer.skill_in_use)
         return ToolOutcome(call.id, answer.for_model, False, answer.attachments)

@@ -28,7 +28,7 @@ def get_skill(skills: Offloaded[SkillLibrary]) -> Tool[Caller]:
         name = arguments.text("name")
         text = await skills.run(skill_md, name)
         log.info("skill %s read", name)
-        return Answer(text, text, Audit(GET_SKILL, name))
+        return Answer(text, text, Audit(GET_SKILL, name), skill_in_use=name)
 
     return Tool(GET_SKILL, (
         "Load one of the team's skills whole: its SKILL.md (name, description and"
@@ -61,4 +61,4 @@ def skill_md(skills: SkillLibrary, name: str) -> str:
     if skill is None:
         known = ", ".join(sorted(skills.skills())) or "none"
         raise BadInput(f"no skill {said(name)}; the team's skills: {known}")
-    return render_skill_md(skill.slug, skill.description, skill.body)
+    return render_skill_md(skill.slug, skill.description, skill.body, skill.allowed_tools)
