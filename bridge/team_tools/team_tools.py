@@ -2,8 +2,11 @@
 as the policy keeps them, run with a timeout, their results capped and quoted.
 
 A server that cannot be reached is left out of that turn (logged; the turn goes on). A
-tool the operator did not list as read-only is asked of a person before it runs
-(``approval.py``); until one says yes it does not run, and the model is told so.
+tool the operator did not list as read-only runs only with a yes: the person's standing
+one (``grants.py``), a skill in use that names it (``allowed-tools``), or the person's
+answer where they can be asked (``bridge/pipeline/tools/approvals.py``); until then it
+does not run, and the model is told so. Every call, and every call not run, is in the
+audit log, its arguments redacted.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -207,6 +210,3 @@ class TeamTools:
         await self.stores.run(lambda stores: stores.audit.record(
             actor=actor or "unknown", action=action, target=name,
             origin="conversation", detail=f"{detail}; arguments {clipped}"))
-
-def names(tools: Sequence[Tool[Caller]]) -> list[str]:
-    return [tool.name for tool in tools]

@@ -22,6 +22,7 @@ from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
 from layers.shared.places import Place
 from tests.fakes import HashingEmbedder, RecordingSink
+from tests.secret_corpus import SECRETS
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
 
@@ -235,3 +236,21 @@ def test_thoth_chat_asks_y_once_a_always_and_no_by_default(
     assert denied.returncode == 0, denied.stderr
     refused = _result_of(fake_anthropic)
     assert refused["is_error"] is True and "did not allow" in refused["content"]
+
+
+def test_a_secret_in_a_calls_arguments_is_never_passed_on_nor_kept(
+    app: Thoth, fake_anthropic: FakeAnthropic
+) -> None:
+    secret = next(s.secret for s in SECRETS if s.kind == "github classic token")
+    fake_anthropic.push(
+        api.tool_use("everything__toggle-simulated-logging", {"note": f"use {secret}"}),
+        api.text("I will not pass that on."))
+    (outcome,) = _turns(app, (f"toggle logging, here is my token {secret}", PUBLIC))
+    assert outcome.ok
+    result = _result_of(fake_anthropic)
+    assert result["is_error"] is True and "looks like a" in result["content"]
+    kept = b"".join(path.read_bytes() for path in app.settings.thoth_home.rglob("*")
+                    if path.is_file())
+    assert secret.encode() not in kept
+    (refused,) = [e for e in app.audit.entries(action="tool") if e.action == "tool.not_run"]
+    assert refused.detail.startswith("a secret in its arguments")
