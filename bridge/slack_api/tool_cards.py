@@ -16,12 +16,18 @@ DENY = "team_tool_deny"
 ARGUMENTS_CHARS = 2_500
 
 
+# Said on every card of a server whose calls all act with the operator's key.
+OPERATOR_KEY = ("It runs with the operator's key for this server: on the server it acts as"
+                " Thoth's operator, not as the person who asked.")
+
+
 def ask_card(ask: Ask) -> tuple[str, list[dict[str, Any]]]:
     """The card's fallback text and blocks, while the call waits."""
     name = tool_name(ask.server, ask.tool)
     expires = int(ask.expires_at)
     blocks = [
         *_what(ask),
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": OPERATOR_KEY}]},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": (
             f"Only {mention(ask.asker)} can allow it; a founder can deny it. It lapses"
             f" <!date^{expires}^{{time}}|in 30 minutes> if no one answers.")}]},
@@ -40,7 +46,7 @@ def ask_card(ask: Ask) -> tuple[str, list[dict[str, Any]]]:
 def answered_card(ask: Ask, verdict: str) -> tuple[str, list[dict[str, Any]]]:
     """The card once answered: what was asked, and the verdict in place of the buttons."""
     return verdict, [*_what(ask), {"type": "context", "elements": [
-        {"type": "mrkdwn", "text": verdict}]}]
+        {"type": "mrkdwn", "text": f"{verdict} {OPERATOR_KEY}"}]}]
 
 
 def _what(ask: Ask) -> list[dict[str, Any]]:

@@ -73,9 +73,16 @@ class ServerEntry(BaseModel):
     tools: ToolFilter = ToolFilter()
     read_only: Annotated[list[str], Field(alias="readOnly")] = []
     places: list[str] | None = None
+    # Whose rights a call acts with: "operator", the key this entry carries (in ``env``
+    # or ``headers``), whoever asks: said on every card and in the audit log. "oauth",
+    # each person's own sign-in, is refused until Thoth can sign people in (issue 52).
+    auth: Literal["operator", "oauth"] = "operator"
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerEntry:
+        if self.auth == "oauth":
+            raise ValueError('"auth": "oauth" (each person\'s own sign-in) is not available'
+                             ' yet: use "auth": "operator" with the key in env or headers')
         if self.is_http:
             if not self.url or not self.url.startswith(("http://", "https://")):
                 raise ValueError("an http server needs a url that starts http:// or https://")

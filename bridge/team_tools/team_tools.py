@@ -209,4 +209,5 @@ class TeamTools:
         clipped = said if len(said) <= AUDITED_ARGUMENTS else said[:AUDITED_ARGUMENTS] + "…"
         await self.stores.run(lambda stores: stores.audit.record(
             actor=actor or "unknown", action=action, target=name,
-            origin="conversation", detail=f"{detail}; arguments {clipped}"))
+            origin="conversation",
+            detail=f"{detail}; with the operator's key; arguments {clipped}"))

@@ -88,6 +88,8 @@ def test_the_askers_allow_runs_the_call_and_the_conversation_goes_on(
     card = harness.slack.message(CHANNEL, card_ts) or {}
     assert "toggle-simulated-logging" in json.dumps(card["blocks"])
     assert "Only <@U1> can allow it" in json.dumps(card["blocks"])
+    # Whose rights it acts with is said on the card: the operator's key, not the asker's.
+    assert "operator's key" in json.dumps(card["blocks"])
     # The model was told it waits, and the call has not run.
     wait_until(lambda: len(fake_anthropic.requests) == 2)
     told = fake_anthropic.requests[1].body["messages"][-1]["content"][0]
@@ -122,6 +124,7 @@ def test_the_askers_allow_runs_the_call_and_the_conversation_goes_on(
     calls = [e for e in harness.thoth.audit.entries(action="tool") if e.action == "tool.call"]
     assert [(e.actor, e.target) for e in calls] == [("slack:U1", TOGGLE)]
     assert "allowed by U1 on a card" in calls[0].detail
+    assert "with the operator's key" in calls[0].detail
 
 
 def test_deny_tells_the_model_and_a_founder_may_deny_too(
