@@ -162,20 +162,27 @@ def running_bridge(
                 **settings_update,
             }
         )
-        thoth = build(settings, embedder=embedder)
-        runner = TurnRunner()
-        runner.start()
-        bridge = runner.call(build_bridge(thoth, runner))
-        server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0)
-        server.start()
-        try:
-            yield Harness(
-                thoth, bridge, slack, fake_anthropic, f"http://127.0.0.1:{server.port}/slack/events"
-            )
-        finally:
-            server.stop()
-            runner.shutdown(30, last=thoth.drain())
-            thoth.close()
+        with serving(settings, embedder) as (thoth, bridge, url):
+            yield Harness(thoth, bridge, slack, fake_anthropic, url)
+
+
+@contextmanager
+def serving(settings: Settings, embedder: HashingEmbedder,
+            ) -> Iterator[tuple[Thoth, SlackTransport, str]]:
+    """One replica of the Slack bridge over HTTP: its app, its bridge and its URL (a
+    second one on the same settings is a second replica behind the load balancer)."""
+    thoth = build(settings, embedder=embedder)
+    runner = TurnRunner()
+    runner.start()
+    bridge = runner.call(build_bridge(thoth, runner))
+    server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0)
+    server.start()
+    try:
+        yield thoth, bridge, f"http://127.0.0.1:{server.port}/slack/events"
+    finally:
+        server.stop()
+        runner.shutdown(30, last=thoth.drain())
+        thoth.close()
 
 
 def shown(message: dict[str, Any]) -> str:

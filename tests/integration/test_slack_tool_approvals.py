@@ -13,20 +13,16 @@ from typing import Any
 
 import pytest
 
-from bridge.app import build
 from bridge.settings import Settings
-from bridge.slack.bolt_app import build_bridge
-from bridge.slack.http_server import SlackHttpServer
-from bridge.slack.runner import TurnRunner
 from bridge.slack_api.tool_cards import ALLOW_ALWAYS, ALLOW_ONCE, DENY
 from bridge.team_tools.grants import Grants
 from tests.fakes import HashingEmbedder
 from tests.integration.slack_harness import (
     CHANNEL,
     FOUNDER,
-    SECRET,
     Harness,
     running_bridge,
+    serving,
 )
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic
@@ -178,19 +174,8 @@ def test_a_lapsed_ask_runs_nothing(harness: Harness, fake_anthropic: FakeAnthrop
 @contextmanager
 def _another_replica(h: Harness, embedder: HashingEmbedder) -> Iterator[Harness]:
     """A second ``thoth serve`` on the same database and Slack, as behind a load balancer."""
-    thoth = build(h.thoth.settings, embedder=embedder)
-    runner = TurnRunner()
-    runner.start()
-    bridge = runner.call(build_bridge(thoth, runner))
-    server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0)
-    server.start()
-    try:
-        yield dataclasses.replace(h, thoth=thoth, bridge=bridge,
-                                  url=f"http://127.0.0.1:{server.port}/slack/events")
-    finally:
-        server.stop()
-        runner.shutdown(30, last=thoth.drain())
-        thoth.close()
+    with serving(h.thoth.settings, embedder) as (thoth, bridge, url):
+        yield dataclasses.replace(h, thoth=thoth, bridge=bridge, url=url)
 
 
 def test_the_click_is_taken_by_another_replica_than_the_one_that_asked(
