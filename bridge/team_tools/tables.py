@@ -1,5 +1,5 @@
 """The team tools' tables: who always allows which tool, and the calls waiting for a
-person's yes (``approval.py``)."""
+person's yes (``bridge/pipeline/tools/approvals.py``)."""
 
 from __future__ import annotations
 
