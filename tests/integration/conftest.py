@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 
 from bridge.settings import Settings
+from layers.episodic.memory import EpisodicMemory
+from layers.layer_tables import LAYER_SCHEMAS
+from layers.shared.embedding.embedder import MiniLMEmbedder
+from layers.shared.storage.database import Database
+from layers.shared.storage.migrations import Schema
 from tests.fakes import HashingEmbedder
 from tests.integration.installs_harness import Served, serving_installs
 from tests.integration.slack_harness import Harness, running_bridge
@@ -45,3 +50,18 @@ def everything() -> str:
         subprocess.run([npm, "ci", "--no-audit", "--no-fund", "--prefix", str(MCP_SERVERS)],
                        check=True, capture_output=True, timeout=300)
     return str(EVERYTHING)
+
+
+OpenDatabase = Callable[[Sequence[Schema]], Database]
+
+
+@pytest.fixture
+def db(open_database: OpenDatabase) -> Database:
+    """The layers' tables on this test's engine (``open_database``: each in turn)."""
+    return open_database(LAYER_SCHEMAS)
+
+
+@pytest.fixture
+def memory(db: Database, minilm: MiniLMEmbedder) -> EpisodicMemory:
+    """Episodic memory over ``db`` with the real MiniLM model."""
+    return EpisodicMemory(db, minilm)

@@ -8,13 +8,9 @@ import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
-import pytest
-
 from layers.episodic.episode import Episode, EpisodeFile
 from layers.episodic.jsonl import episode_to_json, parse_episode_line
 from layers.episodic.memory import EpisodicMemory
-from layers.layer_tables import LAYER_SCHEMAS
-from layers.shared.embedding.embedder import MiniLMEmbedder
 from layers.shared.places import Viewer
 from layers.shared.storage.database import Database
 from layers.shared.storage.migrations import Schema
@@ -25,16 +21,6 @@ OpenDatabase = Callable[[Sequence[Schema]], Database]
 SPEC = ("Section 4. Rollout. The launch deadline for the Lighthouse migration is March 14,"
         " and Priya Raman owns the cutover runbook. " + "Filler about unrelated plans. " * 300
         + "Appendix: the quarantine bucket is named heron-archive-7.")
-
-
-@pytest.fixture
-def db(open_database: OpenDatabase) -> Database:
-    return open_database(LAYER_SCHEMAS)
-
-
-@pytest.fixture
-def memory(db: Database, minilm: MiniLMEmbedder) -> EpisodicMemory:
-    return EpisodicMemory(db, minilm)
 
 
 def _with_spec(id_: str, *, channel: str = "C1", channel_type: str = "public",

@@ -30,16 +30,6 @@ DAY = 86_400.0
 OpenDatabase = Callable[[Sequence[Schema]], Database]
 
 
-@pytest.fixture
-def db(open_database: OpenDatabase) -> Database:
-    return open_database(LAYER_SCHEMAS)
-
-
-@pytest.fixture
-def memory(db: Database, minilm: MiniLMEmbedder) -> EpisodicMemory:
-    return EpisodicMemory(db, minilm)
-
-
 def _episode(id_: str, text: str, *, age_days: float = 1, **where: str) -> Episode:
     return Episode(id=id_, user_text=text, summary="", created_at=NOW - age_days * DAY, **where)  # type: ignore[arg-type]
 
