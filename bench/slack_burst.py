@@ -69,7 +69,7 @@ sys.path[:0] = [str(ROOT)]
 
 from slack_sdk.signature import SignatureVerifier  # noqa: E402
 
-from bridge.slack_api.installs.token_cipher import TokenCipher  # noqa: E402
+from layers.shared.token_cipher import TokenCipher  # noqa: E402
 from tests.postgres import PostgresForTests  # noqa: E402
 from tests.servers import anthropic_api as api  # noqa: E402
 from tests.servers.anthropic_api import FakeAnthropic  # noqa: E402

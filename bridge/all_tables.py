@@ -8,6 +8,7 @@ that listing every table never imports the transport.
 from __future__ import annotations
 
 from bridge.access.tables import SCHEMA as MCP
+from bridge.connections.tables import SCHEMA as CONNECTIONS
 from bridge.model.tables import SCHEMA as MODEL_USAGE
 from bridge.slack_tables import SCHEMA as SLACK
 from bridge.team_tools.tables import SCHEMA as TEAM_TOOLS
@@ -16,4 +17,5 @@ from layers.shared.storage.migrations import Schema
 from reflection.tables import SCHEMA as REFLECTION
 
 ALL_SCHEMAS: tuple[Schema, ...] = (
-    *LAYER_SCHEMAS, MODEL_USAGE, SLACK, REFLECTION, MCP, TEAM_TOOLS)
+    *LAYER_SCHEMAS, MODEL_USAGE, SLACK, REFLECTION, MCP, TEAM_TOOLS,
+    CONNECTIONS)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from bridge.access.tokens import McpTokens
 from bridge.all_tables import ALL_SCHEMAS
 from bridge.commands import CommandServices
+from bridge.connections.oauth_client import Connector, RemoteServer, connect_callback
+from bridge.connections.store import ConnectionStore
 from bridge.files.reader import FileReader
 from bridge.files.reading import MB, Limits
 from bridge.forget_person import ForgetStores, PersonForgetting
@@ -27,12 +29,13 @@ from bridge.pipeline.context.user_model import UserModel
 from bridge.pipeline.pipeline import PipelineConfig, TurnPipeline
 from bridge.pipeline.tools import Caller, Tool, ToolBox
 from bridge.pipeline.tools.offered import ToolDependencies, tools_for
+from bridge.pipeline.web_access import WebAccess
 from bridge.reflection_launcher import run_reflection
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
 from bridge.slack_api.slack_web import SlackWeb
 from bridge.team_tools.asks import Asks
-from bridge.team_tools.config import load_config
+from bridge.team_tools.config import TeamToolsConfig, load_config
 from bridge.team_tools.grants import Grants
 from bridge.team_tools.team_tools import TeamTools, TeamToolStores
 from layers.episodic.memory import EpisodicMemory
@@ -66,6 +69,7 @@ from layers.shared.places import Viewer
 from layers.shared.storage.database import Database
 from layers.shared.storage.engines import connect_postgres, open_sqlite
 from layers.shared.storage.leases import Leases, process_name
+from layers.shared.token_cipher import TokenCipher
 from layers.working.sessions import SessionStore
 from layers.working.transcript import TranscriptStore
 from reflection.followups import Followups
@@ -248,6 +252,8 @@ def build(
                 REPLY_TOKENS,
             ),
             effort=settings.thoth_effort,
+            web=WebAccess(frozenset(settings.web_tools), None if settings.web_tools_places is None
+                          else tuple(settings.web_tools_places)),
         ),
         identity_ingest=ingest,
         context=context_sources(settings, Offloaded(notes.store), user_models, off_episodic),
@@ -286,6 +292,7 @@ def build(
             # /recall searches what is stored even while EPISODIC_DISABLED keeps turns
             # from reading and writing episodes, as `thoth recall` does.
             episodic=Offloaded(episodic), drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
+            connector=None if team_tools is None else team_tools.connector,
         ),
         slack=SlackWeb(settings, db),
         reflections=reflections,
@@ -413,9 +420,39 @@ def the_team_tools(settings: Settings, db: Database, reader: FileReader,
         return None, None
     for name, why in config.refused.items():
         log.error("MCP server %s is not used: %s", name, why)
+    config, connector = connections_of(settings, db, config)
     stores = TeamToolStores(Grants(db), Asks(db), AuditLog(db))
     return TeamTools(config, Offloaded(stores), reader, timeout_s=settings.mcp_tool_timeout_s,
-                     logs=settings.thoth_home / "logs", skills=skills), None
+                     logs=settings.thoth_home / "logs", skills=skills,
+                     connector=connector), None
+
+
+def connections_of(settings: Settings, db: Database, config: TeamToolsConfig,
+                   ) -> tuple[TeamToolsConfig, Connector | None]:
+    """People's own sign-ins to the servers that take them; without what they need
+    (the console's address to come back to, the keys that seal tokens), those servers
+    are refused, each with the line saying what is missing."""
+    signed_in = {name: entry for name, entry in config.servers.items() if entry.auth == "oauth"}
+    if not signed_in:
+        return config, None
+    missing = [name for name, value in (("CONSOLE_URL", settings.console_url),
+                                        ("SLACK_TOKEN_KEYS", settings.slack_token_keys))
+               if not value]
+    if missing:
+        why = (f"people connect their own accounts through the console, which needs"
+               f" {' and '.join(missing)} set")
+        for name in signed_in:
+            log.error("MCP server %s is not used: %s", name, why)
+        return TeamToolsConfig(
+            {name: entry for name, entry in config.servers.items() if name not in signed_in},
+            {**config.refused, **dict.fromkeys(signed_in, why)}), None
+    assert settings.console_url is not None and settings.slack_token_keys is not None
+    cipher = TokenCipher.from_setting(settings.slack_token_keys.get_secret_value())
+    servers = {name: RemoteServer(name, entry.url or "", *(
+        (entry.oauth.client_id, entry.oauth.client_secret, entry.oauth.scope)
+        if entry.oauth is not None else ())) for name, entry in signed_in.items()}
+    return config, Connector(servers, Offloaded(ConnectionStore(db, cipher)),
+                             connect_callback(settings.console_url))
 
 
 def uses_honcho(settings: Settings) -> bool:

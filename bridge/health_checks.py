@@ -449,7 +449,7 @@ def _mcp(app: Thoth) -> list[Check]:
 
 def _team_tools(app: Thoth) -> list[Check]:
     """Each of the team's MCP servers (mcp.json) asked for its tools, all at once."""
-    from bridge.team_tools.probe import Unreachable, probed
+    from bridge.team_tools.probe import SignsPeopleIn, Unreachable, probed
 
     checks = _team_tools_configured(app, probing=True)
     if app.team_tools is None or not app.team_tools.config.servers:
@@ -460,6 +460,12 @@ def _team_tools(app: Thoth) -> list[Check]:
         result = found[name]
         if isinstance(result, Unreachable):
             checks.append(Check("tools", Status.FAIL, f"{name}: {result.why}", result.fix))
+            continue
+        if isinstance(result, SignsPeopleIn):
+            checks.append(Check(
+                "tools", Status.OK,
+                f"{name}: each person connects their own account (signed in at"
+                f" {result.issuer}); used {_where_used(entry.places)}"))
             continue
         kept = [tool for tool in result.tools if entry.tools.keeps(tool.name)]
         asked = sum(1 for tool in kept if not entry.approved_without_asking(tool.name))

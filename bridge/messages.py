@@ -72,7 +72,8 @@ RECALL_USAGE = "/recall needs a query: /recall what did we decide about the depl
 NOTHING_TO_END = "There is no open session in this channel to end."
 THOTH_COMMAND_USAGE = (
     "Usage, in a DM with Thoth: /thoth token [what it is for] makes a token for MCP"
-    " (Claude Code, Cursor, Codex); /thoth tokens lists yours; /thoth revoke ID revokes one.")
+    " (Claude Code, Cursor, Codex); /thoth tokens lists yours; /thoth revoke ID revokes one;"
+    " /thoth connections lists the accounts you connected; /thoth disconnect NAME ends one.")
 TOKENS_ONLY_IN_A_DM = (
     "A token is a secret: make and manage tokens in a DM with Thoth (/thoth token there).")
 # Markdown: the token in a code span, so Slack shows it whole and it copies cleanly.
@@ -94,6 +95,8 @@ CONTEXT_FULL = (
 )
 MODEL_REFUSED = "(The model declined to answer this.)"
 REPLY_PAUSED = "(The model paused before the reply was complete. Please ask again.)"
+# What heads the web pages a reply rests on, under it.
+SOURCES = "Sources"
 TOOL_ROUNDS_USED = (
     "(I stopped after {rounds} rounds of looking things up without finishing the answer."
     " Please ask a narrower question.)"

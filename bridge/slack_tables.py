@@ -193,7 +193,7 @@ SCHEMA = Schema(
             -- Each workspace Thoth is installed in through Slack's OAuth flow, or each
             -- Enterprise Grid org for an org-wide install (``installed_in``: the team id,
             -- or the enterprise id). Only the bot token, sealed
-            -- (slack_api/installs/token_cipher.py).
+            -- (layers/shared/token_cipher.py).
             CREATE TABLE slack_installations (
                 installed_in TEXT PRIMARY KEY,
                 enterprise_id TEXT,

@@ -19,9 +19,9 @@ from bridge.app import Thoth
 from bridge.cli.login import login_name
 from bridge.cli.redacted_output import show_once
 from bridge.slack_api.installs.installations import Installations, installations_of
-from bridge.slack_api.installs.token_cipher import TokenCipher
 from bridge.workspace_purge import purge_workspace
 from layers.shared.errors import BadInput, ConfigurationError
+from layers.shared.token_cipher import TokenCipher
 
 
 def register(commands: Any) -> None:

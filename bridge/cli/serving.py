@@ -80,6 +80,9 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
         )
     scheduler.start()
     runner.keep_running(bridge.delivery_order.keep(lambda entry: take_over(bridge, entry)))
+    asking = bridge.conversation.tool_asks
+    if asking is not None and asking.connect_links is not None:
+        runner.keep_running(asking.connect_links.keep_going_on(bridge.conversation.go_on))
     close: Callable[[], object] | None = None
     try:
         close = _connect(bridge.app, app, args, out)

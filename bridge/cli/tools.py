@@ -13,6 +13,7 @@ from bridge.team_tools.config import ServerEntry, TeamToolsConfig, tool_name
 from bridge.team_tools.probe import (
     Offered,
     Probe,
+    SignsPeopleIn,
     Unreachable,
     entries_as_written,
     probed,
@@ -86,6 +87,10 @@ def _server(name: str, written: dict[str, Any], config: TeamToolsConfig,
     result = found[name]
     if isinstance(result, Unreachable):
         return {**shown, "status": "unreachable", "why": result.why, "fix": result.fix}
+    if isinstance(result, SignsPeopleIn):
+        # Its tools are each person's to list, with their own token.
+        return {**shown, "status": "ok", "auth": "oauth", "signs_in_at": result.issuer,
+                "tools": [], "left_out": [], "not_offered": []}
     return {**shown, "status": "ok", **_tools(name, entry, result)}
 
 
@@ -112,6 +117,10 @@ def _print(server: dict[str, Any], out: TextIO) -> None:
     print(f"  used: {', '.join(places) if places is not None else 'everywhere'}", file=out)
     if server["status"] == "unreachable":
         print(f"  cannot be reached: {server['why']}; fix: {server['fix']}", file=out)
+        return
+    if server.get("auth") == "oauth":
+        print(f"  each person connects their own account (signed in at"
+              f" {server['signs_in_at']}); its tools are listed to them", file=out)
         return
     width = max((len(tool["name"]) for tool in server["tools"]), default=0)
     for tool in server["tools"]:

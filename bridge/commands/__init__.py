@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from bridge.access.tokens import McpTokens
+from bridge.connections.oauth_client import Connector
 from bridge.session_end import SessionEnd
 from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
@@ -88,6 +89,8 @@ class CommandServices:
     episodic: Offloaded[EpisodicMemory]
     # Waits for the turns' background writes (the last turn's episode).
     drain: Callable[[], Awaitable[int]] | None = None
+    # People's own accounts on the team's remote servers (None: no server takes one).
+    connector: Connector | None = None
 
 
 Handler = Callable[[Invocation, CommandServices], Awaitable[Reply]]

@@ -1,4 +1,5 @@
-"""`/thoth token|tokens|revoke` in a DM with Thoth: a person's own tokens for MCP over HTTP.
+"""`/thoth token|tokens|revoke` in a DM with Thoth: a person's own tokens for MCP over HTTP
+(and `/thoth connections|disconnect NAME`: their own accounts, ``connections.py``).
 
 `/thoth token [what it is for]` makes one and shows it once, only to them; `/thoth
 tokens` lists theirs; `/thoth revoke ID` revokes one of theirs at once. Decided: only
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 from bridge import messages
 from bridge.access.tokens import McpToken, McpTokens
-from bridge.commands import Command, CommandServices, Invocation, Reply
+from bridge.commands import Command, CommandServices, Invocation, Reply, connections
 from bridge.slack_api.escaping import escape
 from layers.shared.audit import slack_actor
 from layers.shared.errors import BadInput
@@ -30,6 +31,10 @@ async def thoth(invocation: Invocation, services: CommandServices) -> Reply:
         markdown = await services.tokens.run(lambda t: _listed(t, team, user))
     elif action == "revoke":
         markdown = await services.tokens.run(lambda t: _revoked(t, user, argument))
+    elif action == "connections":
+        markdown = await connections.listed(services.connector, team, user)
+    elif action == "disconnect":
+        markdown = await connections.disconnected(services.connector, team, user, argument)
     else:
         return Reply(messages.THOTH_COMMAND_USAGE)
     return Reply(markdown, markdown=True)
@@ -67,7 +72,7 @@ def _line(token: McpToken) -> str:
 
 COMMAND = Command(
     name="thoth",
-    help="In a DM with Thoth: token (for MCP), tokens, revoke ID",
+    help="In a DM with Thoth: token (for MCP), tokens, revoke ID, connections, disconnect NAME",
     usage_hint="token laptop Claude Code",
     handler=thoth,
     only_in_a_dm=True,

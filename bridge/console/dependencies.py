@@ -9,6 +9,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.access.tokens import McpTokens
 from bridge.app import Thoth
+from bridge.connections.oauth_client import Connector
 from bridge.console.names import Names
 from bridge.console.pages.health import HealthChecks
 from bridge.console_links import ConsoleLinks, console_links
@@ -20,6 +21,7 @@ from bridge.slack_api.memberships import SlackMemberships
 from bridge.slack_api.note_cards import NoteCardStore
 from bridge.slack_api.skill_cards import CardStore
 from bridge.slack_api.workspace_client import WorkspaceOf
+from bridge.team_tools.asks import Asks
 from bridge.team_tools.grants import Grants
 from layers.episodic.memory import EpisodicMemory
 from layers.identity.protocol import IdentityBackend
@@ -61,6 +63,8 @@ class ConsoleStores:
     persona: PersonaLoader
     # Who always allows which of the team's tools ("Always allow" on a card, `a` in chat).
     grants: Grants
+    # What waits on a person (a conversation waiting for them to connect an account).
+    asks: Asks
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,8 @@ class ConsoleDependencies:
     workspace_of: WorkspaceOf | None = None
     # Names for the ids of channels and people (Slack's directory, cached).
     names: Names = field(default_factory=lambda: Names(None))
+    # People's own sign-ins to the team's remote servers (None: no server takes them).
+    connector: Connector | None = None
 
 
 def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
@@ -92,11 +98,14 @@ def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
                            thoth.drafts, thoth.brain, thoth.ledger, SpendReader(thoth.db),
                            thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
                            CardStore(thoth.db), thoth.reflections, thoth.sessions,
-                           thoth.mcp_tokens, thoth.persona, Grants(thoth.db))
+                           thoth.mcp_tokens, thoth.persona, Grants(thoth.db),
+                           Asks(thoth.db))
     settings, slack = thoth.settings, thoth.slack
     return ConsoleDependencies(Offloaded(stores), settings.daily_cost_cap_usd,
                         thoth.identity, thoth.forgetting, slack.client, slack.memberships,
                         console_links(settings.console_url),
                         HealthChecks(lambda: run_checks(thoth, in_server=True)),
                         workspace_of=slack.workspace_of,
-                        names=Names(slack.client, slack.workspace_of))
+                        names=Names(slack.client, slack.workspace_of),
+                        connector=(None if thoth.team_tools is None
+                                   else thoth.team_tools.connector))

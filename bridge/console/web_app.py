@@ -27,6 +27,7 @@ from starlette.templating import Jinja2Templates
 from bridge.console.dependencies import ConsoleDependencies
 from bridge.console.routes import (
     audit,
+    connections,
     episodes,
     export,
     health,
@@ -57,6 +58,7 @@ ROUTES: tuple[Declared, ...] = (
     *overview.ROUTES, *sign_in.ROUTES, *episodes.ROUTES, *notes.ROUTES, *skills.ROUTES,
     *people.ROUTES, *reflections.ROUTES, *health.ROUTES, *spend.ROUTES, *export.ROUTES,
     *imports.ROUTES, *tokens.ROUTES, *audit.ROUTES, *model_sees.ROUTES,
+    *connections.ROUTES,
 )
 
 

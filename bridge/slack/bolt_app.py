@@ -39,6 +39,7 @@ from bridge.slack.app_home import (
 )
 from bridge.slack.assistant import AssistantThreads
 from bridge.slack.commands import slash_command
+from bridge.slack.connect_links import CONNECT_BUTTON, ConnectLinks
 from bridge.slack.conversation import Conversation, ConversationDependencies
 from bridge.slack.delivery_order import DeliveryOrder
 from bridge.slack.events import Incoming, from_event, mentions
@@ -123,7 +124,8 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
         app = AsyncApp(
             signing_secret=signing_secret,
             client=client,
-            oauth_flow=install_flow(settings, installations, thoth.db),
+            oauth_flow=install_flow(settings, installations, thoth.db,
+                                    on_removed=_connections_ended(thoth)),
             # Bolt takes an AsyncAuthorize as it is (async_app.py), beside an OAuth flow;
             # its annotation names only plain functions.
             authorize=AuthorizedByInstall(installations),  # type: ignore[arg-type]
@@ -148,7 +150,10 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
         console=console,
         file_reader=thoth.file_reader,
         tool_asks=(None if thoth.team_tools is None else ToolAsking(
-            client, thoth.team_tools, founders=frozenset(settings.founder_user_ids))),
+            client, thoth.team_tools, founders=frozenset(settings.founder_user_ids),
+            connect_links=(ConnectLinks(client, thoth.team_tools, console)
+                           if thoth.team_tools.connector is not None and console is not None
+                           else None))),
     )
     conversation = Conversation(parts, client, directory, assistant, bot_user=bot_user)
     reactions = Reactions(
@@ -166,7 +171,7 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
     )
     register(app, runner, [
         *_messages(bridge), *_reactions_and_clicks(bridge), *_the_ai_pane(bridge),
-        *_the_home_tab_and_shortcuts(bridge),
+        *_the_home_tab_and_shortcuts(bridge), *_people_leaving(thoth),
         *(Listener("command", command.slash_name,
                    _slash_work(bridge, command, client), ack_text=command.ack)
           for command in slash_commands()),
@@ -340,7 +345,10 @@ def _tool_cards(bridge: SlackTransport) -> list[Listener]:
 
     return [Listener("action", ALLOW_ONCE, answer(True)),
             Listener("action", ALLOW_ALWAYS, answer(True)),
-            Listener("action", DENY, answer(False))]
+            Listener("action", DENY, answer(False)),
+            # The link's button opens the console in the browser; Slack still tells the
+            # app of the click, which has nothing to do.
+            Listener("action", CONNECT_BUTTON, lambda body: None)]
 
 
 def _the_ai_pane(bridge: SlackTransport) -> list[Listener]:
@@ -372,6 +380,45 @@ def _the_ai_pane(bridge: SlackTransport) -> list[Listener]:
                  lambda body: assistant.keep_context(body.get("event") or {})),
         Listener("event", "app_context_changed", app_context_changed),
     ]
+
+
+def _connections_ended(thoth: Thoth) -> Callable[[str], Awaitable[object]] | None:
+    """What ends every connection of a workspace that uninstalled Thoth (None: no server
+    takes people's own accounts)."""
+    tools = thoth.team_tools
+    if tools is None or tools.connector is None:
+        return None
+    connector = tools.connector
+
+    async def ended(team: str) -> None:
+        ended = await connector.disconnect_all(team)
+        await tools.disconnected(team)
+        log.warning("workspace %s uninstalled Thoth: %d connection(s) revoked and deleted",
+                    team, ended)
+
+    return ended
+
+
+def _people_leaving(thoth: Thoth) -> list[Listener]:
+    """A person deactivated in Slack (``user_change`` with ``deleted``) loses every
+    connection of theirs to the team's remote servers: revoked, and deleted."""
+    tools = thoth.team_tools
+    if tools is None or tools.connector is None:
+        return []
+    connector = tools.connector
+
+    async def changed(body: dict[str, Any]) -> None:
+        user = (body.get("event") or {}).get("user") or {}
+        team = str(user.get("team_id") or body.get("team_id") or "")
+        if not user.get("deleted") or not team or not user.get("id"):
+            return
+        ended = await connector.disconnect_all(team, str(user["id"]))
+        await tools.disconnected(team, str(user["id"]))
+        if ended:
+            log.warning("%s was deactivated in Slack: %d connection(s) revoked and deleted",
+                        user["id"], ended)
+
+    return [Listener("event", "user_change", changed)]
 
 
 def _slash_work(bridge: SlackTransport, command: Command, client: AsyncWebClient) -> Work:

@@ -24,13 +24,14 @@ from bridge.pipeline.episodes_block import episodes_text, hit_lines
 from bridge.pipeline.pipeline import TurnPipeline
 from bridge.pipeline.shared_files import file_names, with_files_named
 from bridge.pipeline.turn import Turn, check_message, viewer_at, words_or_files
+from bridge.slack.answered_call import AnsweredCall
 from bridge.slack.assistant import AssistantThreads
 from bridge.slack.events import Incoming
 from bridge.slack.message_files import MessageFiles, unread_lines
 from bridge.slack.replies import ReplyRecord
 from bridge.slack.stores import SlackStores
 from bridge.slack.thread_reply import SlackSink
-from bridge.slack.tool_approvals import AnsweredCall, SlackApprovals, ToolAsking
+from bridge.slack.tool_approvals import SlackApprovals, ToolAsking
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import Directory, UserInfo, confined_reader, place_team
 from bridge.slack_api.escaping import escape, split_message

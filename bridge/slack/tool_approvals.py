@@ -14,44 +14,40 @@ and this one are the session's transcript like any two.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.pipeline.tools.approvals import AskedCall, Decision
+from bridge.pipeline.tools.connecting import NoWayToConnect
 from bridge.pipeline.turn import Turn
+from bridge.slack.answered_call import AnsweredCall
+from bridge.slack.connect_links import ConnectLinks
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.escaping import mention
 from bridge.slack_api.tool_cards import ALLOW_ALWAYS, answered_card, ask_card
 from bridge.team_tools.asks import Ask
 from bridge.team_tools.config import tool_name
 from bridge.team_tools.team_tools import TeamTools
+from layers.identity.protocol import Person
 from layers.shared.audit import slack_actor
 from layers.shared.errors import BadInput
 
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class AnsweredCall:
-    """A call a person answered: the turn that goes on says ``words`` and tells the model
-    ``outcome``."""
-
-    ask: Ask
-    words: str
-    outcome: str
-    reader_team: str | None = None
-
-
 class ToolAsking:
     """Cards that ask, and the clicks that answer them."""
 
     def __init__(self, client: AsyncWebClient, team_tools: TeamTools, *,
-                 founders: frozenset[str]) -> None:
+                 founders: frozenset[str], connect_links: ConnectLinks | None = None) -> None:
+        """``connect_links``: the links that connect a person's own account (None
+        where no server takes one)."""
         self._client = client
         self._tools = team_tools
         self._founders = founders
+        self.connect_links = connect_links
 
     def in_thread(self, channel: str, thread_root: str) -> SlackApprovals:
         return SlackApprovals(self, channel, thread_root)
@@ -65,7 +61,8 @@ class ToolAsking:
         ask = await self._tools.stores.run(lambda stores: stores.asks.ask(
             replace(turn.place, thread_ts=thread_root), turn.session_key, person.user,
             turn.user_name, call.server, call.tool, call.arguments))
-        text, blocks = ask_card(ask)
+        entry = self._tools.config.servers.get(call.server)
+        text, blocks = ask_card(ask, as_asker=entry is not None and entry.auth == "oauth")
         try:
             posted = await self._client.chat_postMessage(
                 channel=channel, thread_ts=thread_root, text=text, blocks=blocks)
@@ -115,7 +112,8 @@ class ToolAsking:
         how = f"allowed by {user} on a card" + (", always" if always else "")
         try:
             answer = await self._tools.run(ask.server, ask.tool, ask.arguments,
-                                           actor=slack_actor(user), how=how)
+                                           actor=slack_actor(user), how=how,
+                                           person=Person(ask.place.team, ask.asker))
         except BadInput as failed:
             await self._answered(ask, f"{mention(user)} allowed it; it failed.")
             # Its words quote what the server said already.
@@ -156,7 +154,7 @@ class ToolAsking:
 
 
 class SlackApprovals:
-    """A turn's ``Approvals`` in one Slack thread."""
+    """A turn's ``Approvals`` (and ``Connecting``) in one Slack thread."""
 
     def __init__(self, asking: ToolAsking, channel: str, thread_root: str) -> None:
         self._asking = asking
@@ -165,6 +163,12 @@ class SlackApprovals:
 
     async def ask(self, call: AskedCall, turn: Turn) -> Decision:
         return await self._asking.post(call, turn, self._channel, self._thread_root)
+
+    async def connect(self, server: str, turn: Turn) -> Decision:
+        links = self._asking.connect_links
+        if links is None:
+            return await NoWayToConnect().connect(server, turn)
+        return await links.send(server, turn, self._channel, self._thread_root)
 
 
 def _team_of(body: dict[str, Any]) -> str | None:

@@ -21,13 +21,21 @@ OPERATOR_KEY = ("It runs with the operator's key for this server: on the server 
                 " Thoth's operator, not as the person who asked.")
 
 
-def ask_card(ask: Ask) -> tuple[str, list[dict[str, Any]]]:
-    """The card's fallback text and blocks, while the call waits."""
+def own_account(ask: Ask) -> str:
+    """Said on every card of a server each person signs in to."""
+    return (f"It runs with {mention(ask.asker)}'s own {escape(ask.server)} account: on the"
+            " server it acts as them.")
+
+
+def ask_card(ask: Ask, *, as_asker: bool = False) -> tuple[str, list[dict[str, Any]]]:
+    """The card's fallback text and blocks, while the call waits; ``as_asker``: the
+    server takes each person's own account (not the operator's key)."""
     name = tool_name(ask.server, ask.tool)
     expires = int(ask.expires_at)
+    whose = own_account(ask) if as_asker else OPERATOR_KEY
     blocks = [
         *_what(ask),
-        {"type": "context", "elements": [{"type": "mrkdwn", "text": OPERATOR_KEY}]},
+        {"type": "context", "elements": [{"type": "mrkdwn", "text": whose}]},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": (
             f"Only {mention(ask.asker)} can allow it; a founder can deny it. It lapses"
             f" <!date^{expires}^{{time}}|in 30 minutes> if no one answers.")}]},

@@ -18,6 +18,9 @@ from layers.shared.storage.database import Database
 # How long a call waits for its answer (the card says so).
 ASK_LIFETIME_S = 30 * 60.0
 State = Literal["waiting", "allowed", "denied", "expired"]
+# The tool of an ask to connect a person's own account: no MCP tool is named so (names are
+# letters, digits, _ - and .), so no call is ever taken for one.
+CONNECT_ASK = "(connect)"
 _COLUMNS = ('id, team, channel, channel_type, thread_ts, session_key, asker, asker_name,'
             ' server, tool, arguments, asked_at, expires_at, card_ts, state')
 
@@ -103,6 +106,25 @@ class Asks:
                 "UPDATE tool_asks SET state = ?, decided_by = ?, decided_at = ?"
                 " WHERE id = ? AND state = 'waiting'", (state, by, at, ask_id))
         return cursor.rowcount == 1
+
+
+    def connected(self, now: float | None = None) -> list[Ask]:
+        """Asks to connect that the person answered (in the console) and no process has
+        gone on with yet, each claimed by this one: two replicas never both go on."""
+        at = time.time() if now is None else now
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {_COLUMNS} FROM tool_asks WHERE tool = ? AND state = 'allowed'"
+                " AND continued_at IS NULL AND expires_at > ?", (CONNECT_ASK, at)).fetchall()
+        claimed: list[Ask] = []
+        for row in rows:
+            with self._db.write() as conn:
+                cursor = conn.execute(
+                    "UPDATE tool_asks SET continued_at = ? WHERE id = ?"
+                    " AND continued_at IS NULL", (at, str(row[0])))
+            if cursor.rowcount == 1:
+                claimed.append(_ask(row))
+        return claimed
 
 
 def _ask(row: Any) -> Ask:

@@ -8,13 +8,16 @@
                    "readOnly": ["search_issues", "get_issue"], "places": ["public"]},
         "sentry": {"type": "http", "url": "https://mcp.example.com/mcp",
                    "headers": {"Authorization": "Bearer ${SENTRY_TOKEN}"},
-                   "tools": {"exclude": ["delete_project"]}}}}
+                   "tools": {"exclude": ["delete_project"]}},
+        "linear": {"type": "http", "url": "https://mcp.linear.app/mcp", "auth": "oauth"}}}
 
 A team copies its entries from Claude Code or Cursor as they are; Thoth's own keys per
 server say which tools are offered (``tools``: ``include`` or ``exclude``), which the
 operator vouches change nothing (``readOnly``: run without asking; every other tool is
 asked of a person first), and where the server may be used (``places``: ``public``,
-``private``, ``im``, ``mpim`` or channel ids; absent: everywhere). A server's own
+``private``, ``im``, ``mpim`` or channel ids; absent: everywhere), and whose rights a
+call acts with (``auth``: ``operator``, the key in the entry, or ``oauth``, each
+person's own account, connected in the console). A server's own
 annotations (``readOnlyHint``) are not trusted: the MCP specification says a client
 must treat them as untrusted unless the server is, and here the operator's list is that
 trust, written down.
@@ -59,6 +62,16 @@ class ToolFilter(BaseModel):
         return (self.include is None or tool in self.include) and tool not in self.exclude
 
 
+class OAuthEntry(BaseModel):
+    """How Thoth is known to a server's sign-in (``"oauth": {...}``, Claude Code's key)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    client_id: Annotated[str | None, Field(alias="clientId")] = None
+    client_secret: Annotated[str | None, Field(alias="clientSecret")] = None
+    scope: str | None = None
+
+
 class ServerEntry(BaseModel):
     """One server: stdio (``command``) or streamable HTTP (``type: http``, ``url``)."""
 
@@ -74,15 +87,18 @@ class ServerEntry(BaseModel):
     read_only: Annotated[list[str], Field(alias="readOnly")] = []
     places: list[str] | None = None
     # Whose rights a call acts with: "operator", the key this entry carries (in ``env``
-    # or ``headers``), whoever asks: said on every card and in the audit log. "oauth",
-    # each person's own sign-in, is refused until Thoth can sign people in (issue 52).
+    # or ``headers``), whoever asks: said on every card and in the audit log. "oauth":
+    # each person's own, signed in through the console (``bridge/connections/``).
     auth: Literal["operator", "oauth"] = "operator"
+    # With "oauth": Thoth's client id where the operator registered one (else Thoth
+    # registers itself, where the server lets it), its secret, the scopes to ask for.
+    oauth: OAuthEntry | None = None
 
     @model_validator(mode="after")
     def _one_transport(self) -> ServerEntry:
-        if self.auth == "oauth":
-            raise ValueError('"auth": "oauth" (each person\'s own sign-in) is not available'
-                             ' yet: use "auth": "operator" with the key in env or headers')
+        if self.auth == "oauth" and not self.is_http:
+            raise ValueError('"auth": "oauth" needs a remote server ("type": "http" and a'
+                             ' "url"): people sign in to a server on the network')
         if self.is_http:
             if not self.url or not self.url.startswith(("http://", "https://")):
                 raise ValueError("an http server needs a url that starts http:// or https://")

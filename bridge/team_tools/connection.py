@@ -26,6 +26,7 @@ from typing import IO, Any, TextIO, cast
 
 import anyio
 import anyio.abc
+import httpx2
 import mcp_types as types
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
@@ -51,10 +52,14 @@ class ServerDown(Exception):
 class ServerConnection:
     """The connection to one server, opened when first needed."""
 
-    def __init__(self, name: str, entry: ServerEntry, *, logs: Path | None = None) -> None:
+    def __init__(self, name: str, entry: ServerEntry, *, logs: Path | None = None,
+                 auth: httpx2.Auth | None = None) -> None:
+        """``auth``: whose token goes on each request (a person's own, for a server
+        people sign in to); None: the entry's own headers, the operator's key."""
         self.name = name
         self.entry = entry
         self._logs = logs
+        self._auth = auth
         self._client: Client | None = None
         self._holder: asyncio.Task[None] | None = None
         self._closing = asyncio.Event()
@@ -161,7 +166,8 @@ class ServerConnection:
         if entry.is_http:
             assert entry.url is not None
             return streamable_http_client(
-                entry.url, http_client=create_mcp_http_client(headers=entry.headers or None))
+                entry.url, http_client=create_mcp_http_client(headers=entry.headers or None,
+                                                              auth=self._auth))
         assert entry.command is not None
         parameters = StdioServerParameters(command=entry.command, args=entry.args,
                                            env=entry.env or None)

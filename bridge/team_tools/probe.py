@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx2
 import mcp_types as types
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from bridge.connections.discovery import ConnectRefused, discover
 from bridge.team_tools.config import ServerEntry, TeamToolsConfig
 from bridge.team_tools.connection import ServerConnection, ServerDown
 
@@ -43,7 +45,15 @@ class Unreachable:
     fix: str
 
 
-Probe = Offered | Unreachable
+@dataclass(frozen=True)
+class SignsPeopleIn:
+    """A server each person connects their own account to: where they sign in. Its tools
+    are listed to each person, with their token, so none are listed here."""
+
+    issuer: str
+
+
+Probe = Offered | Unreachable | SignsPeopleIn
 
 
 def probed(config: TeamToolsConfig, *, logs: Path | None,
@@ -62,7 +72,10 @@ async def probe_all(config: TeamToolsConfig, *, logs: Path | None,
 
 async def probe(name: str, entry: ServerEntry, *, logs: Path | None,
                 deadline_s: float = PROBE_DEADLINE_S) -> Probe:
-    """One server's tools, or why it gave none within ``deadline_s``."""
+    """One server's tools, or why it gave none within ``deadline_s``; for a server people
+    sign in to, where they do (discovery as a sign-in begins it)."""
+    if entry.auth == "oauth":
+        return await _sign_in_found(name, entry, deadline_s)
     connection = ServerConnection(name, entry, logs=logs)
     try:
         tools = await asyncio.wait_for(connection.tools(), deadline_s)
@@ -73,6 +86,20 @@ async def probe(name: str, entry: ServerEntry, *, logs: Path | None,
     finally:
         await connection.aclose()
     return Offered(list(tools))
+
+
+async def _sign_in_found(name: str, entry: ServerEntry, deadline_s: float) -> Probe:
+    assert entry.url is not None
+    try:
+        async with httpx2.AsyncClient(timeout=deadline_s, follow_redirects=False) as http:
+            found = await asyncio.wait_for(discover(http, entry.url, name), deadline_s)
+    except TimeoutError:
+        return Unreachable(f"{_where(entry)} did not answer within {deadline_s:g} s",
+                           "check the url and that the server is up and reachable from here")
+    except ConnectRefused as refused:
+        return Unreachable(str(refused), "check the url; a server people sign in to must"
+                                         " offer OAuth with PKCE (MCP's authorization)")
+    return SignsPeopleIn(found.issuer)
 
 
 def _late(name: str, entry: ServerEntry, deadline_s: float, logs: Path | None) -> Unreachable:

@@ -49,5 +49,15 @@ SCHEMA = Schema(
             CREATE INDEX tool_asks_waiting ON tool_asks (state, expires_at);
             """,
         ),
+        Migration(
+            2,
+            "connect_asks",
+            portable="""
+            -- An ask to connect a person's own account (tool '(connect)') is answered in
+            -- the console, not on a card: whichever Slack process takes it first goes on
+            -- with the conversation, once (bridge/slack/connect_links.py).
+            ALTER TABLE tool_asks ADD COLUMN continued_at {real};
+            """,
+        ),
     ),
 )

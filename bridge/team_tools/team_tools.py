@@ -1,6 +1,12 @@
 """The team's MCP tools as a turn offers them: ``SERVER__tool``, where the place allows,
 as the policy keeps them, run with a timeout, their results capped and quoted.
 
+A server people sign in to (``"auth": "oauth"``) is used with the asking person's own
+account: its tools are listed and called through a connection of theirs, with their
+token (``bridge/connections/``). A person not connected yet is offered one tool in its
+place, ``NAME__connect``, which sends them the link to connect (``Connecting``); the
+turn goes on once they have.
+
 A server that cannot be reached is left out of that turn (logged; the turn goes on). A
 tool the operator did not list as read-only runs only with a yes: the person's standing
 one (``grants.py``), a skill in use that names it (``allowed-tools``), or the person's
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,16 +28,20 @@ from typing import Any
 
 import mcp_types as types
 
+from bridge.connections.bearer import PersonsToken
+from bridge.connections.oauth_client import Connector
 from bridge.files.reader import FileReader
 from bridge.pipeline.tools import Answer, Caller, Tool
 from bridge.pipeline.tools.approvals import AskedCall, Decision, approvals_of
 from bridge.pipeline.tools.arguments import Arguments
+from bridge.pipeline.tools.connecting import connecting_of
 from bridge.pipeline.turn import Turn
 from bridge.team_tools.asks import Asks
 from bridge.team_tools.config import TeamToolsConfig, tool_name
 from bridge.team_tools.connection import ServerConnection, ServerDown
 from bridge.team_tools.grants import Grants
 from bridge.team_tools.results import result_images, result_text
+from layers.identity.protocol import Person
 from layers.procedural.skills import SkillLibrary
 from layers.shared.audit.log import AuditLog
 from layers.shared.errors import BadInput
@@ -45,6 +56,10 @@ log = logging.getLogger(__name__)
 LISTING_DEADLINE_S = 10.0
 # Characters of a call's arguments the audit log keeps (redacted, as every line is).
 AUDITED_ARGUMENTS = 2_000
+# People's own connections kept open at once; the least lately used closes past it (the
+# next use opens it again, from the token kept).
+PERSONAL_CONNECTIONS = 32
+CONNECT = "connect"
 
 
 @dataclass(frozen=True)
@@ -61,6 +76,13 @@ class ServerTool:
 
 
 @dataclass(frozen=True)
+class NeedsConnecting:
+    """A server the turn's person must connect their own account to first."""
+
+    server: str
+
+
+@dataclass(frozen=True)
 class TeamToolStores:
     """What the team's tools keep: standing yeses, waiting asks, the audit log."""
 
@@ -74,38 +96,100 @@ class TeamTools:
 
     def __init__(self, config: TeamToolsConfig, stores: Offloaded[TeamToolStores],
                  reader: FileReader, *, timeout_s: float, logs: Path | None = None,
-                 skills: Offloaded[SkillLibrary] | None = None) -> None:
+                 skills: Offloaded[SkillLibrary] | None = None,
+                 connector: Connector | None = None) -> None:
         """``reader``: where the images a tool answers with are read and scaled;
-        ``skills``: whose ``allowed-tools`` pre-approve a tool while one is in use."""
+        ``skills``: whose ``allowed-tools`` pre-approve a tool while one is in use;
+        ``connector``: people's own sign-ins, for the servers that take them."""
         self.config = config
         self.stores = stores
+        self.connector = connector
         self._reader = reader
         self._skills = skills
         self._timeout_s = timeout_s
+        self._logs = logs
         self._servers = {name: ServerConnection(name, entry, logs=logs)
-                         for name, entry in config.servers.items()}
+                         for name, entry in config.servers.items() if entry.auth == "operator"}
+        self._personal: OrderedDict[tuple[str, str, str], ServerConnection] = OrderedDict()
 
     @property
     def servers(self) -> Mapping[str, ServerConnection]:
         return self._servers
 
-    async def listed(self, place: Place | None = None) -> list[ServerTool | ServerDown]:
+    async def listed(self, place: Place | None = None, person: Person | None = None,
+                     ) -> list[ServerTool | ServerDown | NeedsConnecting]:
         """Each server's tools the policy keeps (where ``place`` may use them), or why a
-        server could not list them; servers listed at once."""
-        used = [server for server in self._servers.values()
-                if place is None or server.entry.used_in(place)]
-        found = await asyncio.gather(*(self._listed_of(server) for server in used))
+        server could not list them; servers listed at once. A server people sign in to
+        is listed as ``person`` (left out without one); one they have not connected to
+        is ``NeedsConnecting``."""
+        used = [name for name, entry in self.config.servers.items()
+                if place is None or entry.used_in(place)]
+        found = await asyncio.gather(*(self._listed_for(name, person) for name in used))
         return [item for items in found for item in items]
 
     async def offered(self, turn: Turn) -> list[Tool[Caller]]:
         """The tools this turn's model may call."""
-        return [self._as_tool(item, turn) for item in await self.listed(turn.place)
-                if isinstance(item, ServerTool)]
+        offered: list[Tool[Caller]] = []
+        for item in await self.listed(turn.place, turn.person):
+            if isinstance(item, ServerTool):
+                offered.append(self._as_tool(item, turn))
+            elif isinstance(item, NeedsConnecting):
+                offered.append(self._connect_tool(item.server, turn))
+        return offered
 
     async def aclose(self) -> None:
-        await asyncio.gather(*(server.aclose() for server in self._servers.values()))
+        personal, self._personal = list(self._personal.values()), OrderedDict()
+        await asyncio.gather(*(server.aclose() for server in
+                               [*self._servers.values(), *personal]))
 
-    async def _listed_of(self, server: ServerConnection) -> list[ServerTool | ServerDown]:
+    async def _listed_for(self, name: str, person: Person | None,
+                          ) -> list[ServerTool | ServerDown | NeedsConnecting]:
+        if name in self._servers:
+            return await self._listed_of(self._servers[name])
+        if person is None or person.user is None or self.connector is None:
+            return []
+        token = await self.connector.access_token(person.team, person.user, name)
+        if token is None:
+            return [NeedsConnecting(name)]
+        return await self._listed_of(self._personal_connection(name, person.team,
+                                                               person.user))
+
+    def _personal_connection(self, name: str, team: str, user: str) -> ServerConnection:
+        assert self.connector is not None
+        key = (team, user, name)
+        found = self._personal.get(key)
+        if found is None:
+            entry = self.config.servers[name]
+            assert entry.url is not None
+            found = self._personal[key] = ServerConnection(
+                name, entry, logs=self._logs,
+                auth=PersonsToken(self.connector, team, user, name, entry.url))
+            while len(self._personal) > PERSONAL_CONNECTIONS:
+                _, oldest = self._personal.popitem(last=False)
+                asyncio.get_running_loop().create_task(oldest.aclose())
+        self._personal.move_to_end(key)
+        return found
+
+    async def disconnected(self, team: str, user: str | None = None) -> None:
+        """Close the open connections of a person (or a workspace) who disconnected."""
+        gone = [key for key in self._personal
+                if key[0] == team and (user is None or key[1] == user)]
+        for key in gone:
+            await self._personal.pop(key).aclose()
+
+    def _connect_tool(self, server: str, turn: Turn) -> Tool[Caller]:
+        async def handle(caller: Caller, arguments: Arguments) -> Answer:
+            return Answer((await connecting_of(turn).connect(server, turn)).told)
+
+        return Tool(tool_name(server, CONNECT), (
+            f"[{server}] {turn.user_name or 'The person'} has not connected their own"
+            f" {server} account, which {server}'s tools act as. Call this when what they"
+            f" ask needs {server}: they are sent a link to connect it, and the conversation"
+            " goes on when they have."), {"type": "object", "properties": {}}, handle,
+            step_title=f"Asking to connect {server}")
+
+    async def _listed_of(self, server: ServerConnection,
+                         ) -> list[ServerTool | ServerDown | NeedsConnecting]:
         try:
             tools = await asyncio.wait_for(server.tools(), LISTING_DEADLINE_S)
         except (ServerDown, TimeoutError) as error:
@@ -125,10 +209,10 @@ class TeamTools:
                                                  turn, caller.skills_in_use, caller.actor))
             if not decision.allowed:
                 await self._audit(caller.actor, item.name, given, decision.how,
-                                  action="tool.not_run")
+                                  action="tool.not_run", whose=self._whose(item.server, turn))
                 raise BadInput(decision.told)
             return await self.run(item.server, item.tool.name, given, actor=caller.actor,
-                                  how=decision.how)
+                                  how=decision.how, person=turn.person)
 
         description = (item.tool.description or item.tool.title or item.tool.name).strip()
         return Tool(item.name, f"[{item.server}] {description}",
@@ -136,22 +220,36 @@ class TeamTools:
                     step_title=f"Using {item.server}: {item.tool.name}")
 
     async def run(self, server: str, tool: str, arguments: dict[str, Any], *, actor: str,
-                  how: str) -> Answer:
+                  how: str, person: Person | None = None) -> Answer:
         """Call the tool now (its yes given), audit it, and return what the model reads
         (the text quoted, its images shown); ``BadInput`` with one line when it could not
-        answer, the server's words in it quoted."""
+        answer, the server's words in it quoted. ``person``: whose own account a server
+        people sign in to is called with."""
         name = tool_name(server, tool)
-        connection = self._servers.get(server)
-        if connection is None:
+        entry = self.config.servers.get(server)
+        if entry is None:
             raise BadInput(f"{name}: the server {server} is no longer configured")
+        whose = "with the operator's key"
+        if entry.auth == "oauth":
+            if person is None or person.user is None or self.connector is None:
+                raise BadInput(f"{name} acts as the person who asks, and no one asked")
+            connection = self._personal_connection(server, person.team, person.user)
+            whose = f"with {person.user}'s own account"
+        else:
+            connection = self._servers[server]
         try:
             result = await connection.call(tool, arguments, self._timeout_s)
         except ServerDown as down:
-            await self._audit(actor, name, arguments, f"{how}; failed: {down}")
+            await self._audit(actor, name, arguments, f"{how}; failed: {down}", whose=whose)
             raise BadInput(f"{quoted(str(down))}; go on without it") from down
+        if entry.auth == "oauth" and person is not None and person.user is not None:
+            team, user = person.team, person.user
+            assert self.connector is not None
+            await self.connector.store.run(lambda store: store.used(team, user, server))
         text = result_text(result)
         await self._audit(actor, name, arguments,
-                          f"{how}; {'error, ' if result.is_error else ''}{len(text):,} characters")
+                          f"{how}; {'error, ' if result.is_error else ''}{len(text):,} characters",
+                          whose=whose)
         if result.is_error:
             raise BadInput(f"{name} answered with an error: {quoted(text)}")
         return Answer(text, attachments=await result_images(result, self._reader))
@@ -203,11 +301,19 @@ class TeamTools:
             actor=actor or user, action="tool.always_allow", target=tool_name(server, tool),
             origin="conversation", detail=f"in workspace {team}"))
 
+    def _whose(self, server: str, turn: Turn) -> str:
+        """Whose rights a call of ``server`` acts with, as the audit log says it."""
+        entry = self.config.servers.get(server)
+        if entry is not None and entry.auth == "oauth":
+            return f"with {turn.user or 'the asker'}'s own account"
+        return "with the operator's key"
+
     async def _audit(self, actor: str, name: str, arguments: dict[str, Any], detail: str,
-                     *, action: str = "tool.call") -> None:
+                     *, action: str = "tool.call", whose: str = "with the operator's key",
+                     ) -> None:
         said = json.dumps(arguments, ensure_ascii=False, sort_keys=True)
         clipped = said if len(said) <= AUDITED_ARGUMENTS else said[:AUDITED_ARGUMENTS] + "…"
         await self.stores.run(lambda stores: stores.audit.record(
             actor=actor or "unknown", action=action, target=name,
             origin="conversation",
-            detail=f"{detail}; with the operator's key; arguments {clipped}"))
+            detail=f"{detail}; {whose}; arguments {clipped}"))

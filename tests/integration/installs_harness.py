@@ -23,7 +23,7 @@ from bridge.slack.bolt_app import SlackTransport, build_bridge
 from bridge.slack.http_server import SlackHttpServer, install_routes
 from bridge.slack.runner import TurnRunner
 from bridge.slack_api.installs.installations import Installations, installations_of
-from bridge.slack_api.installs.token_cipher import TokenCipher
+from layers.shared.token_cipher import TokenCipher
 from tests.fakes import HashingEmbedder
 from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.slack_api import FakeSlack

@@ -188,7 +188,8 @@ def test_an_unusable_entry_is_left_out_and_the_rest_are_used(
     thoth = _app(model_settings, tmp_path, {
         "needs_token": {"command": everything, "env": {"TOKEN": "${NOT_SET_ANYWHERE_51}"}},
         "bad name!": {"command": everything},
-        "per_person": {"type": "http", "url": "https://mcp.example.com/mcp", "auth": "oauth"},
+        # Each person's own sign-in, from a command: there is no browser for it to open.
+        "per_person": {"command": everything, "auth": "oauth"},
         "everything": {"command": everything, "args": ["stdio"]},
     }, hashing_embedder)
     try:
@@ -198,7 +199,7 @@ def test_an_unusable_entry_is_left_out_and_the_rest_are_used(
         assert config.refused["needs_token"] == (
             "${NOT_SET_ANYWHERE_51} is not set in the environment")
         assert "letters, digits" in config.refused["bad name!"]
-        assert "is not available yet" in config.refused["per_person"]
+        assert "needs a remote server" in config.refused["per_person"]
     finally:
         thoth.close()
 

@@ -172,7 +172,8 @@ BRIDGE_FLOORS: tuple[frozenset[str], ...] = tuple(frozenset(floor) for floor in 
     {"housekeeping", "reflection_launcher", "all_tables", "console_links"},
     # The team's own tools (MCP servers), offered in a turn: built on the pipeline's tools.
     {"team_tools"},
-    {"access", "session_end", "pipeline"},
+    # Each person's own sign-ins to remote servers, which the team's tools use.
+    {"access", "session_end", "pipeline", "connections"},
     {"settings"},
     {"model"},
     {"messages", "slack_tables", "forget_exchange", "forget_person", "files"},

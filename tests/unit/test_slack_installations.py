@@ -14,7 +14,7 @@ from bridge.all_tables import ALL_SCHEMAS
 from bridge.slack_api.installs.install_flow import BOT_SCOPES
 from bridge.slack_api.installs.installations import Installations, Installed
 from bridge.slack_api.installs.oauth_states import STATE_TTL_S, OAuthStates
-from bridge.slack_api.installs.token_cipher import TokenCipher, TokenNotOpened
+from layers.shared.token_cipher import TokenCipher, TokenNotOpened
 from layers.shared.errors import ConfigurationError
 from layers.shared.storage.database import Database
 from layers.shared.storage.engines import open_sqlite

@@ -58,11 +58,18 @@ class Console:
         }, status_code=status)
 
     def signed_out(self, request: Request, why: str | None = None) -> Response:
+        if request.method == "GET" and "session" in request.scope and why is None:
+            # Back to this page once signed in (a link from Slack, opened signed out).
+            request.session[AFTER_SIGN_IN] = request.url.path + (
+                f"?{request.url.query}" if request.url.query else "")
         return self.templates.TemplateResponse(
             request, "signed_out.html",
             {"base": base(request), "why": why, "slack": self.slack is not None},
             status_code=401)
 
+
+# Where a browser signed out on the way to a page goes once it has signed in.
+AFTER_SIGN_IN = "after_sign_in"
 
 # A refusal's heading, by its status.
 REFUSALS = {

@@ -10,7 +10,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from bridge.access.signed_in import SignedInPerson, user_of
-from bridge.console.routes.answers import Console, base, origin
+from bridge.console.routes.answers import AFTER_SIGN_IN, Console, base, origin
 from bridge.console.routes.guard import Change, Declared, Open
 from layers.shared.errors import ThothError
 
@@ -57,11 +57,14 @@ async def logout(console: Console, request: Request, user: SignedInPerson) -> Re
 
 
 async def _signed_in(console: Console, request: Request, user: SignedInPerson) -> Response:
+    going = str(request.session.get(AFTER_SIGN_IN) or "")
     request.session.clear()
     request.session.update(user.as_session())
     await console.parts.stores.run(lambda stores: stores.audit.record(
         actor=user.actor, action="login", target="console", origin=origin(request)))
-    return RedirectResponse(base(request) + "/", status_code=303)
+    # Only a page of the console itself ("//elsewhere" is another site's address).
+    inside = going.startswith(base(request) + "/") and not going.startswith("//")
+    return RedirectResponse(going if inside else base(request) + "/", status_code=303)
 
 
 def _callback(console: Console, request: Request) -> str:

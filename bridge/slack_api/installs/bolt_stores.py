@@ -8,6 +8,7 @@ on the loop that takes Slack's requests.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_sdk.oauth.installation_store.async_installation_store import (
@@ -25,8 +26,12 @@ log = logging.getLogger(__name__)
 
 
 class InstallationsForBolt(AsyncInstallationStore):
-    def __init__(self, installations: Installations) -> None:
+    def __init__(self, installations: Installations, *,
+                 on_removed: Callable[[str], Awaitable[object]] | None = None) -> None:
+        """``on_removed``: what else ends with a workspace's install (its people's own
+        connections to remote servers), given the workspace."""
         self._installations = Offloaded(installations)
+        self._on_removed = on_removed
 
     @property
     def logger(self) -> logging.Logger:
@@ -86,6 +91,11 @@ class InstallationsForBolt(AsyncInstallationStore):
         log.warning("Slack revoked Thoth's token for %s: %s", team_id or enterprise_id,
                     "its install is deleted (its memory is kept)" if removed
                     else "no install was kept for it")
+        if team_id and self._on_removed is not None:
+            try:
+                await self._on_removed(team_id)
+            except Exception:
+                log.exception("what ends with the install of %s could not all end", team_id)
 
     async def async_delete_installation(self, *, enterprise_id: str | None,
                                         team_id: str | None,

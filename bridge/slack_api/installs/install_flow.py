@@ -12,6 +12,7 @@ workspace, with no install flow, as before.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from urllib.parse import urlsplit
 
 from slack_bolt.oauth.async_oauth_flow import AsyncOAuthFlow
@@ -48,8 +49,10 @@ def missing_for_installs(settings: Settings) -> str | None:
             f" Slack's OAuth flow, which needs {', '.join(missing)} too (README, 'Slack')")
 
 
-def install_flow(settings: Settings, installations: Installations, db: Database
+def install_flow(settings: Settings, installations: Installations, db: Database, *,
+                 on_removed: Callable[[str], Awaitable[object]] | None = None,
                  ) -> AsyncOAuthFlow:
+    """Bolt's OAuth flow; ``on_removed``: what else ends when a workspace uninstalls."""
     missing = missing_for_installs(settings)
     if missing is not None:
         raise ConfigurationError(missing)
@@ -67,7 +70,7 @@ def install_flow(settings: Settings, installations: Installations, db: Database
             redirect_uri_path=REDIRECT_PATH,
             # Slack's own authorize page, beside its Web API (a test's loopback Slack).
             authorization_url=f"{api.scheme}://{api.netloc}/oauth/v2/authorize",
-            installation_store=InstallationsForBolt(installations),
+            installation_store=InstallationsForBolt(installations, on_removed=on_removed),
             installation_store_bot_only=True,
             state_store=OAuthStatesForBolt(OAuthStates(db)),
             state_expiration_seconds=int(STATE_TTL_S),

@@ -3,10 +3,10 @@
 One row per install: a workspace's own install is found by its team id; an org-wide
 install on Enterprise Grid by the org's enterprise id, and it answers for every workspace
 of the org that has no install of its own. Only bot tokens are kept (Thoth asks Slack for
-no user scopes), sealed with ``SLACK_TOKEN_KEYS`` (``token_cipher.py``): the database alone
-never gives a token away. Uninstalling deletes the row at once; the workspace's memory
-stays until the operator exports it (``thoth episodes export --team``) and purges it
-(``thoth installations purge --team``).
+no user scopes), sealed with ``SLACK_TOKEN_KEYS`` (``layers/shared/token_cipher.py``):
+the database alone never gives a token away. Uninstalling deletes the row at once; the
+workspace's memory stays until the operator exports it (``thoth episodes export
+--team``) and purges it (``thoth installations purge --team``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bridge.settings import Settings
-from bridge.slack_api.installs.token_cipher import TokenCipher, TokenNotOpened
 from layers.shared.storage.database import Database
+from layers.shared.token_cipher import TokenCipher, TokenNotOpened
 
 # How long an install found is answered from memory: a burst of deliveries reads the
 # database once per workspace, not once per request. Deleting an install drops it here at

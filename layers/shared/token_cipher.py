@@ -1,4 +1,5 @@
-"""Bot tokens sealed at rest: Fernet (AES-128-CBC with an HMAC), from ``cryptography``.
+"""Tokens sealed at rest (Slack bot tokens, people's connections to remote tools):
+Fernet (AES-128-CBC with an HMAC), from ``cryptography``.
 
 Why Fernet: authenticated encryption with a key format, a timestamp and key rotation
 (``MultiFernet``) already settled by a library every Python deployment already trusts;
@@ -6,7 +7,8 @@ nothing here chooses a cipher mode or a nonce.
 
 ``SLACK_TOKEN_KEYS`` holds one key or several, commas between them: the first seals, each
 opens. Rotating is adding a new key first, `thoth installations reseal` (every token
-sealed again with it), then dropping the old one: no installation is lost on the way.
+sealed again with it, the installs' and the connections'), then dropping the old one:
+nothing sealed is lost on the way.
 """
 
 from __future__ import annotations

@@ -1,0 +1,339 @@
+"""Each person's own account on a remote MCP server (``bridge/connections/``), against an
+authorization server nobody wrote for Thoth's client: the MCP SDK's own auth routes
+(``tests/servers/oauth_mcp.py``), a real Chromium clicking through its consent page.
+
+Thoth is built as the composition root builds it (``mcp.json`` with ``"auth": "oauth"``,
+CONSOLE_URL, SLACK_TOKEN_KEYS); the browser comes back to a loopback listener standing
+where the console's callback is, and the test hands its query to the client as the
+console's route does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from pydantic import SecretStr
+
+from bridge.app import Thoth, build
+from bridge.connections.discovery import ConnectRefused
+from bridge.connections.oauth_client import CALLBACK_PATH, Connector
+from bridge.pipeline.turn import Turn
+from bridge.settings import Settings
+from bridge.team_tools.team_tools import NeedsConnecting, ServerTool, TeamTools
+from layers.identity.protocol import Person
+from layers.shared.errors import BadInput
+from layers.shared.places import Place
+from layers.shared.token_cipher import TokenCipher
+from tests.fakes import HashingEmbedder
+from tests.integration.test_mcp_oauth import CHROMIUM, CHROMIUM_ARGS
+from tests.servers.loopback import LoopbackHandler, LoopbackServer
+from tests.servers.oauth_mcp import OAuthMcpServer
+
+DANA, ARI = Person("T1", "U1", "Dana"), Person("T1", "U2", "Ari")
+DM = Place("T1", "D1", "im", None, None)
+
+
+class Returns(LoopbackServer):
+    """Where the console would take the browser's return: what came back."""
+
+    def __init__(self) -> None:
+        returned: list[str] = []
+        self.returned = returned
+
+        class Handler(LoopbackHandler):
+            def do_GET(self) -> None:
+                if self.path.startswith(CALLBACK_PATH):
+                    returned.append(self.path)
+                self.send_body(200, b"back", "text/plain")
+
+        self._serve(Handler)
+
+
+async def _clicked_through(url: str, decision: str = "Allow") -> list[str]:
+    """What the pages said, the browser having clicked ``decision`` where asked."""
+    from playwright.async_api import async_playwright
+
+    pages: list[str] = []
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            await page.goto(url)
+            pages.append(await page.inner_text("body"))
+            button = page.get_by_role("button", name=decision)
+            if await button.count():
+                async with page.expect_navigation():
+                    await button.click()
+        finally:
+            await browser.close()
+    return pages
+
+
+@dataclass
+class World:
+    app: Thoth
+    server: OAuthMcpServer
+    returns: Returns
+    logs: list[str] = field(default_factory=list)
+
+    @property
+    def tools(self) -> TeamTools:
+        assert self.app.team_tools is not None
+        return self.app.team_tools
+
+    @property
+    def connector(self) -> Connector:
+        assert self.tools.connector is not None
+        return self.tools.connector
+
+    async def connect(self, person: Person, signed_in_as: str) -> None:
+        """The person clicks their link, allows Thoth at the server, comes back."""
+        assert person.user is not None
+        self.server.signed_in_as = signed_in_as
+        address = await self.connector.start(person.team, person.user, "tracker")
+        await _clicked_through(address)
+        query = parse_qs(urlsplit(self.returns.returned[-1]).query)
+        await self.connector.finish(
+            query["state"][0], code=query.get("code", [None])[0],
+            error=query.get("error", [None])[0], issuer=query.get("iss", [None])[0],
+            team=person.team, user=person.user)
+
+    async def whoami(self, person: Person) -> str:
+        answer = await self.tools.run("tracker", "whoami", {}, actor=f"slack:{person.user}",
+                                      how="read", person=person)
+        return answer.for_model
+
+
+def _built(settings: Settings, tmp_path: Path, server: OAuthMcpServer, returns: Returns,
+           embedder: HashingEmbedder, **oauth: Any) -> Thoth:
+    config = tmp_path / "mcp.json"
+    entry: dict[str, Any] = {"type": "http", "url": server.mcp_url, "auth": "oauth"}
+    if oauth:
+        entry["oauth"] = oauth
+    config.write_text(json.dumps({"mcpServers": {"tracker": entry}}))
+    return build(settings.model_copy(update={
+        "mcp_config": config, "console_url": returns.url,
+        "slack_token_keys": SecretStr(TokenCipher.new_key())}), embedder=embedder)
+
+
+@pytest.fixture
+def world(model_settings: Settings, tmp_path: Path, hashing_embedder: HashingEmbedder,
+          caplog: pytest.LogCaptureFixture) -> Iterator[World]:
+    caplog.set_level(logging.DEBUG)
+    with OAuthMcpServer(access_lifetime_s=3600) as server, Returns() as returns:
+        app = _built(model_settings, tmp_path, server, returns, hashing_embedder)
+        yield World(app, server, returns)
+        asyncio.run(_closed(app))
+
+
+async def _closed(app: Thoth) -> None:
+    if app.team_tools is not None:
+        await app.team_tools.aclose()
+    app.close()
+
+
+def test_two_people_connect_and_each_call_goes_with_the_askers_own_token(
+    world: World, caplog: pytest.LogCaptureFixture, model_settings: Settings,
+) -> None:
+    async def scenario() -> tuple[str, str, list[Any], list[Any]]:
+        before = await world.tools.listed(DM, DANA)
+        await world.connect(DANA, "alice")
+        await world.connect(ARI, "bob")
+        after = await world.tools.listed(DM, DANA)
+        dana, ari = await world.whoami(DANA), await world.whoami(ARI)
+        await world.tools.aclose()
+        return dana, ari, before, after
+
+    dana, ari, before, after = asyncio.run(scenario())
+    # Not connected, the server is one thing to do: connect.
+    assert before == [NeedsConnecting("tracker")]
+    assert {item.tool.name for item in after if isinstance(item, ServerTool)} >= {
+        "whoami", "create_issue"}
+    assert "alice" in dana and "bob" in ari
+    # The client's side of the specification, as the server saw it.
+    for asked in world.server.authorize_requests:
+        assert asked["code_challenge_method"] == "S256"
+        assert asked["resource"] == world.server.mcp_url
+        assert len(asked["state"]) >= 32
+    exchanges = [r for r in world.server.token_requests if r["grant_type"] == "authorization_code"]
+    assert len(exchanges) == 2
+    assert all(r["has_code_verifier"] and r["resource"] == world.server.mcp_url
+               for r in exchanges)
+    # Thoth registered itself once, and both sign-ins used that registration.
+    assert len(world.server.registered) == 1
+    assert world.server.registered[0]["redirect_uris"] == [
+        world.returns.url.rstrip("/") + CALLBACK_PATH]
+    # Each token went to the server, and is nowhere Thoth writes in clear.
+    tokens = set(world.server.bearer_tokens_seen)
+    assert len(tokens) == 2
+    stored = (model_settings.thoth_home / "thoth.db").read_bytes()
+    wal = model_settings.thoth_home / "thoth.db-wal"
+    stored += wal.read_bytes() if wal.exists() else b""
+    logged = "\n".join(record.getMessage() for record in caplog.records)
+    for token in tokens:
+        assert token.encode() not in stored
+        assert token not in logged
+    # The audit log says whose account each call used.
+    lines = [line.detail for line in world.app.audit.entries(action="tool.call")]
+    assert any("U1's own account" in line for line in lines)
+    assert any("U2's own account" in line for line in lines)
+
+
+def test_disconnecting_revokes_at_the_server_and_asks_again(world: World) -> None:
+    async def scenario() -> tuple[list[Any], str]:
+        await world.connect(DANA, "alice")
+        assert await world.connector.disconnect("T1", "U1", "tracker")
+        listed = await world.tools.listed(DM, DANA)
+        try:
+            await world.whoami(DANA)
+        except BadInput as refused:
+            return listed, str(refused)
+        finally:
+            await world.tools.aclose()
+        return listed, ""
+
+    listed, refused = asyncio.run(scenario())
+    assert listed == [NeedsConnecting("tracker")]
+    assert refused  # its token is gone: the call did not go as anyone
+    assert world.server.revoked, "the refresh token was revoked at the server"
+
+
+def test_a_token_about_to_lapse_is_renewed_before_it_is_used(
+    model_settings: Settings, tmp_path: Path, hashing_embedder: HashingEmbedder,
+) -> None:
+    # 30 s of life: within the minute before it lapses, so renewed at its first use.
+    with OAuthMcpServer(access_lifetime_s=30) as server, Returns() as returns:
+        app = _built(model_settings, tmp_path, server, returns, hashing_embedder)
+        world = World(app, server, returns)
+
+        async def scenario() -> str:
+            await world.connect(DANA, "alice")
+            said = await world.whoami(DANA)
+            await world.tools.aclose()
+            return said
+
+        try:
+            assert "alice" in asyncio.run(scenario())
+        finally:
+            asyncio.run(_closed(app))
+    renewals = [r for r in server.token_requests if r["grant_type"] == "refresh_token"]
+    assert len(renewals) >= 1 and renewals[0]["resource"] == server.mcp_url
+    # The token exchanged at the sign-in never reached the server: a renewed one did.
+    assert server.user_of(server.bearer_tokens_seen[-1]) == "alice"
+
+
+def test_openid_discovery_and_a_client_id_the_operator_registered(
+    model_settings: Settings, tmp_path: Path, hashing_embedder: HashingEmbedder,
+) -> None:
+    with OAuthMcpServer(metadata_at="openid", registration=False,
+                        pre_registered={"thoth-client": "its-secret"}) as server, \
+            Returns() as returns:
+        app = _built(model_settings, tmp_path, server, returns, hashing_embedder,
+                     clientId="thoth-client", clientSecret="its-secret")
+        world = World(app, server, returns)
+
+        async def scenario() -> str:
+            await world.connect(DANA, "alice")
+            said = await world.whoami(DANA)
+            await world.tools.aclose()
+            return said
+
+        try:
+            assert "alice" in asyncio.run(scenario())
+        finally:
+            asyncio.run(_closed(app))
+    assert not server.registered
+    assert {r["client_id"] for r in server.token_requests} == {"thoth-client"}
+
+
+@pytest.mark.parametrize(("server_options", "said"), [
+    ({"pkce": False}, "PKCE"),
+    ({"resource_override": "http://127.0.0.1:9/elsewhere"}, "refused, so that no token"),
+    ({"registration": False}, "takes no registration"),
+])
+def test_a_server_thoth_must_not_sign_in_to_is_refused_in_one_line(
+    model_settings: Settings, tmp_path: Path, hashing_embedder: HashingEmbedder,
+    server_options: dict[str, Any], said: str,
+) -> None:
+    with OAuthMcpServer(**server_options) as server, Returns() as returns:
+        app = _built(model_settings, tmp_path, server, returns, hashing_embedder)
+        connector = app.team_tools.connector if app.team_tools else None
+        assert connector is not None
+        try:
+            with pytest.raises(ConnectRefused, match=said) as refused:
+                asyncio.run(connector.start("T1", "U1", "tracker"))
+        finally:
+            asyncio.run(_closed(app))
+    assert "\n" not in str(refused.value)
+    assert not server.authorize_requests, "nothing was sent to the server's sign-in"
+
+
+def test_a_return_is_taken_once_and_only_for_the_person_who_began_it(world: World) -> None:
+    async def scenario() -> list[str]:
+        refusals = []
+        world.server.signed_in_as = "alice"
+        address = await world.connector.start("T1", "U1", "tracker")
+        await _clicked_through(address)
+        query = parse_qs(urlsplit(world.returns.returned[-1]).query)
+        state, code = query["state"][0], query["code"][0]
+        for team, user, tried in (("T1", "U2", state), ("T1", "U1", "forged")):
+            try:
+                await world.connector.finish(tried, code=code, error=None, issuer=None,
+                                             team=team, user=user)
+            except ConnectRefused as refused:
+                refusals.append(str(refused))
+        return refusals
+
+    refusals = asyncio.run(scenario())
+    assert "someone else" in refusals[0]
+    assert "not one Thoth began" in refusals[1]
+    # ari's attempt took the sign-in: it is gone for dana too, and nothing was kept.
+    assert asyncio.run(world.tools.listed(DM, DANA)) == [NeedsConnecting("tracker")]
+
+
+def test_oauth_servers_are_refused_without_what_keeps_tokens(
+    model_settings: Settings, tmp_path: Path, hashing_embedder: HashingEmbedder,
+) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"tracker": {
+        "type": "http", "url": "https://mcp.example.com/mcp", "auth": "oauth"}}}))
+    app = build(model_settings.model_copy(update={"mcp_config": config}),
+                embedder=hashing_embedder)
+    try:
+        assert app.team_tools is not None and app.team_tools.connector is None
+        why = app.team_tools.config.refused["tracker"]
+        assert "CONSOLE_URL" in why and "SLACK_TOKEN_KEYS" in why
+    finally:
+        app.close()
+
+
+def test_a_turn_without_a_way_to_send_a_link_is_told_so(world: World) -> None:
+    async def scenario() -> str:
+        tools = await world.tools.offered(Turn("s", "hi", DM, user="U1", user_name="Dana"))
+        (connect,) = tools
+        assert connect.name == "tracker__connect"
+        answer = await connect.handle(_Caller(), _no_arguments())  # type: ignore[arg-type]
+        return answer.for_model
+
+    told = asyncio.run(scenario())
+    assert "console" in told and "cannot be used" in told
+
+
+class _Caller:
+    actor = "slack:U1"
+    skills_in_use: frozenset[str] = frozenset()
+
+
+def _no_arguments() -> Any:
+    from bridge.pipeline.tools.arguments import Arguments
+
+    return Arguments({})
+
