@@ -3,9 +3,10 @@ through Slack's OAuth flow, and the keys their bot tokens are sealed with.
 
 Rotating the key, without losing an install: put a new key (`new-key`) first in
 SLACK_TOKEN_KEYS, keep the old one after it, run `reseal` (every token sealed again with
-the new key), then drop the old key. A workspace that uninstalled Thoth keeps its memory
-until the operator exports it (`thoth episodes export --team T`) and purges it
-(`thoth installations purge --team T --yes`: every layer, ``workspace_purge.py``).
+the new key: the installs' and people's own connections'), then drop the old key. A
+workspace that uninstalled Thoth keeps its memory until the operator exports it (`thoth
+episodes export --team T`) and purges it (`thoth installations purge --team T --yes`:
+every layer, ``workspace_purge.py``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, TextIO
 from bridge.app import Thoth
 from bridge.cli.login import login_name
 from bridge.cli.redacted_output import show_once
+from bridge.connections.store import ConnectionStore
 from bridge.slack_api.installs.installations import Installations, installations_of
 from bridge.workspace_purge import purge_workspace
 from layers.shared.errors import BadInput, ConfigurationError
@@ -68,8 +70,12 @@ def run_list(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
 
 def run_reseal(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
     count = _installations(app).reseal()
-    print(f"{count} bot token(s) sealed again with the first key of SLACK_TOKEN_KEYS: the"
-          " other keys may now be dropped", file=out)
+    assert app.settings.slack_token_keys is not None
+    # People's own connections are sealed with the same keys (``bridge/connections/``).
+    connections = ConnectionStore(app.db, TokenCipher.from_setting(
+        app.settings.slack_token_keys.get_secret_value())).reseal()
+    print(f"{count} bot token(s) and {connections} connection record(s) sealed again with"
+          " the first key of SLACK_TOKEN_KEYS: the other keys may now be dropped", file=out)
     return 0
 
 

@@ -14,10 +14,10 @@ from bridge.all_tables import ALL_SCHEMAS
 from bridge.slack_api.installs.install_flow import BOT_SCOPES
 from bridge.slack_api.installs.installations import Installations, Installed
 from bridge.slack_api.installs.oauth_states import STATE_TTL_S, OAuthStates
-from layers.shared.token_cipher import TokenCipher, TokenNotOpened
 from layers.shared.errors import ConfigurationError
 from layers.shared.storage.database import Database
 from layers.shared.storage.engines import open_sqlite
+from layers.shared.token_cipher import TokenCipher, TokenNotOpened
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "xoxb-1111-2222-abcdefabcdefabcdef"
@@ -168,4 +168,4 @@ def test_thoth_installations_new_key_list_and_reseal(tmp_path: Path) -> None:
     assert (code, out.strip()) == (0, "Thoth is installed in no workspace through Slack's"
                                       " OAuth flow")
     code, out, _ = thoth(keyed, "installations", "reseal")
-    assert code == 0 and out.startswith("0 bot token(s) sealed again")
+    assert code == 0 and out.startswith("0 bot token(s) and 0 connection record(s) sealed again")
