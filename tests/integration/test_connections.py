@@ -25,6 +25,7 @@ from pydantic import SecretStr
 from bridge.app import Thoth, build
 from bridge.connections.discovery import ConnectRefused
 from bridge.connections.oauth_client import CALLBACK_PATH, Connector
+from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
 from bridge.team_tools.team_tools import NeedsConnecting, ServerTool, TeamTools
@@ -32,8 +33,10 @@ from layers.identity.protocol import Person
 from layers.shared.errors import BadInput
 from layers.shared.places import Place
 from layers.shared.token_cipher import TokenCipher
-from tests.fakes import HashingEmbedder
+from tests.fakes import HashingEmbedder, RecordingSink
 from tests.integration.test_mcp_oauth import CHROMIUM, CHROMIUM_ARGS
+from tests.servers import anthropic_api as api
+from tests.servers.anthropic_api import FakeAnthropic
 from tests.servers.loopback import LoopbackHandler, LoopbackServer
 from tests.servers.oauth_mcp import OAuthMcpServer
 
@@ -115,7 +118,8 @@ class World:
 def _built(settings: Settings, tmp_path: Path, server: OAuthMcpServer, returns: Returns,
            embedder: HashingEmbedder, **oauth: Any) -> Thoth:
     config = tmp_path / "mcp.json"
-    entry: dict[str, Any] = {"type": "http", "url": server.mcp_url, "auth": "oauth"}
+    entry: dict[str, Any] = {"type": "http", "url": server.mcp_url, "auth": "oauth",
+                             "readOnly": ["whoami"]}
     if oauth:
         entry["oauth"] = oauth
     config.write_text(json.dumps({"mcpServers": {"tracker": entry}}))
@@ -337,3 +341,25 @@ def _no_arguments() -> Any:
 
     return Arguments({})
 
+
+
+def test_a_turn_calls_the_tool_as_its_speaker_and_the_model_never_sees_a_token(
+    world: World, fake_anthropic: FakeAnthropic,
+) -> None:
+    fake_anthropic.push(api.tool_use("tracker__whoami", {}), api.text("You are alice there."))
+
+    async def scenario() -> TurnOutcome:
+        await world.connect(DANA, "alice")
+        outcome = await world.app.pipeline.handle(
+            Turn("s1", "who am I in the tracker?", DM, user="U1", user_name="Dana"),
+            RecordingSink())
+        await world.app.pipeline.drain(10)
+        await world.tools.aclose()
+        return outcome
+
+    outcome = asyncio.run(scenario())
+    assert outcome.ok and outcome.reply == "You are alice there."
+    (result,) = fake_anthropic.requests[-1].body["messages"][-1]["content"]
+    assert "alice" in str(result["content"])
+    (token,) = set(world.server.bearer_tokens_seen)
+    assert all(token not in json.dumps(request.body) for request in fake_anthropic.requests)
