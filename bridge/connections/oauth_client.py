@@ -21,6 +21,7 @@ import base64
 import contextlib
 import secrets
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import quote_plus, urlencode
@@ -81,7 +82,11 @@ class Connector:
         self.store = store
         self.redirect_uri = redirect_uri
         self._http = http
-        self._renewing: dict[tuple[str, str, str], asyncio.Lock] = {}
+        # One renewal at a time per connection, per event loop (a lock belongs to one:
+        # the console and Slack may each run their own in one process).
+        self._renewing: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, dict[tuple[str, str, str], asyncio.Lock]
+        ] = weakref.WeakKeyDictionary()
 
     def server(self, name: str) -> RemoteServer:
         found = self.servers.get(name)
@@ -145,9 +150,7 @@ class Connector:
     async def access_token(self, team: str, user: str, name: str) -> str | None:
         """The person's token for ``name``, renewed if it is about to lapse; None when they
         are not connected (or no longer: the server refused to renew it)."""
-        key = (team, user, name)
-        lock = self._renewing.setdefault(key, asyncio.Lock())
-        async with lock:
+        async with self._renewal(team, user, name):
             tokens = await self.store.run(lambda store: store.tokens(team, user, name))
             if tokens is None:
                 return None
@@ -157,9 +160,13 @@ class Connector:
 
     async def renew(self, team: str, user: str, name: str) -> str | None:
         """Renew now (the server refused the token it has): the new token, or None."""
-        async with self._renewing.setdefault((team, user, name), asyncio.Lock()):
+        async with self._renewal(team, user, name):
             tokens = await self.store.run(lambda store: store.tokens(team, user, name))
             return None if tokens is None else await self._renewed(team, user, name, tokens)
+
+    def _renewal(self, team: str, user: str, name: str) -> asyncio.Lock:
+        locks = self._renewing.setdefault(asyncio.get_running_loop(), {})
+        return locks.setdefault((team, user, name), asyncio.Lock())
 
     async def disconnect(self, team: str, user: str, name: str) -> bool:
         """End the person's connection: revoked at the server where it offers that, and
