@@ -11,6 +11,7 @@ console's route does.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 from collections.abc import Iterator
@@ -363,3 +364,22 @@ def test_a_turn_calls_the_tool_as_its_speaker_and_the_model_never_sees_a_token(
     assert "alice" in str(result["content"])
     (token,) = set(world.server.bearer_tokens_seen)
     assert all(token not in json.dumps(request.body) for request in fake_anthropic.requests)
+
+
+def test_tools_list_shows_where_people_sign_in(
+    isolated_environment: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from bridge.cli.main import main
+
+    with OAuthMcpServer() as server:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"tracker": {
+            "type": "http", "url": server.mcp_url, "auth": "oauth"}}}))
+        monkeypatch.setenv("MCP_CONFIG", str(config))
+        monkeypatch.setenv("CONSOLE_URL", "https://thoth.example")
+        monkeypatch.setenv("SLACK_TOKEN_KEYS", TokenCipher.new_key())
+        out = io.StringIO()
+        assert main(["tools", "list"], stdout=out, stderr=out) == 0, out.getvalue()
+    said = out.getvalue()
+    assert "each person connects their own account" in said and server.base in said
+    assert not server.authorize_requests and not server.registered
