@@ -27,6 +27,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +37,7 @@ from recall_speed import TEAM, load_locomo, percentile, sqlite_store  # noqa: E4
 
 from bridge.app import build  # noqa: E402
 from bridge.model.pricing import Usage  # noqa: E402
-from bridge.model.protocol import ModelRequest, ModelResult, OnText  # noqa: E402
+from bridge.model.protocol import ModelRequest, ModelResult, OnText, Source  # noqa: E402
 from bridge.pipeline.pipeline import TurnOutcome  # noqa: E402
 from bridge.pipeline.reply_sink import Step  # noqa: E402
 from bridge.pipeline.turn import Turn  # noqa: E402
@@ -82,7 +83,7 @@ class NullSink:
     async def stream(self, text: str) -> None:
         return None
 
-    async def finish(self, text: str, *, ok: bool) -> None:
+    async def finish(self, text: str, *, ok: bool, sources: Sequence[Source] = ()) -> None:
         return None
 
 

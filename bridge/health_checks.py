@@ -54,6 +54,7 @@ def run_checks(app: Thoth, *, deep: bool = False, in_server: bool = False) -> li
         _skills,
         _model,
         _model_catalogue,
+        _web,
         _identity_configured if in_server else _identity,
         _reflection,
         _slack,
@@ -243,6 +244,18 @@ def _model(app: Thoth) -> list[Check]:
         else:
             checks.append(Check("model", Status.OK, f"{model} answers ({setting})"))
     return checks
+
+
+def _web(app: Thoth) -> list[Check]:
+    """Whether the web tools are on, and where (bridge/pipeline/web_access.py)."""
+    settings = app.settings
+    if not settings.web_tools:
+        return [Check("web", Status.INFO, "off", "set WEB_TOOLS=search,fetch to turn it on")]
+    if settings.anthropic_api_key is None:
+        return [Check("web", Status.WARN, "WEB_TOOLS is set, but without ANTHROPIC_API_KEY"
+                      " no model can use it", "set ANTHROPIC_API_KEY")]
+    return [Check("web", Status.OK, f"{', '.join(settings.web_tools)} on,"
+                  f" {_where_used(settings.web_tools_places)}")]
 
 
 def _configured_models(app: Thoth) -> list[tuple[str, str, str]]:

@@ -20,8 +20,13 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from bridge.model.catalogue import DEFAULT_PRICES, Effort
 from bridge.model.pricing import ModelPrice
+from bridge.model.protocol import WEB_TOOLS, WebTool
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
+# The kinds of place a place list names (mcp.json's ``places``, WEB_TOOLS_PLACES); any
+# other word must be a Slack channel id (C…, G… or D…).
+PLACE_KINDS = ("public", "private", "im", "mpim")
+_CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 # Where a child process finds its parent's settings (``Settings.to_json``).
 SETTINGS_JSON_VARIABLE = "THOTH_SETTINGS_JSON"
 
@@ -145,6 +150,12 @@ class Settings(BaseSettings):
     mcp_config: Path | None = None
     # Seconds one call to a team's MCP tool may take before the model is told it timed out.
     mcp_tool_timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0
+    # Anthropic's web tools, run by the API itself: "search", "fetch", or both, commas
+    # between. Empty: off (bridge/pipeline/web_access.py).
+    web_tools: Annotated[list[WebTool], NoDecode] = Field(default_factory=list)
+    # Where they may be used: public, private, im, mpim or channel ids, commas between.
+    # Unset: wherever Thoth answers.
+    web_tools_places: Annotated[list[str] | None, NoDecode] = None
 
     @field_validator("founder_user_ids", mode="before")
     @classmethod
@@ -159,6 +170,34 @@ class Settings(BaseSettings):
                     raise ValueError(f"is not a JSON list ({error.msg})") from error
             return [part for part in re.split(r"[\s,]+", value) if part]
         return value
+
+    @field_validator("web_tools", mode="before")
+    @classmethod
+    def _known_web_tools(cls, value: object) -> object:
+        # A word that is not a web tool is refused with the words that are, in one line,
+        # rather than pydantic's error per list item.
+        words = _words(value)
+        if words is None:
+            return value
+        words = [word.lower() for word in words]
+        unknown = [word for word in words if word not in WEB_TOOLS]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is not a web tool: use {', '.join(WEB_TOOLS)}"
+                             " or both, commas between (empty: off)")
+        return list(dict.fromkeys(words))
+
+    @field_validator("web_tools_places", mode="before")
+    @classmethod
+    def _known_places(cls, value: object) -> object:
+        words = _words(value)
+        if words is None:
+            return value
+        unknown = [word for word in words
+                   if word not in PLACE_KINDS and not _CHANNEL_ID.match(word)]
+        if unknown:
+            raise ValueError(f"{unknown[0]!r} is neither a kind of place"
+                             f" ({', '.join(PLACE_KINDS)}) nor a channel id")
+        return words
 
     @field_validator("anthropic_base_url", "slack_api_url", "honcho_url", mode="after")
     @classmethod
@@ -227,6 +266,16 @@ class Settings(BaseSettings):
     @property
     def mcp_config_path(self) -> Path:
         return self.mcp_config.expanduser() if self.mcp_config else self.thoth_home / "mcp.json"
+
+
+def _words(value: object) -> list[str] | None:
+    """A comma (or space) list as its words; a list as its items; None for anything else
+    (left to pydantic to refuse)."""
+    if isinstance(value, str):
+        return [word for word in re.split(r"[\s,]+", value.strip()) if word]
+    if isinstance(value, list | tuple):
+        return [str(item).strip() for item in value]
+    return None
 
 
 def load_settings() -> Settings:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from bridge.model.protocol import Source
 from bridge.pipeline.reply_sink import Step
 
 _WORD = re.compile(r"\w+")
@@ -48,6 +49,7 @@ class RecordingSink:
         self.pieces: list[str] = []
         self.final: str | None = None
         self.ok: bool | None = None
+        self.sources: list[Source] = []
 
     async def thinking(self) -> None:
         self.events.append(("thinking", ""))
@@ -59,10 +61,11 @@ class RecordingSink:
         self.events.append(("stream", text))
         self.pieces.append(text)
 
-    async def finish(self, text: str, *, ok: bool) -> None:
+    async def finish(self, text: str, *, ok: bool, sources: Sequence[Source] = ()) -> None:
         self.events.append(("finish", text))
         self.final = text
         self.ok = ok
+        self.sources = list(sources)
 
 
 class ScriptedModel:

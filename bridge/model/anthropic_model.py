@@ -3,6 +3,16 @@
 The SDK client is built by the composition root with ``max_retries=0``: retries
 belong to ``RetryingModel``, which knows whether text has already reached the
 user. Errors are sorted into retryable or not here, where the SDK's types are known.
+
+The web (``ModelRequest.web``) is Anthropic's server tools, ``web_search_20250305`` and
+``web_fetch_20250910`` (the versions without code execution: the later ones filter pages
+by running code, a tool of its own to allow), each at most ``WEB_MAX_USES`` times a
+request; web fetch is sent with its beta header, as the web fetch tool page asks. The API
+runs them: their ``server_tool_use`` and result blocks come back in the turn and go back
+in it unchanged (``echo``), and a turn it paused (``pause_turn``) is sent back as the last
+message (``Paused``), as the server tools page says. Decided: text written after a search
+or a fetch starts a new paragraph (the API sends the words before and after as separate
+blocks, which would otherwise run together), the same in the stream and in ``text``.
 """
 
 from __future__ import annotations
@@ -11,19 +21,23 @@ import base64
 from typing import Any
 
 import anthropic
+from anthropic.types import WebFetchTool20250910Param, WebSearchTool20250305Param
 from pydantic import SecretStr
 
 from bridge.model.catalogue import CATALOGUE, Capabilities, ModelCatalogue
 from bridge.model.pricing import Usage
 from bridge.model.protocol import (
+    WEB_MAX_USES,
     Attachment,
     ModelRefusedRequest,
     ModelRequest,
     ModelResult,
     ModelUnavailable,
     OnText,
+    Paused,
     PromptTooLong,
     Said,
+    Source,
     SpendLimitReached,
     SystemSection,
     ToolCall,
@@ -47,6 +61,11 @@ SPEND_LIMIT_SET_HERE = "reached your specified"
 # tool round, and the response is smaller. It is the default on every model that thinks
 # by default today; sent so that a model defaulting to "summarized" changes nothing.
 THINKING = {"type": "adaptive", "display": "omitted"}
+# The beta the web fetch tool is sent under (the web fetch tool page).
+WEB_FETCH_BETA = "web-fetch-2025-09-10"
+# The blocks of a server tool's call and results: words after one start a new paragraph.
+SERVER_TOOL_BLOCKS = frozenset({"server_tool_use", "web_search_tool_result",
+                                "web_fetch_tool_result"})
 
 
 def client_options(
@@ -82,11 +101,17 @@ class AnthropicModel:
 
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
         params = api_params(request, self._catalogue.capabilities(request.model))
+        headers = api_headers(request)
+        if headers:
+            params["extra_headers"] = headers
         try:
             async with self._client.messages.stream(**params) as stream:
+                gap = Paragraphs(on_text)
                 async for event in stream:
-                    if event.type == "text" and event.text:
-                        await on_text(event.text)
+                    if event.type == "content_block_start":
+                        gap.block(event.content_block.type)
+                    elif event.type == "text" and event.text:
+                        await gap.write(event.text)
                 message = await stream.get_final_message()
         except anthropic.APIStatusError as error:
             raise _status_error(error) from error
@@ -98,6 +123,48 @@ class AnthropicModel:
 
     async def aclose(self) -> None:
         await self._client.close()
+
+
+class Paragraphs:
+    """Streams text, a paragraph break ahead of words that follow a server tool's blocks
+    (``joined_text`` joins the final message's text the same way)."""
+
+    def __init__(self, on_text: OnText) -> None:
+        self._on_text = on_text
+        self._wrote = False
+        self._after_tool = False
+
+    def block(self, kind: str) -> None:
+        if kind in SERVER_TOOL_BLOCKS:
+            self._after_tool = True
+
+    async def write(self, text: str) -> None:
+        # Held until words come: an empty text block after a search adds no break.
+        if self._after_tool and self._wrote:
+            text = "\n\n" + text
+        self._after_tool, self._wrote = False, True
+        await self._on_text(text)
+
+
+def api_headers(request: ModelRequest) -> dict[str, str]:
+    """The headers a request needs beside the client's own: the web fetch beta."""
+    return {"anthropic-beta": WEB_FETCH_BETA} if "fetch" in request.web else {}
+
+
+def web_tools(request: ModelRequest) -> list[dict[str, Any]]:
+    """The server tools of ``request.web``, as the Messages API's tool definitions."""
+    tools: list[dict[str, Any]] = []
+    if "search" in request.web:
+        search: WebSearchTool20250305Param = {
+            "type": "web_search_20250305", "name": "web_search", "max_uses": WEB_MAX_USES}
+        tools.append(dict(search))
+    if "fetch" in request.web:
+        # Citations on, so that what the reply takes from a page is cited to it.
+        fetch: WebFetchTool20250910Param = {
+            "type": "web_fetch_20250910", "name": "web_fetch", "max_uses": WEB_MAX_USES,
+            "citations": {"enabled": True}}
+        tools.append(dict(fetch))
+    return tools
 
 
 def api_params(request: ModelRequest, capabilities: Capabilities) -> dict[str, Any]:
@@ -119,11 +186,11 @@ def api_params(request: ModelRequest, capabilities: Capabilities) -> dict[str, A
     effort = capabilities.effort_for(request.effort)
     if effort is not None:
         params["output_config"] = {"effort": effort}
-    if request.tools:
+    if request.tools or request.web:
         params["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema}
             for t in request.tools
-        ]
+        ] + web_tools(request)
     if request.tool_choice is not None:
         # Opus 5.5, Sonnet 5.5 and the Fables refuse a forced tool with 400: there the tool
         # is offered and the prompt asks for the call (reflection asks again if it is not).
@@ -142,6 +209,10 @@ def wire_messages(request: ModelRequest) -> list[dict[str, Any]]:
     for at, message in enumerate(request.messages):
         if isinstance(message, ToolExchange):
             wire.extend(_tool_round(message))
+            continue
+        if isinstance(message, Paused):
+            # The turn as it came, the last message: the API goes on with it.
+            wire.append({"role": "assistant", "content": list(message.echo)})
             continue
         context = request.context if at == request.turn_index else ()
         wire.append({"role": message.role, "content": _content(message, context)})
@@ -216,17 +287,15 @@ def _tool_content(outcome: ToolOutcome) -> str | list[dict[str, Any]]:
 
 
 def _result(message: Any) -> ModelResult:
-    texts: list[str] = []
     calls: list[ToolCall] = []
     for block in message.content:
-        if block.type == "text":
-            texts.append(block.text)
-        elif block.type == "tool_use":
+        if block.type == "tool_use":
             tool_input = dict(block.input) if isinstance(block.input, dict) else {}
             calls.append(ToolCall(block.id, block.name, tool_input))
     usage = message.usage
+    server_tools = getattr(usage, "server_tool_use", None)
     return ModelResult(
-        text="".join(texts),
+        text=joined_text(message.content),
         echo=tuple(
             _as_sent_back(block) for block in message.content if not _empty_text(block)
         ),
@@ -236,10 +305,49 @@ def _result(message: Any) -> ModelResult:
             output_tokens=usage.output_tokens or 0,
             cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
             cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+            web_searches=getattr(server_tools, "web_search_requests", None) or 0,
         ),
         stop_reason=message.stop_reason,
         model=message.model,
+        sources=web_sources(message.content),
     )
+
+
+def joined_text(content: list[Any]) -> str:
+    """The text blocks as one text, as ``Paragraphs`` streamed them: blocks split by
+    citations run on; words after a server tool's blocks start a new paragraph."""
+    text, after_tool = "", False
+    for block in content:
+        if block.type in SERVER_TOOL_BLOCKS:
+            after_tool = True
+        elif block.type == "text" and block.text:
+            if after_tool and text:
+                text += "\n\n"
+            after_tool = False
+            text += block.text
+    return text
+
+
+def web_sources(content: list[Any]) -> tuple[Source, ...]:
+    """The pages a turn rests on, each once, in this order: those its words cite (a
+    search result's location), those web fetch read whole; the search results only when
+    neither names any (found and used, though not cited)."""
+    cited: list[Source] = []
+    found: list[Source] = []
+    for block in content:
+        if block.type == "text":
+            cited.extend(Source(c.url, c.title or c.url) for c in block.citations or ()
+                         if c.type == "web_search_result_location")
+        elif block.type == "web_fetch_tool_result" and block.content.type == "web_fetch_result":
+            page = block.content
+            cited.append(Source(page.url, getattr(page.content, "title", None) or page.url))
+        elif block.type == "web_search_tool_result" and isinstance(block.content, list):
+            found.extend(Source(r.url, r.title or r.url) for r in block.content
+                         if r.type == "web_search_result")
+    unique: dict[str, Source] = {}
+    for source in cited or found:
+        unique.setdefault(source.url, source)
+    return tuple(unique.values())
 
 
 def _empty_text(block: Any) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import replace
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.pricing import ModelPrice, Usage, price_of
 from bridge.model.protocol import (
+    WEB_MAX_USES,
     LanguageModel,
     ModelRequest,
     ModelResult,
@@ -34,9 +35,11 @@ RECORD_RETRY_S = (0.2, 1.0)
 def estimated_cost(request: ModelRequest, price: ModelPrice) -> float:
     """The most the call can cost: nothing read from the cache, and all of ``max_tokens``
     written. Held while it runs, so calls at once never pass a cap by more than one
-    call's worth (the one let through just under it); the rest is given back after."""
+    call's worth (the one let through just under it); the rest is given back after.
+    With web search offered, every search the call may run is held too."""
+    searches = WEB_MAX_USES if "search" in request.web else 0
     return price.cost(Usage(input_tokens=prompt_tokens(request),
-                            output_tokens=request.max_tokens))
+                            output_tokens=request.max_tokens, web_searches=searches))
 
 
 def prompt_tokens(request: ModelRequest) -> int:

@@ -14,6 +14,9 @@ log = logging.getLogger(__name__)
 # A dated snapshot of a listed model (``claude-haiku-4-5-20251001``) is that model; any
 # other longer id is a model of its own (``claude-fable-5-2`` is not ``claude-fable-5``).
 SNAPSHOT_SUFFIX = re.compile(r"-\d{8}$")
+# A web search (Anthropic's server tool) is charged per search beside the tokens: $10 per
+# 1,000 on every model (the pricing page, "Web search tool"). A web fetch costs its tokens.
+WEB_SEARCH_USD = 10 / 1000
 
 
 @dataclass(frozen=True)
@@ -22,6 +25,8 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    # Searches the model's API ran for the call (``usage.server_tool_use``).
+    web_searches: int = 0
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -29,6 +34,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.web_searches + other.web_searches,
         )
 
     @property
@@ -63,7 +69,7 @@ class ModelPrice(BaseModel):
             + usage.output_tokens * self.output
             + usage.cache_read_tokens * self.cache_read
             + usage.cache_write_tokens * self.cache_write
-        ) / 1_000_000
+        ) / 1_000_000 + usage.web_searches * WEB_SEARCH_USD
 
 
 def listed_id(model: str, listed: Mapping[str, object]) -> str | None:

@@ -6,6 +6,13 @@ them, and its conversation as neutral messages: what was said (``Said``) and the
 rounds (``ToolExchange``). Only a model's adapter knows its API's wire format (content
 blocks, what must be echoed back, which blocks the API refuses): the Anthropic one turns
 all of it into the Messages API's params.
+
+The web (``ModelRequest.web``) is named by what it does, ``search`` and ``fetch``: the
+model's API runs those tools itself (Anthropic's server tools), so nothing here runs them;
+their calls and results come back inside the model's turn (``ModelResult.echo``) and go
+back with it, and what they read is named in ``ModelResult.sources``. A turn the API
+paused mid-way (``pause_turn``) goes on with its turn so far sent back (``Paused``,
+``ModelRequest.continued``).
 """
 
 from __future__ import annotations
@@ -17,6 +24,20 @@ from typing import Any, Literal, Protocol
 from bridge.model.pricing import Usage
 
 OnText = Callable[[str], Awaitable[None]]
+# The web tools a model's API may run itself in a turn: search the web, read a page.
+WebTool = Literal["search", "fetch"]
+WEB_TOOLS: tuple[WebTool, ...] = ("search", "fetch")
+# How many times each web tool may run in one request (the API's ``max_uses``): a bound
+# on what one call spends on searches, and on what a page may make the model read.
+WEB_MAX_USES = 5
+
+
+@dataclass(frozen=True)
+class Source:
+    """A web page a reply rests on: cited in its text, read whole, or found by a search."""
+
+    url: str
+    title: str
 
 
 @dataclass(frozen=True)
@@ -98,7 +119,22 @@ class ToolExchange:
             for outcome in self.outcomes)
 
 
-Message = Said | ToolExchange
+@dataclass(frozen=True)
+class Paused:
+    """The model's turn so far, which its API paused mid-way (a server tool's loop ran
+    long): sent back as it came, the last message of the next request, so that the model
+    goes on where it stopped instead of starting again."""
+
+    echo: tuple[object, ...]
+
+    @property
+    def characters(self) -> int:
+        # The blocks as the adapter keeps them (search results, fetched pages): a rough
+        # size, for the estimate a cost reservation is made from.
+        return sum(len(str(block)) for block in self.echo)
+
+
+Message = Said | ToolExchange | Paused
 
 
 @dataclass(frozen=True)
@@ -125,6 +161,9 @@ class ModelRequest:
     # one turn to the next never changes a cached prefix.
     context: tuple[SystemSection, ...] = ()
     turn_index: int = 0
+    # The web tools the model's API runs for this request (where the turn's place allows
+    # them; ``bridge/pipeline/web_access.py``); none by default.
+    web: frozenset[WebTool] = frozenset()
 
     def section(self, name: str) -> str | None:
         return next((s.text for s in (*self.system, *self.context) if s.name == name), None)
@@ -132,8 +171,22 @@ class ModelRequest:
     def after_tools(self, result: ModelResult, outcomes: Sequence[ToolOutcome]) -> ModelRequest:
         """The next round's request: the conversation so far, then the model's tool calls
         with what each answered (and the model's echo of its turn)."""
-        exchange = ToolExchange(result.tool_calls, tuple(outcomes), result.echo)
-        return replace(self, messages=(*self.messages, exchange))
+        messages, echo = self._turn_so_far(result)
+        exchange = ToolExchange(result.tool_calls, tuple(outcomes), echo)
+        return replace(self, messages=(*messages, exchange))
+
+    def continued(self, result: ModelResult) -> ModelRequest:
+        """The request that lets a paused turn go on: the conversation so far, then the
+        model's turn so far, as it came (no new message of the person's)."""
+        messages, echo = self._turn_so_far(result)
+        return replace(self, messages=(*messages, Paused(echo)))
+
+    def _turn_so_far(self, result: ModelResult) -> tuple[tuple[Message, ...], tuple[object, ...]]:
+        """The messages before the model's current turn, and that turn's echo: a paused
+        part and what came after it are one turn of the model's, sent back as one."""
+        if self.messages and isinstance(self.messages[-1], Paused):
+            return self.messages[:-1], (*self.messages[-1].echo, *result.echo)
+        return self.messages, result.echo
 
     @property
     def characters(self) -> int:
@@ -156,6 +209,8 @@ class ModelResult:
     model: str = ""
     # What the call cost in dollars, set by ``MeteredModel`` (0 when nothing charges).
     cost_usd: float = 0.0
+    # The web pages this answer rests on (its web tools' citations and reads), in order.
+    sources: tuple[Source, ...] = ()
 
 
 class ModelUnavailable(Exception):

@@ -3,6 +3,13 @@ person reads when it falls short (cut, refused, out of tool rounds, out of budge
 
 Nothing here knows a model's wire format: the request and its tool rounds are neutral
 (``bridge/model/protocol.py``), and the model's adapter turns them into its API's calls.
+
+A turn the model's API paused (``pause_turn``: a web search or fetch ran long) is
+continued, not ended: the next request carries the model's turn so far as it came and no
+new message, up to ``MAX_CONTINUATIONS`` times (each a call metered and charged like any
+other), and only past that is it shown as paused. The web pages the answer rests on
+(``ModelResult.sources``) are gathered over every call, each once, at most
+``MAX_SOURCES``.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from bridge.model.protocol import (
     ModelRequest,
     ModelUnavailable,
     PromptTooLong,
+    Source,
     SpendLimitReached,
 )
 from bridge.pipeline.reply_sink import ReplySink, ReplyStopped
@@ -33,12 +41,17 @@ log = logging.getLogger(__name__)
 
 # A model that keeps asking for tools is cut off and its text so far is the reply.
 MAX_TOOL_ROUNDS = 4
+# A turn the API pauses is continued this many times at most, then shown as paused: a
+# bound on one question's spend whatever the pages make the model do.
+MAX_CONTINUATIONS = 5
+PAUSED = "pause_turn"
+# The most sources shown under a reply: the first cited ones.
+MAX_SOURCES = 5
 # Stop reasons that end a reply short of an answer (the Messages API reference).
 STOP_NOTICES = {
     "max_tokens": messages.REPLY_CUT,
-    # A server tool's loop paused; Thoth offers no server tools, so it is an unfinished
-    # reply, shown as such rather than continued.
-    "pause_turn": messages.REPLY_PAUSED,
+    # Only past MAX_CONTINUATIONS: before that, a paused turn is continued.
+    PAUSED: messages.REPLY_PAUSED,
     "model_context_window_exceeded": messages.CONTEXT_FULL,
     "refusal": messages.MODEL_REFUSED,
 }
@@ -62,10 +75,19 @@ class Answer:
     # A tool that changes what Thoth keeps was called (a forget may have taken the
     # turn's own session: ``TurnPipeline.handle`` looks before it records the turn).
     changed_memory: bool = False
+    # The web pages the reply rests on, each once, in the order they came.
+    sources: list[Source] = field(default_factory=list)
 
     def failed(self, message: str) -> None:
         self.text = message
         self.ok = False
+
+    def add_sources(self, sources: tuple[Source, ...]) -> None:
+        known = {source.url for source in self.sources}
+        for source in sources:
+            if source.url not in known and len(self.sources) < MAX_SOURCES:
+                known.add(source.url)
+                self.sources.append(source)
 
 
 async def answer_turn(
@@ -76,14 +98,22 @@ async def answer_turn(
     raises for a model or tool failure; a cancelled turn leaves ``answer`` as far as it got.
     """
     reply = ReplyStream(sink)
+    round_number = continuations = 0
     try:
-        for round_number in range(MAX_TOOL_ROUNDS + 1):
+        while True:
             reply.next_round()
             started = time.monotonic()
             result = await model.respond(request, reply.write)
             answer.model_seconds += time.monotonic() - started
             answer.usage = answer.usage + result.usage
             answer.cost_usd += result.cost_usd
+            answer.add_sources(result.sources)
+            if result.stop_reason == PAUSED and continuations < MAX_CONTINUATIONS:
+                continuations += 1
+                log.info("the model's turn paused; continuing (%d) in session %s",
+                         continuations, session_id)
+                request = request.continued(result)
+                continue
             notice = STOP_NOTICES.get(result.stop_reason or "")
             if notice is None and result.tool_calls and round_number == MAX_TOOL_ROUNDS:
                 notice = messages.TOOL_ROUNDS_USED.format(rounds=MAX_TOOL_ROUNDS)
@@ -100,6 +130,7 @@ async def answer_turn(
             answer.changed_memory |= any(tools.changes(call.name)
                                          for call in result.tool_calls)
             request = await run_tool_round(request, result, turn, sink, tools)
+            round_number += 1
         await reply.flush()
     except CostCapReached as capped:
         told = (messages.PERSON_CAP_REACHED if isinstance(capped, PersonCapReached)

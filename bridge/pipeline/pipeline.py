@@ -30,6 +30,7 @@ from bridge.pipeline.shared_files import kept_files, with_files_named
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
 from bridge.pipeline.turn_episode import episode_of
+from bridge.pipeline.web_access import NO_WEB, WebAccess, with_sources
 from layers.episodic.episode import Episode
 from layers.episodic.memory import EpisodicMemory
 from layers.episodic.recall_uses import RecallUse
@@ -55,6 +56,8 @@ class PipelineConfig:
     transcript_token_budget: int = 6000
     max_tokens: int = 2048
     effort: str | None = None
+    # The web tools the operator turned on, and where (``web_access.py``).
+    web: WebAccess = NO_WEB
 
 
 @dataclass
@@ -156,6 +159,8 @@ class TurnPipeline:
                 session_id=session.id,
                 capabilities=(None if self._model.memory_only
                               else CATALOGUE.capabilities(self._model.name)),
+                web=(frozenset() if self._model.memory_only
+                     else self._config.web.at(turn.place)),
             )
             try:
                 await answer_turn(answer, self._model, request, turn, sink, tools,
@@ -169,7 +174,8 @@ class TurnPipeline:
             timings.model_seconds = answer.model_seconds
             timings.last_token = time.monotonic()
             try:
-                await sink.finish(answer.notice or answer.text, ok=answer.ok)
+                await sink.finish(answer.notice or answer.text, ok=answer.ok,
+                                  sources=answer.sources if answer.ok else ())
             except ReplyStopped:
                 # Stop pressed while the reply was being closed: not a complete answer.
                 answer.stopped = True
@@ -243,9 +249,12 @@ class TurnPipeline:
         await self._after.record_turn(
             session.id,
             TranscriptTurn(
-                # Later turns read that files were shared (their content is recalled).
+                # Later turns read that files were shared (their content is recalled), and
+                # which pages a reply rested on (web fetch reads only addresses the
+                # conversation holds).
                 user_text=with_files_named(turn.text, turn.files),
-                reply_text=answer.text,
+                reply_text=with_sources(answer.text, answer.sources) if answer.ok
+                else answer.text,
                 ok=answer.ok,
                 user=turn.user,
                 user_name=turn.user_name,

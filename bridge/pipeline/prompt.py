@@ -18,10 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from bridge.model.catalogue import Capabilities
-from bridge.model.protocol import ModelRequest, Said, SystemSection, ToolSpec
+from bridge.model.protocol import ModelRequest, Said, SystemSection, ToolSpec, WebTool
 from bridge.pipeline.context import ContextBlock
 from bridge.pipeline.shared_files import attachments_for
 from bridge.pipeline.turn import Turn
+from bridge.pipeline.web_access import WEB_NOTE, WEB_SECTION
 from layers.working.budget import TrimmedTranscript
 
 NO_SKILLS = "No skills are installed yet."
@@ -53,8 +54,10 @@ def build_request(
     effort: str | None = None,
     session_id: str | None = None,
     capabilities: Capabilities | None = None,
+    web: frozenset[WebTool] = frozenset(),
 ) -> ModelRequest:
-    """``capabilities``: what the model is shown of files (None: their text only)."""
+    """``capabilities``: what the model is shown of files (None: their text only);
+    ``web``: the web tools the turn's place allows (``web_access.py``)."""
     system: list[SystemSection] = []
     # One breakpoint ends the stable part (tools, persona, skill index): a second on the
     # persona would cache a prefix the skill index's breakpoint already covers. On its own
@@ -62,6 +65,9 @@ def build_request(
     # so the conversation so far carries the other breakpoint (``_messages``).
     if context.persona:
         system.append(SystemSection("persona", context.persona))
+    if web:
+        # Before the breakpoint: the same for every turn in a place, so cached with it.
+        system.append(SystemSection(WEB_SECTION, WEB_NOTE))
     system.append(
         SystemSection(
             "skill-index",
@@ -84,6 +90,7 @@ def build_request(
         effort=effort,
         session_id=session_id,
         person=turn.user,
+        web=web,
     )
 
 

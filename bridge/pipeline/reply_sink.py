@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
+
+from bridge.model.protocol import Source
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +46,9 @@ class ReplySink(Protocol):
         """Show the next piece of the reply; raises ``ReplyStopped`` once the person stopped it."""
         ...
 
-    async def finish(self, text: str, *, ok: bool) -> None:
-        """The reply is complete; ``text`` is all of it (or the failure message)."""
+    async def finish(self, text: str, *, ok: bool, sources: Sequence[Source] = ()) -> None:
+        """The reply is complete; ``text`` is all of it (or the failure message), and
+        ``sources`` the web pages it rests on, shown under it (Slack: links)."""
         ...
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
@@ -28,8 +28,10 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
+from bridge.model.protocol import Source
 from bridge.pipeline.reply_sink import ReplyStopped, Step
 from bridge.slack.feedback import feedback_block
+from bridge.slack.reply_sources import sources_block
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.escaping import MARKDOWN_CHARS, escape, escaped_pieces, preview
 from bridge.slack_api.rate_budget import BudgetedAsyncWebClient, RateBudget, budget_key
@@ -99,6 +101,8 @@ class SlackSink:
         self._status_text = messages.THINKING_STATUS
         self._keepalive: asyncio.Task[None] | None = None
         self._finished = False
+        # The links to the web pages the reply rests on, under its last message.
+        self._sources: dict[str, Any] | None = None
         self.stopped = False
         self.posted: list[str] = []
 
@@ -139,8 +143,9 @@ class SlackSink:
             await self._flush()
         self._raise_if_stopped()
 
-    async def finish(self, text: str, *, ok: bool) -> None:
+    async def finish(self, text: str, *, ok: bool, sources: Sequence[Source] = ()) -> None:
         self._finished = True
+        self._sources = sources_block(sources) if ok else None
         if self._keepalive is not None:
             self._keepalive.cancel()
             await asyncio.wait([self._keepalive])
@@ -222,7 +227,7 @@ class SlackSink:
         response = await self._client.chat_postMessage(
             channel=self._channel,
             thread_ts=self._thread_ts,
-            **_escaped_blocks(self._shown_so_far(), feedback=False),
+            **_escaped_blocks(self._shown_so_far(), None),
         )
         self._message_ts = str(response["ts"])
         self._pending = ""
@@ -290,7 +295,7 @@ class SlackSink:
                 await self._append()  # more than one call holds: the rest goes with the stop
             try:
                 await _through_the_limit(
-                    lambda: self._close_stream([feedback_block()] if ok else None))
+                    lambda: self._close_stream(self._under_reply() if ok else None))
             except SlackApiError as error:
                 if _code(error) in (STOPPED_BY_USER, NOT_STREAMING) or not (
                     ok or self._chunks
@@ -331,7 +336,8 @@ class SlackSink:
     async def _edit_escaped(self, escaped: str, *, final: bool) -> None:
         assert self._message_ts is not None
         await self._client.chat_update(
-            channel=self._channel, ts=self._message_ts, **_escaped_blocks(escaped, final)
+            channel=self._channel, ts=self._message_ts,
+            **_escaped_blocks(escaped, self._under_reply() if final else None)
         )
 
     async def _post(self, text: str, *, feedback: bool) -> None:
@@ -343,7 +349,8 @@ class SlackSink:
             try:
                 response = await _through_the_limit(partial(
                     self._client.chat_postMessage, channel=self._channel,
-                    thread_ts=self._thread_ts, **_escaped_blocks(piece, final)))
+                    thread_ts=self._thread_ts,
+                    **_escaped_blocks(piece, self._under_reply() if final else None)))
             except SLACK_FAILURES as error:
                 log.error("posting a reply to Slack failed: %s", error)
                 return
@@ -376,6 +383,10 @@ class SlackSink:
         self.posted.append(ts)
         if self._on_posted is not None:
             await self._on_posted(ts)
+
+    def _under_reply(self) -> list[dict[str, Any]]:
+        """What closes a complete reply: the links to its sources, the feedback buttons."""
+        return [*([self._sources] if self._sources else []), feedback_block()]
 
     def _shown_so_far(self) -> str:
         pieces = escaped_pieces(self._text)
@@ -412,14 +423,14 @@ class SlackSink:
             log.debug("status not shown: %s", error)
 
 
-def _escaped_blocks(escaped_text: str, feedback: bool) -> dict[str, Any]:
-    """A reply as a ``markdown`` block (Slack's own Markdown), with a notification text.
+def _escaped_blocks(escaped_text: str, under: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """A reply as a ``markdown`` block (Slack's own Markdown), with a notification text,
+    and the blocks ``under`` it (its last message's: sources, feedback buttons).
 
     ``markdown_text`` cannot carry blocks, and the feedback buttons are a block.
     """
-    blocks: list[dict[str, Any]] = [{"type": "markdown", "text": escaped_text or "…"}]
-    if feedback:
-        blocks.append(feedback_block())
+    blocks: list[dict[str, Any]] = [{"type": "markdown", "text": escaped_text or "…"},
+                                    *(under or [])]
     return {"text": preview(escaped_text, NOTIFICATION_CHARS), "blocks": blocks}
 
 

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TextIO
 
+from bridge import messages
+from bridge.model.protocol import Source
 from bridge.pipeline.reply_sink import Step
+from layers.shared.redaction import redact
 
 
 class TerminalSink:
@@ -43,10 +47,14 @@ class TerminalSink:
             self._write(self._prefix)
         self._write(text)
 
-    async def finish(self, text: str, *, ok: bool) -> None:
+    async def finish(self, text: str, *, ok: bool, sources: Sequence[Source] = ()) -> None:
         if self._streamed and not ok:
             # Text had streamed before the failure: the failure gets its own line.
             self._write("\n")
         if not self._streamed or not ok:
             self._write(self._prefix + text)
         self._write("\n")
+        if sources:
+            # Plain lines: a terminal makes the addresses clickable itself.
+            self._write(f"{messages.SOURCES}:\n", *(
+                f"  {redact(source.title)} — {redact(source.url)}\n" for source in sources))

@@ -59,8 +59,7 @@ def test_an_empty_text_block_beside_a_tool_call_is_not_sent_back(
     ("stop_reason", "notice"),
     [("max_tokens", messages.REPLY_CUT),
      ("model_context_window_exceeded", messages.CONTEXT_FULL),
-     ("refusal", messages.MODEL_REFUSED),
-     ("pause_turn", messages.REPLY_PAUSED)],
+     ("refusal", messages.MODEL_REFUSED)],
 )
 def test_a_reply_that_stops_short_is_said_so_and_never_stored_as_an_answer(
     app: Thoth, fake_anthropic: FakeAnthropic, stop_reason: str, notice: str

@@ -51,6 +51,26 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class WebPage:
+    url: str
+    title: str
+    text: str = "What the page says."
+
+
+@dataclass(frozen=True)
+class WebCall:
+    """A server tool call the scripted reply makes: a search (``query``, its ``pages`` as
+    results) or a fetch (``pages[0]`` read whole); ``cited``: the pages its words cite."""
+
+    tool: str  # web_search | web_fetch
+    pages: tuple[WebPage, ...]
+    query: str = ""
+    cited: tuple[int, ...] = (0,)
+    # The turn pauses after the call, before its result (``pause_turn``).
+    paused: bool = False
+
+
+@dataclass(frozen=True)
 class Reply:
     """One scripted answer. ``status`` other than 200 makes it an HTTP error."""
 
@@ -81,6 +101,8 @@ class Reply:
     # An error's body beside its type: Anthropic's message and ``details``.
     error_message: str = "scripted failure"
     error_details: dict[str, Any] | None = None
+    # A server tool call before the words (``web_search`` / ``web_fetch``).
+    web: WebCall | None = None
 
 
 def text(content: str, **options: Any) -> Reply:
@@ -89,6 +111,22 @@ def text(content: str, **options: Any) -> Reply:
 
 def tool_use(name: str, tool_input: dict[str, Any], *, preface: str = "", **options: Any) -> Reply:
     return Reply(text=preface, tool_use=(name, tool_input), **options)
+
+
+def web_search(query: str, pages: list[WebPage], words: str = "", *, cited: tuple[int, ...] = (0,),
+               paused: bool = False, **options: Any) -> Reply:
+    """The model searches the web for ``query``, finds ``pages``, then says ``words``
+    citing ``cited``; ``paused``: the API pauses after the call (its words come later)."""
+    call = WebCall("web_search", tuple(pages), query, cited, paused)
+    return Reply(text="" if paused else words, web=call,
+                 stop_reason="pause_turn" if paused else None, **options)
+
+
+def web_fetch(page: WebPage, words: str = "", *, paused: bool = False, **options: Any) -> Reply:
+    """The model reads ``page`` whole, then says ``words`` citing it."""
+    call = WebCall("web_fetch", (page,), cited=(0,), paused=paused)
+    return Reply(text="" if paused else words, web=call,
+                 stop_reason="pause_turn" if paused else None, **options)
 
 
 def error(status: int, **options: Any) -> Reply:
@@ -158,6 +196,10 @@ class FakeAnthropic(LoopbackServer):
         # whole assistant content, and each signature's thinking (or redacted data).
         self.issued_content: dict[str, list[dict[str, Any]]] = {}
         self.signatures: dict[str, str] = {}
+        # Each server tool block issued, by (type, id): it must come back unchanged; and
+        # the calls a paused turn left to run, by id.
+        self.server_blocks: dict[tuple[str, str], dict[str, Any]] = {}
+        self.paused_calls: dict[str, WebCall] = {}
         # Every refusal's status and message, in order: a test that expects none says so.
         self.refusals: list[tuple[int, str]] = []
         self.in_flight = 0
@@ -307,6 +349,10 @@ def _not_sent_back_whole(fake: FakeAnthropic, body: dict[str, Any]) -> str | Non
             continue
         for j, block in enumerate(message.get("content") or []):
             kind = block.get("type")
+            key = (str(kind), str(block.get("id") or block.get("tool_use_id")))
+            if kind in SERVER_BLOCK_TYPES and fake.server_blocks.get(key) != block:
+                return (f"messages.{i}.content.{j}: `{kind}` block was not sent back as the"
+                        " API returned it")
             if kind == "thinking" and fake.signatures.get(str(block.get("signature"))) != (
                 block.get("thinking")
             ):
@@ -326,13 +372,20 @@ def _not_sent_back_whole(fake: FakeAnthropic, body: dict[str, Any]) -> str | Non
                 " is enabled, a final `assistant` message must start with a thinking block"
                 " (preceeding the lastmost set of `tool_use` and `tool_result` blocks).")
     issued = fake.issued_content.get(str(first_call.get("id")))
-    if issued is not None and sent != [b for b in issued if not _empty_text(b)] and any(
+    # A turn that paused before its tool call is sent back as one message: the call's own
+    # response is its end.
+    issued_sent = [b for b in issued or [] if not _empty_text(b)]
+    if issued is not None and sent[len(sent) - len(issued_sent):] != issued_sent and any(
         b.get("type") in ("thinking", "redacted_thinking") for b in issued
     ):
         return (f"messages.{latest}.content: `thinking` or `redacted_thinking` blocks in the"
                 " latest assistant message cannot be modified. These blocks must remain as they"
                 " were in the original response.")
     return None
+
+
+SERVER_BLOCK_TYPES = frozenset({"server_tool_use", "web_search_tool_result",
+                                "web_fetch_tool_result"})
 
 
 def _blocks_of(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -374,7 +427,9 @@ def _content(
     On a model that thinks the answer starts with a thinking block (empty text and a
     signature at the default display), and words written before a tool call come back
     inside a thinking block of their own, not as text ("What's new in Claude Opus 5.5").
-    ``max_tokens`` bounds thinking and text together: what does not fit is cut.
+    ``max_tokens`` bounds thinking and text together: what does not fit is cut. A paused
+    turn sent back gets its call's result first; a web call of the reply's comes before
+    its words, which cite what it found.
     """
     thinking = thinks(body)
     room = int(body.get("max_tokens") or 0)
@@ -390,6 +445,9 @@ def _content(
             blocks.append({"type": "redacted_thinking", "data": data})
         if reply.thinking_tokens >= room:
             return blocks, "max_tokens", room
+    cited = _resumed_call(fake, body, blocks)
+    if reply.web is not None and _offered(body, reply.web.tool):
+        cited = _web_call(fake, reply.web, body, blocks) or cited
     words = reply.text
     if thinking and reply.tool_use is not None and words:
         blocks.append(_thinking_block(fake, words, body))
@@ -398,7 +456,8 @@ def _content(
         if used + _tokens(words) > room:
             words, cut = words[: max(0, room - used) * 4], "max_tokens"
         used += _tokens(words)
-        blocks.append({"type": "text", "text": words})
+        blocks.append({"type": "text", "text": words,
+                       **({"citations": _citations(cited)} if cited and words else {})})
     if reply.tool_use is not None and cut is None:
         name, tool_input = reply.tool_use
         blocks.append(
@@ -408,6 +467,87 @@ def _content(
         used += _tokens(json.dumps(tool_input))
         fake.issued_content[blocks[-1]["id"]] = blocks
     return blocks, cut, used
+
+
+def _offered(body: dict[str, Any], name: str) -> bool:
+    """Whether the request offers the server tool ``name`` (a model uses no other)."""
+    return any(tool.get("name") == name and tool.get("type") not in (None, "custom")
+               for tool in body.get("tools") or [])
+
+
+def _resumed_call(fake: FakeAnthropic, body: dict[str, Any],
+                  blocks: list[dict[str, Any]]) -> WebCall | None:
+    """A paused turn sent back goes on where it stopped: its call's result comes first."""
+    messages = body.get("messages") or []
+    last = messages[-1] if messages else {}
+    if last.get("role") != "assistant":
+        return None
+    for block in _blocks_of(last):
+        call = fake.paused_calls.pop(str(block.get("id")), None)
+        if block.get("type") == "server_tool_use" and call is not None:
+            result = _web_result(fake, call, str(block["id"]), body)
+            blocks.append(result)
+            return call if _found(result) else None
+    return None
+
+
+def _web_call(fake: FakeAnthropic, call: WebCall, body: dict[str, Any],
+              blocks: list[dict[str, Any]]) -> WebCall | None:
+    """The call's ``server_tool_use`` block, then its result unless the turn pauses there;
+    the call, when its words may cite what it found."""
+    call_id = f"srvtoolu_{next(fake._ids):04d}"
+    asked = {"query": call.query} if call.tool == "web_search" else {"url": call.pages[0].url}
+    use = {"type": "server_tool_use", "id": call_id, "name": call.tool, "input": asked}
+    fake.server_blocks[("server_tool_use", call_id)] = use
+    blocks.append(use)
+    if call.paused:
+        fake.paused_calls[call_id] = call
+        return None
+    result = _web_result(fake, call, call_id, body)
+    blocks.append(result)
+    return call if _found(result) else None
+
+
+def _web_result(fake: FakeAnthropic, call: WebCall, call_id: str,
+                body: dict[str, Any]) -> dict[str, Any]:
+    content: Any
+    if call.tool == "web_search":
+        content = [{"type": "web_search_result", "url": page.url, "title": page.title,
+                    "encrypted_content": _sealed(page.text)} for page in call.pages]
+    elif call.pages[0].url not in json.dumps(body.get("messages"), ensure_ascii=False):
+        # Claude fetches only addresses the conversation holds (the web fetch tool page).
+        content = {"type": "web_fetch_tool_result_error", "error_code": "url_not_in_prior_context"}
+    else:
+        page = call.pages[0]
+        content = {"type": "web_fetch_result", "url": page.url,
+                   "retrieved_at": "2026-11-29T08:00:00Z",
+                   "content": {"type": "document", "title": page.title,
+                               "source": {"type": "text", "media_type": "text/plain",
+                                          "data": page.text},
+                               "citations": {"enabled": True}}}
+    block = {"type": f"{call.tool}_tool_result", "tool_use_id": call_id, "content": content}
+    fake.server_blocks[(block["type"], call_id)] = block
+    return block
+
+
+def _found(result: dict[str, Any]) -> bool:
+    content = result["content"]
+    return isinstance(content, list) or content.get("type") == "web_fetch_result"
+
+
+def _sealed(text: str) -> str:
+    return "enc_" + hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _citations(call: WebCall) -> list[dict[str, Any]]:
+    """Where the words come from: search results' locations, or the fetched page's text."""
+    cited = [call.pages[at] for at in call.cited if at < len(call.pages)]
+    if call.tool == "web_fetch":
+        return [{"type": "char_location", "cited_text": page.text, "document_index": 0,
+                 "document_title": page.title, "start_char_index": 0,
+                 "end_char_index": len(page.text)} for page in cited]
+    return [{"type": "web_search_result_location", "url": page.url, "title": page.title,
+             "cited_text": page.text, "encrypted_index": _sealed(page.url)} for page in cited]
 
 
 def _thinking_block(fake: FakeAnthropic, about: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -424,15 +564,23 @@ def _message(fake: FakeAnthropic, reply: Reply, body: dict[str, Any]) -> dict[st
     if reply.usage == Usage():
         usage = Usage(usage.input_tokens, max(output_tokens, 1), usage.cache_read_input_tokens,
                       usage.cache_creation_input_tokens)
+    searched = [b["name"] for b in content if b["type"] == "server_tool_use"]
+    server = ({"server_tool_use": {"web_search_requests": searched.count("web_search"),
+                                   "web_fetch_requests": searched.count("web_fetch")}}
+              if searched else {})
+    paused = reply.stop_reason == "pause_turn" and not searched and reply.web is not None
     return {
         "id": f"msg_{next(fake._ids):04d}",
         "type": "message",
         "role": "assistant",
         "model": body.get("model", "claude-test"),
         "content": content,
-        "stop_reason": cut or reply.stop_reason or ("tool_use" if calls else "end_turn"),
+        # A pause scripted for a call the request did not offer never happens: the model
+        # answered in words alone.
+        "stop_reason": cut or (None if paused else reply.stop_reason)
+        or ("tool_use" if calls else "end_turn"),
         "stop_sequence": None,
-        "usage": _usage(usage),
+        "usage": {**_usage(usage), **server},
     }
 
 
@@ -454,6 +602,11 @@ def _stream_events(
                 "type": "content_block_start", "index": index,
                 "content_block": {"type": "text", "text": ""},
             }
+            for citation in block.get("citations") or []:
+                yield "content_block_delta", {
+                    "type": "content_block_delta", "index": index,
+                    "delta": {"type": "citations_delta", "citation": citation},
+                }
             pieces = [
                 block["text"][i : i + reply.chunk_chars]
                 for i in range(0, len(block["text"]), reply.chunk_chars)
@@ -483,7 +636,9 @@ def _stream_events(
                 "type": "content_block_delta", "index": index,
                 "delta": {"type": "signature_delta", "signature": block["signature"]},
             }
-        elif block["type"] == "redacted_thinking":
+        elif block["type"] in ("redacted_thinking", "web_search_tool_result",
+                               "web_fetch_tool_result"):
+            # Sent whole at its start, with no deltas (the streaming page).
             yield "content_block_start", {
                 "type": "content_block_start", "index": index, "content_block": block,
             }
@@ -500,6 +655,8 @@ def _stream_events(
     yield "message_delta", {
         "type": "message_delta",
         "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
-        "usage": {"output_tokens": message["usage"]["output_tokens"]},
+        "usage": {"output_tokens": message["usage"]["output_tokens"],
+                  **({"server_tool_use": message["usage"]["server_tool_use"]}
+                     if "server_tool_use" in message["usage"] else {})},
     }
     yield "message_stop", {"type": "message_stop"}

@@ -13,6 +13,13 @@ JPEG, GIF or WebP, whose bytes must be the type they are sent as; 5 MB of base64
 a request, and PDF pages a request, per model; a PDF with no password or encryption), in
 the words the API's 400s use. The bytes are really decoded: Pillow reads an image's
 header, pypdf counts a PDF's pages.
+
+Server tools are checked as the tool use pages say: a tool with a ``type`` other than a
+client tool's must be one the API knows (web fetch only under its beta header), named as
+its type says, with only its own fields; the API's own server tool blocks may come back
+only as the API sent them, a call with its result beside it in the same assistant message,
+except in a paused turn sent back as the last message (the server tools page: "pass the
+paused response back as-is").
 """
 
 from __future__ import annotations
@@ -49,6 +56,20 @@ MANY_IMAGES_SIDE = 2_000
 # content blocks.
 DOCUMENT_SOURCES = ("base64", "text", "url", "content")
 IMAGE_SOURCES = ("base64", "url")
+# The server tools the API runs, by type: the name each must have, and the beta header a
+# type needs (the web search and web fetch tool pages).
+SERVER_TOOLS: dict[str, tuple[str, str | None]] = {
+    "web_search_20250305": ("web_search", None),
+    "web_search_20260209": ("web_search", None),
+    "web_fetch_20250910": ("web_fetch", "web-fetch-2025-09-10"),
+    "web_fetch_20260209": ("web_fetch", None),
+}
+SERVER_TOOL_FIELDS = frozenset({
+    "type", "name", "max_uses", "allowed_domains", "blocked_domains", "user_location",
+    "cache_control", "allowed_callers", "defer_loading", "strict"})
+WEB_FETCH_FIELDS = frozenset({"citations", "max_content_tokens"})
+# A server tool's call and the result block that must stand beside it.
+SERVER_RESULTS = {"web_search": "web_search_tool_result", "web_fetch": "web_fetch_tool_result"}
 
 
 def model_row(body: dict[str, Any]) -> Capabilities | None:
@@ -86,6 +107,47 @@ def invalid_request(headers: dict[str, str], body: dict[str, Any]) -> str | None
         reason = check(body)
         if reason is not None:
             return reason
+    return server_tools_refusal(headers, body)
+
+
+def server_tools_refusal(headers: dict[str, str], body: dict[str, Any]) -> str | None:
+    """Why the API refuses the request's server tool definitions, if it does."""
+    betas = {beta.strip() for beta in headers.get("anthropic-beta", "").split(",")}
+    known = [kind for kind, (_, beta) in SERVER_TOOLS.items() if beta is None or beta in betas]
+    names: set[str] = set()
+    for index, tool in enumerate(body.get("tools") or []):
+        kind = tool.get("type")
+        if tool.get("name") in names:
+            return "tools: Tool names must be unique."
+        names.add(str(tool.get("name")))
+        if kind in (None, "custom"):
+            continue
+        if kind not in known:
+            expected = ", ".join(f"'{tag}'" for tag in ("custom", *known))
+            return (f"tools.{index}: Input tag '{kind}' found using 'type' does not match any"
+                    f" of the expected tags: {expected}")
+        reason = _server_tool(f"tools.{index}.{kind}", SERVER_TOOLS[kind][0], tool)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _server_tool(where: str, name: str, tool: dict[str, Any]) -> str | None:
+    if tool.get("name") != name:
+        return f"{where}.name: Input should be '{name}'"
+    fields = SERVER_TOOL_FIELDS | (WEB_FETCH_FIELDS if name == "web_fetch" else frozenset())
+    extra = sorted(set(tool) - fields)
+    if extra:
+        return f"{where}.{extra[0]}: Extra inputs are not permitted"
+    uses = tool.get("max_uses")
+    if uses is not None and (not isinstance(uses, int) or uses < 1):
+        return f"{where}.max_uses: Input should be greater than or equal to 1"
+    if tool.get("allowed_domains") and tool.get("blocked_domains"):
+        return f"{where}: Cannot specify both allowed_domains and blocked_domains"
+    citations = tool.get("citations")
+    if citations is not None and not (isinstance(citations, dict)
+                                      and isinstance(citations.get("enabled"), bool)):
+        return f"{where}.citations.enabled: Input should be a valid boolean"
     return None
 
 
@@ -185,11 +247,36 @@ def _messages(body: dict[str, Any]) -> str | None:
         for block in blocks or []:
             if block.get("type") == "text" and not str(block.get("text", "")).strip():
                 return f"messages.{index}: text content blocks must be non-empty"
-        reason = _tool_results_follow(messages, index)
+        reason = _tool_results_follow(messages, index) or _server_results_beside(
+            messages, index)
         if reason is not None:
             return reason
-    if messages[-1].get("role") != "user":
+    if messages[-1].get("role") != "user" and not _paused_turn(messages[-1]):
         return "messages: the final message must be a user message (no prefill for this model)"
+    return None
+
+
+def _paused_turn(message: dict[str, Any]) -> bool:
+    """A paused turn sent back to go on (its server tool blocks say so), not a prefill."""
+    return message.get("role") == "assistant" and any(
+        block.get("type") == "server_tool_use" for block in _blocks_of(message.get("content")))
+
+
+def _server_results_beside(messages: list[dict[str, Any]], index: int) -> str | None:
+    """A server tool's call has its result in the same assistant message, except in the
+    paused turn sent back last (the API runs the call when it goes on)."""
+    message = messages[index]
+    if message.get("role") != "assistant" or index == len(messages) - 1:
+        return None
+    blocks = _blocks_of(message.get("content"))
+    answered = {(b.get("type"), b.get("tool_use_id")) for b in blocks}
+    for block in blocks:
+        if block.get("type") != "server_tool_use":
+            continue
+        result = SERVER_RESULTS.get(str(block.get("name")), f"{block.get('name')}_tool_result")
+        if (result, block.get("id")) not in answered:
+            return (f"messages.{index}: `{block.get('name')}` tool use with id"
+                    f" `{block.get('id')}` was found without a corresponding `{result}` block")
     return None
 
 

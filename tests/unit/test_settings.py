@@ -96,3 +96,26 @@ def test_a_child_gets_every_setting_whole_whatever_its_type(tmp_path: Path) -> N
     assert child.anthropic_api_key is not None
     assert child.anthropic_api_key.get_secret_value() == "sk-ant-api03-" + "x" * 40
     assert child.model_prices["house-model"].output == 2
+
+
+def test_web_tools_are_off_by_default_and_read_as_a_comma_list(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert Settings(_env_file=None).web_tools == []  # type: ignore[call-arg]
+    monkeypatch.setenv("WEB_TOOLS", "Search, fetch,search")
+    monkeypatch.setenv("WEB_TOOLS_PLACES", "public im,C0123ABC")
+    settings = Settings(_env_file=None)  # type: ignore[call-arg]
+    assert settings.web_tools == ["search", "fetch"]
+    assert settings.web_tools_places == ["public", "im", "C0123ABC"]
+
+
+@pytest.mark.parametrize(("name", "value", "said"), [
+    ("WEB_TOOLS", "search,browse", "'browse' is not a web tool: use search, fetch or both"),
+    ("WEB_TOOLS_PLACES", "public,dms", "'dms' is neither a kind of place"),
+])
+def test_a_web_setting_with_an_unknown_word_names_it(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, said: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ValidationError, match=said):
+        Settings(_env_file=None)  # type: ignore[call-arg]
