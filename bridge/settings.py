@@ -21,11 +21,11 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from bridge.model.catalogue import DEFAULT_PRICES, Effort
 from bridge.model.pricing import ModelPrice
 from bridge.model.protocol import WEB_TOOLS, WebTool
+from layers.shared.places import PLACE_KINDS
 
 DEFAULT_SLACK_API_URL = "https://slack.com/api/"
 # The kinds of place a place list names (mcp.json's ``places``, WEB_TOOLS_PLACES); any
 # other word must be a Slack channel id (C…, G… or D…).
-PLACE_KINDS = ("public", "private", "im", "mpim")
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 # Where a child process finds its parent's settings (``Settings.to_json``).
 SETTINGS_JSON_VARIABLE = "THOTH_SETTINGS_JSON"

@@ -3,7 +3,7 @@
 Anthropic's server tools for web search and web fetch are off unless the operator turns
 them on (``WEB_TOOLS=search,fetch``), and then used where ``WEB_TOOLS_PLACES`` allows,
 in the words of ``mcp.json``'s ``places`` and by the same rule as a team's server
-(``bridge/team_tools/config.py`` ``ServerEntry.used_in``): a kind of place (``public``,
+(``layers/shared/places`` ``listed_in``): a kind of place (``public``,
 ``private``, ``im``, ``mpim``) or a channel id; no list, everywhere.
 
 Decided: the model's API runs these tools, so they are not ``Tool`` objects in the
@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bridge.model.protocol import Source, WebTool
-from layers.shared.places import Place
+from layers.shared.places import Place, listed_in
 
 WEB_SECTION = "web"
 WEB_NOTE = (
@@ -36,12 +36,6 @@ WEB_NOTE = (
 )
 
 
-def used_in(places: Sequence[str] | None, place: Place) -> bool:
-    """Whether a place list allows ``place``: its kind or its channel is listed (no list:
-    everywhere)."""
-    return places is None or place.channel_type in places or place.channel in places
-
-
 @dataclass(frozen=True)
 class WebAccess:
     """The web tools the operator turned on, and where (None: wherever Thoth answers)."""
@@ -51,7 +45,7 @@ class WebAccess:
 
     def at(self, place: Place) -> frozenset[WebTool]:
         """The web tools a turn at ``place`` may use."""
-        return self.tools if self.tools and used_in(self.places, place) else frozenset()
+        return self.tools if self.tools and listed_in(self.places, place) else frozenset()
 
 
 NO_WEB = WebAccess()

@@ -42,13 +42,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from layers.shared.errors import BadInput
-from layers.shared.places import Place
+from layers.shared.places import Place, listed_in
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # The server names that make tool names the Messages API takes (``NAME__tool``, at most
 # 64 characters of letters, digits, _ and -).
 SERVER_NAME = r"^[A-Za-z0-9_-]{1,30}$"
-PLACE_KINDS = frozenset({"public", "private", "im", "mpim"})
 SEPARATOR = "__"
 
 
@@ -113,8 +112,7 @@ class ServerEntry(BaseModel):
 
     def used_in(self, place: Place) -> bool:
         """Whether the server may be used in ``place`` (its kind or its channel)."""
-        return self.places is None or place.channel_type in self.places or (
-            place.channel in self.places)
+        return listed_in(self.places, place)
 
     def approved_without_asking(self, tool: str) -> bool:
         return tool in self.read_only

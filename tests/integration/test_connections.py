@@ -211,12 +211,13 @@ def test_disconnecting_revokes_at_the_server_and_asks_again(world: World) -> Non
     assert world.server.revoked, "the refresh token was revoked at the server"
 
 
-def test_a_token_about_to_lapse_is_renewed_before_it_is_used(
-    model_settings: Settings, tmp_path: Path, hashing_embedder: HashingEmbedder,
-) -> None:
-    # 30 s of life: within the minute before it lapses, so renewed at its first use.
-    with OAuthMcpServer(access_lifetime_s=30) as server, Returns() as returns:
-        app = _built(model_settings, tmp_path, server, returns, hashing_embedder)
+def _whoami_once_connected(settings: Settings, tmp_path: Path, embedder: HashingEmbedder,
+                           server_options: dict[str, Any], **oauth: Any,
+                           ) -> tuple[OAuthMcpServer, str]:
+    """dana connects (as alice) to a server built with ``server_options`` and asks it who
+    she is: the server, and what it answered."""
+    with OAuthMcpServer(**server_options) as server, Returns() as returns:
+        app = _built(settings, tmp_path, server, returns, embedder, **oauth)
         world = World(app, server, returns)
 
         async def scenario() -> str:
@@ -226,9 +227,18 @@ def test_a_token_about_to_lapse_is_renewed_before_it_is_used(
             return said
 
         try:
-            assert "alice" in asyncio.run(scenario())
+            return server, asyncio.run(scenario())
         finally:
             asyncio.run(_closed(app))
+
+
+def test_a_token_about_to_lapse_is_renewed_before_it_is_used(
+    model_settings: Settings, tmp_path: Path, hashing_embedder: HashingEmbedder,
+) -> None:
+    # 30 s of life: within the minute before it lapses, so renewed at its first use.
+    server, said = _whoami_once_connected(model_settings, tmp_path, hashing_embedder,
+                                          {"access_lifetime_s": 30})
+    assert "alice" in said
     renewals = [r for r in server.token_requests if r["grant_type"] == "refresh_token"]
     assert len(renewals) >= 1 and renewals[0]["resource"] == server.mcp_url
     # The token exchanged at the sign-in never reached the server: a renewed one did.
@@ -238,23 +248,12 @@ def test_a_token_about_to_lapse_is_renewed_before_it_is_used(
 def test_openid_discovery_and_a_client_id_the_operator_registered(
     model_settings: Settings, tmp_path: Path, hashing_embedder: HashingEmbedder,
 ) -> None:
-    with OAuthMcpServer(metadata_at="openid", registration=False,
-                        pre_registered={"thoth-client": "its-secret"}) as server, \
-            Returns() as returns:
-        app = _built(model_settings, tmp_path, server, returns, hashing_embedder,
-                     clientId="thoth-client", clientSecret="its-secret")
-        world = World(app, server, returns)
-
-        async def scenario() -> str:
-            await world.connect(DANA, "alice")
-            said = await world.whoami(DANA)
-            await world.tools.aclose()
-            return said
-
-        try:
-            assert "alice" in asyncio.run(scenario())
-        finally:
-            asyncio.run(_closed(app))
+    server, said = _whoami_once_connected(
+        model_settings, tmp_path, hashing_embedder,
+        {"metadata_at": "openid", "registration": False,
+         "pre_registered": {"thoth-client": "its-secret"}},
+        clientId="thoth-client", clientSecret="its-secret")
+    assert "alice" in said
     assert not server.registered
     assert {r["client_id"] for r in server.token_requests} == {"thoth-client"}
 

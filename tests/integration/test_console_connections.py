@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import json
 import time
-from base64 import b64encode
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import itsdangerous
 import pytest
 from pydantic import SecretStr
 from starlette.testclient import TestClient
@@ -24,14 +21,13 @@ from bridge.connections.store import ConnectionStore, Start, Tokens
 from bridge.console import csrf
 from bridge.console.dependencies import console_dependencies
 from bridge.console.sign_in import OneTimeLogin
-from bridge.console.web_app import SESSION_COOKIE, console_app
+from bridge.console.web_app import console_app
 from bridge.settings import Settings
 from layers.shared.token_cipher import TokenCipher
 from tests.fakes import HashingEmbedder
+from tests.integration.console_sessions import FORM_TOKEN, SECRET, signed_in_clients
 from tests.servers.oauth_mcp import OAuthMcpServer
 
-SECRET = "s" * 32
-FORM_TOKEN = "a-form-token"
 ACCESS, REFRESH = "at-dana-0123456789", "rt-dana-0123456789"
 DANA = SignedInPerson("slack:U1", "dana", sees_everything=False, founder=False,
                       team="T1", user="U1")
@@ -67,17 +63,7 @@ def thoth(isolated_environment: Path, tmp_path: Path,
 
 @pytest.fixture
 def signed_in(thoth: Thoth) -> Iterator[Callable[[SignedInPerson], TestClient]]:
-    console = console_app(console_dependencies(thoth), secret=SECRET, login=None)
-    with ExitStack() as clients:
-
-        def client(person: SignedInPerson) -> TestClient:
-            session = {**person.as_session(), csrf.SESSION_KEY: FORM_TOKEN}
-            cookie = itsdangerous.TimestampSigner(SECRET).sign(
-                b64encode(json.dumps(session).encode())).decode()
-            opened = clients.enter_context(TestClient(console, follow_redirects=False))
-            opened.cookies.set(SESSION_COOKIE, cookie)
-            return opened
-
+    with signed_in_clients(thoth) as client:
         yield client
 
 

@@ -7,11 +7,9 @@ import asyncio
 import io
 import json
 import re
-from base64 import b64encode
 from collections.abc import Iterator
 from pathlib import Path
 
-import itsdangerous
 import pytest
 from starlette.testclient import TestClient
 
@@ -19,17 +17,14 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.app import Thoth, build
 from bridge.cli.main import main
 from bridge.console import csrf
-from bridge.console.dependencies import console_dependencies
-from bridge.console.web_app import SESSION_COOKIE, console_app
 from bridge.settings import Settings
 from layers.identity.protocol import Person
 from layers.shared.places import LOCAL_TEAM, Place
 from tests.fakes import HashingEmbedder
+from tests.integration.console_sessions import FORM_TOKEN, signed_in_clients
 
-SECRET = "s" * 32
 DANA = SignedInPerson("slack:dana", "dana", sees_everything=False, founder=False,
                       team=LOCAL_TEAM, user="dana")
-FORM_TOKEN = "dana's-form-token"
 
 
 @pytest.fixture
@@ -60,13 +55,8 @@ def thoth(isolated_environment: Path, tmp_path: Path) -> Iterator[Thoth]:
 
 @pytest.fixture
 def dana(thoth: Thoth) -> Iterator[TestClient]:
-    console = console_app(console_dependencies(thoth), secret=SECRET, login=None)
-    session = {**DANA.as_session(), csrf.SESSION_KEY: FORM_TOKEN}
-    cookie = itsdangerous.TimestampSigner(SECRET).sign(
-        b64encode(json.dumps(session).encode())).decode()
-    with TestClient(console, follow_redirects=False) as client:
-        client.cookies.set(SESSION_COOKIE, cookie)
-        yield client
+    with signed_in_clients(thoth) as client:
+        yield client(DANA)
 
 
 def _text(page: str, element_id: str) -> str:

@@ -5,29 +5,22 @@ first, then done, then audited), and by nobody else; the audit page's tool lines
 from __future__ import annotations
 
 import html
-import json
 import re
-from base64 import b64encode
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
 from pathlib import Path
 
-import itsdangerous
 import pytest
 from starlette.testclient import TestClient
 
 from bridge.access.signed_in import SignedInPerson
 from bridge.app import Thoth, build
 from bridge.console import csrf
-from bridge.console.dependencies import console_dependencies
-from bridge.console.web_app import SESSION_COOKIE, console_app
 from bridge.settings import Settings
 from bridge.team_tools.grants import Grants
 from layers.shared.places import LOCAL_TEAM
 from tests.fakes import HashingEmbedder
+from tests.integration.console_sessions import FORM_TOKEN, signed_in_clients
 
-SECRET = "s" * 32
-FORM_TOKEN = "a-form-token"
 DANA = SignedInPerson("slack:dana", "dana", sees_everything=False, founder=False,
                       team=LOCAL_TEAM, user="dana")
 ERIN = SignedInPerson("slack:erin", "erin", sees_everything=False, founder=False,
@@ -52,18 +45,7 @@ def thoth(isolated_environment: Path) -> Iterator[Thoth]:
 
 @pytest.fixture
 def signed_in(thoth: Thoth) -> Iterator[Callable[[SignedInPerson], TestClient]]:
-    """A console client signed in as someone, with the session's form token known."""
-    console = console_app(console_dependencies(thoth), secret=SECRET, login=None)
-    with ExitStack() as clients:
-
-        def client(person: SignedInPerson) -> TestClient:
-            session = {**person.as_session(), csrf.SESSION_KEY: FORM_TOKEN}
-            cookie = itsdangerous.TimestampSigner(SECRET).sign(
-                b64encode(json.dumps(session).encode())).decode()
-            opened = clients.enter_context(TestClient(console, follow_redirects=False))
-            opened.cookies.set(SESSION_COOKIE, cookie)
-            return opened
-
+    with signed_in_clients(thoth) as client:
         yield client
 
 

@@ -204,8 +204,14 @@ def callback() -> Iterator[ClientCallback]:
 
 
 def _client(served: Served, browser: Browser, kept: Kept) -> OAuthClientProvider:
+    return sdk_client(served.mcp, browser, kept)
+
+
+def sdk_client(server_url: str, browser: Browser, kept: Kept) -> OAuthClientProvider:
+    """The MCP SDK's own OAuth client, as Claude Code registers (a public client), sending
+    ``browser`` to sign in."""
     return OAuthClientProvider(
-        server_url=served.mcp,
+        server_url=server_url,
         client_metadata=OAuthClientMetadata(
             client_name="Claude Code",
             redirect_uris=[browser.callback.url],  # type: ignore[list-item]

@@ -10,7 +10,6 @@ import base64
 import hashlib
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from urllib.parse import parse_qs, parse_qsl, urlsplit
 
 import httpx2
@@ -18,34 +17,14 @@ import pytest
 from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from mcp.types import TextContent
 
-from tests.integration.test_mcp_oauth import Browser, ClientCallback
+from tests.integration.test_mcp_oauth import Browser, ClientCallback, Kept, sdk_client
 from tests.servers.oauth_mcp import MetadataAt, OAuthMcpServer
 
 REDIRECT = "http://127.0.0.1:33418/callback"
 VERIFIER = "v" * 50
 OTHER_RESOURCE = "http://other.example/mcp"
-
-
-@dataclass
-class Kept:
-    """The client's token storage."""
-    tokens: OAuthToken | None = None
-    client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
 
 
 class IssuerBrowser(Browser):
@@ -65,14 +44,7 @@ def callback() -> Iterator[ClientCallback]:
 
 
 def _client(server: OAuthMcpServer, browser: Browser, kept: Kept) -> OAuthClientProvider:
-    return OAuthClientProvider(
-        server_url=server.mcp_url,
-        client_metadata=OAuthClientMetadata(
-            client_name="Claude Code",
-            redirect_uris=[browser.callback.url],  # type: ignore[list-item]
-            grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-            token_endpoint_auth_method="none"),
-        storage=kept, redirect_handler=browser.open, callback_handler=browser.came_back)
+    return sdk_client(server.mcp_url, browser, kept)
 
 
 async def _calls(server: OAuthMcpServer, auth: httpx2.Auth) -> list[str]:

@@ -8,6 +8,7 @@ applies it to its own storage.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -30,6 +31,17 @@ class Place:
     channel_type: ChannelType = "public"
     thread_ts: str | None = None
     channel_name: str | None = None
+
+
+# What a list of places (mcp.json's ``places``, WEB_TOOLS_PLACES) may name beside
+# channel ids: the kinds of place.
+PLACE_KINDS = ("public", "private", "im", "mpim")
+
+
+def listed_in(places: Sequence[str] | None, place: Place) -> bool:
+    """Whether a list of places allows ``place``: its kind or its channel is listed (no
+    list: everywhere)."""
+    return places is None or place.channel_type in places or place.channel in places
 
 
 @dataclass(frozen=True)
