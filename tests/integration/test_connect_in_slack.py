@@ -250,3 +250,27 @@ def test_disconnect_in_a_dm_revokes_and_forgets_the_connection(served: Served) -
                      channel_name="directmessage")[0] == 200
     again = wait_until(lambda: len(h.slack.ephemerals("D1")) >= 2 and h.slack.ephemerals("D1"))
     assert "not connected to tracker" in str(again[1]["text"])
+
+
+def test_a_person_deactivated_in_slack_loses_every_connection(served: Served) -> None:
+    h, tracker = served.h, served.tracker
+    for user in ("U1", "U2"):
+        h.bridge.runner.call(_connected_without_a_browser(served.connector, "T1", user), 30)
+
+    def connected() -> set[str]:
+        rows = h.bridge.runner.call(served.connector.store.run(
+            lambda store: store.of_workspace("T1")))
+        return {connection.user for connection in rows}
+
+    assert connected() == {"U1", "U2"}
+    # Slack's user_change, as an admin deactivating dana sends it.
+    assert h.event({"type": "user_change", "cache_ts": int(time.time()), "user": {
+        "id": "U1", "team_id": "T1", "name": "dana", "deleted": True,
+        "profile": {"real_name": "dana"}}}) == 200
+    assert wait_until(lambda: connected() == {"U2"})
+    assert tracker.revoked, "dana's token was revoked at the tracker"
+    # A profile change of someone still active ends nothing.
+    assert h.event({"type": "user_change", "cache_ts": int(time.time()), "user": {
+        "id": "U2", "team_id": "T1", "name": "ari", "deleted": False}}) == 200
+    time.sleep(0.5)
+    assert connected() == {"U2"}
