@@ -109,7 +109,8 @@ def free_port() -> int:
 
 @contextmanager
 def serving_installs(model_settings: Settings, fake_anthropic: FakeAnthropic,
-                     embedder: HashingEmbedder) -> Iterator[Served]:
+                     embedder: HashingEmbedder, **settings_update: Any) -> Iterator[Served]:
+    """``settings_update``: settings of the test's own, over the harness's."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     with FakeSlack() as slack:
@@ -124,7 +125,7 @@ def serving_installs(model_settings: Settings, fake_anthropic: FakeAnthropic,
             "slack_bot_token": None, "slack_signing_secret": SecretStr(SECRET),
             "slack_api_url": slack.url, "slack_client_id": CLIENT_ID,
             "slack_client_secret": SecretStr(CLIENT_SECRET), "console_url": base,
-            "slack_token_keys": SecretStr(KEY),
+            "slack_token_keys": SecretStr(KEY), **settings_update,
         })
         thoth = build(settings, embedder=embedder)
         runner = TurnRunner()

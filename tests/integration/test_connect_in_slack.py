@@ -33,11 +33,13 @@ from bridge.slack.connect_links import CONNECT_BUTTON, ConnectLinks
 from bridge.web.server import WebServer
 from layers.shared.token_cipher import TokenCipher
 from tests.fakes import HashingEmbedder
+from tests.integration.installs_harness import serving_installs
 from tests.integration.slack_harness import CHANNEL, Harness, running_bridge
 from tests.integration.test_mcp_oauth import CHROMIUM, CHROMIUM_ARGS, _free_port
 from tests.servers import anthropic_api as api
 from tests.servers.anthropic_api import FakeAnthropic, RecordedRequest
 from tests.servers.oauth_mcp import CONSENT_PATH, OAuthMcpServer
+from tests.servers.slack_install import Install
 from tests.servers.slack_sign_in import SignInWithSlack
 from tests.waiting import wait_until
 
@@ -274,3 +276,32 @@ def test_a_person_deactivated_in_slack_loses_every_connection(served: Served) ->
         "id": "U2", "team_id": "T1", "name": "ari", "deleted": False}}) == 200
     time.sleep(0.5)
     assert connected() == {"U2"}
+
+
+def test_a_workspace_that_uninstalls_loses_every_connection(
+    model_settings: Settings, fake_anthropic: FakeAnthropic, tmp_path: Path,
+    hashing_embedder: HashingEmbedder,
+) -> None:
+    with OAuthMcpServer() as tracker:
+        config = tmp_path / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"tracker": {
+            "type": "http", "url": tracker.mcp_url, "auth": "oauth"}}}))
+        with serving_installs(model_settings, fake_anthropic, hashing_embedder,
+                              mcp_config=config) as served:
+            served.install(Install("T1", "One"))
+            served.install(Install("T2", "Two"))
+            tools = served.thoth.team_tools
+            assert tools is not None and tools.connector is not None
+            connector = tools.connector
+            for team, user in (("T1", "U1"), ("T2", "U2")):
+                served.bridge.runner.call(_connected_without_a_browser(connector, team, user), 30)
+
+            def teams() -> set[str]:
+                return {team for team in ("T1", "T2") if served.bridge.runner.call(
+                    connector.store.run(lambda store, t=team: store.of_workspace(t)))}
+
+            assert teams() == {"T1", "T2"}
+            served.installs.uninstall("T1")
+            assert served.event("T1", {"type": "app_uninstalled"}) == 200
+            assert wait_until(lambda: teams() == {"T2"})
+    assert tracker.revoked, "T1's token was revoked at the tracker"
