@@ -452,7 +452,8 @@ def connections_of(settings: Settings, db: Database, config: TeamToolsConfig,
         (entry.oauth.client_id, entry.oauth.client_secret, entry.oauth.scope)
         if entry.oauth is not None else ())) for name, entry in signed_in.items()}
     return config, Connector(servers, Offloaded(ConnectionStore(db, cipher)),
-                             connect_callback(settings.console_url))
+                             connect_callback(settings.console_url),
+                             audit=Offloaded(AuditLog(db)))
 
 
 def uses_honcho(settings: Settings) -> bool:

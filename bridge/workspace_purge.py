@@ -28,7 +28,10 @@ from layers.identity.protocol import Person
 
 # Rows of the workspace with nothing else to tidy, deleted after the layers that have.
 _TEAM_ROWS = ("followups", "slack_replies", "slack_app_contexts", "identity_outbox",
-              "identity_forgotten")
+              "identity_forgotten",
+              # People's own connections end at the uninstall (revoked at their servers);
+              # any left, and sign-ins and asks under way, go with the rest.
+              "connections", "connection_starts", "tool_asks", "tool_grants")
 
 
 @dataclass(frozen=True)

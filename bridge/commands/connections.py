@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bridge.connections.oauth_client import Connector
 from bridge.slack_api.escaping import escape
+from layers.shared.audit import slack_actor
 
 NONE_TAKEN = "No server of the team takes people's own accounts."
 
@@ -27,7 +28,8 @@ async def disconnected(connector: Connector | None, team: str, user: str, server
         return escape(NONE_TAKEN)
     if not server:
         return escape("Say which: /thoth disconnect NAME (/thoth connections lists them).")
-    if not await connector.disconnect(team, user, server):
+    if not await connector.disconnect(team, user, server, actor=slack_actor(user),
+                                      origin="slack /thoth"):
         return escape(f"You are not connected to {server}.")
     return escape(f"Disconnected {server}: your token is revoked and deleted. Thoth asks you"
                   " to connect again before it uses it for you.")

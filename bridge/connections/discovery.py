@@ -43,7 +43,14 @@ _FIRST_REQUEST = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
 
 
 class ConnectRefused(BadInput):
-    """A sign-in that cannot go on, in one line for the person and the operator."""
+    """A sign-in (or a renewal) that cannot go on, in one line for the person and the
+    operator. ``lasting``: the server refused the grant itself (connect again); else it
+    could not answer now (a network failure, a 5xx, a 429), and the grant may still be
+    good, so nothing is thrown away."""
+
+    def __init__(self, message: str, *, lasting: bool = True) -> None:
+        super().__init__(message)
+        self.lasting = lasting
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,8 @@ async def discover(http: httpx2.AsyncClient, server_url: str, name: str) -> Disc
         raise ConnectRefused(f"{name} could not be reached ({_said(error)})") from error
     hint = extract_resource_metadata_from_www_auth(first) if first.status_code == 401 else None
     scope = extract_scope_from_www_auth(first) if first.status_code == 401 else None
+    if hint is not None:
+        must_be_safe(hint, name)
     protected = await _protected_resource(http, hint, server_url)
     resource = resource_url_from_server_url(server_url)
     if protected is not None:
@@ -78,7 +87,9 @@ async def discover(http: httpx2.AsyncClient, server_url: str, name: str) -> Disc
                 " refused, so that no token for it goes elsewhere")
         # The resource as the server names it is what its tokens are bound to.
         resource = str(protected.resource)
-        authorization_server: str | None = str(protected.authorization_servers[0])
+        first_server = str(protected.authorization_servers[0])
+        must_be_safe(first_server, name)
+        authorization_server: str | None = first_server
         if scope is None and protected.scopes_supported:
             scope = " ".join(protected.scopes_supported)
     else:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
+import logging
 import secrets
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import quote_plus, urlencode
 
 import httpx2
@@ -38,11 +38,25 @@ from bridge.connections.discovery import (
     error_of,
     must_be_safe,
 )
-from bridge.connections.store import START_LIFETIME_S, ConnectionStore, Registration, Start, Tokens
+from bridge.connections.store import (
+    START_LIFETIME_S,
+    Connection,
+    ConnectionStore,
+    Registration,
+    Start,
+    Tokens,
+)
+from layers.shared.audit.log import AuditLog
 from layers.shared.offloaded import Offloaded
+
+log = logging.getLogger(__name__)
 
 # A token this close to lapsing is renewed before it is used.
 RENEW_BEFORE_S = 60.0
+# How long one process may hold a renewal before another may take it over (it died), and
+# how often a process waiting on another's renewal looks for the token it kept.
+RENEWAL_HOLD_S = 30.0
+RENEWAL_LOOK_S = 0.2
 HTTP_TIMEOUT_S = 15.0
 
 
@@ -76,12 +90,15 @@ class Connector:
     """Sign-ins to the team's remote servers, for whoever asks."""
 
     def __init__(self, servers: dict[str, RemoteServer], store: Offloaded[ConnectionStore],
-                 redirect_uri: str, *, http: Callable[[], httpx2.AsyncClient] = _http) -> None:
-        """``redirect_uri``: where browsers come back (the console's callback)."""
+                 redirect_uri: str, *, http: Callable[[], httpx2.AsyncClient] = _http,
+                 audit: Offloaded[AuditLog] | None = None) -> None:
+        """``redirect_uri``: where browsers come back (the console's callback);
+        ``audit``: where each disconnection is written, whoever ends it."""
         self.servers = servers
         self.store = store
         self.redirect_uri = redirect_uri
         self._http = http
+        self._audit = audit
         # One renewal at a time per connection, per event loop (a lock belongs to one:
         # the console and Slack may each run their own in one process).
         self._renewing: weakref.WeakKeyDictionary[
@@ -121,15 +138,17 @@ class Connector:
                      issuer: str | None, team: str, user: str) -> Start:
         """Take the browser's return: the sign-in it ends, its tokens kept; else
         ``ConnectRefused`` saying why (nothing kept)."""
-        start = await self.store.run(lambda store: store.take_start(state))
+        begun_by = await self.store.run(lambda store: store.begun_by(state))
+        if begun_by is not None and begun_by != (team, user):
+            # Left waiting: someone else's return does not use up the person's sign-in.
+            raise ConnectRefused("this sign-in was begun by someone else: each person"
+                                 " connects their own account")
+        start = await self.store.run(lambda store: store.take_start(state, team, user))
         if start is None:
             raise ConnectRefused("this sign-in is not one Thoth began, or it was used"
                                  " already: start again from the link in Slack")
         if start.expires_at < time.time():
             raise ConnectRefused("this sign-in took longer than 15 minutes: start again")
-        if (start.team, start.user) != (team, user):
-            raise ConnectRefused("this sign-in was begun by someone else: each person"
-                                 " connects their own account")
         if error:
             raise ConnectRefused(f"{start.server} said no ({error[:200]}): nothing was"
                                  " connected")
@@ -139,7 +158,7 @@ class Connector:
                                  " refused")
         if not code:
             raise ConnectRefused(f"{start.server} sent no code back: nothing was connected")
-        registration = await self._known_registration(start)
+        registration = await self._client_for(start.server, start.issuer, start.client_id)
         tokens = await self._token_request(start.server, start.token_endpoint, registration, {
             "grant_type": "authorization_code", "code": code,
             "redirect_uri": start.redirect_uri, "code_verifier": start.verifier,
@@ -149,7 +168,8 @@ class Connector:
 
     async def access_token(self, team: str, user: str, name: str) -> str | None:
         """The person's token for ``name``, renewed if it is about to lapse; None when they
-        are not connected (or no longer: the server refused to renew it)."""
+        are not connected (or no longer: the server refused to renew it).
+        ``ConnectRefused`` (not ``lasting``) when it lapsed and could not be renewed now."""
         async with self._renewal(team, user, name):
             tokens = await self.store.run(lambda store: store.tokens(team, user, name))
             if tokens is None:
@@ -162,38 +182,53 @@ class Connector:
         """Renew now (the server refused the token it has): the new token, or None."""
         async with self._renewal(team, user, name):
             tokens = await self.store.run(lambda store: store.tokens(team, user, name))
-            return None if tokens is None else await self._renewed(team, user, name, tokens)
+            if tokens is None:
+                return None
+            return await self._renewed(team, user, name, replace(tokens, expires_at=0.0))
 
     def _renewal(self, team: str, user: str, name: str) -> asyncio.Lock:
         locks = self._renewing.setdefault(asyncio.get_running_loop(), {})
         return locks.setdefault((team, user, name), asyncio.Lock())
 
-    async def disconnect(self, team: str, user: str, name: str) -> bool:
+    async def disconnect(self, team: str, user: str, name: str, *, actor: str,
+                         origin: str) -> bool:
         """End the person's connection: revoked at the server where it offers that, and
-        deleted either way; whether there was one."""
+        deleted either way, audited as ``actor`` from ``origin``; whether there was one."""
         connection = await self.store.run(lambda store: store.get(team, user, name))
         if connection is None:
             return False
         tokens = await self.store.run(lambda store: store.tokens(team, user, name))
+        confirmed = connection.revocation_endpoint is None
         if tokens is not None and connection.revocation_endpoint:
-            registration = await self.store.run(lambda store: store.registration(
-                name, connection.issuer, self.redirect_uri))
-            client = registration or Registration(connection.client_id, None, "none")
+            client = await self._client_for(name, connection.issuer, connection.client_id)
             # The refresh token first: revoking it ends the grant at most servers.
-            for token, hint in ((tokens.refresh, "refresh_token"),
-                                (tokens.access, "access_token")):
-                if token:
-                    await self._revoke(connection.revocation_endpoint, client, token, hint)
-        return bool(await self.store.run(lambda store: store.remove(team, user, name)))
+            confirmed = all([await self._revoke(name, connection.revocation_endpoint, client,
+                                                token, hint)
+                             for token, hint in ((tokens.refresh, "refresh_token"),
+                                                 (tokens.access, "access_token")) if token])
+        removed = bool(await self.store.run(lambda store: store.remove(team, user, name)))
+        if self._audit is not None and removed:
+            how = ("revoked at the server and deleted" if connection.revocation_endpoint
+                   and confirmed else "deleted (the server did not confirm its revocation)"
+                   if connection.revocation_endpoint else "deleted (the server revokes none)")
+            await self._audit.run(lambda audit: audit.record(
+                actor=actor, action="connection.disconnect", target=name, origin=origin,
+                detail=f"{team}:{user}'s own account; its token {how}"))
+        return removed
 
-    async def disconnect_all(self, team: str, user: str | None = None) -> int:
-        """Every connection of a person (``user``) or of a workspace; how many."""
-        connections = await self.store.run(
-            lambda store: store.of_person(team, user) if user is not None
-            else store.of_workspace(team))
+    async def disconnect_all(self, team: str | None, user: str | None = None, *,
+                             actor: str, origin: str) -> int:
+        """Every connection of a person (``user``: in ``team``, or in every workspace when
+        ``team`` is None) or of a workspace; how many."""
+        def found(store: ConnectionStore) -> list[Connection]:
+            if user is None:
+                return store.of_workspace(team) if team is not None else []
+            return store.of_person(team, user) if team is not None else store.of_user(user)
+
         ended = 0
-        for connection in connections:
-            ended += await self.disconnect(connection.team, connection.user, connection.server)
+        for connection in await self.store.run(found):
+            ended += await self.disconnect(connection.team, connection.user, connection.server,
+                                           actor=actor, origin=origin)
         return ended
 
     async def _renewed(self, team: str, user: str, name: str, tokens: Tokens) -> str | None:
@@ -201,27 +236,53 @@ class Connector:
         if connection is None or not tokens.refresh:
             await self.store.run(lambda store: store.remove(team, user, name))
             return None
-        registration = await self.store.run(lambda store: store.registration(
-            name, connection.issuer, self.redirect_uri)) or Registration(
-                connection.client_id, None, "none")
-        server = self.servers.get(name)
-        if server is not None and server.client_id == connection.client_id:
-            registration = _given(server)
+        # One replica renews; the others wait for what it keeps (a rotating refresh token
+        # spent twice ends the grant at servers that watch for reuse).
+        held = await self.store.run(lambda store: store.hold_renewal(
+            team, user, name, time.time() + RENEWAL_HOLD_S))
+        if not held:
+            return await self._renewed_elsewhere(team, user, name, tokens)
+        client = await self._client_for(name, connection.issuer, connection.client_id)
         try:
-            renewed = await self._token_request(name, connection.token_endpoint, registration, {
+            renewed = await self._token_request(name, connection.token_endpoint, client, {
                 "grant_type": "refresh_token", "refresh_token": tokens.refresh,
                 "resource": connection.resource})
-        except ConnectRefused:
-            now = await self.store.run(lambda store: store.tokens(team, user, name))
-            if now is not None and now.refresh != tokens.refresh:
-                return now.access  # another replica renewed it first
-            await self.store.run(lambda store: store.remove(team, user, name))
-            return None
+        except ConnectRefused as refused:
+            if refused.lasting:
+                await self.store.run(lambda store: store.remove(team, user, name))
+                return None
+            await self.store.run(lambda store: store.let_go(team, user, name))
+            if tokens.expires_at is not None and tokens.expires_at > time.time():
+                return tokens.access  # still good for a moment: renewed at a later use
+            raise
         # A server that does not rotate refresh tokens keeps the one it gave.
         kept = Tokens(renewed.access, renewed.refresh or tokens.refresh, renewed.scope,
                       renewed.expires_at)
         await self.store.run(lambda store: store.renewed(team, user, name, kept))
         return kept.access
+
+    async def _renewed_elsewhere(self, team: str, user: str, name: str,
+                                 tokens: Tokens) -> str | None:
+        """The token another process is renewing, once it has kept it."""
+        waited_until = time.monotonic() + RENEWAL_HOLD_S
+        while time.monotonic() < waited_until:
+            await asyncio.sleep(RENEWAL_LOOK_S)
+            now = await self.store.run(lambda store: store.tokens(team, user, name))
+            if now is None or now.refresh != tokens.refresh or now.access != tokens.access:
+                return None if now is None else now.access
+        raise ConnectRefused(f"{name}'s token is being renewed elsewhere and was not ready in"
+                             f" {RENEWAL_HOLD_S:g} s", lasting=False)
+
+    async def _client_for(self, name: str, issuer: str, client_id: str) -> Registration:
+        """How Thoth authenticates as the client a connection was made with: the operator's
+        client from mcp.json, else the one Thoth registered, else a public client."""
+        server = self.servers.get(name)
+        if server is not None and server.client_id == client_id:
+            return _given(server)
+        kept = await self.store.run(lambda store: store.registration(
+            name, issuer, self.redirect_uri))
+        return kept if kept is not None and kept.client_id == client_id else (
+            Registration(client_id, None, "none"))
 
     async def _registration(self, http: httpx2.AsyncClient, server: RemoteServer,
                             found: Discovered) -> Registration:
@@ -262,33 +323,22 @@ class Connector:
             server.name, found.issuer, self.redirect_uri, registered))
         return registered
 
-    async def _known_registration(self, start: Start) -> Registration:
-        server = self.servers.get(start.server)
-        if server is not None and server.client_id == start.client_id:
-            return _given(server)
-        kept = await self.store.run(lambda store: store.registration(
-            start.server, start.issuer, start.redirect_uri))
-        return kept if kept is not None and kept.client_id == start.client_id else (
-            Registration(start.client_id, None, "none"))
-
     async def _token_request(self, name: str, endpoint: str, client: Registration,
                              form: dict[str, str]) -> Tokens:
         must_be_safe(endpoint, name)
-        body = {**form, "client_id": client.client_id}
-        headers = {"Accept": "application/json"}
-        if client.client_secret and client.auth_method == "client_secret_basic":
-            # RFC 6749 2.3.1: each part form-encoded before it is joined.
-            pair = f"{quote_plus(client.client_id)}:{quote_plus(client.client_secret)}"
-            headers["Authorization"] = f"Basic {base64.b64encode(pair.encode()).decode()}"
-        elif client.client_secret:
-            body["client_secret"] = client.client_secret
+        body, headers = _authenticated(client, {**form, "client_id": client.client_id})
         async with self._http() as http:
             try:
                 answer = await http.post(endpoint, data=body, headers=headers)
             except httpx2.HTTPError as error:
-                raise ConnectRefused(f"{name}'s sign-in could not be reached") from error
+                raise ConnectRefused(f"{name}'s sign-in could not be reached",
+                                     lasting=False) from error
         if answer.status_code != 200:
-            raise ConnectRefused(f"{name} refused the sign-in ({error_of(answer)})")
+            # Only the grant or the client refused is lasting (RFC 6749 5.2); a server
+            # that cannot answer now (5xx, 429, a gateway's page) may tomorrow.
+            lasting = answer.status_code in (400, 401) and _error_code(answer) in LASTING
+            raise ConnectRefused(f"{name} refused the sign-in ({error_of(answer)})",
+                                 lasting=lasting)
         try:
             token = OAuthToken.model_validate_json(answer.content)
         except ValidationError as error:
@@ -297,15 +347,48 @@ class Connector:
         lapses = None if token.expires_in is None else time.time() + token.expires_in
         return Tokens(token.access_token, token.refresh_token, token.scope, lapses)
 
-    async def _revoke(self, endpoint: str, client: Registration, token: str,
-                      hint: str) -> None:
-        body = {"token": token, "token_type_hint": hint, "client_id": client.client_id}
-        if client.client_secret:
-            body["client_secret"] = client.client_secret
+    async def _revoke(self, name: str, endpoint: str, client: Registration, token: str,
+                      hint: str) -> bool:
+        """Whether the server said it revoked ``token`` (RFC 7009: 200, whatever it did);
+        the row goes either way."""
+        body, headers = _authenticated(client, {"token": token, "token_type_hint": hint,
+                                                "client_id": client.client_id})
         async with self._http() as http:
-            # RFC 7009: 200 whatever it did; unreachable, the row goes anyway.
-            with contextlib.suppress(httpx2.HTTPError):
-                await http.post(endpoint, data=body)
+            try:
+                answer = await http.post(endpoint, data=body, headers=headers)
+            except httpx2.HTTPError as error:
+                log.warning("%s's revocation could not be reached: %s", name,
+                            type(error).__name__)
+                return False
+        if answer.status_code != 200:
+            log.warning("%s did not revoke a %s: %s", name, hint, error_of(answer))
+        return answer.status_code == 200
+
+
+# The token endpoint's refusals that end a grant: the person must connect again.
+LASTING = frozenset({"invalid_grant", "invalid_client", "unauthorized_client"})
+
+
+def _error_code(answer: httpx2.Response) -> str:
+    try:
+        body = answer.json()
+    except ValueError:
+        return ""
+    return str(body.get("error") or "") if isinstance(body, dict) else ""
+
+
+def _authenticated(client: Registration, body: dict[str, str],
+                   ) -> tuple[dict[str, str], dict[str, str]]:
+    """A token or revocation request's form and headers, the client authenticated as it
+    registered: HTTP Basic, its secret in the form, or (a public client) its id alone."""
+    headers = {"Accept": "application/json"}
+    if client.client_secret and client.auth_method == "client_secret_basic":
+        # RFC 6749 2.3.1: each part form-encoded before it is joined.
+        pair = f"{quote_plus(client.client_id)}:{quote_plus(client.client_secret)}"
+        headers["Authorization"] = f"Basic {base64.b64encode(pair.encode()).decode()}"
+    elif client.client_secret:
+        body = {**body, "client_secret": client.client_secret}
+    return body, headers
 
 
 def _given(server: RemoteServer) -> Registration:

@@ -132,13 +132,22 @@ class ConnectionStore:
                  start.resource, start.token_endpoint, start.revocation_endpoint,
                  start.redirect_uri, time.time(), start.expires_at))
 
-    def take_start(self, state: str) -> Start | None:
-        """The sign-in ``state`` names, once: a second return with it finds nothing."""
+    def begun_by(self, state: str) -> tuple[str, str] | None:
+        """Who began the sign-in ``state`` names (workspace, person), if it waits."""
+        with self._db.read() as conn:
+            row = conn.execute('SELECT team, "user" FROM connection_starts WHERE state = ?',
+                               (state,)).fetchone()
+        return None if row is None else (str(row[0]), str(row[1]))
+
+    def take_start(self, state: str, team: str, user: str) -> Start | None:
+        """The sign-in ``state`` names, once, for the person who began it: a second
+        return with it finds nothing, and someone else's takes nothing."""
         with self._db.write() as conn:
             row = conn.execute(
                 'SELECT state, team, "user", server, ask_id, verifier_sealed, client_id,'
                 " issuer, resource, token_endpoint, revocation_endpoint, redirect_uri,"
-                " expires_at FROM connection_starts WHERE state = ?", (state,)).fetchone()
+                ' expires_at FROM connection_starts WHERE state = ? AND team = ? AND "user" = ?',
+                (state, team, user)).fetchone()
             if row is None:
                 return None
             taken = conn.execute("DELETE FROM connection_starts WHERE state = ?", (state,))
@@ -165,13 +174,30 @@ class ConnectionStore:
                  self._cipher.seal(tokens.refresh) if tokens.refresh else None))
 
     def renewed(self, team: str, user: str, server: str, tokens: Tokens) -> None:
+        """The renewed tokens kept, and the renewal's hold let go."""
         with self._db.write() as conn:
             conn.execute(
                 "UPDATE connections SET access_sealed = ?, refresh_sealed = ?, scope = ?,"
-                ' expires_at = ? WHERE team = ? AND "user" = ? AND server = ?',
+                ' expires_at = ?, renewing_until = NULL WHERE team = ? AND "user" = ?'
+                " AND server = ?",
                 (self._cipher.seal(tokens.access),
                  self._cipher.seal(tokens.refresh) if tokens.refresh else None,
                  tokens.scope, tokens.expires_at, team, user, server))
+
+    def hold_renewal(self, team: str, user: str, server: str, until: float) -> bool:
+        """Whether this process may renew the token now: none other holds it (or its hold
+        lapsed, the process gone). Held until ``until`` or ``renewed``/``let_go``."""
+        with self._db.write() as conn:
+            cursor = conn.execute(
+                'UPDATE connections SET renewing_until = ? WHERE team = ? AND "user" = ?'
+                " AND server = ? AND (renewing_until IS NULL OR renewing_until < ?)",
+                (until, team, user, server, time.time()))
+        return cursor.rowcount == 1
+
+    def let_go(self, team: str, user: str, server: str) -> None:
+        with self._db.write() as conn:
+            conn.execute('UPDATE connections SET renewing_until = NULL WHERE team = ?'
+                         ' AND "user" = ? AND server = ?', (team, user, server))
 
     def get(self, team: str, user: str, server: str) -> Connection | None:
         with self._db.read() as conn:
@@ -208,6 +234,15 @@ class ConnectionStore:
             rows = conn.execute(
                 f'SELECT {_CONNECTION} FROM connections WHERE team = ? AND "user" = ?'
                 " ORDER BY server", (team, user)).fetchall()
+        return [_connection(row) for row in rows]
+
+    def of_user(self, user: str) -> list[Connection]:
+        """A person's connections in every workspace (a user id is one person's across
+        an Enterprise Grid org)."""
+        with self._db.read() as conn:
+            rows = conn.execute(
+                f'SELECT {_CONNECTION} FROM connections WHERE "user" = ? ORDER BY team, server',
+                (user,)).fetchall()
         return [_connection(row) for row in rows]
 
     def of_workspace(self, team: str) -> list[Connection]:

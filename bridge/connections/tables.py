@@ -62,6 +62,9 @@ SCHEMA = Schema(
                 expires_at {real},
                 connected_at {real} NOT NULL,
                 last_used_at {real},
+                -- A replica renewing the token holds it until then: a rotating refresh
+                -- token is spent once, by one of them.
+                renewing_until {real},
                 PRIMARY KEY (team, "user", server)
             );
             CREATE INDEX connections_by_server ON connections (server);

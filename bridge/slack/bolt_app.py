@@ -391,7 +391,7 @@ def _connections_ended(thoth: Thoth) -> Callable[[str], Awaitable[object]] | Non
     connector = tools.connector
 
     async def ended(team: str) -> None:
-        ended = await connector.disconnect_all(team)
+        ended = await connector.disconnect_all(team, actor="slack", origin="app_uninstalled")
         await tools.disconnected(team)
         log.warning("workspace %s uninstalled Thoth: %d connection(s) revoked and deleted",
                     team, ended)
@@ -409,11 +409,13 @@ def _people_leaving(thoth: Thoth) -> list[Listener]:
 
     async def changed(body: dict[str, Any]) -> None:
         user = (body.get("event") or {}).get("user") or {}
-        team = str(user.get("team_id") or body.get("team_id") or "")
-        if not user.get("deleted") or not team or not user.get("id"):
+        if not user.get("deleted") or not user.get("id"):
             return
-        ended = await connector.disconnect_all(team, str(user["id"]))
-        await tools.disconnected(team, str(user["id"]))
+        # Every workspace's: on Enterprise Grid one user id is the person in each of the
+        # org's workspaces they asked from.
+        ended = await connector.disconnect_all(None, str(user["id"]), actor="slack",
+                                               origin="user_change (deactivated)")
+        await tools.disconnected(None, str(user["id"]))
         if ended:
             log.warning("%s was deactivated in Slack: %d connection(s) revoked and deleted",
                         user["id"], ended)

@@ -43,6 +43,7 @@ class ConnectLinks:
         self._client = client
         self._tools = team_tools
         self._console = console
+        self._going_on: set[asyncio.Task[None]] = set()
 
     def link(self, server: str, ask_id: str) -> str:
         return (f"{self._console.home}/connections/start/{quote(server, safe='')}"
@@ -97,11 +98,17 @@ class ConnectLinks:
                 log.exception("looking for connected accounts failed")
                 continue
             for ask in connected:
-                try:
-                    await go_on(went_on(ask))
-                except Exception:
-                    log.exception("the conversation after %s connected %s failed", ask.asker,
-                                  ask.server)
+                # Each in a task of its own: one long turn does not hold the others back.
+                going = asyncio.get_running_loop().create_task(self._go_on(go_on, ask))
+                self._going_on.add(going)
+                going.add_done_callback(self._going_on.discard)
+
+    async def _go_on(self, go_on: Callable[[AnsweredCall], Awaitable[None]], ask: Ask) -> None:
+        try:
+            await go_on(went_on(ask))
+        except Exception:
+            log.exception("the conversation after %s connected %s failed", ask.asker,
+                          ask.server)
 
 
 def went_on(ask: Ask) -> AnsweredCall:

@@ -29,6 +29,7 @@ from typing import Any
 import mcp_types as types
 
 from bridge.connections.bearer import PersonsToken
+from bridge.connections.discovery import ConnectRefused
 from bridge.connections.oauth_client import Connector
 from bridge.files.reader import FileReader
 from bridge.pipeline.tools import Answer, Caller, Tool
@@ -111,6 +112,9 @@ class TeamTools:
         self._servers = {name: ServerConnection(name, entry, logs=logs)
                          for name, entry in config.servers.items() if entry.auth == "operator"}
         self._personal: OrderedDict[tuple[str, str, str], ServerConnection] = OrderedDict()
+        # How many calls use each personal connection now, and the closings under way.
+        self._in_use: dict[tuple[str, str, str], int] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
     @property
     def servers(self) -> Mapping[str, ServerConnection]:
@@ -148,7 +152,11 @@ class TeamTools:
             return await self._listed_of(self._servers[name])
         if person is None or person.user is None or self.connector is None:
             return []
-        token = await self.connector.access_token(person.team, person.user, name)
+        try:
+            token = await self.connector.access_token(person.team, person.user, name)
+        except ConnectRefused as failed:  # not lasting: the grant is kept for later
+            log.warning("MCP server left out: %s", failed)
+            return [ServerDown(str(failed))]
         if token is None:
             return [NeedsConnecting(name)]
         return await self._listed_of(self._personal_connection(name, person.team,
@@ -164,16 +172,25 @@ class TeamTools:
             found = self._personal[key] = ServerConnection(
                 name, entry, logs=self._logs,
                 auth=PersonsToken(self.connector, team, user, name, entry.url))
-            while len(self._personal) > PERSONAL_CONNECTIONS:
-                _, oldest = self._personal.popitem(last=False)
-                asyncio.get_running_loop().create_task(oldest.aclose())
+            self._close_least_used(keeping=key)
         self._personal.move_to_end(key)
         return found
 
-    async def disconnected(self, team: str, user: str | None = None) -> None:
-        """Close the open connections of a person (or a workspace) who disconnected."""
+    def _close_least_used(self, *, keeping: tuple[str, str, str]) -> None:
+        """Past ``PERSONAL_CONNECTIONS``, close the least lately used that no call is
+        using (a turn mid-call keeps its own)."""
+        idle = [key for key in self._personal
+                if key != keeping and not self._in_use.get(key)]
+        for key in idle[:max(0, len(self._personal) - PERSONAL_CONNECTIONS)]:
+            closing = asyncio.get_running_loop().create_task(self._personal.pop(key).aclose())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+
+    async def disconnected(self, team: str | None, user: str | None = None) -> None:
+        """Close the open connections of a person (in ``team``, or every workspace when
+        it is None) or of a workspace, who disconnected."""
         gone = [key for key in self._personal
-                if key[0] == team and (user is None or key[1] == user)]
+                if (team is None or key[0] == team) and (user is None or key[1] == user)]
         for key in gone:
             await self._personal.pop(key).aclose()
 
@@ -233,12 +250,13 @@ class TeamTools:
         if entry.auth == "oauth":
             if person is None or person.user is None or self.connector is None:
                 raise BadInput(f"{name} acts as the person who asks, and no one asked")
+            key = (person.team, person.user, server)
             connection = self._personal_connection(server, person.team, person.user)
             whose = f"with {person.user}'s own account"
         else:
-            connection = self._servers[server]
+            key, connection = None, self._servers[server]
         try:
-            result = await connection.call(tool, arguments, self._timeout_s)
+            result = await self._called(connection, key, tool, arguments)
         except ServerDown as down:
             await self._audit(actor, name, arguments, f"{how}; failed: {down}", whose=whose)
             raise BadInput(f"{quoted(str(down))}; go on without it") from down
@@ -300,6 +318,18 @@ class TeamTools:
         await self.stores.run(lambda stores: stores.audit.record(
             actor=actor or user, action="tool.always_allow", target=tool_name(server, tool),
             origin="conversation", detail=f"in workspace {team}"))
+
+    async def _called(self, connection: ServerConnection, key: tuple[str, str, str] | None,
+                      tool: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        if key is None:
+            return await connection.call(tool, arguments, self._timeout_s)
+        self._in_use[key] = self._in_use.get(key, 0) + 1
+        try:
+            return await connection.call(tool, arguments, self._timeout_s)
+        finally:
+            self._in_use[key] -= 1
+            if not self._in_use[key]:
+                del self._in_use[key]
 
     def _whose(self, server: str, turn: Turn) -> str:
         """Whose rights a call of ``server`` acts with, as the audit log says it."""

@@ -14,6 +14,7 @@ import asyncio
 import io
 import json
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,9 +27,11 @@ from pydantic import SecretStr
 from bridge.app import Thoth, build
 from bridge.connections.discovery import ConnectRefused
 from bridge.connections.oauth_client import CALLBACK_PATH, Connector
+from bridge.connections.store import Tokens
 from bridge.pipeline.pipeline import TurnOutcome
 from bridge.pipeline.turn import Turn
 from bridge.settings import Settings
+from bridge.team_tools.connection import ServerDown
 from bridge.team_tools.team_tools import NeedsConnecting, ServerTool, TeamTools
 from layers.identity.protocol import Person
 from layers.shared.errors import BadInput
@@ -195,7 +198,8 @@ def test_two_people_connect_and_each_call_goes_with_the_askers_own_token(
 def test_disconnecting_revokes_at_the_server_and_asks_again(world: World) -> None:
     async def scenario() -> tuple[list[Any], str]:
         await world.connect(DANA, "alice")
-        assert await world.connector.disconnect("T1", "U1", "tracker")
+        assert await world.connector.disconnect("T1", "U1", "tracker", actor="slack:U1",
+                                                origin="test")
         listed = await world.tools.listed(DM, DANA)
         try:
             await world.whoami(DANA)
@@ -281,7 +285,7 @@ def test_a_server_thoth_must_not_sign_in_to_is_refused_in_one_line(
 
 
 def test_a_return_is_taken_once_and_only_for_the_person_who_began_it(world: World) -> None:
-    async def scenario() -> list[str]:
+    async def scenario() -> tuple[list[str], list[Any]]:
         refusals = []
         world.server.signed_in_as = "alice"
         address = await world.connector.start("T1", "U1", "tracker")
@@ -294,13 +298,71 @@ def test_a_return_is_taken_once_and_only_for_the_person_who_began_it(world: Worl
                                              team=team, user=user)
             except ConnectRefused as refused:
                 refusals.append(str(refused))
-        return refusals
+        # ari's attempt used up nothing: dana's own return still connects her, once.
+        await world.connector.finish(state, code=code, error=None, issuer=None,
+                                     team="T1", user="U1")
+        try:
+            await world.connector.finish(state, code=code, error=None, issuer=None,
+                                         team="T1", user="U1")
+        except ConnectRefused as refused:
+            refusals.append(str(refused))
+        listed = await world.tools.listed(DM, DANA)
+        await world.tools.aclose()
+        return refusals, listed
 
-    refusals = asyncio.run(scenario())
+    refusals, listed = asyncio.run(scenario())
     assert "someone else" in refusals[0]
     assert "not one Thoth began" in refusals[1]
-    # ari's attempt took the sign-in: it is gone for dana too, and nothing was kept.
-    assert asyncio.run(world.tools.listed(DM, DANA)) == [NeedsConnecting("tracker")]
+    assert "used already" in refusals[2]
+    assert any(isinstance(item, ServerTool) for item in listed)
+
+
+def test_a_token_endpoint_down_for_a_moment_keeps_the_connection(
+    model_settings: Settings, tmp_path: Path, hashing_embedder: HashingEmbedder,
+) -> None:
+    with OAuthMcpServer(access_lifetime_s=1) as server, Returns() as returns:
+        app = _built(model_settings, tmp_path, server, returns, hashing_embedder)
+        world = World(app, server, returns)
+
+        async def scenario() -> tuple[list[Any], str]:
+            await world.connect(DANA, "alice")
+            await asyncio.sleep(1.2)  # lapsed
+            server.outage[0] = 1
+            during = await world.tools.listed(DM, DANA)
+            after = await world.whoami(DANA)  # the server is back: renewed now
+            await world.tools.aclose()
+            return during, after
+
+        try:
+            during, after = asyncio.run(scenario())
+        finally:
+            asyncio.run(_closed(app))
+    # Left out of that turn, saying why; not "connect again": the grant was kept.
+    (down,) = during
+    assert isinstance(down, ServerDown) and "HTTP 503" in str(down), down
+    assert "alice" in after
+
+
+def test_two_replicas_renew_a_token_once(world: World) -> None:
+    async def scenario() -> tuple[str | None, str | None]:
+        await world.connect(DANA, "alice")
+        store = world.connector.store
+        tokens = await store.run(lambda kept: kept.tokens("T1", "U1", "tracker"))
+        assert tokens is not None
+        lapsed = Tokens(tokens.access, tokens.refresh, tokens.scope, time.time() - 1)
+        await store.run(lambda kept: kept.renewed("T1", "U1", "tracker", lapsed))
+        # Another replica: a Connector of its own (its own locks) on the same database.
+        other = Connector(world.connector.servers, store, world.connector.redirect_uri)
+        first, second = await asyncio.gather(
+            world.connector.access_token("T1", "U1", "tracker"),
+            other.access_token("T1", "U1", "tracker"))
+        return first, second
+
+    first, second = asyncio.run(scenario())
+    assert first is not None and first == second
+    renewals = [r for r in world.server.token_requests if r["grant_type"] == "refresh_token"]
+    assert len(renewals) == 1
+    assert world.server.user_of(first) == "alice"
 
 
 def test_oauth_servers_are_refused_without_what_keeps_tokens(

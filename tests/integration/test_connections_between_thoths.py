@@ -70,7 +70,8 @@ def test_each_person_reads_the_other_thoth_as_themselves_and_one_disconnects(
             consent = await _connect(app, served, returns, DANA)
             await _connect(app, served, returns, ARI)
             dana, ari = await _recalled(app, DANA), await _recalled(app, ARI)
-            ended = await app.team_tools.connector.disconnect("T1", "U1", "thoth_b")
+            ended = await app.team_tools.connector.disconnect(
+                "T1", "U1", "thoth_b", actor="slack:U1", origin="test")
             await app.team_tools.aclose()
             return consent, dana, ari, ended
 

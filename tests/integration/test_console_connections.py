@@ -23,6 +23,8 @@ from bridge.console.dependencies import console_dependencies
 from bridge.console.sign_in import OneTimeLogin
 from bridge.console.web_app import console_app
 from bridge.settings import Settings
+from bridge.team_tools.asks import CONNECT_ASK, Asks
+from layers.shared.places import Place
 from layers.shared.token_cipher import TokenCipher
 from tests.fakes import HashingEmbedder
 from tests.integration.console_sessions import FORM_TOKEN, SECRET, signed_in_clients
@@ -132,3 +134,20 @@ def test_signed_out_a_link_is_opened_again_once_signed_in(thoth: Thoth) -> None:
         signed = browser.get(f"/login/{login.token}")
         assert signed.status_code == 303
         assert signed.headers["location"] == "/connections/start/tracker?ask=a1"
+
+
+def test_a_link_answers_only_its_own_ask_to_connect(
+    signed_in: Callable[[SignedInPerson], TestClient], thoth: Thoth,
+) -> None:
+    asks = Asks(thoth.db)
+    place = Place("T1", "C1", "public", "1.0")
+    card = asks.ask(place, "s1", "U2", "erin", "tracker", "create_issue", {"title": "x"})
+    connect = asks.ask(place, "s1", "U2", "erin", "tracker", CONNECT_ASK, {})
+    dana_s = asks.ask(place, "s2", "U1", "dana", "tracker", CONNECT_ASK, {})
+    for ask_id in (card.id, dana_s.id, connect.id):
+        assert signed_in(ERIN).get(f"/connections/start/tracker?ask={ask_id}").status_code == 303
+    with thoth.db.read() as conn:
+        kept = [row[0] for row in conn.execute(
+            "SELECT ask_id FROM connection_starts ORDER BY started_at").fetchall()]
+    # A tool's card, and someone else's ask, are not this link's to answer.
+    assert kept == [None, None, connect.id]

@@ -38,7 +38,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Literal, Self
 from urllib.parse import parse_qsl, unquote, urlencode
@@ -124,6 +124,8 @@ class Records:
     authorize_requests: list[dict[str, str]]
     revoked: list[str]
     registered: list[dict[str, Any]]
+    # How many /token requests to come are answered 503, as a server mid-deploy does.
+    outage: list[int] = field(default_factory=lambda: [0])
 
 
 class InMemoryProvider:
@@ -301,6 +303,12 @@ class Recording:
                 "client_id": form.get("client_id"), "scope": form.get("scope"),
                 "has_code_verifier": bool(form.get("code_verifier")),
                 "basic_auth": basic})
+            if self._records.outage[0] > 0:
+                self._records.outage[0] -= 1
+                await send({"type": "http.response.start", "status": 503,
+                            "headers": [(b"content-type", b"text/plain")]})
+                await send({"type": "http.response.body", "body": b"down for a moment"})
+                return
         scope = {**scope, "headers": [
             *((name, value) for name, value in scope.get("headers", [])
               if name.lower() != b"content-length"),
@@ -386,6 +394,8 @@ class OAuthMcpServer:
         self.authorize_requests: list[dict[str, str]] = []
         self.revoked: list[str] = []
         self.registered: list[dict[str, Any]] = []
+        # Set ``outage[0]`` to answer that many /token requests with 503.
+        self.outage = [0]
         self.base = ""
         self.provider: InMemoryProvider | None = None
         self._server: WebServer | None = None
@@ -449,7 +459,7 @@ class OAuthMcpServer:
 
     def _app(self) -> Starlette:
         records = Records(self.bearer_tokens_seen, self.token_requests,
-                          self.authorize_requests, self.revoked, self.registered)
+                          self.authorize_requests, self.revoked, self.registered, self.outage)
         provider = InMemoryProvider(self.base, records, access_lifetime_s=self.access_lifetime_s,
                                     pre_registered=self.pre_registered)
         self.provider = provider

@@ -53,9 +53,10 @@ def test_secrets_are_sealed_opened_and_resealed_under_a_new_key(
     registered = rotated.registration("tracker", "https://auth.example",
                                       "https://thoth.example/cb")
     assert registered is not None and registered.client_secret == SECRET
-    taken = rotated.take_start("state-1")
+    assert rotated.take_start("state-1", "T1", "U2") is None  # only its own person
+    taken = rotated.take_start("state-1", "T1", "U1")
     assert taken is not None and taken.verifier == VERIFIER
-    assert rotated.take_start("state-1") is None  # once
+    assert rotated.take_start("state-1", "T1", "U1") is None  # once
 
 
 def test_the_operator_sees_counts_and_a_person_only_their_own(

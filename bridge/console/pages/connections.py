@@ -15,6 +15,7 @@ from bridge.access.signed_in import SignedInPerson
 from bridge.connections.oauth_client import Connector
 from bridge.connections.store import Connection
 from bridge.console.dependencies import ConsoleDependencies
+from bridge.team_tools.asks import CONNECT_ASK
 from layers.shared.errors import BadInput
 
 
@@ -57,7 +58,18 @@ async def start(parts: ConsoleDependencies, user: SignedInPerson, server: str,
                 ask_id: str | None) -> str:
     """Where to send the browser to sign in to ``server``."""
     team, person = _person(user)
+    if ask_id is not None and not await _asks_to_connect(parts, ask_id, team, person, server):
+        ask_id = None  # connected all the same; no conversation waits on this link
     return await _connector(parts).start(team, person, server, ask_id)
+
+
+async def _asks_to_connect(parts: ConsoleDependencies, ask_id: str, team: str, person: str,
+                           server: str) -> bool:
+    """Whether ``ask_id`` is this person's waiting ask to connect ``server`` (a link's
+    ``ask`` is the browser's to change: it must not answer any other ask)."""
+    ask = await parts.stores.run(lambda stores: stores.asks.get(ask_id))
+    return (ask is not None and ask.tool == CONNECT_ASK and ask.server == server
+            and ask.place.team == team and ask.asker == person and ask.state == "waiting")
 
 
 async def finish(parts: ConsoleDependencies, user: SignedInPerson, state: str, *,
@@ -69,7 +81,8 @@ async def finish(parts: ConsoleDependencies, user: SignedInPerson, state: str, *
     started = await _connector(parts).finish(state, code=code, error=error, issuer=issuer,
                                             team=team, user=person)
     ask_id = started.ask_id
-    if ask_id is not None:
+    if ask_id is not None and await _asks_to_connect(parts, ask_id, team, person,
+                                                     started.server):
         await parts.stores.run(lambda stores: stores.asks.take(ask_id, person, allowed=True))
     await parts.stores.run(lambda stores: stores.audit.record(
         actor=user.actor, action="connection.connect", target=started.server,
@@ -82,9 +95,7 @@ async def finish(parts: ConsoleDependencies, user: SignedInPerson, state: str, *
 async def disconnect(parts: ConsoleDependencies, user: SignedInPerson, server: str,
                      origin: str) -> str:
     team, person = _person(user)
-    if not await _connector(parts).disconnect(team, person, server):
+    if not await _connector(parts).disconnect(team, person, server, actor=user.actor,
+                                              origin=origin):
         raise BadInput(f"you are not connected to {server}")
-    await parts.stores.run(lambda stores: stores.audit.record(
-        actor=user.actor, action="connection.disconnect", target=server, origin=origin,
-        detail=f"{team}:{person}'s own account; its token revoked and deleted"))
     return f"Disconnected: {server} is asked to connect again before Thoth uses it for you."
