@@ -135,7 +135,7 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
         serve_the_authorized_workspace(app)
         # tokens_revoked and app_uninstalled delete the install (and its token) at once.
         app.enable_token_revocation_listeners()
-        listen_to_org_access(app, installations)
+        listen_to_org_access(app, installations, on_removed=_connections_ended(thoth))
         workspace_of = thoth.slack.workspace_of
     bot_user = str(identity.get("user_id") or "") or None
     directory = Directory(client)

@@ -11,6 +11,7 @@ not find the org's install before that. An event lists the workspaces' ids; noti
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp
@@ -22,7 +23,11 @@ from layers.shared.offloaded import Offloaded
 log = logging.getLogger(__name__)
 
 
-def listen_to_org_access(app: AsyncApp, installations: Installations) -> None:
+def listen_to_org_access(app: AsyncApp, installations: Installations, *,
+                         on_removed: Callable[[str], Awaitable[object]] | None = None,
+                         ) -> None:
+    """``on_removed``: what else ends in a workspace the org's install no longer answers
+    for (its people's own connections to remote servers)."""
     offloaded = Offloaded(installations)
 
     @app.event("team_access_granted")
@@ -42,6 +47,9 @@ def listen_to_org_access(app: AsyncApp, installations: Installations) -> None:
         await offloaded.run(lambda installs: installs.no_longer_for(teams))
         log.info("org %s: its install no longer answers for %s", enterprise_of(body),
                  ", ".join(teams))
+        if on_removed is not None:
+            for team in teams:
+                await on_removed(team)
 
 
 def _teams_of(event: dict[str, Any]) -> list[str]:

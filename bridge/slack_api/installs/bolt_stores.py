@@ -86,16 +86,22 @@ class InstallationsForBolt(AsyncInstallationStore):
 
     async def async_delete_bot(self, *, enterprise_id: str | None,
                                team_id: str | None) -> None:
+        # An org-wide install answers for the org's workspaces: each of them ends with it.
+        teams = [team_id] if team_id else (await self._installations.run(
+            lambda installs: installs.teams_of(enterprise_id)) if enterprise_id else [])
         removed = await self._installations.run(lambda installs: installs.remove(
             enterprise_id=enterprise_id, team_id=team_id))
         log.warning("Slack revoked Thoth's token for %s: %s", team_id or enterprise_id,
                     "its install is deleted (its memory is kept)" if removed
                     else "no install was kept for it")
-        if team_id and self._on_removed is not None:
+        on_removed = self._on_removed
+        if on_removed is None:
+            return
+        for team in teams:
             try:
-                await self._on_removed(team_id)
+                await on_removed(team)
             except Exception:
-                log.exception("what ends with the install of %s could not all end", team_id)
+                log.exception("what ends with the install of %s could not all end", team)
 
     async def async_delete_installation(self, *, enterprise_id: str | None,
                                         team_id: str | None,

@@ -125,6 +125,13 @@ class Installations:
             for team_id in team_ids:
                 conn.execute("DELETE FROM slack_org_teams WHERE team_id = ?", (team_id,))
 
+    def teams_of(self, enterprise_id: str) -> list[str]:
+        """The workspaces an org's install answers for, as Slack last said."""
+        with self._db.read() as conn:
+            rows = conn.execute("SELECT team_id FROM slack_org_teams WHERE enterprise_id = ?",
+                                (enterprise_id,)).fetchall()
+        return sorted(str(row[0]) for row in rows)
+
     def _org_of(self, team_id: str) -> str | None:
         with self._db.read() as conn:
             row = conn.execute("SELECT enterprise_id FROM slack_org_teams WHERE team_id = ?",
