@@ -31,8 +31,11 @@ from bridge.pipeline.tools import Caller, Tool, ToolBox
 from bridge.pipeline.tools.offered import ToolDependencies, tools_for
 from bridge.pipeline.web_access import WebAccess
 from bridge.reflection_launcher import run_reflection
+from bridge.routines.making import RoutineMaker
+from bridge.routines.store import RoutineStore
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
+from bridge.slack_api.routine_places import may_post_in
 from bridge.slack_api.slack_web import SlackWeb
 from bridge.team_tools.asks import Asks
 from bridge.team_tools.config import TeamToolsConfig, load_config
@@ -139,6 +142,8 @@ class Thoth:
     # The team's MCP servers (mcp.json), and why the file could not be used, if not.
     team_tools: TeamTools | None = None
     team_tools_problem: str | None = None
+    # Routines: made (checked, audited) and kept; run where a transport can post them.
+    routines: RoutineMaker | None = None
 
     def brain_follower(self) -> BrainFollower | None:
         """What pulls the brain when another process pushed (serve and worker run it)."""
@@ -264,6 +269,7 @@ def build(
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
     session_end = build_session_end(settings, off_sessions, reflections, pipeline)
     mcp_tokens = McpTokens(db, audit)
+    slack_web = SlackWeb(settings, db)
     return Thoth(
         settings=settings,
         db=db,
@@ -294,7 +300,7 @@ def build(
             episodic=Offloaded(episodic), drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
             connector=None if team_tools is None else team_tools.connector,
         ),
-        slack=SlackWeb(settings, db),
+        slack=slack_web,
         reflections=reflections,
         followups=Followups(db),
         session_end=session_end,
@@ -317,6 +323,11 @@ def build(
         file_reader=file_reader,
         team_tools=team_tools,
         team_tools_problem=team_tools_problem,
+        routines=RoutineMaker(
+            Offloaded(RoutineStore(db)), Offloaded(audit),
+            may_post_in(lambda: slack_web.memberships),
+            min_interval_min=settings.routine_min_interval_min,
+            max_per_person=settings.routine_max_per_person),
     )
 
 

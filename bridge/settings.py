@@ -150,6 +150,11 @@ class Settings(BaseSettings):
     mcp_config: Path | None = None
     # Seconds one call to a team's MCP tool may take before the model is told it timed out.
     mcp_tool_timeout_s: Annotated[float, Field(gt=0, le=600)] = 60.0
+    # Routines (bridge/routines/): how often one may run at most, how many one person may
+    # have, and how late a run missed while no process was up is still run (once).
+    routine_min_interval_min: Annotated[float, Field(ge=1, le=1440)] = 15.0
+    routine_max_per_person: Annotated[int, Field(ge=1, le=1000)] = 20
+    routine_grace_min: Annotated[float, Field(ge=0, le=10080)] = 120.0
     # Anthropic's web tools, run by the API itself: "search", "fetch", or both, commas
     # between. Empty: off (bridge/pipeline/web_access.py).
     web_tools: Annotated[list[WebTool], NoDecode] = Field(default_factory=list)

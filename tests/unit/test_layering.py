@@ -171,7 +171,8 @@ BRIDGE_FLOORS: tuple[frozenset[str], ...] = tuple(frozenset(floor) for floor in 
     {"slack_api", "web"},
     {"housekeeping", "reflection_launcher", "all_tables", "console_links"},
     # The team's own tools (MCP servers), offered in a turn: built on the pipeline's tools.
-    {"team_tools"},
+    # Routines: work on a schedule, each run a turn.
+    {"team_tools", "routines"},
     # Each person's own sign-ins to remote servers, which the team's tools use.
     {"access", "session_end", "pipeline", "connections"},
     {"settings"},
