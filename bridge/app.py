@@ -32,10 +32,13 @@ from bridge.pipeline.tools.offered import ToolDependencies, tools_for
 from bridge.pipeline.web_access import WebAccess
 from bridge.reflection_launcher import run_reflection
 from bridge.routines.making import RoutineMaker
+from bridge.routines.managing import RoutineManager
+from bridge.routines.proposing import RoutineTools
+from bridge.routines.running import RoutineRunner
 from bridge.routines.store import RoutineStore
 from bridge.session_end import SessionEnd
 from bridge.settings import Settings
-from bridge.slack_api.routine_places import may_post_in
+from bridge.slack_api.routine_places import may_post_in, place_named
 from bridge.slack_api.slack_web import SlackWeb
 from bridge.team_tools.asks import Asks
 from bridge.team_tools.config import TeamToolsConfig, load_config
@@ -149,6 +152,14 @@ class Thoth:
         """What pulls the brain when another process pushed (serve and worker run it)."""
         return None if self.brain_peers is None else BrainFollower(self.brain, self.brain_peers)
 
+    def routine_runner(self, owner: str | None = None) -> RoutineRunner | None:
+        """What runs the routines that are due and posts them (serve and worker run it);
+        None when Slack is not configured or routines are off."""
+        from bridge.slack_api.routine_posts import routine_runner
+
+        return routine_runner(self.pipeline, self.slack, self.routines, self.audit,
+                              grace_min=self.settings.routine_grace_min, owner=owner)
+
     def close(self) -> None:
         self.file_reader.close()
         self.db.close()
@@ -243,6 +254,12 @@ def build(
     off_sessions = Offloaded(sessions)
     file_reader = FileReader(file_limits(settings))
     team_tools, team_tools_problem = the_team_tools(settings, db, file_reader, off_skills)
+    routines = RoutineMaker(
+        Offloaded(RoutineStore(db)), Offloaded(audit),
+        may_post_in(lambda: slack_web.memberships),
+        min_interval_min=settings.routine_min_interval_min,
+        max_per_person=settings.routine_max_per_person)
+    routine_place = place_named(lambda: slack_web.client, lambda: slack_web.workspace_of)
     pipeline = TurnPipeline(
         sessions=off_sessions,
         transcript=Offloaded(transcript),
@@ -263,7 +280,9 @@ def build(
         identity_ingest=ingest,
         context=context_sources(settings, Offloaded(notes.store), user_models, off_episodic),
         tools=ToolBox(model_tools(
-            settings, Offloaded(episodic), off_skills, identity, forgetting), more=team_tools),
+            settings, Offloaded(episodic), off_skills, identity, forgetting),
+            # The model proposes routines where the transport shows a card for them.
+            more=RoutineTools(routines, routine_place, team_tools)),
     )
     drafts = SkillDrafts(db, brain, skills)
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
@@ -299,6 +318,8 @@ def build(
             # from reading and writing episodes, as `thoth recall` does.
             episodic=Offloaded(episodic), drain=lambda: pipeline.drain(SESSION_END_DRAIN_S),
             connector=None if team_tools is None else team_tools.connector,
+            routines=routines, routine_manager=RoutineManager(routines.store, Offloaded(audit)),
+            routine_place=routine_place,
         ),
         slack=slack_web,
         reflections=reflections,
@@ -323,11 +344,7 @@ def build(
         file_reader=file_reader,
         team_tools=team_tools,
         team_tools_problem=team_tools_problem,
-        routines=RoutineMaker(
-            Offloaded(RoutineStore(db)), Offloaded(audit),
-            may_post_in(lambda: slack_web.memberships),
-            min_interval_min=settings.routine_min_interval_min,
-            max_per_person=settings.routine_max_per_person),
+        routines=routines,
     )
 
 

@@ -73,9 +73,18 @@ NOTHING_TO_END = "There is no open session in this channel to end."
 THOTH_COMMAND_USAGE = (
     "Usage, in a DM with Thoth: /thoth token [what it is for] makes a token for MCP"
     " (Claude Code, Cursor, Codex); /thoth tokens lists yours; /thoth revoke ID revokes one;"
-    " /thoth connections lists the accounts you connected; /thoth disconnect NAME ends one.")
+    " /thoth connections lists the accounts you connected; /thoth disconnect NAME ends one;"
+    ' /thoth routine add "0 9 * * 1-5" #channel TEXT makes a routine (it posts in the channel'
+    " named, or here without one; the schedule is in your time zone); /thoth routines lists"
+    " yours, to pause, resume, run now or delete.")
+ROUTINE_ADD_USAGE = (
+    'Usage: /thoth routine add "CRON" [#channel] TEXT, e.g. /thoth routine add'
+    ' "0 9 * * 1-5" #eng Post a summary of yesterday\'s decisions')
+ROUTINE_MADE = ("Created routine {id}: {when} ({zone}), posting to {where}; next run {next}.")
+NO_ROUTINES_HERE = "Routines are not made here."
 TOKENS_ONLY_IN_A_DM = (
-    "A token is a secret: make and manage tokens in a DM with Thoth (/thoth token there).")
+    "/thoth works in a DM with Thoth: a token is a secret, and a routine names the channel"
+    " it posts in (/thoth routine add \"CRON\" #channel TEXT there).")
 # Markdown: the token in a code span, so Slack shows it whole and it copies cleanly.
 MCP_TOKEN_MADE = (
     "Your new MCP token ({label}), id `{id}`, shown this once:\n\n`{secret}`\n\n"

@@ -61,7 +61,7 @@ class _Parser(argparse.ArgumentParser):
 COMMAND_MODULES = {name: f"bridge.cli.{name}" for name in (
     "init", "episodes", "recall", "chat", "sessions", "skills", "notes", "doctor", "people",
     "serve", "console", "reflect", "worker", "migrate", "mcp", "tools", "tokens",
-    "installations")}
+    "installations", "routines")}
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

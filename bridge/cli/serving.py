@@ -29,6 +29,7 @@ from bridge.slack.socket_mode import SocketModeConnection
 from bridge.slack_api.followup_posts import post_due_followups
 from bridge.slack_api.installs.install_flow import INSTALL_PATH
 from bridge.slack_api.rate_waits_across_replicas import RateWaitsAcrossReplicas
+from bridge.slack_api.routine_posts import TICK_EVERY_S
 from layers.procedural.brain_peers import FOLLOW_EVERY_S
 from layers.shared.errors import BackendUnavailable, ConfigurationError
 from layers.shared.offloaded import Offloaded
@@ -78,6 +79,11 @@ def serve(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             post_followups, "interval", minutes=1, id="followups", coalesce=True,
             max_instances=1,
         )
+    routines = app.routine_runner()
+    if routines is not None:
+        # Every process that can post looks (the worker too): each run is claimed once.
+        scheduler.add_job(lambda: runner.wait_for(routines.tick()), "interval",
+                          seconds=TICK_EVERY_S, id="routines", coalesce=True, max_instances=1)
     scheduler.start()
     runner.keep_running(bridge.delivery_order.keep(lambda entry: take_over(bridge, entry)))
     asking = bridge.conversation.tool_asks

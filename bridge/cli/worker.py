@@ -1,4 +1,4 @@
-"""`thoth worker`: reflections, follow-ups and identity ingest from the database's queues.
+"""`thoth worker`: reflections, follow-ups, routines and identity ingest from the database.
 
 Runs with `thoth serve` replicas set to BACKGROUND_WORK=workers, on one DATABASE_URL
 (docs/deployment.md). SIGTERM or Ctrl-C: no new claims, what was begun finishes.
@@ -51,15 +51,17 @@ def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             slack=slack,
             workspace_of=workspace_of,
             tombstones=Offloaded(app.tombstones),
+            # Any worker or replica may run a routine: each run is claimed once.
+            routines=app.routine_runner(),
         )
     )
     jobs = ", ".join(worker.jobs()) or "nothing (every queue is turned off)"
     print(f"Thoth worker on {app.db.where}: {jobs}", file=out, flush=True)
-    asyncio.run(_until_stopped(worker, app.brain_follower()))
+    asyncio.run(_until_stopped(worker, app.brain_follower(), app))
     return 0
 
 
-async def _until_stopped(worker: Worker, follower: BrainFollower | None) -> None:
+async def _until_stopped(worker: Worker, follower: BrainFollower | None, app: Thoth) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):
@@ -69,6 +71,8 @@ async def _until_stopped(worker: Worker, follower: BrainFollower | None) -> None
     await worker.run(stop)
     if following is not None:
         await following
+    # A routine's turn leaves writes behind it (its episode's neighbours, identity ingest).
+    await app.drain()
 
 
 async def _follow(follower: BrainFollower, stop: asyncio.Event) -> None:

@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from bridge.access.tokens import McpTokens
 from bridge.connections.oauth_client import Connector
+from bridge.routines.making import RoutineMaker
+from bridge.routines.managing import RoutineManager
+from bridge.routines.proposing import PlaceOf
 from bridge.session_end import SessionEnd
 from layers.episodic.episode import Hit
 from layers.episodic.memory import EpisodicMemory
@@ -75,6 +79,9 @@ class Reply:
     mistake: bool = False
     # The terminal chat ends after it.
     ends_chat: bool = False
+    # Block Kit Slack shows in place of ``text`` (buttons: `/thoth routines`); the
+    # terminal shows ``text`` and ignores them.
+    blocks: Sequence[Mapping[str, Any]] = ()
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,11 @@ class CommandServices:
     drain: Callable[[], Awaitable[int]] | None = None
     # People's own accounts on the team's remote servers (None: no server takes one).
     connector: Connector | None = None
+    # Routines (`/thoth routine add`, `/thoth routines`): made, changed, and the channel a
+    # command names as a place (None where routines are not made).
+    routines: RoutineMaker | None = None
+    routine_manager: RoutineManager | None = None
+    routine_place: PlaceOf | None = None
 
 
 Handler = Callable[[Invocation, CommandServices], Awaitable[Reply]]

@@ -1,5 +1,6 @@
 """`/thoth token|tokens|revoke` in a DM with Thoth: a person's own tokens for MCP over HTTP
-(and `/thoth connections|disconnect NAME`: their own accounts, ``connections.py``).
+(and `/thoth connections|disconnect NAME`: their own accounts, ``connections.py``;
+`/thoth routine add|routines`: their routines, ``routines.py``).
 
 `/thoth token [what it is for]` makes one and shows it once, only to them; `/thoth
 tokens` lists theirs; `/thoth revoke ID` revokes one of theirs at once. Decided: only
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from bridge import messages
 from bridge.access.tokens import McpToken, McpTokens
-from bridge.commands import Command, CommandServices, Invocation, Reply, connections
+from bridge.commands import Command, CommandServices, Invocation, Reply, connections, routines
 from bridge.slack_api.escaping import escape
 from layers.shared.audit import slack_actor
 from layers.shared.errors import BadInput
@@ -35,6 +36,13 @@ async def thoth(invocation: Invocation, services: CommandServices) -> Reply:
         markdown = await connections.listed(services.connector, team, user)
     elif action == "disconnect":
         markdown = await connections.disconnected(services.connector, team, user, argument)
+    elif action == "routines":
+        return await routines.listed(invocation, services)
+    elif action == "routine":
+        verb, _, words = argument.partition(" ")
+        if verb != "add":
+            return Reply(messages.ROUTINE_ADD_USAGE, mistake=True)
+        return await routines.add(invocation, services, words)
     else:
         return Reply(messages.THOTH_COMMAND_USAGE)
     return Reply(markdown, markdown=True)
@@ -72,7 +80,8 @@ def _line(token: McpToken) -> str:
 
 COMMAND = Command(
     name="thoth",
-    help="In a DM with Thoth: token (for MCP), tokens, revoke ID, connections, disconnect NAME",
+    help=("In a DM with Thoth: token, tokens, revoke ID, connections, disconnect NAME,"
+          " routine add, routines"),
     usage_hint="token laptop Claude Code",
     handler=thoth,
     only_in_a_dm=True,

@@ -17,6 +17,8 @@ from bridge.forget_person import PersonForgetting
 from bridge.health_checks import run_checks
 from bridge.model.cost_ledger import CostLedger
 from bridge.model.spend_report import SpendReader
+from bridge.routines.managing import RoutineManager
+from bridge.routines.store import RoutineStore
 from bridge.slack_api.memberships import SlackMemberships
 from bridge.slack_api.note_cards import NoteCardStore
 from bridge.slack_api.skill_cards import CardStore
@@ -65,6 +67,8 @@ class ConsoleStores:
     grants: Grants
     # What waits on a person (a conversation waiting for them to connect an account).
     asks: Asks
+    # Routines and their runs (issue 53).
+    routines: RoutineStore
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,8 @@ class ConsoleDependencies:
     names: Names = field(default_factory=lambda: Names(None))
     # People's own sign-ins to the team's remote servers (None: no server takes them).
     connector: Connector | None = None
+    # Pausing, resuming, running now and deleting routines (checked and audited).
+    routines: RoutineManager | None = None
 
 
 def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
@@ -99,7 +105,7 @@ def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
                            thoth.audit, thoth.tombstones, NoteCardStore(thoth.db),
                            CardStore(thoth.db), thoth.reflections, thoth.sessions,
                            thoth.mcp_tokens, thoth.persona, Grants(thoth.db),
-                           Asks(thoth.db))
+                           Asks(thoth.db), RoutineStore(thoth.db))
     settings, slack = thoth.settings, thoth.slack
     return ConsoleDependencies(Offloaded(stores), settings.daily_cost_cap_usd,
                         thoth.identity, thoth.forgetting, slack.client, slack.memberships,
@@ -108,4 +114,6 @@ def console_dependencies(thoth: Thoth) -> ConsoleDependencies:
                         workspace_of=slack.workspace_of,
                         names=Names(slack.client, slack.workspace_of),
                         connector=(None if thoth.team_tools is None
-                                   else thoth.team_tools.connector))
+                                   else thoth.team_tools.connector),
+                        routines=RoutineManager(Offloaded(RoutineStore(thoth.db)),
+                                                Offloaded(thoth.audit)))

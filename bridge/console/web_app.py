@@ -37,6 +37,7 @@ from bridge.console.routes import (
     overview,
     people,
     reflections,
+    routines,
     sign_in,
     skills,
     spend,
@@ -58,7 +59,7 @@ ROUTES: tuple[Declared, ...] = (
     *overview.ROUTES, *sign_in.ROUTES, *episodes.ROUTES, *notes.ROUTES, *skills.ROUTES,
     *people.ROUTES, *reflections.ROUTES, *health.ROUTES, *spend.ROUTES, *export.ROUTES,
     *imports.ROUTES, *tokens.ROUTES, *audit.ROUTES, *model_sees.ROUTES,
-    *connections.ROUTES,
+    *connections.ROUTES, *routines.ROUTES,
 )
 
 

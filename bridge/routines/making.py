@@ -70,8 +70,10 @@ class RoutineMaker:
                            " delete one first (/thoth routines)")
         return Proposed(place, creator, creator_name, words, schedule)
 
-    async def make(self, proposed: Proposed, *, origin: str) -> Routine:
-        """Make it (checked again: a card may be clicked long after it was shown)."""
+    async def make(self, proposed: Proposed, *, origin: str,
+                   made_from: str | None = None) -> Routine:
+        """Make it (checked again: a card may be clicked long after it was shown);
+        ``made_from``: the card, which makes one routine only."""
         checked = await self.proposed(proposed.place, proposed.creator, proposed.creator_name,
                                       proposed.instruction, proposed.schedule.cron,
                                       proposed.schedule.zone)
@@ -79,7 +81,9 @@ class RoutineMaker:
         made = await self.store.run(lambda s: s.create(
             checked.place, checked.creator, checked.creator_name, checked.instruction,
             checked.schedule.cron, checked.schedule.zone,
-            None if first is None else first.timestamp()))
+            None if first is None else first.timestamp(), made_from=made_from))
+        if made is None:
+            raise BadInput("this card made its routine already")
         await self._audit.run(lambda audit: audit.record(
             actor=f"slack:{made.creator}", action="routine.create", target=f"routine:{made.id}",
             origin=origin, detail=(f"in {made.team}, posting to {_named(made.place)},"

@@ -63,13 +63,17 @@ class RoutineRunner:
         self._at_once = asyncio.Semaphore(AT_ONCE)
 
     async def tick(self, now: datetime | None = None) -> int:
-        """Run what is due by ``now`` (a test's clock; else the time); how many were
-        claimed."""
+        """Run what is due by ``now`` (a test's clock; else the time), batch after batch
+        until none is left that no other process holds; how many this one claimed."""
         at = now or datetime.now(UTC)
-        claimed = await self._store.run(lambda store: store.claim_due(
-            at.timestamp(), self.owner, self._lease_s, BATCH))
-        await asyncio.gather(*(self._one(routine, at) for routine in claimed))
-        return len(claimed)
+        total = 0
+        while True:
+            claimed = await self._store.run(lambda store: store.claim_due(
+                at.timestamp(), self.owner, self._lease_s, BATCH))
+            await asyncio.gather(*(self._one(routine, at) for routine in claimed))
+            total += len(claimed)
+            if len(claimed) < BATCH:
+                return total
 
     async def _one(self, routine: Routine, at: datetime) -> None:
         async with self._at_once:

@@ -62,17 +62,19 @@ class RoutineStore:
         self._db = db
 
     def create(self, place: Place, creator: str, creator_name: str | None, instruction: str,
-               cron: str, zone: str, next_run_at: float | None) -> Routine:
+               cron: str, zone: str, next_run_at: float | None, *,
+               made_from: str | None = None) -> Routine | None:
+        """The routine made; None when ``made_from`` (its card) made one already."""
         made = Routine(uuid.uuid4().hex[:12], place, creator, creator_name, instruction, cron,
                        zone, created_at=time.time(), next_run_at=next_run_at)
         with self._db.write() as conn:
-            conn.execute(
-                f"INSERT INTO routines ({_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            cursor = conn.execute(
+                f"INSERT INTO routines ({_COLUMNS}, made_from) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 (made.id, place.team, creator, creator_name, place.channel, place.channel_type,
                  place.thread_ts, place.channel_name, instruction, cron, zone, made.state,
-                 None, made.created_at, next_run_at, None))
-        return made
+                 None, made.created_at, next_run_at, None, made_from))
+        return made if cursor.rowcount == 1 else None
 
     def get(self, routine_id: str) -> Routine | None:
         with self._db.read() as conn:
@@ -146,14 +148,18 @@ class RoutineStore:
 
     def claim_due(self, now: float, owner: str, lease_s: float, limit: int) -> list[Routine]:
         """Active routines due by ``now`` that no process holds, held by ``owner`` for
-        ``lease_s``: each claimed by one process only."""
+        ``lease_s``: each claimed by one process only. Candidates lost to another process
+        looking at once are passed over for the next ones, so two replicas share a burst
+        rather than one taking it all."""
         with self._db.read() as conn:
             rows = conn.execute(
                 f"SELECT {_COLUMNS} FROM routines WHERE state = 'active' AND next_run_at <= ?"
                 " AND (claimed_until IS NULL OR claimed_until < ?) ORDER BY next_run_at"
-                " LIMIT ?", (now, now, limit)).fetchall()
+                " LIMIT ?", (now, now, limit * 4)).fetchall()
         claimed: list[Routine] = []
         for row in rows:
+            if len(claimed) >= limit:
+                break
             found = _routine(row)
             with self._db.write() as conn:
                 cursor = conn.execute(

@@ -34,7 +34,10 @@ SCHEMA = Schema(
                 next_run_at {real},
                 last_run_at {real},
                 claimed_by TEXT,
-                claimed_until {real}
+                claimed_until {real},
+                -- The card it was made from: a card makes one routine, however many
+                -- clicks reach however many replicas.
+                made_from TEXT UNIQUE
             );
             CREATE INDEX routines_due ON routines (state, next_run_at);
             CREATE INDEX routines_by_creator ON routines (team, creator);

@@ -30,6 +30,7 @@ from bridge.app import Thoth
 from bridge.commands import Command
 from bridge.commands.table import slash_commands
 from bridge.console_links import console_links
+from bridge.routines.managing import RoutineManager
 from bridge.slack.app_home import (
     FORGET_EVERYTHING,
     FORGET_FACT,
@@ -48,6 +49,7 @@ from bridge.slack.inbox import InboxEntry
 from bridge.slack.listeners import Listener, Work, register
 from bridge.slack.org_access import listen_to_org_access
 from bridge.slack.reactions import Reactions
+from bridge.slack.routine_cards import RoutineCards
 from bridge.slack.runner import TurnRunner
 from bridge.slack.shortcuts import FORGET_THIS, REMEMBER_THIS, Shortcuts
 from bridge.slack.stores import SlackStores, slack_stores
@@ -59,10 +61,17 @@ from bridge.slack_api.installs.authorize import (
     serve_the_authorized_workspace,
 )
 from bridge.slack_api.installs.install_flow import install_flow
+from bridge.slack_api.routine_cards import CANCEL as ROUTINE_CANCEL
+from bridge.slack_api.routine_cards import CREATE as ROUTINE_CREATE
+from bridge.slack_api.routine_cards import DELETE as ROUTINE_DELETE
+from bridge.slack_api.routine_cards import PAUSE as ROUTINE_PAUSE
+from bridge.slack_api.routine_cards import RESUME as ROUTINE_RESUME
+from bridge.slack_api.routine_cards import RUN_NOW as ROUTINE_RUN_NOW
 from bridge.slack_api.skill_cards import APPROVE_ACTION, REJECT_ACTION
 from bridge.slack_api.tool_cards import ALLOW_ALWAYS, ALLOW_ONCE, DENY
 from bridge.slack_api.workspace_client import WorkspaceOf, serving
 from bridge.slack_api.workspace_client import bot_user as served_bot_user
+from layers.shared.audit.log import AuditLog
 from layers.shared.errors import ConfigurationError
 from layers.shared.offloaded import Offloaded
 from layers.shared.redaction import redact
@@ -143,6 +152,7 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
     offloaded = Offloaded(stores)
     assistant = AssistantThreads(offloaded, client, directory)
     console = console_links(settings.console_url)
+    offloaded_audit = Offloaded(thoth.audit)
     parts = ConversationDependencies(
         stores=offloaded,
         pipeline=thoth.pipeline,
@@ -154,6 +164,9 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
             connect_links=(ConnectLinks(client, thoth.team_tools, console)
                            if thoth.team_tools.connector is not None and console is not None
                            else None))),
+        routine_cards=(None if thoth.routines is None else RoutineCards(
+            client, thoth.routines, RoutineManager(thoth.routines.store, offloaded_audit),
+            founders=frozenset(settings.founder_user_ids))),
     )
     conversation = Conversation(parts, client, directory, assistant, bot_user=bot_user)
     reactions = Reactions(
@@ -321,6 +334,7 @@ def _reactions_and_clicks(bridge: SlackTransport) -> list[Listener]:
         Listener("event", "reaction_removed", lambda body: accept(body, added=False)),
         Listener("action", FEEDBACK_ACTION, lambda body: _feedback(reactions, body)),
         *_tool_cards(bridge),
+        *_routine_cards(bridge),
         Listener("action", APPROVE_ACTION,
                  lambda body: _decide(reactions, body, approve=True)),
         Listener("action", REJECT_ACTION,
@@ -349,6 +363,22 @@ def _tool_cards(bridge: SlackTransport) -> list[Listener]:
             # The link's button opens the console in the browser; Slack still tells the
             # app of the click, which has nothing to do.
             Listener("action", CONNECT_BUTTON, lambda body: None)]
+
+
+def _routine_cards(bridge: SlackTransport) -> list[Listener]:
+    """The buttons of a routine's card (Create / Cancel) and of `/thoth routines`
+    (``routine_cards.py``)."""
+    cards = bridge.conversation.routine_cards
+    if cards is None:
+        return []
+
+    def manage(action: str) -> Work:
+        return lambda body: cards.manage(body, action)
+
+    return [Listener("action", ROUTINE_CREATE, cards.create),
+            Listener("action", ROUTINE_CANCEL, cards.cancel),
+            *(Listener("action", action, manage(action))
+              for action in (ROUTINE_PAUSE, ROUTINE_RESUME, ROUTINE_RUN_NOW, ROUTINE_DELETE))]
 
 
 def _the_ai_pane(bridge: SlackTransport) -> list[Listener]:
@@ -400,27 +430,83 @@ def _connections_ended(thoth: Thoth) -> Callable[[str], Awaitable[object]] | Non
 
 
 def _people_leaving(thoth: Thoth) -> list[Listener]:
-    """A person deactivated in Slack (``user_change`` with ``deleted``) loses every
-    connection of theirs to the team's remote servers: revoked, and deleted."""
+    """A person deactivated in Slack (``user_change`` with ``deleted``) has their routines
+    paused, and loses every connection of theirs to the team's remote servers: revoked,
+    and deleted. (Thoth leaving a channel: ``_thoth_leaving_channels``.)"""
     tools = thoth.team_tools
-    if tools is None or tools.connector is None:
-        return []
-    connector = tools.connector
+    connector = None if tools is None else tools.connector
+    paused = _routines_paused(thoth)
 
     async def changed(body: dict[str, Any]) -> None:
         user = (body.get("event") or {}).get("user") or {}
         if not user.get("deleted") or not user.get("id"):
             return
+        person = str(user["id"])
         # Every workspace's: on Enterprise Grid one user id is the person in each of the
         # org's workspaces they asked from.
-        ended = await connector.disconnect_all(None, str(user["id"]), actor="slack",
+        if paused is not None:
+            await paused("its creator was deactivated", "user_change (deactivated)",
+                         creator=person)
+        if tools is None or connector is None:
+            return
+        ended = await connector.disconnect_all(None, person, actor="slack",
                                                origin="user_change (deactivated)")
-        await tools.disconnected(None, str(user["id"]))
+        await tools.disconnected(None, person)
         if ended:
             log.warning("%s was deactivated in Slack: %d connection(s) revoked and deleted",
-                        user["id"], ended)
+                        person, ended)
 
-    return [Listener("event", "user_change", changed)]
+    # Bolt runs the first listener an event matches: user_change has this one only.
+    return [Listener("event", "user_change", changed), *_thoth_leaving_channels(thoth)]
+
+
+PauseRoutines = Callable[..., Coroutine[Any, Any, list[str]]]
+
+
+def _routines_paused(thoth: Thoth) -> PauseRoutines | None:
+    """What pauses routines (of a creator, or posting to a channel), each pause audited;
+    None with routines off."""
+    if thoth.routines is None:
+        return None
+    store, audit = thoth.routines.store, Offloaded(thoth.audit)
+
+    async def pause(why: str, origin: str, *, creator: str | None = None,
+                    channel: str | None = None) -> list[str]:
+        ids = await store.run(lambda routines: routines.pause_where(
+            why=why, creator=creator, channel=channel))
+
+        def record(entries: AuditLog) -> None:
+            for routine_id in ids:
+                entries.record(actor="slack", action="routine.pause",
+                               target=f"routine:{routine_id}", origin=origin, detail=why)
+
+        await audit.run(record)
+        if ids:
+            log.warning("%d routine(s) paused: %s", len(ids), why)
+        return ids
+
+    return pause
+
+
+def _thoth_leaving_channels(thoth: Thoth) -> list[Listener]:
+    """Thoth removed from a channel (``channel_left``) or a private one (``group_left``),
+    as Slack tells the app: the routines that post there are paused (they could no
+    longer post, and a channel that removed Thoth did not ask to hear from it)."""
+    paused = _routines_paused(thoth)
+    if paused is None:
+        return []
+    pause = paused
+
+    def left(kind: str) -> Work:
+        def work(body: dict[str, Any]) -> Coroutine[Any, Any, object] | None:
+            channel = str((body.get("event") or {}).get("channel") or "")
+            if not channel:
+                return None
+            return pause("Thoth was removed from its channel", kind, channel=channel)
+
+        return work
+
+    return [Listener("event", kind, left(kind)) for kind in ("channel_left", "group_left")]
 
 
 def _slash_work(bridge: SlackTransport, command: Command, client: AsyncWebClient) -> Work:

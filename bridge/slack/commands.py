@@ -14,13 +14,13 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from bridge.commands import Command, Invocation, Where, run
+from bridge.commands import Command, Invocation, Reply, Where, run
 from bridge.pipeline.turn import viewer_at
 from bridge.slack.conversation import Conversation
 from bridge.slack.workspace_guard import enterprise_of
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.directory import confined_reader, place_team
-from bridge.slack_api.escaping import preview, split_message
+from bridge.slack_api.escaping import escape, preview, split_message
 from layers.shared.places import Place
 
 log = logging.getLogger(__name__)
@@ -38,6 +38,9 @@ async def slash_command(
     if reply.in_thread:
         await conversation.say_in_thread(invocation.place.channel,
                                          invocation.place.thread_ts or "", reply)
+        return
+    if reply.blocks:
+        await answer_with_blocks(client, payload, reply)
         return
     markdown = await conversation.reply_markdown(reply, with_links=True)
     if markdown:
@@ -99,6 +102,28 @@ async def answer_privately(
     if answer.status_code != 200:
         # Response URLs expire after 30 minutes and take five answers at most.
         log.warning("response_url refused the answer: %s %s", answer.status_code, answer.body)
+
+
+async def answer_with_blocks(client: AsyncWebClient, command: dict[str, Any],
+                             reply: Reply) -> None:
+    """A reply with Block Kit (buttons), ephemeral as every command's answer; through the
+    ``response_url`` where Slack refuses the ephemeral."""
+    channel, user = str(command.get("channel_id")), str(command.get("user_id"))
+    text, blocks = preview(escape(reply.text), 150), [dict(block) for block in reply.blocks]
+    try:
+        await client.chat_postEphemeral(channel=channel, user=user, text=text, blocks=blocks)
+        return
+    except SLACK_FAILURES as error:
+        log.info("ephemeral refused in %s (%s); answering through response_url", channel, error)
+    url = str(command.get("response_url") or "")
+    if not url:
+        log.warning("command in %s had no response_url; the answer is lost", channel)
+        return
+    try:
+        await AsyncWebhookClient(url, timeout=WEBHOOK_TIMEOUT_S).send(
+            text=text, blocks=blocks, response_type="ephemeral")
+    except SLACK_FAILURES as error:
+        log.warning("answering through response_url failed: %s", error)
 
 
 def _command_channel_type(command: dict[str, Any]) -> str | None:

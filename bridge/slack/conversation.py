@@ -29,6 +29,7 @@ from bridge.slack.assistant import AssistantThreads
 from bridge.slack.events import Incoming
 from bridge.slack.message_files import MessageFiles, unread_lines
 from bridge.slack.replies import ReplyRecord
+from bridge.slack.routine_cards import RoutineCards
 from bridge.slack.stores import SlackStores
 from bridge.slack.thread_reply import SlackSink
 from bridge.slack.tool_approvals import SlackApprovals, ToolAsking
@@ -62,6 +63,9 @@ class ConversationDependencies:
     # Asks a person on a card before a team's tool that may change something runs (None
     # without team tools: ``tool_approvals.py``).
     tool_asks: ToolAsking | None = None
+    # Shows a routine the model proposes on a card, and takes its clicks and those of
+    # `/thoth routines` (None where routines are not made: ``routine_cards.py``).
+    routine_cards: RoutineCards | None = None
 
 
 class Conversation:
@@ -202,11 +206,17 @@ class Conversation:
     def tool_asks(self) -> ToolAsking | None:
         return self._parts.tool_asks
 
+    @property
+    def routine_cards(self) -> RoutineCards | None:
+        return self._parts.routine_cards
+
     def _approvals_in(self, channel: str, thread_root: str) -> SlackApprovals | None:
-        """How a turn in this thread asks its speaker to allow a team's tool (None
-        without team tools)."""
-        asking = self._parts.tool_asks
-        return None if asking is None else asking.in_thread(channel, thread_root)
+        """How a turn in this thread asks its speaker to allow a team's tool, or to
+        create the routine it proposes (None with neither)."""
+        asking, routines = self._parts.tool_asks, self._parts.routine_cards
+        if asking is None and routines is None:
+            return None
+        return SlackApprovals(asking, channel, thread_root, routines)
 
     async def take_over(self, incoming: Incoming) -> None:
         """A message a process that died had taken (its text redacted): answered unless

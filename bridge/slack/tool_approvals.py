@@ -19,11 +19,13 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.pipeline.tools.approvals import AskedCall, Decision
+from bridge.pipeline.tools.approvals import AskedCall, Decision, NoOneToAsk
 from bridge.pipeline.tools.connecting import NoWayToConnect
 from bridge.pipeline.turn import Turn
+from bridge.routines.making import Proposed
 from bridge.slack.answered_call import AnsweredCall
 from bridge.slack.connect_links import ConnectLinks
+from bridge.slack.routine_cards import RoutineCards
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.escaping import mention
 from bridge.slack_api.tool_cards import ALLOW_ALWAYS, answered_card, ask_card
@@ -154,21 +156,31 @@ class ToolAsking:
 
 
 class SlackApprovals:
-    """A turn's ``Approvals`` (and ``Connecting``) in one Slack thread."""
+    """A turn's ``Approvals`` (and ``Connecting``, ``RoutineAsking``) in one Slack thread;
+    ``asking`` None without team tools, ``routines`` None where no routine is made."""
 
-    def __init__(self, asking: ToolAsking, channel: str, thread_root: str) -> None:
+    def __init__(self, asking: ToolAsking | None, channel: str, thread_root: str,
+                 routines: RoutineCards | None = None) -> None:
         self._asking = asking
         self._channel = channel
         self._thread_root = thread_root
+        self._routines = routines
 
     async def ask(self, call: AskedCall, turn: Turn) -> Decision:
+        if self._asking is None:
+            return await NoOneToAsk().ask(call, turn)
         return await self._asking.post(call, turn, self._channel, self._thread_root)
 
     async def connect(self, server: str, turn: Turn) -> Decision:
-        links = self._asking.connect_links
+        links = None if self._asking is None else self._asking.connect_links
         if links is None:
             return await NoWayToConnect().connect(server, turn)
         return await links.send(server, turn, self._channel, self._thread_root)
+
+    async def propose(self, proposed: Proposed, turn: Turn) -> str:
+        if self._routines is None:
+            return "Routines cannot be made here: it was not made."
+        return await self._routines.post(proposed, turn, self._channel, self._thread_root)
 
 
 def _team_of(body: dict[str, Any]) -> str | None:

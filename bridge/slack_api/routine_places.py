@@ -9,10 +9,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from bridge.routines.making import MayPost
+from bridge.routines.proposing import PlaceOf
+from layers.shared.errors import BadInput
 from layers.shared.places import Place
 
 if TYPE_CHECKING:
     from bridge.slack_api.memberships import SlackMemberships
+    from bridge.slack_api.workspace_client import WorkspaceClient, WorkspaceOf
 
 
 def may_post_in(memberships: Callable[[], SlackMemberships]) -> MayPost:
@@ -24,3 +27,33 @@ def may_post_in(memberships: Callable[[], SlackMemberships]) -> MayPost:
         return place.channel in (await memberships().of(place.team, user)).private
 
     return may_post
+
+
+def place_named(slack: Callable[[], WorkspaceClient | None],
+                workspace_of: Callable[[], WorkspaceOf | None]) -> PlaceOf:
+    """A channel a routine is asked to post in, as Slack says it is (its kind, its name:
+    ``conversations.info``); ``BadInput`` when Thoth cannot see it, or it is someone's DM.
+    ``slack`` and ``workspace_of`` are asked for when first needed, as ``may_post_in``."""
+    async def place_of(team: str, channel: str) -> Place:
+        from bridge.slack_api.clients import SLACK_FAILURES
+        from bridge.slack_api.directory import channel_info
+        from bridge.slack_api.workspace_client import serving_team
+
+        client = slack()
+        if client is None:
+            raise BadInput("Slack is not configured here, so no channel can be posted in")
+        try:
+            async with serving_team(workspace_of(), team) as installed:
+                if not installed:
+                    raise BadInput("Thoth is not installed in this workspace")
+                answer = await client.conversations_info(channel=channel)
+        except SLACK_FAILURES as error:
+            raise BadInput(f"Thoth cannot see <#{channel}>: invite it there first, then"
+                           " ask again") from error
+        info = channel_info(channel, answer.get("channel") or {})
+        if info.channel_type == "im":
+            raise BadInput("a routine posts in a channel, or in your own DM with Thoth (ask"
+                           " there)")
+        return Place(team, channel, info.channel_type, None, info.name)
+
+    return place_of

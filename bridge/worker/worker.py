@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bridge.routines.running import RoutineRunner
 from bridge.slack_api.followup_posts import post_due_followups
+from bridge.slack_api.routine_posts import TICK_EVERY_S
 from bridge.slack_api.workspace_client import WorkspaceOf
 from bridge.worker.identity_outbox import send_outbox
 from layers.identity.forget_sweep import sweep_forgotten
@@ -52,12 +55,15 @@ class Queues:
     workspace_of: WorkspaceOf | None = None
     # Who asked to be forgotten (their earlier turns are never sent).
     tombstones: Offloaded[Tombstones] | None = None
+    # The routines, run as turns and posted to Slack (None without a Slack token).
+    routines: RoutineRunner | None = None
 
 
 class Worker:
     def __init__(self, queues: Queues, *, poll_s: float = POLL_S) -> None:
         self._queues = queues
         self._poll_s = poll_s
+        self._routines_at = 0.0
 
     def jobs(self) -> dict[str, Job]:
         queues = self._queues
@@ -74,6 +80,8 @@ class Worker:
             followups, slack = queues.followups, queues.slack
             jobs["follow-ups"] = lambda: post_due_followups(
                 followups, slack, workspace_of=queues.workspace_of)
+        if queues.routines is not None:
+            jobs["routines"] = self.routines_once
         return jobs
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -87,6 +95,17 @@ class Worker:
         for the identity ingest job."""
         assert self._queues.identity is not None and self._queues.tombstones is not None
         return len(await sweep_forgotten(self._queues.tombstones, self._queues.identity))
+
+    async def routines_once(self) -> int:
+        """Run the routines that are due, looking every ``TICK_EVERY_S`` (at once again
+        after a look that found some: there may be more)."""
+        assert self._queues.routines is not None
+        now = time.monotonic()
+        if now < self._routines_at:
+            return 0
+        claimed = await self._queues.routines.tick()
+        self._routines_at = now if claimed else now + TICK_EVERY_S
+        return claimed
 
     async def reflect_once(self) -> int:
         """Claim the reflection due longest and run it (a process of its own)."""
