@@ -17,7 +17,7 @@ the same moment (``next_run_at`` set in one statement) and both look at once, ea
 worker's loop does (``Worker.routines_once``): look, run what it claimed (``BATCH`` at a
 look, ``AT_ONCE`` at once), look again at once after a look that found some, else after
 ``TICK_EVERY_S``; a replica stops once no routine is due or held. (``thoth serve`` looks
-every ``TICK_EVERY_S``, one batch a look, whatever it found: ``--serve-loop``.)
+every ``TICK_EVERY_S`` and runs, batch after batch, all that is due: ``--serve-loop``.)
 The time from the due moment to each post is the loopback's receipt of the
 chat.postMessage (``time.monotonic()``, one clock for every process on Linux); a replica
 that looks up to ``TICK_EVERY_S`` after the due minute adds that to every figure.
