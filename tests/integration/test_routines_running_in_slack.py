@@ -12,6 +12,7 @@ import asyncio
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,6 +21,7 @@ from bridge.app import build
 from bridge.routines.running import RoutineRunner
 from bridge.routines.store import Routine, RoutineStore
 from bridge.settings import Settings
+from bridge.team_tools.grants import Grants
 from layers.episodic.episode import Episode
 from layers.shared.audit.log import AuditLog
 from layers.shared.offloaded import Offloaded
@@ -244,3 +246,41 @@ def test_a_channel_slack_refuses_pauses_the_routine_saying_why(harness: Harness)
     assert (kept.state, kept.paused_why) == ("paused", "Thoth can no longer post in #ops")
     (paused,) = AuditLog(h.thoth.db).entries(action="routine.pause")
     assert "Thoth can no longer post in #ops" in paused.detail
+
+
+@pytest.fixture
+def with_tools(model_settings: Settings, fake_anthropic: FakeAnthropic,
+               hashing_embedder: HashingEmbedder, everything: str,
+               tmp_path: Path) -> Iterator[Harness]:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"everything": {
+        "command": everything, "args": ["stdio"], "tools": {"include": ["echo"]}}}}))
+    with running_bridge(model_settings, fake_anthropic, hashing_embedder,
+                        mcp_config=config) as running:
+        yield running
+
+
+def test_an_unattended_run_never_waits_on_a_card_but_uses_what_its_creator_always_allows(
+    with_tools: Harness,
+) -> None:
+    h = with_tools
+    routine = _made(h)
+    runner = _runner(h)
+
+    def tool_result(request: int) -> str:
+        (result,) = h.model.requests[request].body["messages"][-1]["content"]
+        return str(result["content"])
+
+    # echo is not read-only: with no one to ask, it does not run, and nothing waits.
+    h.model.push(api.tool_use("everything__echo", {"message": "hello"}), api.text("Could not."))
+    assert _tick(h, runner) == 1
+    assert "no one can be asked" in tool_result(-1)
+    assert not any(m.get("blocks") and "Allow once" in json.dumps(m["blocks"])
+                   for m in h.slack.messages(CHANNEL))
+    # dana always allows echo: the next run uses it.
+    Grants(h.thoth.db).grant("T1", "U1", "everything", "echo")
+    h.model.push(api.tool_use("everything__echo", {"message": "hello"}), api.text("Echoed."))
+    assert _tick(h, runner, MONDAY_9 + timedelta(days=1, seconds=5)) == 1
+    assert tool_result(-1) == "Echo: hello"
+    assert [run.outcome for run in RoutineStore(h.thoth.db).runs_of(routine.id)] == [
+        "posted", "posted"]
