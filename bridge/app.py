@@ -256,7 +256,7 @@ def build(
     team_tools, team_tools_problem = the_team_tools(settings, db, file_reader, off_skills)
     routines = RoutineMaker(
         Offloaded(RoutineStore(db)), Offloaded(audit),
-        may_post_in(lambda: slack_web.memberships),
+        may_post_in(lambda: slack_web.memberships, lambda: slack_web.client),
         min_interval_min=settings.routine_min_interval_min,
         max_per_person=settings.routine_max_per_person)
     routine_place = place_named(lambda: slack_web.client, lambda: slack_web.workspace_of)

@@ -154,7 +154,7 @@ class Settings(BaseSettings):
     # have, and how late a run missed while no process was up is still run (once).
     routine_min_interval_min: Annotated[float, Field(ge=1, le=1440)] = 15.0
     routine_max_per_person: Annotated[int, Field(ge=1, le=1000)] = 20
-    routine_grace_min: Annotated[float, Field(ge=0, le=10080)] = 120.0
+    routine_grace_min: Annotated[float, Field(ge=1, le=10080)] = 120.0
     # Anthropic's web tools, run by the API itself: "search", "fetch", or both, commas
     # between. Empty: off (bridge/pipeline/web_access.py).
     web_tools: Annotated[list[WebTool], NoDecode] = Field(default_factory=list)

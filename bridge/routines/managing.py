@@ -16,7 +16,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from bridge.routines.schedule import Schedule
-from bridge.routines.store import Routine, RoutineStore
+from bridge.routines.store import CREATOR_DEACTIVATED, Routine, RoutineStore
 from layers.shared.audit.log import AuditLog
 from layers.shared.errors import BadInput
 from layers.shared.offloaded import Offloaded
@@ -39,6 +39,10 @@ class RoutineManager:
     async def resume(self, routine_id: str, *, by: str, may_all: bool, origin: str) -> Routine:
         """Active again from its next time after now (``BadInput`` if it is not paused)."""
         routine = await self._theirs(routine_id, by, may_all)
+        if routine.paused_why == CREATOR_DEACTIVATED:
+            # A run is its creator's turn: no one may run one as a person who is gone.
+            raise BadInput(f"routine {routine.id} was paused because its creator was"
+                           " deactivated: it stays paused (delete it, or make it anew)")
         following = Schedule(routine.cron, routine.zone).next_run(after=datetime.now(UTC))
         at = None if following is None else following.timestamp()
         if not await self._store.run(lambda s: s.resume(routine.id, at)):

@@ -80,9 +80,13 @@ class RoutineRunner:
             try:
                 await self._due(routine, at)
             except Exception:
+                # Moved on to its next time: a routine that cannot be run is not retried
+                # at every look.
                 log.exception("routine %s could not be run", routine.id)
+                following = Schedule(routine.cron, routine.zone).next_run(after=at)
                 await self._store.run(lambda store: store.release(
-                    routine.id, self.owner, routine.next_run_at, None))
+                    routine.id, self.owner,
+                    None if following is None else following.timestamp(), None))
 
     async def _due(self, routine: Routine, at: datetime) -> None:
         assert routine.next_run_at is not None
@@ -103,7 +107,11 @@ class RoutineRunner:
                                                               None))
             return
         try:
-            result = await self._run(routine, datetime.fromtimestamp(due, UTC))
+            # Within its claim: past it, another process would take the routine over.
+            result = await asyncio.wait_for(self._run(routine, datetime.fromtimestamp(due, UTC)),
+                                            max(self._lease_s - 60, 1))
+        except TimeoutError:
+            result = RunResult(False, f"failed: it took longer than {self._lease_s - 60:g} s")
         except Exception as error:
             log.exception("routine %s failed", routine.id)
             result = RunResult(False, f"failed: {type(error).__name__}")

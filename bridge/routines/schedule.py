@@ -6,7 +6,9 @@ apscheduler's ``CronTrigger`` computes the times (it keeps the zone's rules). It
 week counts from Monday (0), cron's from Sunday (0 or 7): numbers in that field are
 turned into day names first, so a schedule means what cron means. A local time a
 daylight-saving change skips (01:30 on the spring-forward night) runs at the same instant
-in the earlier offset, an hour later on the clock; a time it repeats runs once.
+in the earlier offset, an hour later on the clock; a time it repeats runs once (the first).
+A schedule that names both a day of the month and a day of the week is refused: cron runs
+on either, apscheduler only on both, and no one should have to know that.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ class Schedule:
         if len(fields) != 5:
             raise BadInput(f"{cron!r} is not a schedule: five fields, minute hour day month"
                            ' weekday, as in "0 9 * * 1-5" (9:00 on weekdays)')
+        if fields[2] != "*" and fields[4] != "*":
+            raise BadInput(f"{cron!r} names both a day of the month and a day of the week:"
+                           " give one of them, the other *")
         schedule = cls(" ".join(fields), zone or "UTC")
         try:
             ZoneInfo(schedule.zone)
@@ -57,6 +62,8 @@ class Schedule:
     def next_runs(self, count: int, *, after: datetime) -> list[datetime]:
         """The next ``count`` run times strictly after ``after``, in UTC."""
         trigger = self._trigger()
+        zone = ZoneInfo(self.zone)
+        last_wall = _wall(after, zone)
         runs: list[datetime] = []
         previous: datetime | None = None
         # The trigger answers the first time at or after the moment (whole seconds up).
@@ -65,7 +72,14 @@ class Schedule:
             found = trigger.get_next_fire_time(previous, moment)
             if found is None:
                 break
-            runs.append(found.astimezone(UTC))
+            at = found.astimezone(UTC)
+            if at <= after or _wall(at, zone) <= last_wall:
+                # The hour a fall-back change repeats (the wall clock goes back): that time
+                # ran once already, or apscheduler answered an instant again; look past it.
+                previous, moment = None, max(moment, at) + timedelta(minutes=1)
+                continue
+            runs.append(at)
+            last_wall = _wall(at, zone)
             previous, moment = found, found + _TICK
         return runs
 
@@ -80,6 +94,11 @@ class Schedule:
                                day_of_week=_named_days(weekday), timezone=ZoneInfo(self.zone))
         except ValueError as error:
             raise BadInput(f"{self.cron!r} is not a schedule ({error})") from error
+
+
+def _wall(moment: datetime, zone: ZoneInfo) -> datetime:
+    """The clock on the wall in ``zone`` at ``moment`` (01:30 twice on a fall-back night)."""
+    return moment.astimezone(zone).replace(tzinfo=None)
 
 
 def _named_days(field: str) -> str:

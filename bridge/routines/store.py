@@ -20,6 +20,8 @@ from layers.shared.places import Place
 from layers.shared.storage.database import Database
 
 State = Literal["active", "paused"]
+# Why a routine whose creator Slack deactivated is paused (it is never resumed).
+CREATOR_DEACTIVATED = "its creator was deactivated"
 Outcome = Literal["running", "posted", "failed", "missed"]
 _COLUMNS = ("id, team, creator, creator_name, channel, channel_type, thread_ts, channel_name,"
             " instruction, cron, zone, state, paused_why, created_at, next_run_at,"

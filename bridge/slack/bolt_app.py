@@ -31,6 +31,7 @@ from bridge.commands import Command
 from bridge.commands.table import slash_commands
 from bridge.console_links import console_links
 from bridge.routines.managing import RoutineManager
+from bridge.routines.store import CREATOR_DEACTIVATED
 from bridge.slack.app_home import (
     FORGET_EVERYTHING,
     FORGET_FACT,
@@ -445,7 +446,7 @@ def _people_leaving(thoth: Thoth) -> list[Listener]:
         # Every workspace's: on Enterprise Grid one user id is the person in each of the
         # org's workspaces they asked from.
         if paused is not None:
-            await paused("its creator was deactivated", "user_change (deactivated)",
+            await paused(CREATOR_DEACTIVATED, "user_change (deactivated)",
                          creator=person)
         if tools is None or connector is None:
             return

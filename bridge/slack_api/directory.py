@@ -47,6 +47,8 @@ class UserInfo:
     known: bool = True
     # Their time zone as Slack has it ("Europe/London"): the dates they name are days there.
     tz: str | None = None
+    # Deactivated in Slack.
+    deleted: bool = False
 
 
 class Directory:
@@ -66,6 +68,7 @@ class Directory:
                 user_id, user_name(data), bool(data.get("is_bot")),
                 guest=bool(data.get("is_restricted") or data.get("is_ultra_restricted")),
                 team=data.get("team_id") or None, tz=data.get("tz") or None,
+                deleted=bool(data.get("deleted")),
             )
         except SLACK_FAILURES as error:
             log.warning("users.info %s failed: %r", user_id, error)

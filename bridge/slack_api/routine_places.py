@@ -18,15 +18,32 @@ if TYPE_CHECKING:
     from bridge.slack_api.workspace_client import WorkspaceClient, WorkspaceOf
 
 
-def may_post_in(memberships: Callable[[], SlackMemberships]) -> MayPost:
-    """``memberships``: asked for when first needed (building it loads Slack's client,
-    which a command that makes no routine never needs)."""
+def may_post_in(memberships: Callable[[], SlackMemberships],
+                slack: Callable[[], WorkspaceClient | None]) -> MayPost:
+    """``memberships`` and ``slack``: asked for when first needed (building them loads
+    Slack's client, which a command that makes no routine never needs). A DM is only the
+    person's own with Thoth (``conversations.open`` with them names it), not a DM between
+    two people where `/thoth` was typed."""
     async def may_post(place: Place, user: str) -> bool:
-        if place.channel_type in ("im", "public"):
+        if place.channel_type == "public":
             return True
+        if place.channel_type == "im":
+            return await _own_dm(slack(), place, user)
         return place.channel in (await memberships().of(place.team, user)).private
 
     return may_post
+
+
+async def _own_dm(client: WorkspaceClient | None, place: Place, user: str) -> bool:
+    from bridge.slack_api.clients import SLACK_FAILURES
+
+    if client is None:
+        return True  # no Slack: the terminal's own DM
+    try:
+        opened = await client.conversations_open(users=user)
+    except SLACK_FAILURES:
+        return False  # unknown: never post where it may not be theirs
+    return str((opened.get("channel") or {}).get("id") or "") == place.channel
 
 
 def place_named(slack: Callable[[], WorkspaceClient | None],

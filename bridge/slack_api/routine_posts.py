@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
@@ -35,8 +36,9 @@ from bridge.pipeline.reply_sink import Step
 from bridge.pipeline.turn import Turn
 from bridge.routines.making import RoutineMaker
 from bridge.routines.running import RoutineRunner, RunResult
-from bridge.routines.store import Routine
+from bridge.routines.store import CREATOR_DEACTIVATED, Routine
 from bridge.slack_api.clients import SLACK_FAILURES
+from bridge.slack_api.directory import Directory, confined_reader
 from bridge.slack_api.escaping import escape, escaped_pieces, mention, preview
 from bridge.slack_api.workspace_client import WorkspaceOf, serving_team
 from layers.shared.audit.log import AuditLog
@@ -98,6 +100,9 @@ class SlackRoutinePosts:
         self._pipeline = pipeline
         self._client = client
         self._workspace_of = workspace_of
+        # Who the creators are and what the channels are, cached a while across runs (an
+        # hour: a deactivation is heard at once by user_change; this catches one missed).
+        self._directory = Directory(client)
 
     async def __call__(self, routine: Routine, due: datetime) -> RunResult:
         async with serving_team(self._workspace_of, routine.team) as installed:
@@ -107,11 +112,26 @@ class SlackRoutinePosts:
             return await self._run(routine, due)
 
     async def _run(self, routine: Routine, due: datetime) -> RunResult:
+        # Checked at each run, not only when it was made: who the creator is now, whether
+        # they still may post there, and whether they see only this channel's own memory
+        # (a channel shared with another organisation, a guest): never wider than both.
+        place = routine.place
+        directory = self._directory
+        creator = await directory.user(routine.creator)
+        if creator.deleted:
+            return RunResult(False, "not run: its creator was deactivated",
+                             pause_why=CREATOR_DEACTIVATED)
+        if place.channel_type in ("private", "mpim") and not await directory.is_member(
+                place.channel, routine.creator):
+            return RunResult(False, f"not run: its creator is no longer in {named(place)}",
+                             pause_why=f"its creator left {named(place)}")
+        channel = await directory.channel(place.channel)
+        confined = confined_reader(channel, creator, routine.team)
         sink = CollectedReply()
-        outcome = await self._pipeline.handle(turn_of(routine, due), sink)
+        outcome = await self._pipeline.handle(replace(turn_of(routine, due),
+                                                      confined=confined), sink)
         if not outcome.ok:
             return RunResult(False, f"not posted: {one_line(outcome.reply)}")
-        place = routine.place
         try:
             posted = await self._post(routine, escaped_pieces(outcome.reply))
         except SlackApiError as error:

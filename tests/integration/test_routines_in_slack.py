@@ -32,7 +32,7 @@ def harness(model_settings: Settings, fake_anthropic: FakeAnthropic,
             hashing_embedder: HashingEmbedder) -> Iterator[Harness]:
     with running_bridge(model_settings, fake_anthropic, hashing_embedder,
                         routine_max_per_person=3) as h:
-        h.slack.add_channel(DM, "dana-dm", "im")
+        h.slack.add_channel(DM, "dana-dm", "im", user="U1")
         h.slack.add_channel(ENG, "eng")
         # A private channel Thoth is in and U1 is not.
         h.slack.add_channel(SECRET_ROOM, "secret", "private", members=["UBOT", "U2"])
@@ -187,6 +187,12 @@ def test_bad_input_is_one_line_each(harness: Harness) -> None:
     assert "you have 3 routines, the most one person may" in too_many
     assert "\n" not in too_many
     assert len(_routines(harness)) == 3
+    # Typed in a DM between two people, not with Thoth: that DM is not the creator's own.
+    harness.slack.add_channel("D0DANAARI", "dana-ari", "im", user="U2")
+    assert harness.command("/thoth", 'routine add "0 6 * * *" Hi', channel="D0DANAARI",
+                           channel_name="directmessage")[0] == 200
+    said = wait_until(lambda: harness.slack.ephemerals("D0DANAARI"))
+    assert "you cannot post in this DM" in str(said[-1]["text"])
     # Outside a DM, /thoth says where it works.
     assert harness.command("/thoth", "routines", channel=CHANNEL)[0] == 200
     assert "/thoth works in a DM with Thoth" in _told_after(harness, 0)

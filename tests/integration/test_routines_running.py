@@ -151,3 +151,31 @@ def test_a_place_that_cannot_be_posted_to_pauses_the_routine(db: Database) -> No
     assert kept.paused_why == "Thoth is no longer in #general"
     actions = [e.action for e in AuditLog(db).entries()]
     assert "routine.failed" in actions and "routine.pause" in actions
+
+
+def test_a_time_the_fall_back_night_repeats_runs_once(db: Database) -> None:
+    # 01:30 in New York comes twice on 7 November 2027 (05:30 and 06:30 UTC): one run.
+    first = datetime(2027, 11, 7, 5, 30, tzinfo=UTC)
+    routine, posts = _made(db, cron="30 1 * * *", zone="America/New_York", first=first), Posts()
+    runner = _runner(db, posts)
+    for moment in (first, first + HOUR, first + 2 * HOUR):
+        asyncio.run(runner.tick(moment + timedelta(seconds=5)))
+    assert posts.ran == [(routine.id, first)]
+    kept = RoutineStore(db).get(routine.id)
+    assert kept is not None
+    assert kept.next_run_at == datetime(2027, 11, 8, 6, 30, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(("cron", "said"), [
+    ("0 9 1 * 1", "both a day of the month and a day of the week"),
+    ("*/5 * * * *", "at most every 15 minutes"),
+    ("0 9 * *", "five fields"),
+    ("0 9 * * 8", "not a weekday"),
+])
+def test_a_schedule_that_cannot_be_is_one_line(cron: str, said: str) -> None:
+    from bridge.routines.schedule import Schedule
+    from layers.shared.errors import BadInput
+
+    with pytest.raises(BadInput, match=said) as refused:
+        Schedule.parsed(cron, "UTC", min_interval_min=15)
+    assert "\n" not in str(refused.value)

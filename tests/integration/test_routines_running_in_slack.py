@@ -284,3 +284,42 @@ def test_an_unattended_run_never_waits_on_a_card_but_uses_what_its_creator_alway
     assert tool_result(-1) == "Echo: hello"
     assert [run.outcome for run in RoutineStore(h.thoth.db).runs_of(routine.id)] == [
         "posted", "posted"]
+
+
+def test_a_routine_in_a_channel_shared_with_another_org_recalls_only_that_channel(
+    harness: Harness,
+) -> None:
+    h = harness
+    h.slack.add_channel("C0SHARED01", "with-acme", is_ext_shared=True)
+    h.thoth.episodic.remember([
+        Episode("in-general", "zebra project: the launch moved to Thursday", "Noted.",
+                created_at=MONDAY_9.timestamp() - 3600, team="T1", channel=CHANNEL,
+                channel_type="public", user="U1", user_name="dana"),
+        Episode("in-shared", "zebra project: acme signs the contract Friday", "Noted.",
+                created_at=MONDAY_9.timestamp() - 3600, team="T1", channel="C0SHARED01",
+                channel_type="public", user="U1", user_name="dana"),
+    ])
+    _made(h, Place("T1", "C0SHARED01", "public", None, "with-acme"),
+          instruction="post what we know about the zebra project")
+    _tick(h, _runner(h))
+    (request,) = h.model.requests
+    sent = json.dumps(request.body)
+    # What the other organisation reads there is that channel's own memory, never the
+    # workspace's other public channels.
+    assert "acme signs the contract" in sent
+    assert "launch moved to Thursday" not in sent
+
+
+def test_checked_at_each_run_a_gone_creator_or_a_left_channel_pauses_it(
+    harness: Harness,
+) -> None:
+    h = harness
+    h.slack.add_channel("G0SECRET01", "secret", "private", members=["UBOT", "U2"])
+    left = _made(h, Place("T1", "G0SECRET01", "private", None, "secret"))
+    assert _tick(h, _runner(h)) == 1
+    assert _routine(h, left.id).paused_why == "its creator left #secret"
+    gone = _made(h, first=MONDAY_9 + timedelta(days=1))
+    h.slack.add_user("U1", "dana", deleted=True)  # a user_change Thoth never heard
+    assert _tick(h, _runner(h), MONDAY_9 + timedelta(days=1, seconds=5)) == 1
+    assert _routine(h, gone.id).paused_why == "its creator was deactivated"
+    assert h.model.requests == [] and _posted(h) == []

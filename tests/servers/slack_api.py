@@ -949,6 +949,29 @@ class FakeSlack(LoopbackServer):
             raise SlackError("channel_not_found")
         return {"channel": channel}
 
+    @api("conversations.open")
+    def _conversations_open(self, call: RecordedCall) -> dict[str, Any]:
+        # The bot's DM with one person: an "im" channel added with user=..., else one made
+        # for them (Slack opens it), as Slack answers it; several people: an mpim is not
+        # what Thoth asks for, so refused here.
+        users = [u for u in (_text(call, "users", "users_list_not_supplied") or "").split(",")
+                 if u]
+        if len(users) != 1:
+            raise SlackError("not_implemented" if users else "users_list_not_supplied")
+        (user,) = users
+        if user not in self._users:
+            raise SlackError("user_not_found")
+        with self._lock:
+            found = next((c for c in self._channels.values()
+                          if c.get("is_im") and c.get("user") == user), None)
+            if found is None:
+                found = self._channels[f"D{user}"] = {
+                    "id": f"D{user}", "name": f"dm-{user}", "created": self._epoch,
+                    "is_channel": False, "is_group": False, "is_im": True, "is_mpim": False,
+                    "is_private": True, "is_archived": False, "is_member": True,
+                    "context_team_id": self.team_id, "user": user}
+        return {"channel": {"id": found["id"]}}
+
     @api("conversations.members")
     def _conversations_members(self, call: RecordedCall) -> dict[str, Any]:
         channel = self._postable(call)
