@@ -79,10 +79,31 @@ async def answer_privately(
     Slack refuses ``chat.postEphemeral`` where the bot is not a member (and in DMs
     between two people); the response URL works wherever a command can be typed.
     """
-    channel, user = str(command.get("channel_id")), str(command.get("user_id"))
     text = (split_message(markdown) or ["…"])[0]
+    await _ephemeral(client, command, preview(text, 150), [{"type": "markdown", "text": text}],
+                     markdown_text=text)
+
+
+async def answer_with_blocks(client: AsyncWebClient, command: dict[str, Any],
+                             reply: Reply) -> None:
+    """A reply with Block Kit (buttons), ephemeral as every command's answer; through the
+    ``response_url`` where Slack refuses the ephemeral."""
+    blocks = [dict(block) for block in reply.blocks]
+    await _ephemeral(client, command, preview(escape(reply.text), 150), blocks)
+
+
+async def _ephemeral(client: AsyncWebClient, command: dict[str, Any], text: str,
+                     blocks: list[dict[str, Any]], *, markdown_text: str | None = None) -> None:
+    """Only to the person who typed the command: ``chat.postEphemeral`` (as markdown
+    when ``markdown_text``), else the ``response_url`` with ``blocks``."""
+    channel, user = str(command.get("channel_id")), str(command.get("user_id"))
     try:
-        await client.chat_postEphemeral(channel=channel, user=user, markdown_text=text)
+        if markdown_text is not None:
+            await client.chat_postEphemeral(channel=channel, user=user,
+                                            markdown_text=markdown_text)
+        else:
+            await client.chat_postEphemeral(channel=channel, user=user, text=text,
+                                            blocks=blocks)
         return
     except SLACK_FAILURES as error:
         log.info("ephemeral refused in %s (%s); answering through response_url", channel, error)
@@ -92,38 +113,13 @@ async def answer_privately(
         return
     try:
         answer = await AsyncWebhookClient(url, timeout=WEBHOOK_TIMEOUT_S).send(
-            text=preview(text, 150),
-            blocks=[{"type": "markdown", "text": text}],
-            response_type="ephemeral",
-        )
+            text=text, blocks=blocks, response_type="ephemeral")
     except SLACK_FAILURES as error:
         log.warning("answering through response_url failed: %s", error)
         return
     if answer.status_code != 200:
         # Response URLs expire after 30 minutes and take five answers at most.
         log.warning("response_url refused the answer: %s %s", answer.status_code, answer.body)
-
-
-async def answer_with_blocks(client: AsyncWebClient, command: dict[str, Any],
-                             reply: Reply) -> None:
-    """A reply with Block Kit (buttons), ephemeral as every command's answer; through the
-    ``response_url`` where Slack refuses the ephemeral."""
-    channel, user = str(command.get("channel_id")), str(command.get("user_id"))
-    text, blocks = preview(escape(reply.text), 150), [dict(block) for block in reply.blocks]
-    try:
-        await client.chat_postEphemeral(channel=channel, user=user, text=text, blocks=blocks)
-        return
-    except SLACK_FAILURES as error:
-        log.info("ephemeral refused in %s (%s); answering through response_url", channel, error)
-    url = str(command.get("response_url") or "")
-    if not url:
-        log.warning("command in %s had no response_url; the answer is lost", channel)
-        return
-    try:
-        await AsyncWebhookClient(url, timeout=WEBHOOK_TIMEOUT_S).send(
-            text=text, blocks=blocks, response_type="ephemeral")
-    except SLACK_FAILURES as error:
-        log.warning("answering through response_url failed: %s", error)
 
 
 def _command_channel_type(command: dict[str, Any]) -> str | None:

@@ -72,15 +72,9 @@ class RoutineCards:
                 " Tell them briefly what you proposed, then stop.")
 
     async def create(self, body: dict[str, Any]) -> None:
-        user, channel, value, card_ts = _clicked(body)
-        try:
-            proposed = proposal_of(value)
-        except BadInput as error:
-            await self._tell(channel, user, str(error))
-            return
-        if user != proposed.creator:
-            await self._tell(channel, user, f"Only {mention(proposed.creator)} can create"
-                                            " this routine: they asked for it.")
+        user, channel, _, card_ts = _clicked(body)
+        proposed = await self._askers(body, "create")
+        if proposed is None:
             return
         try:
             routine = await self._maker.make(proposed, origin=ORIGIN,
@@ -91,18 +85,26 @@ class RoutineCards:
         await self._answered(channel, card_ts, proposed, created(routine))
 
     async def cancel(self, body: dict[str, Any]) -> None:
-        user, channel, value, card_ts = _clicked(body)
+        user, channel, _, card_ts = _clicked(body)
+        proposed = await self._askers(body, "cancel")
+        if proposed is None:
+            return
+        await self._answered(channel, card_ts, proposed,
+                             f"Cancelled by {mention(user)}: no routine was made.")
+
+    async def _askers(self, body: dict[str, Any], verb: str) -> Proposed | None:
+        """The card's proposal when its asker clicked; else None, the clicker told why."""
+        user, channel, value, _ = _clicked(body)
         try:
             proposed = proposal_of(value)
         except BadInput as error:
             await self._tell(channel, user, str(error))
-            return
+            return None
         if user != proposed.creator:
-            await self._tell(channel, user, f"Only {mention(proposed.creator)} can cancel"
+            await self._tell(channel, user, f"Only {mention(proposed.creator)} can {verb}"
                                             " this routine: they asked for it.")
-            return
-        await self._answered(channel, card_ts, proposed,
-                             f"Cancelled by {mention(user)}: no routine was made.")
+            return None
+        return proposed
 
     async def manage(self, body: dict[str, Any], action: str) -> None:
         """A button of `/thoth routines`: ``action`` is its action id."""
