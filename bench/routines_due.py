@@ -11,9 +11,11 @@ hashing embedder, posted with the real ``slack_sdk`` client to the loopback Slac
 (``tests/servers/slack_api.py``, Slack's rate limits on: chat.postMessage 1 a second a
 channel after a burst of 10), counted by a wrapper around it.
 
-The routines are the creators' own (one creator each) spread over ``--channels``
-channels. Both replicas are built and waiting first; then every routine is made due at
-the same moment (``next_run_at`` set in one statement) and both look at once, each as the
+The routines are their creators' own (one creator each, or ``--creators`` people)
+spread over ``--channels`` channels. Each run asks Slack who its creator is now and what
+its channel is (``users.info``, ``conversations.info``: cached an hour, at Slack's rates
+for them), so a burst of many creators and channels waits on those rates. Both replicas
+are built and waiting first; then every routine is made due at the same moment (``next_run_at`` set in one statement) and both look at once, each as the
 worker's loop does (``Worker.routines_once``): look, run what it claimed (``BATCH`` at a
 look, ``AT_ONCE`` at once), look again at once after a look that found some, else after
 ``TICK_EVERY_S``; a replica stops once no routine is due or held. (``thoth serve`` looks
@@ -137,13 +139,13 @@ def _none_left(app: Any) -> bool:
             (time.time(),)).fetchone()[0]) == 0
 
 
-def _made(app: Any, count: int, channels: int) -> list[Routine]:
+def _made(app: Any, count: int, channels: int, creators: int) -> list[Routine]:
     store = RoutineStore(app.db)
     made = []
     for number in range(count):
-        channel = number % channels
+        channel, creator = number % channels, number % creators
         place = Place("T1", f"C{channel:04d}", "public", None, f"team-{channel:04d}")
-        made.append(store.create(place, f"U{number:04d}", f"person {number}",
+        made.append(store.create(place, f"U{creator:04d}", f"person {creator}",
                                  f"bench routine {number:04d}: post what was decided today",
                                  "0 9 * * *", "Europe/London", None))
     return made
@@ -171,11 +173,12 @@ def run(args: argparse.Namespace, folder: Path) -> None:
     with FakeSlack() as slack, FakeAnthropic() as model:
         for channel in range(args.channels):
             slack.add_channel(f"C{channel:04d}", f"team-{channel:04d}")
-        for number in range(args.routines):
+        creators = min(args.creators or args.routines, args.routines)
+        for number in range(creators):
             slack.add_user(f"U{number:04d}", f"person{number}")
         settings = _settings(folder / "home", slack, model, args.postgres)
         app = build(settings, embedder=HashingEmbedder())
-        made = _made(app, args.routines, args.channels)
+        made = _made(app, args.routines, args.channels, creators)
         ready = [spawn.Event() for _ in OWNERS]
         go = spawn.Event()
         results: Queue[dict[str, Any]] = spawn.Queue()  # type: ignore[assignment]
@@ -242,6 +245,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--routines", type=int, default=1000)
     parser.add_argument("--channels", type=int, default=200)
+    parser.add_argument("--creators", type=int, default=0,
+                        help="how many people made them (default: one each); each run asks"
+                             " Slack who its creator is now (users.info, cached an hour),"
+                             " at Slack's rate for that method")
     parser.add_argument("--postgres", help="a PostgreSQL server's URL (with pgvector): the"
                         " bench makes a database of its own on it, and drops it after")
     parser.add_argument("--serve-loop", action="store_true",
