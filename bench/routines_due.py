@@ -15,8 +15,9 @@ The routines are their creators' own (one creator each, or ``--creators`` people
 spread over ``--channels`` channels. Each run asks Slack who its creator is now and what
 its channel is (``users.info``, ``conversations.info``: cached an hour, at Slack's rates
 for them), so a burst of many creators and channels waits on those rates. Both replicas
-are built and waiting first; then every routine is made due at the same moment (``next_run_at`` set in one statement) and both look at once, each as the
-worker's loop does (``Worker.routines_once``): look, run what it claimed (``BATCH`` at a
+are built and waiting first; then every routine is made due at the same moment
+(``next_run_at`` set in one statement) and both look at once, each as the worker's loop
+does (``Worker.routines_once``): look, run what it claimed (``BATCH`` at a
 look, ``AT_ONCE`` at once), look again at once after a look that found some, else after
 ``TICK_EVERY_S``; a replica stops once no routine is due or held. (``thoth serve`` looks
 every ``TICK_EVERY_S`` and runs, batch after batch, all that is due: ``--serve-loop``.)
