@@ -226,11 +226,11 @@ def test_thoth_removed_from_a_channel_pauses_the_routines_posting_there(
     assert _routine(h, general.id).paused_why == "Thoth was removed from its channel"
     assert _routine(h, ops.id).state == "active"
     h.event({"type": "group_left", "channel": "G1", "actor_id": "U2"})
-    wait_until(lambda: _routine(h, ops.id).state == "paused")
-    # Newest first.
-    assert [(e.target, e.origin) for e in AuditLog(h.thoth.db).entries(
-        action="routine.pause")] == [(f"routine:{ops.id}", "group_left"),
-                                     (f"routine:{general.id}", "channel_left")]
+    # Each pause's audit line is written just after it: both, once both are there.
+    paused = wait_until(lambda: len(lines := AuditLog(h.thoth.db).entries(
+        action="routine.pause")) == 2 and lines)
+    assert {(e.target, e.origin) for e in paused} == {(f"routine:{ops.id}", "group_left"),
+                                                      (f"routine:{general.id}", "channel_left")}
 
 
 def test_a_channel_slack_refuses_pauses_the_routine_saying_why(harness: Harness) -> None:
