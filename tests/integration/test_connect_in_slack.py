@@ -277,61 +277,62 @@ def test_a_person_deactivated_in_slack_loses_every_connection(served: Served) ->
     assert tracker.revoked, "dana's token was revoked at the tracker"
 
 
-def test_a_workspace_that_uninstalls_loses_every_connection(
-    model_settings: Settings, fake_anthropic: FakeAnthropic, tmp_path: Path,
-    hashing_embedder: HashingEmbedder,
-) -> None:
+@dataclass
+class Installed:
+    """Thoth installed through Slack's OAuth flow, with the tracker in its mcp.json."""
+
+    served: Any
+    tracker: OAuthMcpServer
+    connector: Connector
+
+    def connect(self, team: str, user: str) -> None:
+        self.served.bridge.runner.call(_connected_without_a_browser(
+            self.connector, team, user), 30)
+
+    def teams(self, *teams: str) -> set[str]:
+        """Which of ``teams`` have a connection left."""
+        return {team for team in teams if self.served.bridge.runner.call(
+            self.connector.store.run(lambda store, t=team: store.of_workspace(t)))}
+
+
+@pytest.fixture
+def installed(model_settings: Settings, fake_anthropic: FakeAnthropic, tmp_path: Path,
+              hashing_embedder: HashingEmbedder) -> Iterator[Installed]:
     with OAuthMcpServer() as tracker:
         config = tmp_path / "mcp.json"
         config.write_text(json.dumps({"mcpServers": {"tracker": {
             "type": "http", "url": tracker.mcp_url, "auth": "oauth"}}}))
         with serving_installs(model_settings, fake_anthropic, hashing_embedder,
                               mcp_config=config) as served:
-            served.install(Install("T1", "One"))
-            served.install(Install("T2", "Two"))
             tools = served.thoth.team_tools
             assert tools is not None and tools.connector is not None
-            connector = tools.connector
-            for team, user in (("T1", "U1"), ("T2", "U2")):
-                served.bridge.runner.call(_connected_without_a_browser(connector, team, user), 30)
+            yield Installed(served, tracker, tools.connector)
 
-            def teams() -> set[str]:
-                return {team for team in ("T1", "T2") if served.bridge.runner.call(
-                    connector.store.run(lambda store, t=team: store.of_workspace(t)))}
 
-            assert teams() == {"T1", "T2"}
-            served.installs.uninstall("T1")
-            assert served.event("T1", {"type": "app_uninstalled"}) == 200
-            assert wait_until(lambda: teams() == {"T2"})
-    assert tracker.revoked, "T1's token was revoked at the tracker"
+def test_a_workspace_that_uninstalls_loses_every_connection(installed: Installed) -> None:
+    served = installed.served
+    served.install(Install("T1", "One"))
+    served.install(Install("T2", "Two"))
+    for team, user in (("T1", "U1"), ("T2", "U2")):
+        installed.connect(team, user)
+    assert installed.teams("T1", "T2") == {"T1", "T2"}
+    served.installs.uninstall("T1")
+    assert served.event("T1", {"type": "app_uninstalled"}) == 200
+    assert wait_until(lambda: installed.teams("T1", "T2") == {"T2"})
+    assert installed.tracker.revoked, "T1's token was revoked at the tracker"
 
 
 def test_a_workspace_an_org_takes_its_install_from_loses_its_connections(
-    model_settings: Settings, fake_anthropic: FakeAnthropic, tmp_path: Path,
-    hashing_embedder: HashingEmbedder,
+    installed: Installed,
 ) -> None:
-    with OAuthMcpServer() as tracker:
-        config = tmp_path / "mcp.json"
-        config.write_text(json.dumps({"mcpServers": {"tracker": {
-            "type": "http", "url": tracker.mcp_url, "auth": "oauth"}}}))
-        with serving_installs(model_settings, fake_anthropic, hashing_embedder,
-                              mcp_config=config) as served:
-            served.install(Install(None, enterprise_id="E1", org_wide=True))
-            tools = served.thoth.team_tools
-            assert tools is not None and tools.connector is not None
-            connector = tools.connector
-            for team, user in (("T3", "U3"), ("T8", "U8")):
-                served.bridge.runner.call(_connected_without_a_browser(connector, team, user),
-                                          30)
-
-            def teams() -> set[str]:
-                return {team for team in ("T3", "T8") if served.bridge.runner.call(
-                    connector.store.run(lambda store, t=team: store.of_workspace(t)))}
-
-            assert served.event("T3", {"type": "team_access_granted", "team_ids": ["T8"]},
-                                enterprise="E1", org_wide=True) == 200
-            assert teams() == {"T3", "T8"}
-            # The org's admin takes the install from T8: T8's people lose theirs, T3 keeps.
-            assert served.event("T3", {"type": "team_access_revoked", "team_ids": ["T8"]},
-                                enterprise="E1", org_wide=True) == 200
-            assert wait_until(lambda: teams() == {"T3"})
+    served = installed.served
+    served.install(Install(None, enterprise_id="E1", org_wide=True))
+    for team, user in (("T3", "U3"), ("T8", "U8")):
+        installed.connect(team, user)
+    assert served.event("T3", {"type": "team_access_granted", "team_ids": ["T8"]},
+                        enterprise="E1", org_wide=True) == 200
+    assert installed.teams("T3", "T8") == {"T3", "T8"}
+    # The org's admin takes the install from T8: T8's people lose theirs, T3 keeps.
+    assert served.event("T3", {"type": "team_access_revoked", "team_ids": ["T8"]},
+                        enterprise="E1", org_wide=True) == 200
+    assert wait_until(lambda: installed.teams("T3", "T8") == {"T3"})
