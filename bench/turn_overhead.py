@@ -27,7 +27,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,9 +36,9 @@ from recall_speed import TEAM, load_locomo, percentile, sqlite_store  # noqa: E4
 
 from bridge.app import build  # noqa: E402
 from bridge.model.pricing import Usage  # noqa: E402
-from bridge.model.protocol import ModelRequest, ModelResult, OnText, Source  # noqa: E402
+from bridge.model.protocol import ModelRequest, ModelResult, OnText  # noqa: E402
 from bridge.pipeline.pipeline import TurnOutcome  # noqa: E402
-from bridge.pipeline.reply_sink import Step  # noqa: E402
+from bridge.pipeline.reply_sink import CollectedReply  # noqa: E402
 from bridge.pipeline.turn import Turn  # noqa: E402
 from bridge.settings import Settings  # noqa: E402
 from layers.shared.embedding.embedder import MiniLMEmbedder  # noqa: E402
@@ -73,20 +72,6 @@ class InstantModel:
         return None
 
 
-class NullSink:
-    async def thinking(self) -> None:
-        return None
-
-    async def progress(self, step: Step) -> None:
-        return None
-
-    async def stream(self, text: str) -> None:
-        return None
-
-    async def finish(self, text: str, *, ok: bool, sources: Sequence[Source] = ()) -> None:
-        return None
-
-
 async def run_turns(home: Path, turns: int) -> tuple[list[TurnOutcome], list[float]]:
     settings = Settings(_env_file=None, thoth_home=home)  # type: ignore[call-arg]
     embedder = MiniLMEmbedder()
@@ -99,7 +84,7 @@ async def run_turns(home: Path, turns: int) -> tuple[list[TurnOutcome], list[flo
         place = Place(TEAM, f"C{number % 50}", "public", f"{number // 2}.000")
         # Two turns per session: the first recalls related episodes, the second does not.
         turn = Turn(f"bench:{number // 2}", question, place, user=f"U{number % 200}")
-        outcome = await app.pipeline.handle(turn, NullSink())
+        outcome = await app.pipeline.handle(turn, CollectedReply())
         started = time.monotonic()
         await app.pipeline.drain(30)
         if number >= 10:  # the first ten warm up the model, the index and SQLite

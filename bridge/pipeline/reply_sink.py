@@ -65,3 +65,24 @@ async def show_step(sink: ReplySink, step: Step, *, stop: bool = False) -> None:
             raise
     except Exception:
         log.exception("showing step %s failed; the turn goes on", step.id)
+
+
+class CollectedReply:
+    """A ``ReplySink`` for a turn no one watches: keeps the final text, shows nothing."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.ok = False
+        self.sources: list[Source] = []
+
+    async def thinking(self) -> None:
+        return None
+
+    async def progress(self, step: Step) -> None:
+        return None
+
+    async def stream(self, text: str) -> None:
+        return None
+
+    async def finish(self, text: str, *, ok: bool, sources: Sequence[Source] = ()) -> None:
+        self.text, self.ok, self.sources = text, ok, list(sources)

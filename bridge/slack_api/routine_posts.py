@@ -22,7 +22,6 @@ Decided:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -31,8 +30,7 @@ from zoneinfo import ZoneInfo
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bridge.model.protocol import Source
-from bridge.pipeline.reply_sink import Step
+from bridge.pipeline.reply_sink import CollectedReply
 from bridge.pipeline.turn import Turn
 from bridge.routines.making import RoutineMaker
 from bridge.routines.running import RoutineRunner, RunResult
@@ -67,27 +65,6 @@ FRAME = (
     " could not be done, say so in what you write. The routine says:]\n\n{instruction}"
 )
 CONTEXT_LINE = "Routine by {creator} · {instruction}"
-
-
-class CollectedReply:
-    """A ``ReplySink`` for a turn no one watches: keeps the final text, shows nothing."""
-
-    def __init__(self) -> None:
-        self.text = ""
-        self.ok = False
-        self.sources: list[Source] = []
-
-    async def thinking(self) -> None:
-        return None
-
-    async def progress(self, step: Step) -> None:
-        return None
-
-    async def stream(self, text: str) -> None:
-        return None
-
-    async def finish(self, text: str, *, ok: bool, sources: Sequence[Source] = ()) -> None:
-        self.text, self.ok, self.sources = text, ok, list(sources)
 
 
 class SlackRoutinePosts:
