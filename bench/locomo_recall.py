@@ -14,6 +14,10 @@ evidence turns found in the top k results, averaged over questions, for
 k = 1, 3, 5, 10. Category 5 (adversarial: the answer is not in the
 conversation) has nothing to find and is not scored.
 
+Each turn is said when its session's date says, the turns after it spaced by the
+time it takes to write them (``TURN_PACE``): the data gives one time a session, and
+turns a second apart would never show a lever that reads time what real gaps are like.
+
 The script converts the data to the CLI's JSONL formats, runs
 ``python -m bridge episodes import`` and ``python -m bridge recall --batch``
 as subprocesses against a fresh THOTH_HOME, checks that no result crosses
@@ -26,35 +30,46 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev5.json"
+from recall_measure import (
+    SHARED_DATA,
+    BenchError,
+    Dataset,
+    Query,
+    engine_env,
+    measure,
+    normalise_evidence,
+    print_measured,
+    recall_at_k,
+    scored_evidence,
+)
+
+__all__ = ["normalise_evidence", "recall_at_k"]  # the helpers' tests reach them here
+
+DEFAULT_DATA = SHARED_DATA / "locomo" / "locomo_dev5.json"
 
 TEAM = "locomo"
-KS: tuple[int, ...] = (1, 3, 5, 10)
-CATEGORY_NAMES: dict[int, str] = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-BASELINE_LABEL = "BM25+MiniLM RRF"
-BASELINE_NOTE = "README baseline, all ten conversations, n = 1,536"
-BASELINE_RECALLS: tuple[float, ...] = (0.242, 0.416, 0.484, 0.573)
+SCORED_CATEGORIES = frozenset((1, 2, 3, 4))
+BASELINE = ("BM25+MiniLM RRF R@1/3/5/10 .242 / .416 / .484 / .573 "
+            "(README baseline, all ten conversations, n = 1,536)")
 # The last session ends at an unknown time; a day later is safely "after" it.
 NOW_AFTER_LAST_SESSION = timedelta(days=1)
+# How long a turn takes to come after the one before: a pause to read and think, then
+# its words typed at 40 a minute. LoCoMo's turns average 23 words, so about 45 s
+# apart, near REALTALK's real median gap between turns (48 s).
+TURN_PAUSE = timedelta(seconds=10)
+TURN_PACE_PER_WORD = timedelta(seconds=1.5)
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
-# Tolerates the README's malformed forms: "D:11:26" (extra colon) and "D30:05" (leading zero).
-_EVIDENCE_ID = re.compile(r"D:?(\d+):(\d+)")
-_EVIDENCE_SEPARATORS = re.compile(r"[;,\s]+")
 _SESSION_DATETIME = re.compile(
     r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.IGNORECASE
 )
@@ -71,70 +86,11 @@ _MONTHS: dict[str, int] = {
 }  # fmt: skip
 
 
-class BenchError(Exception):
-    """A failure that ends the run with a one-line message."""
-
-
 @dataclass(frozen=True)
 class Session:
     number: int
     started: datetime
     turns: list[dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class Query:
-    id: str
-    sample_id: str
-    category: int
-    question: str
-    evidence: tuple[str, ...]  # episode ids
-
-
-@dataclass
-class SkipCounts:
-    not_scored_category: int = 0
-    evidence_repaired: int = 0
-    evidence_malformed: int = 0
-    evidence_missing_turn: int = 0
-    question_without_evidence: int = 0
-    question_evidence_all_dropped: int = 0
-
-    def lines(self) -> list[str]:
-        return [
-            f"questions not scored (category 5, adversarial): {self.not_scored_category}",
-            f"evidence strings repaired (split or reformatted): {self.evidence_repaired}",
-            f"evidence tokens dropped, unreadable:              {self.evidence_malformed}",
-            f"evidence ids dropped, no such turn:               {self.evidence_missing_turn}",
-            f"questions skipped, no evidence in the data:       {self.question_without_evidence}",
-            f"questions skipped, all evidence dropped:          "
-            f"{self.question_evidence_all_dropped}",
-        ]
-
-
-# --- data conversion -------------------------------------------------------------------
-
-
-def normalise_evidence(raw: Iterable[str]) -> tuple[list[str], list[str]]:
-    """Canonical dialog ids ("D<session>:<turn>") in order, and the tokens that are unreadable.
-
-    One raw string may hold several ids ("D8:6; D9:17", space- or comma-separated).
-    Duplicates are dropped so that a repeated id cannot count twice in R@k.
-    """
-    ids: list[str] = []
-    malformed: list[str] = []
-    for entry in raw:
-        for token in _EVIDENCE_SEPARATORS.split(entry.strip()):
-            if not token:
-                continue
-            match = _EVIDENCE_ID.fullmatch(token)
-            if match is None:
-                malformed.append(token)
-                continue
-            canonical = f"D{int(match[1])}:{int(match[2])}"
-            if canonical not in ids:
-                ids.append(canonical)
-    return ids, malformed
 
 
 def parse_session_datetime(text: str) -> datetime:
@@ -179,6 +135,18 @@ def turn_text(turn: Mapping[str, Any]) -> str:
     return str(turn["text"])
 
 
+def said_at(session: Session) -> list[datetime]:
+    """When each turn of a session was said: the first at the session's time, each
+    next one after a pause and the time its words take to write."""
+    moments: list[datetime] = []
+    moment = session.started
+    for index, turn in enumerate(session.turns):
+        if index:
+            moment += TURN_PAUSE + TURN_PACE_PER_WORD * len(str(turn["text"]).split())
+        moments.append(moment)
+    return moments
+
+
 def episode_id(sample_id: str, dia_id: str) -> str:
     return f"{sample_id}:{dia_id}"
 
@@ -188,9 +156,7 @@ def episode_lines(sample: Mapping[str, Any]) -> list[dict[str, str]]:
     sample_id = sample["sample_id"]
     lines: list[dict[str, str]] = []
     for session in sessions_of(sample["conversation"]):
-        for index, turn in enumerate(session.turns):
-            # Turns share their session's single timestamp; a second apart keeps their order.
-            created_at = session.started + timedelta(seconds=index)
+        for turn, created_at in zip(session.turns, said_at(session), strict=True):
             lines.append(
                 {
                     "id": episode_id(sample_id, turn["dia_id"]),
@@ -213,150 +179,50 @@ def asked_at(sample: Mapping[str, Any]) -> datetime:
     return last + NOW_AFTER_LAST_SESSION
 
 
-def build_queries(sample: Mapping[str, Any], turn_ids: set[str], skips: SkipCounts) -> list[Query]:
-    """The scored questions of one conversation; every skip is counted in ``skips``."""
+def add_conversation(dataset: Dataset, sample: Mapping[str, Any]) -> None:
+    """One conversation's turns and scored questions added to ``dataset``."""
     sample_id = sample["sample_id"]
-    queries: list[Query] = []
+    dataset.episodes += episode_lines(sample)
+    turn_ids = {turn["dia_id"] for s in sessions_of(sample["conversation"]) for turn in s.turns}
+    at = asked_at(sample).isoformat()
     for index, qa in enumerate(sample["qa"]):
         category = int(qa["category"])
-        if category not in CATEGORY_NAMES:
-            skips.not_scored_category += 1
+        if category not in SCORED_CATEGORIES:
+            dataset.skips.not_scored_category += 1
             continue
-        raw: list[str] = qa.get("evidence") or []
-        if not raw:
-            skips.question_without_evidence += 1
-            continue
-        for entry in raw:
-            ids, _ = normalise_evidence([entry])
-            if ids and ids != [entry]:
-                skips.evidence_repaired += 1
-        ids, malformed = normalise_evidence(raw)
-        skips.evidence_malformed += len(malformed)
-        present = [dia_id for dia_id in ids if dia_id in turn_ids]
-        skips.evidence_missing_turn += len(ids) - len(present)
+        present = scored_evidence(qa.get("evidence") or [], turn_ids, dataset.skips)
         if not present:
-            skips.question_evidence_all_dropped += 1
             continue
-        queries.append(
-            Query(
-                id=f"{sample_id}#{index}",
-                sample_id=sample_id,
-                category=category,
-                question=qa["question"],
-                evidence=tuple(episode_id(sample_id, dia_id) for dia_id in present),
-            )
-        )
-    return queries
+        query = Query(id=f"{sample_id}#{index}", conversation=sample_id, category=category,
+                      question=qa["question"],
+                      evidence=tuple(episode_id(sample_id, dia_id) for dia_id in present))
+        dataset.queries.append(query)
+        dataset.query_lines.append({
+            "id": query.id, "query": query.question, "at": at, "team": TEAM,
+            "channel": sample_id, "channel_type": "private",
+            "user": sample["conversation"]["speaker_a"]})
 
 
-def query_line(query: Query, at: datetime, speaker_a: str) -> dict[str, str]:
-    return {
-        "id": query.id,
-        "query": query.question,
-        "at": at.isoformat(),
-        "team": TEAM,
-        "channel": query.sample_id,
-        "channel_type": "private",
-        "user": speaker_a,
-    }
+def load(data_path: Path = DEFAULT_DATA, *, only_held_out: bool = False) -> Dataset:
+    samples: list[dict[str, Any]] = json.loads(data_path.read_text(encoding="utf-8"))
+    if only_held_out:
+        samples = held_out(samples)
+    dataset = Dataset("locomo")
+    for sample in samples:
+        add_conversation(dataset, sample)
+    return dataset
 
 
-def write_jsonl(path: Path, lines: Iterable[Mapping[str, str]]) -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for line in lines:
-            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
-
-
-# --- scoring ---------------------------------------------------------------------------
-
-
-def recall_at_k(evidence: Sequence[str], ranked: Sequence[str], k: int) -> float:
-    """Fraction of ``evidence`` among the first ``k`` of ``ranked``."""
-    if not evidence:
-        raise ValueError("a scored question needs evidence")
-    return len(set(evidence) & set(ranked[:k])) / len(set(evidence))
-
-
-def mean_recalls(rows: Sequence[Sequence[float]]) -> tuple[float, ...]:
-    """Column means of per-question recall rows (one column per k)."""
-    if not rows:
-        return tuple(float("nan") for _ in KS)
-    return tuple(sum(column) / len(rows) for column in zip(*rows, strict=True))
-
-
-def parse_batch_output(stdout: str) -> dict[str, list[str]]:
-    """Query id -> ranked episode ids, from ``recall --batch --json`` output."""
-    ranked: dict[str, list[str]] = {}
-    for number, line in enumerate(stdout.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            ranked[str(record["id"])] = [str(hit["id"]) for hit in record["results"]]
-        except (json.JSONDecodeError, KeyError, TypeError) as error:
-            raise BenchError(
-                f"recall output line {number} is not a result: {line[:200]!r}"
-            ) from error
-    return ranked
-
-
-def check_no_leak(
-    queries: Sequence[Query], ranked: Mapping[str, Sequence[str]], owner: Mapping[str, str]
-) -> None:
-    """Every query answered, and only with its own conversation's episodes."""
-    for query in queries:
-        if query.id not in ranked:
-            raise BenchError(f"recall returned no line for query {query.id}")
-        for returned in ranked[query.id]:
-            if owner.get(returned) != query.sample_id:
-                raise BenchError(
-                    f"visibility leak: query {query.id} ({query.sample_id}) recalled {returned!r} "
-                    f"from {owner.get(returned, 'an unknown conversation')}"
-                )
-
-
-def format_table(queries: Sequence[Query], ranked: Mapping[str, Sequence[str]]) -> list[str]:
-    per_question = {
-        query.id: [recall_at_k(query.evidence, ranked[query.id], k) for k in KS]
-        for query in queries
-    }
-    header = f"{'':<20}{'n':>6}" + "".join(f"{f'R@{k}':>8}" for k in KS)
-    groups: list[tuple[str, list[Query]]] = [("overall", list(queries))]
-    groups += [
-        (f"{category} {name}", [query for query in queries if query.category == category])
-        for category, name in CATEGORY_NAMES.items()
-    ]
-    lines = [header]
-    for label, members in groups:
-        means = mean_recalls([per_question[query.id] for query in members])
-        lines.append(f"{label:<20}{len(members):>6}" + "".join(f"{m:>8.3f}" for m in means))
-    lines.append(
-        f"{BASELINE_LABEL:<20}{'':>6}"
-        + "".join(f"{m:>8.3f}" for m in BASELINE_RECALLS)
-        + f"   ({BASELINE_NOTE})"
-    )
-    return lines
-
-
-# --- running the CLI -------------------------------------------------------------------
-
-
-def run_cli(arguments: Sequence[str], env: Mapping[str, str]) -> tuple[str, float]:
-    """Stdout and wall time of ``python -m bridge ARGUMENTS``; BenchError if it fails."""
-    command = [sys.executable, "-m", "bridge", *arguments]
-    started = time.perf_counter()
-    # cwd is the repo so `-m bridge` resolves to this checkout even when not installed.
-    completed = subprocess.run(
-        command, cwd=REPO_ROOT, env=dict(env), capture_output=True, text=True, check=False
-    )
-    elapsed = time.perf_counter() - started
-    if completed.returncode != 0:
-        stderr = " | ".join(line for line in completed.stderr.strip().splitlines() if line)
-        raise BenchError(
-            f"`python -m bridge {' '.join(arguments)}` exited {completed.returncode}: "
-            f"{stderr or '(no stderr)'}"
-        )
-    return completed.stdout, elapsed
+def held_out(samples: list[dict[str, Any]],
+             development_data: Path = DEFAULT_DATA) -> list[dict[str, Any]]:
+    """The conversations of ``samples`` that are not among the development ones. They stay
+    off this repository (CC BY-NC): fetch snap-research/LoCoMo's ``data/locomo10.json``."""
+    development = {sample["sample_id"] for sample in
+                   json.loads(development_data.read_text(encoding="utf-8"))}
+    unseen = [sample for sample in samples if sample["sample_id"] not in development]
+    if not unseen:
+        raise BenchError(f"every conversation of --data is a development one ({development_data})")
+    return unseen
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -388,91 +254,20 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def held_out(samples: list[dict[str, Any]],
-             development_data: Path = DEFAULT_DATA) -> list[dict[str, Any]]:
-    """The conversations of ``samples`` that are not among the development ones. They stay
-    off this repository (CC BY-NC): fetch snap-research/LoCoMo's ``data/locomo10.json``."""
-    development = {sample["sample_id"] for sample in
-                   json.loads(development_data.read_text(encoding="utf-8"))}
-    unseen = [sample for sample in samples if sample["sample_id"] not in development]
-    if not unseen:
-        raise BenchError(f"every conversation of --data is a development one ({development_data})")
-    return unseen
-
-
-def run(data_path: Path, work: Path, home: Path, extra_env: Mapping[str, str],
-        *, only_held_out: bool = False) -> None:
-    samples: list[dict[str, Any]] = json.loads(data_path.read_text(encoding="utf-8"))
-    if only_held_out:
-        samples = held_out(samples)
-    skips = SkipCounts()
-    episodes: list[dict[str, str]] = []
-    queries: list[Query] = []
-    query_lines: list[dict[str, str]] = []
-    for sample in samples:
-        lines = episode_lines(sample)
-        episodes += lines
-        turn_ids = {turn["dia_id"] for s in sessions_of(sample["conversation"]) for turn in s.turns}
-        sample_queries = build_queries(sample, turn_ids, skips)
-        queries += sample_queries
-        at = asked_at(sample)
-        speaker_a = sample["conversation"]["speaker_a"]
-        query_lines += [query_line(query, at, speaker_a) for query in sample_queries]
-    owner = {line["id"]: line["channel"] for line in episodes}
-    if len(owner) != len(episodes):
-        raise BenchError("two turns share one episode id; the dataset's dia_ids are not unique")
-
-    episodes_path = work / "episodes.jsonl"
-    queries_path = work / "queries.jsonl"
-    write_jsonl(episodes_path, episodes)
-    write_jsonl(queries_path, query_lines)
-
-    # HF_HUB_OFFLINE: the model ships as a package, so a network fetch would be a bug.
-    env = {**os.environ, "THOTH_HOME": str(home), "HF_HUB_OFFLINE": "1", **extra_env}
-    _, import_seconds = run_cli(["episodes", "import", str(episodes_path)], env)
-    stdout, recall_seconds = run_cli(
-        ["recall", "--batch", str(queries_path), "--k", str(max(KS)), "--json"], env
-    )
-    ranked = parse_batch_output(stdout)
-    check_no_leak(queries, ranked, owner)
-
-    conversations = ", ".join(sample["sample_id"] for sample in samples)
-    print(f"LoCoMo episodic recall ({conversations}; categories 1-4)")
-    print()
-    print("\n".join(format_table(queries, ranked)))
-    print()
-    print("\n".join(skips.lines()))
-    print()
-    print(f"episodes imported: {len(episodes)}")
-    print(f"queries:           {len(queries)}")
-    print(f"import wall time:  {import_seconds:.1f} s")
-    print(
-        f"recall wall time:  {recall_seconds:.1f} s "
-        f"({1000 * recall_seconds / max(len(queries), 1):.1f} ms/query, "
-        "including start-up)"
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="thoth-locomo-"))
     home: Path = args.home if args.home is not None else work / "home"
     home.mkdir(parents=True, exist_ok=True)
-    extra_env = {} if args.levers is None else {"RECALL_LEVERS": args.levers}
+    levers = {} if args.levers is None else {"RECALL_LEVERS": args.levers}
     try:
-        if args.engine == "postgresql":
-            sys.path.insert(0, str(REPO_ROOT))
-            from tests.postgres import PostgresForTests
-
-            (work / "postgres").mkdir()
-            server = PostgresForTests(work / "postgres")
-            try:
-                run(args.data, work, home, {**extra_env, "DATABASE_URL": server.fresh_database()},
-                    only_held_out=args.held_out)
-            finally:
-                server.stop()
-        else:
-            run(args.data, work, home, extra_env, only_held_out=args.held_out)
+        dataset = load(args.data, only_held_out=args.held_out)
+        with engine_env(args.engine, work) as engine:
+            measured = measure(dataset, work, home, {**levers, **engine})
+        conversations = ", ".join(sorted({query.conversation for query in dataset.queries}))
+        print(f"LoCoMo episodic recall ({conversations}; categories 1-4)")
+        print()
+        print_measured(dataset, measured, BASELINE)
     except (BenchError, OSError, ValueError) as error:
         print(f"locomo_recall: error: {error}", file=sys.stderr)
         return 1
