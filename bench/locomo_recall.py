@@ -31,9 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -42,15 +40,14 @@ from typing import Any
 
 from recall_measure import (
     SHARED_DATA,
+    Asked,
     BenchError,
     Dataset,
-    Query,
-    engine_env,
-    measure,
+    Run,
+    add_questions,
     normalise_evidence,
-    print_measured,
     recall_at_k,
-    scored_evidence,
+    run_bench,
 )
 
 __all__ = ["normalise_evidence", "recall_at_k"]  # the helpers' tests reach them here
@@ -147,10 +144,6 @@ def said_at(session: Session) -> list[datetime]:
     return moments
 
 
-def episode_id(sample_id: str, dia_id: str) -> str:
-    return f"{sample_id}:{dia_id}"
-
-
 def episode_lines(sample: Mapping[str, Any]) -> list[dict[str, str]]:
     """One import line per dialog turn of one conversation."""
     sample_id = sample["sample_id"]
@@ -159,7 +152,7 @@ def episode_lines(sample: Mapping[str, Any]) -> list[dict[str, str]]:
         for turn, created_at in zip(session.turns, said_at(session), strict=True):
             lines.append(
                 {
-                    "id": episode_id(sample_id, turn["dia_id"]),
+                    "id": f"{sample_id}:{turn['dia_id']}",  # as add_questions names it
                     "user_text": turn_text(turn),
                     "summary": "",
                     "created_at": created_at.isoformat(),
@@ -184,23 +177,9 @@ def add_conversation(dataset: Dataset, sample: Mapping[str, Any]) -> None:
     sample_id = sample["sample_id"]
     dataset.episodes += episode_lines(sample)
     turn_ids = {turn["dia_id"] for s in sessions_of(sample["conversation"]) for turn in s.turns}
-    at = asked_at(sample).isoformat()
-    for index, qa in enumerate(sample["qa"]):
-        category = int(qa["category"])
-        if category not in SCORED_CATEGORIES:
-            dataset.skips.not_scored_category += 1
-            continue
-        present = scored_evidence(qa.get("evidence") or [], turn_ids, dataset.skips)
-        if not present:
-            continue
-        query = Query(id=f"{sample_id}#{index}", conversation=sample_id, category=category,
-                      question=qa["question"],
-                      evidence=tuple(episode_id(sample_id, dia_id) for dia_id in present))
-        dataset.queries.append(query)
-        dataset.query_lines.append({
-            "id": query.id, "query": query.question, "at": at, "team": TEAM,
-            "channel": sample_id, "channel_type": "private",
-            "user": sample["conversation"]["speaker_a"]})
+    add_questions(dataset, sample["qa"], turn_ids, Asked(
+        TEAM, sample_id, asked_at(sample).isoformat(), sample["conversation"]["speaker_a"],
+        SCORED_CATEGORIES))
 
 
 def load(data_path: Path = DEFAULT_DATA, *, only_held_out: bool = False) -> Dataset:
@@ -256,28 +235,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="thoth-locomo-"))
-    home: Path = args.home if args.home is not None else work / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    levers = {} if args.levers is None else {"RECALL_LEVERS": args.levers}
-    try:
-        dataset = load(args.data, only_held_out=args.held_out)
-        with engine_env(args.engine, work) as engine:
-            measured = measure(dataset, work, home, {**levers, **engine})
-        conversations = ", ".join(sorted({query.conversation for query in dataset.queries}))
-        print(f"LoCoMo episodic recall ({conversations}; categories 1-4)")
-        print()
-        print_measured(dataset, measured, BASELINE)
-    except (BenchError, OSError, ValueError) as error:
-        print(f"locomo_recall: error: {error}", file=sys.stderr)
-        return 1
-    finally:
-        if args.keep:
-            print(f"kept: {work} (THOTH_HOME {home})", file=sys.stderr)
-        else:
-            # An explicit --home belongs to the caller and is never removed.
-            shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return run_bench("locomo_recall", "LoCoMo episodic recall, categories 1-4", BASELINE,
+                     lambda: load(args.data, only_held_out=args.held_out),
+                     Run(args.engine, args.levers, args.keep, args.home))
 
 
 if __name__ == "__main__":

@@ -23,9 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,13 +31,12 @@ from typing import Any
 
 from recall_measure import (
     SHARED_DATA,
+    Asked,
     BenchError,
     Dataset,
-    Query,
-    engine_env,
-    measure,
-    print_measured,
-    scored_evidence,
+    Run,
+    add_questions,
+    run_bench,
 )
 
 DEFAULT_DATA = SHARED_DATA / "realtalk"
@@ -83,24 +80,9 @@ def add_conversation(dataset: Dataset, name: str, conversation: Mapping[str, Any
                 "channel": name, "channel_type": "private", "thread_ts": f"session_{number}",
                 "user": turn["speaker"], "user_name": turn["speaker"]})
     turn_ids = {turn["dia_id"] for _, turns in chats for turn in turns}
-    at = (max(said_at(turn) for _, turns in chats for turn in turns)
-          + NOW_AFTER_LAST_TURN).isoformat()
-    for index, qa in enumerate(conversation["qa"]):
-        category = int(qa["category"])
-        if category not in SCORED_CATEGORIES:
-            dataset.skips.not_scored_category += 1
-            continue
-        present = scored_evidence(qa.get("evidence") or [], turn_ids, dataset.skips)
-        if not present:
-            continue
-        query = Query(id=f"{name}#{index}", conversation=name, category=category,
-                      question=qa["question"],
-                      evidence=tuple(f"{name}:{dia_id}" for dia_id in present))
-        dataset.queries.append(query)
-        dataset.query_lines.append({
-            "id": query.id, "query": query.question, "at": at, "team": TEAM,
-            "channel": name, "channel_type": "private",
-            "user": conversation["name"]["speaker_1"]})
+    at = max(said_at(turn) for _, turns in chats for turn in turns) + NOW_AFTER_LAST_TURN
+    add_questions(dataset, conversation["qa"], turn_ids, Asked(
+        TEAM, name, at.isoformat(), conversation["name"]["speaker_1"], SCORED_CATEGORIES))
 
 
 def load(data_dir: Path = DEFAULT_DATA) -> Dataset:
@@ -129,27 +111,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="thoth-realtalk-"))
-    home = work / "home"
-    home.mkdir()
-    levers = {} if args.levers is None else {"RECALL_LEVERS": args.levers}
-    try:
-        dataset = load(args.data)
-        with engine_env(args.engine, work) as engine:
-            measured = measure(dataset, work, home, {**levers, **engine})
-        conversations = ", ".join(sorted({query.conversation for query in dataset.queries}))
-        print(f"REALTALK episodic recall ({conversations}; categories 1-3)")
-        print()
-        print_measured(dataset, measured, BASELINE)
-    except (BenchError, OSError, ValueError, KeyError) as error:
-        print(f"realtalk_recall: error: {error}", file=sys.stderr)
-        return 1
-    finally:
-        if args.keep:
-            print(f"kept: {work} (THOTH_HOME {home})", file=sys.stderr)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
-    return 0
+    return run_bench("realtalk_recall", "REALTALK episodic recall, categories 1-3", BASELINE,
+                     lambda: load(args.data), Run(args.engine, args.levers, args.keep))
 
 
 if __name__ == "__main__":

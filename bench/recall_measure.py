@@ -14,13 +14,16 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
@@ -137,6 +140,39 @@ def scored_evidence(raw: Sequence[str], turn_ids: set[str], skips: SkipCounts) -
     if not present:
         skips.question_evidence_all_dropped += 1
     return present
+
+
+@dataclass(frozen=True)
+class Asked:
+    """Where and when a conversation's questions are asked, and which are scored."""
+
+    team: str
+    conversation: str  # its private channel; its turns' ids are "<conversation>:<dia_id>"
+    at: str  # ISO time: just after the conversation
+    asker: str
+    scored_categories: frozenset[int]
+
+
+def add_questions(dataset: Dataset, qas: Iterable[Mapping[str, Any]], turn_ids: set[str],
+                  asked: Asked) -> None:
+    """A conversation's questions with usable evidence added to ``dataset`` (the rest
+    counted in its skips); each question's id is "<conversation>#<its index>"."""
+    for index, qa in enumerate(qas):
+        category = int(qa["category"])
+        if category not in asked.scored_categories:
+            dataset.skips.not_scored_category += 1
+            continue
+        present = scored_evidence(qa.get("evidence") or [], turn_ids, dataset.skips)
+        if not present:
+            continue
+        conversation = asked.conversation
+        query = Query(id=f"{conversation}#{index}", conversation=conversation,
+                      category=category, question=qa["question"],
+                      evidence=tuple(f"{conversation}:{dia_id}" for dia_id in present))
+        dataset.queries.append(query)
+        dataset.query_lines.append({
+            "id": query.id, "query": query.question, "at": asked.at, "team": asked.team,
+            "channel": conversation, "channel_type": "private", "user": asked.asker})
 
 
 def write_jsonl(path: Path, lines: Iterable[Mapping[str, str]]) -> None:
@@ -307,6 +343,43 @@ def engine_env(engine: str, work: Path) -> Iterator[Mapping[str, str]]:
         yield {"DATABASE_URL": server.fresh_database()}
     finally:
         server.stop()
+
+
+@dataclass(frozen=True)
+class Run:
+    """One bench run as its command line asks: where, on what engine, with which levers."""
+
+    engine: str
+    levers: str | None
+    keep: bool
+    home: Path | None = None  # an empty THOTH_HOME of the caller's, never removed
+
+
+def run_bench(script: str, title: str, baseline: str, load: Callable[[], Dataset],
+              run: Run) -> int:
+    """Measure the data set ``load`` reads through the CLI and print its table: the
+    ``main`` of each data set's script (``script`` names it in errors)."""
+    work = Path(tempfile.mkdtemp(prefix=f"thoth-{script}-"))
+    home = run.home if run.home is not None else work / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    levers = {} if run.levers is None else {"RECALL_LEVERS": run.levers}
+    try:
+        dataset = load()
+        with engine_env(run.engine, work) as engine:
+            measured = measure(dataset, work, home, {**levers, **engine})
+        conversations = ", ".join(sorted({query.conversation for query in dataset.queries}))
+        print(f"{title} ({conversations})")
+        print()
+        print_measured(dataset, measured, baseline)
+    except (BenchError, OSError, ValueError, KeyError) as error:
+        print(f"{script}: error: {error}", file=sys.stderr)
+        return 1
+    finally:
+        if run.keep:
+            print(f"kept: {work} (THOTH_HOME {home})", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
 
 
 def print_measured(dataset: Dataset, measured: Measured, baseline: str) -> None:

@@ -1,9 +1,11 @@
-"""Bringing episodes stored before episodic migration 6 up to how a new one is stored.
+"""Bringing episodes stored before episodic migrations 6 and 10 up to how a new one is
+stored.
 
-Two tasks, each a row of ``episode_backfills`` (the next rowid to do and the last one
+Three tasks, each a row of ``episode_backfills`` (the next rowid to do and the last one
 owed): ``turn_before``, the words of the turn before (store.py writes them for every
-new episode), and ``sentence_units``, the episode embedded a sentence a vector
-(chunking.py). `thoth episodes backfill` runs them, with a progress bar.
+new episode), ``sentence_units``, the episode embedded a sentence a vector
+(chunking.py), and ``names_called``, the names its words call people by
+(called_names.py). `thoth episodes backfill` runs them, with a progress bar.
 
 Decided:
 - Each batch is one transaction with its progress, so a stopped backfill loses nothing
@@ -24,14 +26,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from layers.episodic.chunking import episode_units
-from layers.episodic.store import VECTOR_DTYPE, turn_before_of
+from layers.episodic.store import (
+    EPISODE_COLUMNS,
+    VECTOR_DTYPE,
+    episode_of_row,
+    keep_names_called,
+    turn_before_of,
+)
 from layers.shared.embedding.embedder import Embedder
 from layers.shared.storage.connection import Connection
 from layers.shared.storage.database import Database
 
 # Episodes a batch: about a second of embedding on this machine's two cores.
 BATCH_EPISODES = 256
-TASKS = ("turn_before", "sentence_units")
+TASKS = ("turn_before", "sentence_units", "names_called")
 
 # Each episode of the batch, its turn before by the rule a new episode's is found
 # (store.turn_before_of), then that turn's words.
@@ -85,6 +93,8 @@ class Backfill:
                 first, last, count = span
                 if task == "turn_before":
                     self._link_turns_before(first, last)
+                elif task == "names_called":
+                    self._read_names_called(first, last)
                 else:
                     self._embed_by_sentence(first, last)
                 done += count
@@ -116,6 +126,17 @@ class Backfill:
             conn.execute(_LINK_TURN_BEFORE, span)
             conn.execute(_COPY_TURN_BEFORE, span)
             _advance(conn, "turn_before", last)
+
+    def _read_names_called(self, first: int, last: int) -> None:
+        with self._db.write() as conn:
+            rows = conn.execute(
+                f"SELECT rowid, {EPISODE_COLUMNS} FROM episodes e WHERE rowid BETWEEN ? AND ?"
+                " AND NOT EXISTS (SELECT 1 FROM episode_names n"
+                "                 WHERE n.episode_rowid = e.rowid) ORDER BY rowid",
+                (first, last)).fetchall()
+            for row in rows:
+                keep_names_called(conn, int(row[0]), episode_of_row(row[1:]))
+            _advance(conn, "names_called", last)
 
     def _embed_by_sentence(self, first: int, last: int) -> None:
         with self._db.read() as conn:

@@ -11,18 +11,25 @@ one code.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, tzinfo
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from layers.episodic.approximate_index import ApproximateIndex, forget_saved
+from layers.episodic.approximate_index import (
+    ApproximateIndex,
+    KeyVectors,
+    forget_saved,
+    saved_with_vectors,
+)
 from layers.episodic.backfill import Backfill
+from layers.episodic.called_names import called_most
 from layers.episodic.chunking import episode_units, file_units
 from layers.episodic.episode import (
     MAX_TEXT_CHARS,
@@ -35,7 +42,7 @@ from layers.episodic.episode import (
 from layers.episodic.file_passages import passage_for
 from layers.episodic.lexical import affordable_terms, content_words, match_expression
 from layers.episodic.named_dates import windows_named
-from layers.episodic.named_people import named_in
+from layers.episodic.named_people import first_name, named_in
 from layers.episodic.pg_search import PostgresEpisodeSearch
 from layers.episodic.ranking import (
     Priors,
@@ -50,7 +57,7 @@ from layers.episodic.recall_uses import RecallUses
 from layers.episodic.round_trips import Both, at_once, one_then_other
 from layers.episodic.states import EpisodeStates
 from layers.episodic.store import EpisodeStore, StoredChunks
-from layers.episodic.vector_index import ChunkOwner, VectorIndex
+from layers.episodic.vector_index import ChunkOwner, VectorIndex, VectorsOf
 from layers.shared.embedding.embedder import Embedder
 from layers.shared.errors import BadInput
 from layers.shared.places import Viewer
@@ -180,15 +187,18 @@ class EpisodicMemory:
                 raise BadInput(
                     f"the query is {len(query.text)} characters; the limit is {MAX_TEXT_CHARS}"
                 )
-        vectors = self._embedder.embed([redact(q.text) for q in queries])
-        return [
-            self.search(query, vector, k=k) for query, vector in zip(queries, vectors, strict=True)
-        ]
+        named = [self._named_in(query) for query in queries]
+        vectors = self._embedder.embed([redact(_as_embedded(query.text, names))
+                                        for query, names in zip(queries, named, strict=True)])
+        return [self.search(query, vector, k=k, named=names)
+                for query, vector, names in zip(queries, vectors, named, strict=True)]
 
-    def search(self, query: RecallQuery, vector: npt.NDArray[np.float32], *, k: int) -> list[Hit]:
-        """Recall with the query already embedded (what the latency benchmark times)."""
+    def search(self, query: RecallQuery, vector: npt.NDArray[np.float32], *, k: int,
+               named: _Named | None = None) -> list[Hit]:
+        """Recall with the query already embedded (what the latency benchmark times), and
+        what it names already read (else read here)."""
         now = time.time() if query.now is None else query.now
-        named = self._named_in(query, now)
+        named = self._named_in(query) if named is None else named
         lexical, semantic, facets = self._searched(query, vector, facets_wanted=bool(named))
         # Min-max scaling makes the best candidate look relevant however poor it is: an
         # episode is a candidate only when it shares a word with the query or comes
@@ -219,12 +229,24 @@ class EpisodicMemory:
         return [Hit(episodes[rowid], score, _recalled_files(files.get(rowid, ()), query.text))
                 for score, rowid in scored]
 
-    def _named_in(self, query: RecallQuery, now: float) -> _Named:
+    def _named_in(self, query: RecallQuery) -> _Named:
         """Who and when the question names, as far as the levers look."""
-        return _Named(
-            named_in(query.text) if self._levers.named_speakers else frozenset(),
-            tuple(windows_named(query.text, now, query.zone)) if self._levers.named_dates
-            else ())
+        now = time.time() if query.now is None else query.now
+        windows = (tuple(windows_named(query.text, now, query.zone))
+                   if self._levers.named_dates else ())
+        names = named_in(query.text)
+        called: dict[str, str] = {}  # a name the question gives -> who it means here
+        if names and self._levers.names_people_go_by:
+            viewer = query.viewer
+            for name, counts in self._store.people_called(
+                    viewer.team, viewer.channel, names).items():
+                person = called_most(counts)
+                if person is not None:
+                    called[name] = person
+        speakers: frozenset[str] = frozenset()
+        if self._levers.named_speakers:
+            speakers = names | {name for name in map(first_name, called.values()) if name}
+        return _Named(speakers, windows, called)
 
     def _searched(
         self, query: RecallQuery, vector: npt.NDArray[np.float32], *, facets_wanted: bool
@@ -387,20 +409,29 @@ class EpisodicMemory:
         if not self._graph_idle.is_set() or not index.graph_is_stale():
             return
         if index.graph is None and self._graph_path is not None:
+            # Saved after this index was loaded (or by an older Thoth, without its
+            # vectors): matched to the vectors held here, its own map unused.
             saved = ApproximateIndex.restore(self._graph_path, index.dim)
             if saved is not None:
                 index.attach(saved)
                 if not index.graph_is_stale():
+                    vectors = index.graph_vectors()
+                    if saved.vectors is None and vectors is not None:
+                        # An older Thoth's: saved again with its vectors, for the next
+                        # process to map (seconds, not a build).
+                        self._graph_idle.clear()
+                        threading.Thread(target=self._save_graph, args=(index, saved, vectors),
+                                         name="thoth-vector-graph", daemon=True).start()
                     return
         self._graph_idle.clear()
         threading.Thread(target=self._build_graph, args=(index, *index.snapshot()),
                          name="thoth-vector-graph", daemon=True).start()
 
     def _build_graph(self, index: VectorIndex, slots: npt.NDArray[np.int64],
-                     rows: npt.NDArray[np.int64], matrix: npt.NDArray[np.float32]) -> None:
+                     rows: npt.NDArray[np.int64], vectors_of: VectorsOf) -> None:
         started = time.monotonic()
         try:
-            graph = ApproximateIndex.built(index.dim, rows, slots, matrix)
+            graph = ApproximateIndex.built(index.dim, rows, slots, vectors_of)
             with self._index_lock:
                 if self._index is index:
                     index.attach(graph)
@@ -408,9 +439,26 @@ class EpisodicMemory:
                      time.monotonic() - started)
             # Not saved when it holds vectors forgotten while it was built.
             if self._graph_path is not None and index.graph is graph and not index.dead_in_graph:
-                graph.save(self._graph_path)
+                # With its vectors, key by key: the next process maps them (vector_index.py).
+                graph.save(self._graph_path,
+                           lambda start, end: vectors_of(slots[start:end]))
         except Exception:  # recall goes on with the exact scan
             log.exception("building the vector graph failed; recall scans exactly")
+        finally:
+            self._graph_idle.set()
+
+    def _save_graph(self, index: VectorIndex, graph: ApproximateIndex,
+                    vectors: KeyVectors) -> None:
+        path = self._graph_path
+        try:
+            if path is not None:
+                graph.save(path, vectors)
+                with self._index_lock:
+                    # A vector forgotten while it was written is in it: not kept.
+                    if index.graph is not graph or index.dead_in_graph:
+                        forget_saved(path)
+        except OSError:  # the next process loads its vectors instead of mapping them
+            log.exception("saving the vector graph failed")
         finally:
             self._graph_idle.set()
 
@@ -419,8 +467,18 @@ class EpisodicMemory:
         return self._graph_idle.wait(timeout)
 
     def _empty_index(self) -> VectorIndex:
-        """An index sized for the stored vectors, so loading them never regrows it."""
+        """An index sized for the stored vectors, so loading them never regrows it, on
+        the saved graph and its vectors where there are both: those vectors stay on disk,
+        memory-mapped, and only the ones it lacks are loaded into memory (one ``thoth
+        recall`` at 100k episodes peaked at 620-627 MB holding them all as float16,
+        413-423 MB mapping them; approximate_index.py says what a longer process holds)."""
         index = VectorIndex(self._embedder.dim)
+        # Not restored here without its vectors: _keep_graph restores it after the
+        # load (restoring it twice left the first copy's memory to the process's peak).
+        if self._graph_path is not None and saved_with_vectors(self._graph_path):
+            saved = ApproximateIndex.restore(self._graph_path, index.dim)
+            if saved is not None and saved.vectors is not None:
+                index.map_graph(saved)
         stored = self._store.vector_count()
         index.reserve(stored + stored // INDEX_HEADROOM_DIVISOR)
         return index
@@ -466,9 +524,19 @@ class _Named:
 
     speakers: frozenset[str]
     windows: tuple[tuple[float, float], ...]
+    # Names the place calls someone by, and the name their turns carry (names_people_go_by).
+    called: Mapping[str, str] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
         return bool(self.speakers or self.windows)
+
+
+def _as_embedded(question: str, named: _Named) -> str:
+    """The question as embedded: each name the place calls someone by replaced with the
+    name their turns are embedded with ("Kate's hobbies" -> "Emi's hobbies")."""
+    for name, person in named.called.items():
+        question = re.sub(rf"\b{re.escape(name)}\b", person, question, flags=re.IGNORECASE)
+    return question
 
 
 def _with_what_the_question_names(fused: dict[int, float], named: _Named,
@@ -492,10 +560,10 @@ def _best_first(scored: list[tuple[int, float]],
 
 
 def _checked(episode: Episode) -> Episode:
-    for field, text in (("user_text", episode.user_text), ("summary", episode.summary)):
+    for column, text in (("user_text", episode.user_text), ("summary", episode.summary)):
         if len(text) > MAX_TEXT_CHARS:
             raise BadInput(
-                f"episode {episode.id!r}: {field} is {len(text)} characters;"
+                f"episode {episode.id!r}: {column} is {len(text)} characters;"
                 f" the limit is {MAX_TEXT_CHARS} (Slack's own message limit)"
             )
     if not episode.user_text.strip():

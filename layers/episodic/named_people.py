@@ -26,6 +26,22 @@ _NOT_NAMES = frozenset((
     "they", "this", "those", "to", "was", "we", "were", "what", "when", "where", "which",
     "who", "whom", "whose", "why", "will", "with", "would", "yes", "you", "your",
 ))
+# Said to someone or at a sentence's end where a name could be, and never one
+# (called_names.py): interjections, and the words for a group or anyone at all.
+_SAID_LIKE_NAMES = frozenset((
+    "absolutely", "again", "all", "also", "amazing", "awesome", "bro", "buddy", "cool",
+    "definitely", "dude", "everybody", "everyone", "exactly", "folks", "friend", "girl",
+    "great", "guys", "haha", "hmm", "indeed", "later", "lol", "man", "mate", "nice", "no",
+    "nope", "ok", "okay", "oh", "omg", "please", "right", "sir", "soon", "sure", "team",
+    "today", "tomorrow", "tonight", "too", "well", "wow", "yeah", "yesterday", "yup",
+    "good", "morning", "night", "evening", "thanks", "there", "here", "love",
+    # Opening a sentence before a comma, as a name may ("Kate, did you...").
+    "actually", "alright", "anyway", "basically", "besides", "btw", "certainly", "finally",
+    "first", "hello", "hey", "hi", "honestly", "hopefully", "however", "instead", "kk",
+    "lately", "luckily", "meanwhile", "now", "otherwise", "overall", "personally", "plus",
+    "recently", "remember", "sadly", "seriously", "speaking", "still", "ultimately",
+    "unfortunately", "wait", "yet",
+))
 
 
 def named_in(question: str) -> frozenset[str]:
@@ -38,6 +54,12 @@ def named_in(question: str) -> frozenset[str]:
         if name and name not in _NOT_NAMES:
             found.add(name)
     return frozenset(found)
+
+
+def is_common_word(word: str) -> bool:
+    """Whether a capitalised word is one that is never a person's name."""
+    lowered = word.lower()
+    return lowered in _NOT_NAMES or lowered in _SAID_LIKE_NAMES
 
 
 def first_name(speaker: str | None) -> str | None:

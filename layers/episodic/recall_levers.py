@@ -35,6 +35,10 @@ class RecallLevers:
     # (ranking.with_thread_context): in a thread of two people the turn two away is the
     # same person going on (A, B, A); in a team's thread, the message after a reply.
     context_two_turns_away: bool = True
+    # A name the question gives means the person the place's turns call by it ("Kate"
+    # for the account "Emi": called_names.py): named_speakers prefers their turns, and
+    # the question is embedded with the name their turns carry ("Emi's hobbies").
+    names_people_go_by: bool = True
 
     @classmethod
     def named(cls, text: str) -> RecallLevers:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from layers.episodic.called_names import introduced_as, said_to
 from layers.episodic.episode import EPISODE_FIELDS, Episode, EpisodeFile, Feedback
 from layers.episodic.episode_filter import EpisodeFilter
 from layers.episodic.vector_index import ChunkOwner
@@ -33,8 +34,9 @@ LEXICAL_POOL = 4
 # Rowids bound to one statement (SQLite's default limit is 32 766 parameters).
 MAX_ROWIDS_A_QUERY = 1_600
 COUNT_CACHE_SECONDS = 300.0
-# Vectors read a batch when the index loads (iter_vectors says why so few).
-VECTOR_LOAD_BATCH = 5_000
+# Vectors read a batch when the index loads (iter_vectors says why so few). 5,000 left
+# 9 MB more in a ``thoth recall`` at 100k episodes than 2,000, and loaded no faster.
+VECTOR_LOAD_BATCH = 2_000
 # The turn before lends its words (migration 6) when it was said in the same thread (or
 # the same channel outside threads) at most this long before: after an hour's silence a
 # turn starts a new conversation, even in a thread.
@@ -76,6 +78,17 @@ def turn_before_of(this: str) -> str:
 # every stored one is before it at the same instant).
 _TURN_BEFORE = (f"SELECT t.rowid, t.user_text FROM episodes t WHERE t.rowid = ("
                 f"{turn_before_of(':')})")
+
+# Who a name said in a new turn is said to: the last person other than its speaker who
+# spoke in its thread within the hour (as the turn before is found).
+_LAST_OTHER_SPEAKER = (
+    "SELECT n.user_name FROM episodes n WHERE n.team = :team AND n.channel = :channel"
+    " AND coalesce(n.thread_ts, '') = coalesce(:thread_ts, '')"
+    " AND n.channel_type = :channel_type AND n.user_name IS NOT NULL"
+    " AND coalesce(n.\"user\", '') <> coalesce(:user, '')"
+    " AND (n.created_at, n.rowid) < (:created_at, :rowid)"
+    f" AND n.created_at >= :created_at - {TURN_BEFORE_WITHIN_SECONDS}"
+    " ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1")
 
 # The episodes table's columns are the Episode record's fields, by name (the table adds
 # its rowid, its embedding model and its search index): a new column is its migration
@@ -139,7 +152,25 @@ class EpisodeStore:
             [(rowid, index, vector.astype(VECTOR_DTYPE).tobytes())
              for index, vector in enumerate(item.vectors)],
         )
+        keep_names_called(conn, rowid, ep)
         return rowid
+
+    def people_called(self, team: str, channel: str,
+                      names: Iterable[str]) -> dict[str, dict[str, int]]:
+        """For each of ``names`` (lowercased), who it was said to name in this place, and
+        how many times."""
+        wanted = sorted(set(names))
+        if not wanted:
+            return {}
+        found: dict[str, dict[str, int]] = {}
+        with self._db.read() as conn:
+            rows = conn.execute(
+                "SELECT name, called, count(*) FROM episode_names WHERE team = ?"
+                f" AND channel = ? AND name IN ({', '.join('?' * len(wanted))})"
+                " GROUP BY name, called", (team, channel, *wanted)).fetchall()
+        for name, person, count in rows:
+            found.setdefault(str(name), {})[str(person)] = int(count)
+        return found
 
     def existing_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of these ids are already stored."""
@@ -172,7 +203,7 @@ class EpisodeStore:
                 f"SELECT rowid, {EPISODE_COLUMNS} FROM episodes WHERE rowid IN ({marks})",
                 list(rowids),
             ).fetchall()
-        return {int(row[0]): _episode(row[1:]) for row in rows}
+        return {int(row[0]): episode_of_row(row[1:]) for row in rows}
 
     def files_of(self, rowids: Sequence[int]) -> dict[int, tuple[EpisodeFile, ...]]:
         """The files of those of these episodes that had any, in the order shared."""
@@ -215,7 +246,7 @@ class EpisodeStore:
             row = conn.execute(
                 f"SELECT {EPISODE_COLUMNS} FROM episodes WHERE id = ?", (episode_id,)
             ).fetchone()
-        return _episode(row) if row else None
+        return episode_of_row(row) if row else None
 
     def get_visible(self, episode_id: str, viewer: Viewer) -> Episode | None:
         """The episode, when ``viewer`` may see it (the recall rule); else None."""
@@ -225,7 +256,7 @@ class EpisodeStore:
                 f"SELECT {_prefixed('e.')} FROM episodes e WHERE e.id = :id AND {predicate}",
                 {**params, "id": episode_id},
             ).fetchone()
-        return _episode(row) if row else None
+        return episode_of_row(row) if row else None
 
     def rowid_of(self, episode_id: str) -> int | None:
         with self._db.read() as conn:
@@ -312,7 +343,7 @@ class EpisodeStore:
                 return
             files = self.files_of([int(row[0]) for row in rows])
             for row in rows:
-                episode = _episode(row[1:])
+                episode = episode_of_row(row[1:])
                 shared = files.get(int(row[0]))
                 yield replace(episode, files=shared) if shared else episode
             last = int(rows[-1][0])
@@ -460,7 +491,7 @@ class EpisodeStore:
                 " ORDER BY e.created_at DESC, e.id DESC LIMIT :limit",
                 {**params, **values, **cursor, "limit": limit},
             ).fetchall()
-        return [_episode(row) for row in rows]
+        return [episode_of_row(row) for row in rows]
 
     def lexical_matches(self, match: str) -> list[tuple[int, float]]:
         """Every episode matching ``match`` with its FTS5 BM25, best first, whoever may see
@@ -468,11 +499,12 @@ class EpisodeStore:
         word scores of what the search by meaning found. ``affordable_terms`` bounds the
         matches (about 2 000), so reading them all costs about as much as ranking them,
         which FTS5 does for any ORDER BY rank. SQLite's bm25() is lower-is-better; the
-        sign is flipped so higher is better."""
+        sign is flipped so higher is better. Equal scores come by rowid, as on
+        PostgreSQL (pg_search.py)."""
         with self._db.read() as conn:
             rows = conn.execute(
                 f"SELECT rowid, {_BM25} AS rank FROM episodes_fts"
-                " WHERE episodes_fts MATCH ? ORDER BY rank",
+                " WHERE episodes_fts MATCH ? ORDER BY rank, rowid",
                 (match,),
             ).fetchall()
         return [(int(row[0]), -float(row[1])) for row in rows]
@@ -500,6 +532,31 @@ class EpisodeStore:
         return chosen[:limit]
 
 
+def keep_names_called(conn: Connection, rowid: int, ep: Episode) -> None:
+    """The names episode ``rowid`` calls people by (called_names.py), each with who it
+    names. The insert (here) and the backfill (backfill.py) both keep them. None in a DM
+    with Thoth: no one else is spoken to there, and an import may give every person's DM
+    one channel id."""
+    if ep.channel_type == "im":
+        return
+    called: dict[str, str] = {}
+    if ep.user_name:
+        called.update(dict.fromkeys(introduced_as(ep.user_text), ep.user_name))
+    spoken_to = [name for name in said_to(ep.user_text) if name not in called]
+    if spoken_to:
+        other = conn.execute(_LAST_OTHER_SPEAKER, {
+            "team": ep.team, "channel": ep.channel, "thread_ts": ep.thread_ts,
+            "channel_type": ep.channel_type, "user": ep.user,
+            "created_at": ep.created_at, "rowid": rowid}).fetchone()
+        if other is not None:
+            called.update(dict.fromkeys(spoken_to, str(other[0])))
+    if called:
+        conn.executemany(
+            "INSERT INTO episode_names (episode_rowid, team, channel, name, called)"
+            " VALUES (?, ?, ?, ?, ?)",
+            [(rowid, ep.team, ep.channel, name, person) for name, person in called.items()])
+
+
 def files_text(files: Sequence[EpisodeFile]) -> str:
     """What of an episode's files is searched: each one's name, then its extract."""
     return "\n\n".join(f"{file.name}\n{file.extract}".strip() for file in files)
@@ -515,7 +572,7 @@ def _prefixed(alias: str) -> str:
     return ", ".join(alias + column.strip() for column in EPISODE_COLUMNS.split(","))
 
 
-def _episode(row: Sequence[Any]) -> Episode:
+def episode_of_row(row: Sequence[Any]) -> Episode:
     """An Episode from the columns of EPISODE_COLUMNS, each to the field of its name."""
     values = dict(zip(EPISODE_FIELDS, row, strict=True))
     return Episode(**{

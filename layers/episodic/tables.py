@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from layers.episodic.fts5_words import FTS5_WORDS_POSTGRES
 from layers.shared.storage.migrations import Migration, Schema
 
 # Recall walks a thread from a hit to the turns on either side, one index seek each
@@ -479,6 +480,39 @@ SCHEMA = Schema(
             "episode_files",
             FILES_SQLITE,
             postgres=FILES_POSTGRES,
+        ),
+        Migration(
+            10,
+            "episode_names",
+            portable="""
+            -- The names people are called by in a turn (layers/episodic/called_names.py):
+            -- "I'm Kate" names its speaker, "Hey Kate!" the last other person who spoke in
+            -- the thread. ``called`` is that person's display name. Kept with the episode
+            -- and forgotten with it; counted by place when a question names someone.
+            CREATE TABLE episode_names (
+                episode_rowid BIGINT NOT NULL REFERENCES episodes (rowid) ON DELETE CASCADE,
+                team TEXT NOT NULL,
+                channel TEXT NOT NULL,
+                name TEXT NOT NULL,
+                called TEXT NOT NULL,
+                PRIMARY KEY (episode_rowid, name)
+            );
+            CREATE INDEX episode_names_place ON episode_names (team, channel, name);
+            -- The episodes stored before have theirs read by `thoth episodes backfill`.
+            INSERT INTO episode_backfills (task, next_rowid, last_rowid)
+                SELECT 'names_called', 1, newest
+                FROM (SELECT max(rowid) AS newest FROM episodes) AS m
+                WHERE newest IS NOT NULL;
+            """,
+        ),
+        Migration(
+            11,
+            "fts5_words",
+            """
+            -- FTS5 scores its own words: nothing to change. PostgreSQL's are made as FTS5
+            -- makes them (fts5_words.py), for pg_search.py's BM25.
+            """,
+            postgres=FTS5_WORDS_POSTGRES,
         ),
     ),
 )

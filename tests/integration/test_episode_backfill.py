@@ -1,5 +1,6 @@
 """`thoth episodes backfill` on each engine: episodes stored before episodic migration 6
-get the turn before's words and sentence units, a batch at a time, answering throughout."""
+get the turn before's words and sentence units, a batch at a time, answering throughout;
+those stored before migration 10, the names they call people by."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def test_old_episodes_are_backfilled_a_batch_at_a_time_and_answer_throughout(
     loaded = memory._loaded_index()
     backfill = EpisodicMemory(open_database(LAYER_SCHEMAS), hashing_embedder).backfill
     assert [(o.task, o.episodes) for o in backfill.owed()] == [
-        ("turn_before", 5), ("sentence_units", 5)]
+        ("turn_before", 5), ("sentence_units", 5), ("names_called", 5)]
 
     monkeypatch.setattr(backfill_module, "BATCH_EPISODES", 2)
     batches: list[int] = []
@@ -84,10 +85,11 @@ def test_old_episodes_are_backfilled_a_batch_at_a_time_and_answer_throughout(
         backfill.run(on_batch=stop_after_four)
     assert batches == [2, 2, 1, 2]
     # Stopped half-way through: the turn before's words are all in, units for two turns.
-    assert [(o.task, o.episodes) for o in backfill.owed()] == [("sentence_units", 3)]
+    assert [(o.task, o.episodes) for o in backfill.owed()] == [
+        ("sentence_units", 3), ("names_called", 5)]
     assert {hit.episode.id for hit in memory.recall(
         "flamingo proxy port", Viewer("T1", "C1"), k=2)} == {"q1", "a1"}
-    assert backfill.run() == 3
+    assert backfill.run() == 3 + 5
     assert backfill.owed() == [] and backfill.run() == 0
 
     # Each episode now as a new one would be stored.
@@ -118,6 +120,29 @@ def test_old_episodes_are_backfilled_a_batch_at_a_time_and_answer_throughout(
     assert np.isfinite(memory.recall("Ravi", Viewer("T1", "C1"), k=1)[0].score)
 
 
+def test_the_names_people_were_called_by_before_migration_10_are_read_by_the_backfill(
+    open_database: OpenDatabase, hashing_embedder: HashingEmbedder
+) -> None:
+    old = open_database([schema if schema.owner != "episodic"
+                         else Schema(schema.owner, schema.migrations[:9])
+                         for schema in LAYER_SCHEMAS])
+    said = [("U1", "Emi", "Hi!"), ("U2", "Ari", "Hey Kate! How was skiing?"),
+            ("U1", "Emi", "Cold but fun."), ("U2", "Ari", "Good night Kate!")]
+    with old.write() as conn:
+        for index, (user, name, text) in enumerate(said):
+            conn.execute(
+                "INSERT INTO episodes (id, user_text, summary, created_at, team, channel,"
+                ' channel_type, thread_ts, "user", user_name, embedding_model)'
+                " VALUES (?, ?, '', ?, 'T1', 'C1', 'private', '1.1', ?, ?, ?)",
+                (f"t{index}", text, AT + index, user, name, hashing_embedder.model_id))
+    memory = EpisodicMemory(open_database(LAYER_SCHEMAS), hashing_embedder)
+    assert memory.store.people_called("T1", "C1", ["kate"]) == {}
+    assert [(o.task, o.episodes) for o in memory.backfill.owed()] == [("names_called", 4)]
+    assert memory.backfill.run() == 4 and memory.backfill.owed() == []
+    assert memory.store.people_called("T1", "C1", ["kate"]) == {"kate": {"Emi": 2}}
+    assert memory.backfill.run() == 0  # read once: a second run adds nothing
+
+
 def test_a_store_made_new_owes_nothing(open_database: OpenDatabase,
                                        hashing_embedder: HashingEmbedder) -> None:
     memory = EpisodicMemory(open_database(LAYER_SCHEMAS), hashing_embedder)
@@ -143,8 +168,8 @@ def test_doctor_tells_of_the_backfill_and_the_command_does_it(settings: Settings
             " sentence units (5)") in out
     assert "thoth episodes backfill" in out
     code, out, _ = thoth(settings, "episodes", "backfill")
-    assert (code, out) == (0, "to do: turn_before for 5 episodes, sentence_units for 5 episodes"
-                              "\nbackfilled 10 episode tasks\n")
+    assert (code, out) == (0, "to do: turn_before for 5 episodes, sentence_units for 5 episodes,"
+                              " names_called for 5 episodes\nbackfilled 15 episode tasks\n")
     assert "warn  recall" not in thoth(settings, "doctor")[1]
     assert thoth(settings, "episodes", "backfill")[1] == (
         "nothing to backfill: every episode is stored as new ones are\n")

@@ -305,7 +305,8 @@ def test_on_postgresql_a_viewer_who_may_see_few_of_the_nearest_still_gets_them(
                               team="T2", channel="C9") for n in range(400)])
     memory.remember([_episode(f"ours-{n}", f"rollback notes, part {n}", team="T1",
                               channel="C1") for n in range(3)])
-    search = PostgresEpisodeSearch(db)
+    # HNSW's walk, as a store past the exact scan's size has it.
+    search = PostgresEpisodeSearch(db, exact_up_to=0)
     vector = hashing_embedder.embed(["the rollback runbook for payments"])[0]
     found = search.semantic_search(vector, Viewer(team="T1", channel="C1"), 10)
     ours = {memory.store.rowid_of(f"ours-{n}") for n in range(3)}
@@ -382,7 +383,9 @@ def _counted_and_matching(
     with db.read() as conn:
         matching = {
             word: int(conn.execute(
-                "SELECT count(*) FROM episodes WHERE search @@ plainto_tsquery('english', ?)",
+                # The word stemmed as the index stems it (episodic migration 11).
+                "SELECT count(*) FROM episodes WHERE search @@ plainto_tsquery('simple',"
+                " array_to_string(tsvector_to_array(thoth_words(?)), ' '))",
                 (word,),
             ).fetchone()[0])
             for word in words
@@ -690,3 +693,47 @@ def test_a_turn_borrows_only_words_seen_by_everyone_who_sees_it(
         borrowed = dict(conn.execute("SELECT id, turn_before FROM episodes").fetchall())
     assert borrowed == {"anas-dm": "", "bens-dm": "", "now-public": "",
                         "anas-next": "my salary is flamingo"}
+
+
+def test_a_name_the_place_calls_someone_by_finds_their_turns_and_is_forgotten_with_them(
+    db: Database, hashing_embedder: HashingEmbedder
+) -> None:
+    """"Kate" is how Ari calls Emi (Emi's account shows "Emi"): a question about Kate
+    prefers Emi's turns, as it would had it said "Emi". Forgetting the turns that named
+    her forgets the name."""
+    from layers.episodic.ranking import NAMED_SPEAKER_BOOST
+    from layers.episodic.recall_levers import RecallLevers
+
+    viewer = Viewer("T1", "C1")
+    said = [("1.1", "U1", "Emi", "Hi!"),
+            ("1.1", "U2", "Ari", "Hey Kate! How was your week?"),
+            ("1.1", "U1", "Emi", "Busy, but good."),
+            ("1.1", "U2", "Ari", "Thank you Kate!"),
+            ("1.1", "U1", "Emi", "Any time."),
+            ("1.1", "U2", "Ari", "Good night Kate!"),
+            ("2.2", "U1", "Emi", "We made fresh pasta with peas"),
+            ("3.3", "U3", "Bo", "We made fresh pasta with peas")]
+    episodes = [Episode(f"t{index}", text, "", 1_700_000_000.0 + 60 * index, team="T1",
+                        channel="C1", user=user, user_name=name, thread_ts=thread)
+                for index, (thread, user, name, text) in enumerate(said)]
+    # The same name said in another channel names nobody here.
+    episodes.append(Episode("elsewhere", "Hey Kate!", "", 1_700_000_000.0, team="T1",
+                            channel="C2", user="U2", user_name="Ari", thread_ts="9.9"))
+    EpisodicMemory(db, hashing_embedder).remember(episodes)
+    question = "What pasta did Kate make?"
+    levers = RecallLevers()
+
+    def recalled(levers: RecallLevers) -> dict[str, float]:
+        memory = EpisodicMemory(db, hashing_embedder, levers=levers)
+        return {hit.episode.id: hit.score for hit in memory.recall(question, viewer, k=8)}
+
+    by_name, plain = recalled(levers), recalled(RecallLevers(names_people_go_by=False))
+    assert next(iter(by_name)) == "t6"
+    # Raised as a named speaker's turn, and closer in meaning: asked as "Emi" (her turns
+    # are embedded with her account's name).
+    assert by_name["t6"] > by_name["t7"] * (1 + NAMED_SPEAKER_BOOST)
+    assert plain["t6"] == pytest.approx(plain["t7"])  # without it, Kate is no one here
+    memory = EpisodicMemory(db, hashing_embedder, levers=levers)
+    assert memory.store.people_called("T1", "C1", ["kate"]) == {"kate": {"Emi": 3}}
+    memory.forget_many(["t1", "t3", "t5"])
+    assert memory.store.people_called("T1", "C1", ["kate"]) == {}

@@ -15,7 +15,7 @@ def test_levers_are_all_none_or_named_and_an_unknown_one_is_one_clear_line() -> 
     assert RecallLevers.named("default") == RecallLevers() == RecallLevers.named("")
     assert RecallLevers.named("all") == RecallLevers()  # every lever is on by default
     none = RecallLevers.named("none")
-    assert not any(vars(none).values()) and len(vars(none)) == 8
+    assert not any(vars(none).values()) and len(vars(none)) == 9
     assert RecallLevers.named(" named_speakers , sentence_units") == RecallLevers(
         **{**dict.fromkeys(vars(none), False), "named_speakers": True, "sentence_units": True})
     with pytest.raises(BadInput, match="no lever 'sentences'; the levers are context_two_turns"):

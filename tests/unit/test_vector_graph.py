@@ -10,7 +10,7 @@ import numpy.typing as npt
 import pytest
 
 from layers.episodic.approximate_index import ApproximateIndex, forget_saved
-from layers.episodic.vector_index import ChunkOwner, VectorIndex
+from layers.episodic.vector_index import ChunkOwner, VectorIndex, VectorsOf
 from layers.shared.places import Viewer
 
 DIM = 384
@@ -50,9 +50,16 @@ def built() -> tuple[VectorIndex, npt.NDArray[np.float32]]:
 
 
 def _snapshot(index: VectorIndex) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64],
-                                            npt.NDArray[np.float32]]:
-    slots, rows, matrix = index.snapshot()
-    return rows, slots, matrix
+                                            VectorsOf]:
+    slots, rows, vectors_of = index.snapshot()
+    return rows, slots, vectors_of
+
+
+def _saved(index: VectorIndex, path: Path) -> None:
+    """Save the index's graph with its vectors, as memory.py does."""
+    vectors = index.graph_vectors()
+    assert index.graph is not None and vectors is not None
+    index.graph.save(path, vectors)
 
 
 def _overlap(index: VectorIndex, queries: npt.NDArray[np.float32], viewer: Viewer,
@@ -119,8 +126,7 @@ def test_a_saved_graph_restores_onto_vectors_loaded_in_another_order(
 ) -> None:
     index, vectors = built
     path = tmp_path / "thoth.db.hnsw"
-    assert index.graph is not None
-    index.graph.save(path)
+    _saved(index, path)
     restored = ApproximateIndex.restore(path, DIM)
     assert restored is not None and len(restored) == 2 * EPISODES
     # The same vectors, loaded back to front, less the first episode (forgotten since).
@@ -157,7 +163,7 @@ def test_forgetting_deletes_the_graph_and_what_a_dead_save_left_of_one(
     path = tmp_path / "thoth.db.hnsw"
     # An older Thoth saved the graph as one file: a save replaces it with the folder.
     path.write_bytes(b"an older single-file graph")
-    index.graph.save(path)
+    _saved(index, path)
     assert path.is_dir() and ApproximateIndex.restore(path, DIM) is not None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["thoth.db.hnsw"]
     # A process that died while saving left its half-written folder and the old file.
