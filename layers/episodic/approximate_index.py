@@ -94,6 +94,8 @@ class ApproximateIndex:
         self._keys = keys if keys is not None else np.zeros((2, 0), dtype=np.int64)
         # A restored graph's saved vectors, one row a key, memory-mapped (read-only).
         self.vectors = vectors
+        # Restored from disk: its files are read in place (usearch's view), not copied.
+        self.restored = graph is not None
 
     def __len__(self) -> int:
         return int(self._keys.shape[1])

@@ -129,8 +129,11 @@ FTS5_WORDS_POSTGRES = f"""
     -- Positions past tsvector's last, 16,383, share it, and a word keeps at most 256:
     -- a text that long counts fewer. (One function, no nested ones: a nested SQL
     -- function is planned again at every call, four times slower.)
+    -- The search path is fixed at creation (FROM CURRENT) because the generated column
+    -- calls it wherever a row is written: a restore (pg_dump sets an empty path) or a
+    -- role with another path must still find thoth_porter.
     CREATE FUNCTION thoth_words(body text) RETURNS tsvector
-    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE AS $$
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE SET search_path FROM CURRENT AS $$
         SELECT coalesce(string_agg('''' || CASE
             WHEN octet_length(word) NOT BETWEEN 3 AND 64 THEN word
             WHEN word = 'ies' THEN 'ie'
@@ -147,7 +150,9 @@ FTS5_WORDS_POSTGRES = f"""
         FROM {_WORDS_OF_BODY} WITH ORDINALITY AS words (word, position),
             LATERAL (SELECT coalesce((ts_lexize('thoth_porter', word))[1], word) AS stem)
                 AS stemmed
-        WHERE word <> ''
+        -- A tsvector refuses a word over 2,046 bytes (a pasted hash, a run of emoji): it
+        -- is not searched, and still counted in the length as FTS5 counts it.
+        WHERE word <> '' AND octet_length(word) <= 2046
     $$;
     -- BM25's length of an episode: its words, counted as FTS5 counts them.
     CREATE FUNCTION thoth_word_count(body text) RETURNS integer

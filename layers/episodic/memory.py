@@ -364,7 +364,11 @@ class EpisodicMemory:
     def _drop(self, rowids: Sequence[int]) -> None:
         self._store.delete(rowids)
         with self._index_lock:
-            if self._index is not None:
+            if self._index is not None and self._index.maps_saved_files:
+                # Its mapping would keep the deleted files' forgotten vectors on disk: the
+                # next recall loads the vectors from the database instead.
+                self._index = None
+            elif self._index is not None:
                 self._index.remove(rowids)
             if self._graph_path is not None:
                 # The saved graph holds their vectors: gone with them (built again later).
@@ -442,6 +446,10 @@ class EpisodicMemory:
                 # With its vectors, key by key: the next process maps them (vector_index.py).
                 graph.save(self._graph_path,
                            lambda start, end: vectors_of(slots[start:end]))
+                with self._index_lock:
+                    # A forget while it was written found nothing saved to delete.
+                    if self._index is not index or index.dead_in_graph:
+                        forget_saved(self._graph_path)
         except Exception:  # recall goes on with the exact scan
             log.exception("building the vector graph failed; recall scans exactly")
         finally:
@@ -535,7 +543,9 @@ def _as_embedded(question: str, named: _Named) -> str:
     """The question as embedded: each name the place calls someone by replaced with the
     name their turns are embedded with ("Kate's hobbies" -> "Emi's hobbies")."""
     for name, person in named.called.items():
-        question = re.sub(rf"\b{re.escape(name)}\b", person, question, flags=re.IGNORECASE)
+        # Split and joined, not re.sub's template: a display name may hold a backslash.
+        question = person.join(re.split(rf"\b{re.escape(name)}\b", question,
+                                        flags=re.IGNORECASE))
     return question
 
 

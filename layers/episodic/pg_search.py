@@ -32,6 +32,7 @@ Equal scores are ordered by rowid on both engines.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -85,6 +86,8 @@ class PostgresEpisodeSearch:
         self._exact_up_to = exact_up_to
         self._totals: _Totals | None = None
         self._stems: dict[str, tuple[str, ...]] = {}
+        # The stems the calling thread's last ``document_counts`` read.
+        self._last_stems = threading.local()
 
     def _totals_now(self, at_least: int = 0) -> _Totals:
         """The cached totals, read again when stale or fewer episodes than ``at_least``
@@ -125,12 +128,12 @@ class PostgresEpisodeSearch:
                 " GROUP BY word",
                 (list(words),),
             ).fetchall()
+        counts = {str(word): int(count) for word, _, count in rows}
+        stems = {str(word): tuple(lexemes or ()) for word, lexemes, _ in rows}
         if len(self._stems) > STEMS_KEPT:
             self._stems.clear()
-        counts = {}
-        for word, stems, count in rows:
-            self._stems[str(word)] = tuple(stems or ())
-            counts[str(word)] = int(count)
+        self._stems.update(stems)
+        self._last_stems.stems = stems  # this thread's, whatever another clears
         # In the order asked, as SQLite's store answers: words of equal counts keep it
         # when the rarest are picked (lexical.affordable_terms), and BM25 sums them in it.
         return {word: counts[word] for word in words}
@@ -190,9 +193,9 @@ class PostgresEpisodeSearch:
         words = [word for word, count in document_counts.items() if count]
         if not words:
             return None
-        self._stem(words)
+        stems = self._stemmed(words)
         totals = self._totals_now(at_least=max(document_counts[word] for word in words))
-        holding = document_counts if turn_before else self._own_counts(words)
+        holding = document_counts if turn_before else self._own_counts(words, stems)
         classes = "" if turn_before else ":AB"
         arguments: dict[str, object] = {
             # ts_rank_cd's weights of the classes {D, C, B, A}.
@@ -205,7 +208,7 @@ class PostgresEpisodeSearch:
         for word in words:
             hits = holding.get(word, 0)
             idf = math.log((totals.episodes - hits + 0.5) / (hits + 0.5))
-            for lexeme in self._stems[word]:
+            for lexeme in stems[word]:
                 index = len(terms)
                 arguments[f"q{index}"] = f"'{lexeme}'{classes}"
                 arguments[f"idf{index}"] = idf if idf > 0 else BM25_LEAST_IDF
@@ -220,19 +223,24 @@ class PostgresEpisodeSearch:
             str(arguments[f"q{index}"]) for index in range(len(terms))))
         return ", ".join(frequencies), " + ".join(terms), arguments
 
-    def _stem(self, words: Sequence[str]) -> None:
-        """Read the stems of the words not stemmed yet (``document_counts`` keeps them)."""
-        missing = [word for word in words if word not in self._stems]
+    def _stemmed(self, words: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """Each word's stems (``document_counts`` keeps them), read where not kept yet.
+        A copy: another recall may clear the kept ones meanwhile."""
+        kept = dict(self._stems)
+        missing = [word for word in words if word not in kept]
         if missing:
             self.document_counts(missing)
+            kept.update(self._last_stems.stems)
+        return {word: kept.get(word, ()) for word in words}
 
-    def _own_counts(self, words: Sequence[str]) -> dict[str, int]:
+    def _own_counts(self, words: Sequence[str],
+                    stems: dict[str, tuple[str, ...]]) -> dict[str, int]:
         """How many episodes hold each word in their own words (not only in the turn
         before's): FTS5's count for a word filtered to those columns."""
         counts: dict[str, int] = {}
         with self._db.read() as conn:
             for word in words:
-                query = " & ".join(f"'{lexeme}':AB" for lexeme in self._stems[word])
+                query = " & ".join(f"'{lexeme}':AB" for lexeme in stems[word])
                 counts[word] = int(conn.execute(
                     "SELECT count(*) FROM episodes WHERE search @@ CAST(? AS tsquery)",
                     (query,)).fetchone()[0]) if query else 0

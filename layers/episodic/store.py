@@ -82,7 +82,7 @@ _TURN_BEFORE = (f"SELECT t.rowid, t.user_text FROM episodes t WHERE t.rowid = ("
 # Who a name said in a new turn is said to: the last person other than its speaker who
 # spoke in its thread within the hour (as the turn before is found).
 _LAST_OTHER_SPEAKER = (
-    "SELECT n.user_name FROM episodes n WHERE n.team = :team AND n.channel = :channel"
+    "SELECT n.user_name, n.rowid FROM episodes n WHERE n.team = :team AND n.channel = :channel"
     " AND coalesce(n.thread_ts, '') = coalesce(:thread_ts, '')"
     " AND n.channel_type = :channel_type AND n.user_name IS NOT NULL"
     " AND coalesce(n.\"user\", '') <> coalesce(:user, '')"
@@ -158,16 +158,19 @@ class EpisodeStore:
     def people_called(self, team: str, channel: str,
                       names: Iterable[str]) -> dict[str, dict[str, int]]:
         """For each of ``names`` (lowercased), who it was said to name in this place, and
-        how many times."""
+        how many times; a paused or archived turn (states.py), saying it or named by it,
+        counts for nothing, as recall passes it by."""
         wanted = sorted(set(names))
         if not wanted:
             return {}
         found: dict[str, dict[str, int]] = {}
         with self._db.read() as conn:
             rows = conn.execute(
-                "SELECT name, called, count(*) FROM episode_names WHERE team = ?"
-                f" AND channel = ? AND name IN ({', '.join('?' * len(wanted))})"
-                " GROUP BY name, called", (team, channel, *wanted)).fetchall()
+                "SELECT n.name, n.called, count(*) FROM episode_names n WHERE n.team = ?"
+                f" AND n.channel = ? AND n.name IN ({', '.join('?' * len(wanted))})"
+                " AND NOT EXISTS (SELECT 1 FROM episode_states s"
+                "   WHERE s.episode_rowid IN (n.episode_rowid, n.called_rowid))"
+                " GROUP BY n.name, n.called", (team, channel, *wanted)).fetchall()
         for name, person, count in rows:
             found.setdefault(str(name), {})[str(person)] = int(count)
         return found
@@ -539,9 +542,9 @@ def keep_names_called(conn: Connection, rowid: int, ep: Episode) -> None:
     one channel id."""
     if ep.channel_type == "im":
         return
-    called: dict[str, str] = {}
+    called: dict[str, tuple[str, int]] = {}  # name -> who, and the turn of theirs
     if ep.user_name:
-        called.update(dict.fromkeys(introduced_as(ep.user_text), ep.user_name))
+        called.update(dict.fromkeys(introduced_as(ep.user_text), (ep.user_name, rowid)))
     spoken_to = [name for name in said_to(ep.user_text) if name not in called]
     if spoken_to:
         other = conn.execute(_LAST_OTHER_SPEAKER, {
@@ -549,12 +552,13 @@ def keep_names_called(conn: Connection, rowid: int, ep: Episode) -> None:
             "channel_type": ep.channel_type, "user": ep.user,
             "created_at": ep.created_at, "rowid": rowid}).fetchone()
         if other is not None:
-            called.update(dict.fromkeys(spoken_to, str(other[0])))
+            called.update(dict.fromkeys(spoken_to, (str(other[0]), int(other[1]))))
     if called:
         conn.executemany(
-            "INSERT INTO episode_names (episode_rowid, team, channel, name, called)"
-            " VALUES (?, ?, ?, ?, ?)",
-            [(rowid, ep.team, ep.channel, name, person) for name, person in called.items()])
+            "INSERT INTO episode_names (episode_rowid, team, channel, name, called,"
+            " called_rowid) VALUES (?, ?, ?, ?, ?, ?)",
+            [(rowid, ep.team, ep.channel, name, person, their_turn)
+             for name, (person, their_turn) in called.items()])
 
 
 def files_text(files: Sequence[EpisodeFile]) -> str:

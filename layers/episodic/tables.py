@@ -487,16 +487,19 @@ SCHEMA = Schema(
             portable="""
             -- The names people are called by in a turn (layers/episodic/called_names.py):
             -- "I'm Kate" names its speaker, "Hey Kate!" the last other person who spoke in
-            -- the thread. ``called`` is that person's display name. Kept with the episode
-            -- and forgotten with it; counted by place when a question names someone.
+            -- the thread. ``called`` is that person's display name, read from their turn
+            -- ``called_rowid`` (the turn itself for "I'm Kate"). Forgotten with either
+            -- turn; counted by place when a question names someone.
             CREATE TABLE episode_names (
                 episode_rowid BIGINT NOT NULL REFERENCES episodes (rowid) ON DELETE CASCADE,
                 team TEXT NOT NULL,
                 channel TEXT NOT NULL,
                 name TEXT NOT NULL,
                 called TEXT NOT NULL,
+                called_rowid BIGINT NOT NULL REFERENCES episodes (rowid) ON DELETE CASCADE,
                 PRIMARY KEY (episode_rowid, name)
             );
+            CREATE INDEX episode_names_called ON episode_names (called_rowid);
             CREATE INDEX episode_names_place ON episode_names (team, channel, name);
             -- The episodes stored before have theirs read by `thoth episodes backfill`.
             INSERT INTO episode_backfills (task, next_rowid, last_rowid)

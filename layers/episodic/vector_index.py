@@ -189,6 +189,12 @@ class VectorIndex:
     def graph(self) -> ApproximateIndex | None:
         return self._attached.graph if self._attached is not None else None
 
+    @property
+    def maps_saved_files(self) -> bool:
+        """Whether it reads a saved graph's files in place: deleting them would not take
+        their vectors off the disk while it lives (memory.py drops it on a forget)."""
+        return self._tiers.mapped > 0 or (self.graph is not None and self.graph.restored)
+
     def map_graph(self, graph: ApproximateIndex) -> None:
         """Take a restored graph with its saved vectors, on an empty index: key i is slot
         i, its vector read from the map. A key's slot comes alive when ``add`` is given

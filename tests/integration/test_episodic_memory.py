@@ -700,7 +700,7 @@ def test_a_name_the_place_calls_someone_by_finds_their_turns_and_is_forgotten_wi
 ) -> None:
     """"Kate" is how Ari calls Emi (Emi's account shows "Emi"): a question about Kate
     prefers Emi's turns, as it would had it said "Emi". Forgetting the turns that named
-    her forgets the name."""
+    her, or hers they named her in reply to, forgets the name."""
     from layers.episodic.ranking import NAMED_SPEAKER_BOOST
     from layers.episodic.recall_levers import RecallLevers
 
@@ -735,5 +735,25 @@ def test_a_name_the_place_calls_someone_by_finds_their_turns_and_is_forgotten_wi
     assert plain["t6"] == pytest.approx(plain["t7"])  # without it, Kate is no one here
     memory = EpisodicMemory(db, hashing_embedder, levers=levers)
     assert memory.store.people_called("T1", "C1", ["kate"]) == {"kate": {"Emi": 3}}
-    memory.forget_many(["t1", "t3", "t5"])
+    # A paused turn counts for nothing, saying the name or named by it.
+    memory.states.set("t2", "paused", by="U9")
+    assert memory.store.people_called("T1", "C1", ["kate"]) == {"kate": {"Emi": 2}}
+    memory.states.set("t2", "live", by="U9")
+    # Gone with the turn that said it, and with the turn of the person it named.
+    memory.forget_many(["t0"])  # Emi's, that "Hey Kate!" answered
+    assert memory.store.people_called("T1", "C1", ["kate"]) == {"kate": {"Emi": 2}}
+    memory.forget_many(["t3", "t5"])  # Ari's
     assert memory.store.people_called("T1", "C1", ["kate"]) == {}
+
+
+def test_a_word_longer_than_a_tsvector_takes_is_stored_and_the_rest_found(
+    db: Database, hashing_embedder: HashingEmbedder
+) -> None:
+    """A pasted hash of 2,400 bytes is one word: PostgreSQL's tsvector refuses words over
+    2,046 bytes, so it is left out of the word index there (SQLite indexes it); the
+    turn's other words are found on both engines."""
+    memory = EpisodicMemory(db, hashing_embedder)
+    memory.remember([Episode("hash", "the release digest is " + "deadbeef" * 300, "",
+                             1_700_000_000.0, team="T1", channel="C1")])
+    hits = memory.recall("release digest", Viewer("T1", "C1"), k=1)
+    assert [hit.episode.id for hit in hits] == ["hash"]

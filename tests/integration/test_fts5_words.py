@@ -94,3 +94,16 @@ def _ranges_of(bracket: str) -> list[tuple[int, int]]:
 def _code_point(text: str) -> int:
     return int(text[2:], 16) if text.startswith("\\") else ord(text)
 
+
+
+def test_the_words_are_made_whatever_search_path_writes_the_row(
+    postgres: PostgresForTests,
+) -> None:
+    """A restore (pg_dump empties the search path) or a role with another path writes
+    rows whose generated words call thoth_porter: it is found all the same."""
+    db = connect_postgres(postgres.fresh_database(), schemas=LAYER_SCHEMAS)
+    with db.write() as conn:
+        conn.execute("SET LOCAL search_path = ''")
+        vector = conn.execute("SELECT public.thoth_words('running dogs')::text").fetchone()[0]
+    db.close()
+    assert vector == "'dog':2 'run':1"

@@ -79,11 +79,23 @@ def test_the_next_process_maps_the_saved_vectors_and_recalls_the_same(
     assert index.graph is not None and not index.graph_is_stale()
     assert _found(again, "topic7 note number 7") == expected
     assert expected[0][0] == "e7"
-    # Forgetting deletes the saved graph (its file holds the vector) and the map is not
-    # searched for it.
+    # Forgetting deletes the saved graph (its file holds the vector), and lets go of the
+    # map: a deleted file still mapped would keep the vector on disk.
+    del index  # (this test's own hold on it)
     assert again.forget("e7")
     assert not graph.exists()
+    assert not _maps_a_deleted_file(graph)
     assert "e7" not in [found for found, _ in _found(again, "topic7 note number 7")]
+    assert again._loaded_index()._tiers.mapped == 0
+
+
+def _maps_a_deleted_file(folder: Path) -> bool:
+    """Whether this process still maps a file of ``folder`` that is deleted."""
+    import gc
+
+    gc.collect()  # the index let go holds the maps until it is collected
+    maps = Path("/proc/self/maps").read_text(encoding="utf-8")
+    return any(str(folder) in line and "(deleted)" in line for line in maps.splitlines())
 
 
 def test_a_graph_saved_without_its_vectors_is_saved_again_with_them(
