@@ -32,7 +32,8 @@ _SAID_TO = (
     re.compile(r"\b" + _GREETING + r"[,!.]?\s+" + _NAME + r"\b"),
     # "..., Kate!" / "..., Kate?" at the end of a sentence.
     re.compile(r",\s*" + _NAME + r"\s*[!?.]*\s*$"),
-    # "What do you think Kate?" / "Thank you so much Kate!": after "you", no comma.
+    # "How are you doing today Kate?" / "Thank you so much Kate!": no comma, after "you"
+    # or a word of when (not "what do you think Paris?").
     re.compile(r"\b(?i:you|u|too|today|tonight)\s+" + _NAME + r"\s*[!?.]+\s*$"),
     # "Kate, did you..." / "Kate!" opening a message.
     re.compile(r"^" + _NAME + r"\s*[,!]"),
