@@ -15,6 +15,24 @@ from bridge.pipeline.reply_sink import Step
 _WORD = re.compile(r"\w+")
 
 
+class TopicEmbedder:
+    """Dense vectors around a topic per first word, as sentence embeddings cluster (the
+    hashing embedder's sparse vectors tie too often for a nearest-neighbour graph)."""
+
+    model_id = "test/topic-embedder"
+    dim = 384
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        rows = []
+        for text in texts:
+            words = text.lower().split()
+            topic = np.random.default_rng(sum(map(ord, words[0]))).normal(size=self.dim)
+            detail = np.random.default_rng(sum(map(ord, text)) * 7919).normal(size=self.dim)
+            vector = topic + 0.3 * detail
+            rows.append(vector / np.linalg.norm(vector))
+        return np.array(rows, dtype=np.float32)
+
+
 class HashingEmbedder:
     """A deterministic bag-of-words embedder: texts sharing words get similar vectors.
 

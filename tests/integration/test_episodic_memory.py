@@ -20,7 +20,7 @@ from layers.shared.places import Viewer
 from layers.shared.storage.database import Database
 from layers.shared.storage.engines import connect_postgres
 from layers.shared.storage.migrations import Schema
-from tests.fakes import HashingEmbedder
+from tests.fakes import HashingEmbedder, TopicEmbedder
 from tests.postgres import PostgresForTests
 
 NOW = datetime(2026, 11, 1, tzinfo=UTC).timestamp()
@@ -605,24 +605,6 @@ def test_a_turn_is_found_by_the_words_of_the_turn_before_it_and_forgets_them(
         row = conn.execute("SELECT turn_before, turn_before_rowid FROM episodes"
                            " WHERE id = 'answer'").fetchone()
     assert tuple(row) == ("", None)
-
-
-class TopicEmbedder:
-    """Dense vectors around a topic per first word, as sentence embeddings cluster (the
-    hashing embedder's sparse vectors tie too often for a nearest-neighbour graph)."""
-
-    model_id = "test/topic-embedder"
-    dim = 384
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        rows = []
-        for text in texts:
-            words = text.lower().split()
-            topic = np.random.default_rng(sum(map(ord, words[0]))).normal(size=self.dim)
-            detail = np.random.default_rng(sum(map(ord, text)) * 7919).normal(size=self.dim)
-            vector = topic + 0.3 * detail
-            rows.append(vector / np.linalg.norm(vector))
-        return np.array(rows, dtype=np.float32)
 
 
 def test_a_large_store_is_searched_through_a_graph_saved_beside_it(

@@ -4,11 +4,8 @@ recall is the same either way."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
 import pytest
 
 from layers.episodic.episode import Episode
@@ -16,25 +13,9 @@ from layers.episodic.memory import EpisodicMemory
 from layers.layer_tables import LAYER_SCHEMAS
 from layers.shared.places import Viewer
 from layers.shared.storage.engines import open_sqlite
+from tests.fakes import TopicEmbedder
 
 VIEWER = Viewer("T1", "C1")
-
-
-class TopicEmbedder:
-    """Dense vectors around a topic per first word, as sentence embeddings cluster."""
-
-    model_id = "test/topic-embedder"
-    dim = 384
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        rows = []
-        for text in texts:
-            words = text.lower().split()
-            topic = np.random.default_rng(sum(map(ord, words[0]))).normal(size=self.dim)
-            detail = np.random.default_rng(sum(map(ord, text)) * 7919).normal(size=self.dim)
-            vector = topic + 0.3 * detail
-            rows.append(vector / np.linalg.norm(vector))
-        return np.array(rows, dtype=np.float32)
 
 
 def _opened(path: Path) -> EpisodicMemory:
