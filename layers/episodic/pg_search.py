@@ -32,7 +32,6 @@ Equal scores are ordered by rowid on both engines.
 from __future__ import annotations
 
 import math
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,8 +85,6 @@ class PostgresEpisodeSearch:
         self._exact_up_to = exact_up_to
         self._totals: _Totals | None = None
         self._stems: dict[str, tuple[str, ...]] = {}
-        # The stems the calling thread's last ``document_counts`` read.
-        self._last_stems = threading.local()
 
     def _totals_now(self, at_least: int = 0) -> _Totals:
         """The cached totals, read again when stale or fewer episodes than ``at_least``
@@ -114,8 +111,13 @@ class PostgresEpisodeSearch:
 
         A word the tokenizer makes several words of gets the count of its rarest: at
         most as many episodes hold them all."""
+        return self._counted(words)[0]
+
+    def _counted(self, words: Sequence[str]
+                 ) -> tuple[dict[str, int], dict[str, tuple[str, ...]]]:
+        """``document_counts``, and each word's stems (kept for the next recalls too)."""
         if not words:
-            return {}
+            return {}, {}
         with self._db.read() as conn:
             rows = conn.execute(
                 "SELECT word, array_agg(stems.lexeme ORDER BY stems.lexeme)"
@@ -133,10 +135,9 @@ class PostgresEpisodeSearch:
         if len(self._stems) > STEMS_KEPT:
             self._stems.clear()
         self._stems.update(stems)
-        self._last_stems.stems = stems  # this thread's, whatever another clears
         # In the order asked, as SQLite's store answers: words of equal counts keep it
         # when the rarest are picked (lexical.affordable_terms), and BM25 sums them in it.
-        return {word: counts[word] for word in words}
+        return {word: counts[word] for word in words}, stems
 
     def lexical_search(
         self, document_counts: dict[str, int], viewer: Viewer, limit: int,
@@ -229,8 +230,7 @@ class PostgresEpisodeSearch:
         kept = dict(self._stems)
         missing = [word for word in words if word not in kept]
         if missing:
-            self.document_counts(missing)
-            kept.update(self._last_stems.stems)
+            kept.update(self._counted(missing)[1])
         return {word: kept.get(word, ()) for word in words}
 
     def _own_counts(self, words: Sequence[str],

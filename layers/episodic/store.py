@@ -51,16 +51,21 @@ TURN_BEFORE_WEIGHT = 0.5
 _BM25 = f"bm25(episodes_fts, 1.0, 1.0, 1.0, {TURN_BEFORE_WEIGHT}, 1.0)"
 
 
-def turn_before_of(this: str) -> str:
+def turn_before_of(this: str, *, by_someone_else: bool = False) -> str:
     """The query for the rowid of the turn before an episode whose columns are
     ``this``'s (a table alias, or ``:`` for parameters of the columns' names): its
     thread, by the thread walk index (migration 3), within the hour. Seen by exactly the
     people who see the episode: the same channel of the same type (a channel made public
     keeps its id), and in a DM the same person's (an import without channels gives every
-    DM one id). The insert (here) and the backfill (backfill.py) both ask this."""
+    DM one id). The insert (here) and the backfill (backfill.py) both ask this;
+    ``by_someone_else``, the last turn of another named person (who a name said in the
+    episode is said to: called_names.py)."""
     def column(name: str) -> str:
         return f":{name}" if this == ":" else f'{this}."{name}"'
 
+    someone_else = (f" AND n.user_name IS NOT NULL"
+                    f" AND coalesce(n.\"user\", '') <> coalesce({column('user')}, '')"
+                    if by_someone_else else "")
     return (
         f"SELECT n.rowid FROM episodes n WHERE n.team = {column('team')}"
         f" AND n.channel = {column('channel')}"
@@ -68,6 +73,7 @@ def turn_before_of(this: str) -> str:
         f" AND n.channel_type = {column('channel_type')}"
         f" AND (n.channel_type <> 'im'"
         f" OR coalesce(n.\"user\", '') = coalesce({column('user')}, ''))"
+        f"{someone_else}"
         f" AND (n.created_at, n.rowid) < ({column('created_at')}, {column('rowid')})"
         f" AND n.created_at >= {column('created_at')} - {TURN_BEFORE_WITHIN_SECONDS}"
         " ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1"
@@ -79,16 +85,10 @@ def turn_before_of(this: str) -> str:
 _TURN_BEFORE = (f"SELECT t.rowid, t.user_text FROM episodes t WHERE t.rowid = ("
                 f"{turn_before_of(':')})")
 
-# Who a name said in a new turn is said to: the last person other than its speaker who
-# spoke in its thread within the hour (as the turn before is found).
-_LAST_OTHER_SPEAKER = (
-    "SELECT n.user_name, n.rowid FROM episodes n WHERE n.team = :team AND n.channel = :channel"
-    " AND coalesce(n.thread_ts, '') = coalesce(:thread_ts, '')"
-    " AND n.channel_type = :channel_type AND n.user_name IS NOT NULL"
-    " AND coalesce(n.\"user\", '') <> coalesce(:user, '')"
-    " AND (n.created_at, n.rowid) < (:created_at, :rowid)"
-    f" AND n.created_at >= :created_at - {TURN_BEFORE_WITHIN_SECONDS}"
-    " ORDER BY n.created_at DESC, n.rowid DESC LIMIT 1")
+# Who a name said in a turn is said to: the last other named person who spoke in its
+# thread within the hour, as the turn before is found.
+_LAST_OTHER_SPEAKER = (f"SELECT t.user_name, t.rowid FROM episodes t WHERE t.rowid = ("
+                       f"{turn_before_of(':', by_someone_else=True)})")
 
 # The episodes table's columns are the Episode record's fields, by name (the table adds
 # its rowid, its embedding model and its search index): a new column is its migration
