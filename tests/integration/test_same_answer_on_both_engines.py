@@ -23,10 +23,8 @@ skipped where it is not.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -41,15 +39,13 @@ import recall_measure  # noqa: E402
 
 pytestmark = pytest.mark.model
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+DATA = recall_measure.SHARED_DATA
 LOCOMO = DATA / "locomo" / "locomo_dev5.json"
 LOCOMO_CONVERSATION = "conv-30"
 REALTALK = DATA / "realtalk" / "Chat_1_Emi_Elise.json"
 K = 10
 TIE = 1e-5
 
-Line = dict[str, str]
 Ranked = list[tuple[str, float]]
 
 
@@ -68,8 +64,8 @@ def test_both_engines_give_each_question_the_same_top_ten(
     realtalk_recall.add_conversation(both, REALTALK.stem,
                                      json.loads(REALTALK.read_text(encoding="utf-8")))
     episodes, questions = both.episodes, both.query_lines
-    _write(tmp_path / "episodes.jsonl", episodes)
-    _write(tmp_path / "questions.jsonl", questions)
+    recall_measure.write_jsonl(tmp_path / "episodes.jsonl", episodes)
+    recall_measure.write_jsonl(tmp_path / "questions.jsonl", questions)
 
     on_sqlite = _recalled(tmp_path, tmp_path / "sqlite-home", {})
     url = postgres.fresh_database()
@@ -125,21 +121,14 @@ def test_ties_are_runs_of_equal_scores_and_only_the_tenth_place_may_cut_one() ->
 
 def _recalled(work: Path, home: Path, engine: Mapping[str, str]) -> dict[str, Ranked]:
     """Each question's hits (id, score) from ``thoth episodes import`` then ``thoth recall
-    --batch --json``, run as processes on this engine."""
-    env = {**os.environ, "THOTH_HOME": str(home), "HF_HUB_OFFLINE": "1", **engine}
-    _thoth(["episodes", "import", str(work / "episodes.jsonl")], env)
-    out = _thoth(["recall", "--batch", str(work / "questions.jsonl"), "--k", str(K), "--json"],
-                 env)
+    --batch --json``, run as processes on this engine (as the benches run them)."""
+    env = recall_measure.cli_env(home, engine)
+    recall_measure.run_cli(["episodes", "import", str(work / "episodes.jsonl")], env)
+    out, _ = recall_measure.run_cli(
+        ["recall", "--batch", str(work / "questions.jsonl"), "--k", str(K), "--json"], env)
     answers = [json.loads(line) for line in out.splitlines() if line.strip()]
     return {str(answer["id"]): [(str(hit["id"]), float(hit["score"]))
                                 for hit in answer["results"]] for answer in answers}
-
-
-def _thoth(arguments: Sequence[str], env: Mapping[str, str]) -> str:
-    done = subprocess.run([sys.executable, "-m", "bridge", *arguments], cwd=ROOT, env=dict(env),
-                          capture_output=True, text=True, timeout=600, check=False)
-    assert done.returncode == 0, f"thoth {' '.join(arguments[:2])}: {done.stderr[-2000:]}"
-    return done.stdout
 
 
 def _first_difference(one: Ranked, other: Ranked) -> dict[str, object]:
@@ -148,7 +137,3 @@ def _first_difference(one: Ranked, other: Ranked) -> dict[str, object]:
             return {"rank": rank, "sqlite": a, "postgresql": b}
     return {"sqlite_hits": len(one), "postgresql_hits": len(other)}
 
-
-def _write(path: Path, lines: Iterable[Line]) -> None:
-    path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
-                    encoding="utf-8")
