@@ -68,6 +68,7 @@ from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skill_matcher import SkillMatcher
 from layers.procedural.skills import SkillLibrary
 from layers.shared.audit.log import AuditLog
+from layers.shared.dependency_health import DependencyHealth
 from layers.shared.embedding.embedder import Embedder, MiniLMEmbedder
 from layers.shared.errors import BadInput, ConfigurationError
 from layers.shared.offloaded import Offloaded
@@ -147,6 +148,8 @@ class Thoth:
     team_tools_problem: str | None = None
     # Routines: made (checked, audited) and kept; run where a transport can post them.
     routines: RoutineMaker | None = None
+    # Which services this process stands on are failing now (/health, `thoth doctor`).
+    health: DependencyHealth = field(default_factory=DependencyHealth)
 
     def brain_follower(self) -> BrainFollower | None:
         """What pulls the brain when another process pushed (serve and worker run it)."""
@@ -205,6 +208,7 @@ def build(
     The embedding model loads lazily, on the first text to embed, so commands
     that never embed (``init``, ``export``) start fast.
     """
+    health = DependencyHealth()
     db = open_database(settings)
     chosen_embedder = embedder or MiniLMEmbedder()
     episodic = build_episodic(settings, db, chosen_embedder)
@@ -290,6 +294,7 @@ def build(
     mcp_tokens = McpTokens(db, audit)
     slack_web = SlackWeb(settings, db)
     return Thoth(
+        health=health,
         settings=settings,
         db=db,
         embedder=chosen_embedder,

@@ -165,6 +165,7 @@ def _connect(bolt_app: Any, app: Thoth, args: argparse.Namespace, out: TextIO) -
         # "Add to Slack" first: MCP's app is mounted at the root and takes what it is given.
         also=(*installing, console_mount(app, login), mcp_route),
         running=mcp_sessions,
+        health=app.health,
     )
     server.start()
     print(f"Thoth listens on http://{args.host}:{server.port}/slack/events", file=out, flush=True)

@@ -33,6 +33,7 @@ from starlette.routing import BaseRoute, Route
 
 from bridge.slack_api.workspace_client import serving
 from bridge.web.server import Running, WebServer, lifespan_of
+from layers.shared.dependency_health import DependencyHealth
 
 log = logging.getLogger(__name__)
 
@@ -57,9 +58,12 @@ class SlackHttpServer:
     def __init__(
         self, app: AsyncApp, *, signing_secret: str, host: str = "0.0.0.0", port: int = 3000,
         also: tuple[BaseRoute, ...] = (), running: Running | None = None,
+        health: DependencyHealth | None = None,
     ) -> None:
         """``also``: more routes on the same port (the console, under /console; MCP);
-        ``running``: what runs as long as the server does (MCP's sessions)."""
+        ``running``: what runs as long as the server does (MCP's sessions); ``health``:
+        what ``/health`` reports."""
+        self._dependencies = health or DependencyHealth()
         self._bolt = app
         self._verifier = SignatureVerifier(signing_secret)
         routes = [
@@ -83,7 +87,10 @@ class SlackHttpServer:
         self._web.stop()
 
     async def _health(self, request: Request) -> Response:
-        return PlainTextResponse("ok")
+        # 200 even when degraded: the load balancer's check (deploy/compose.yml) drops a
+        # replica on any other status, and a replica whose database is away must still
+        # ack Slack's deliveries and keep them until it returns.
+        return PlainTextResponse(self._dependencies.summary())
 
     async def _events(self, request: Request) -> Response:
         declared = request.headers.get("content-length")
