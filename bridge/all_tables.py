@@ -10,6 +10,7 @@ from __future__ import annotations
 from bridge.access.tables import SCHEMA as MCP
 from bridge.connections.tables import SCHEMA as CONNECTIONS
 from bridge.model.tables import SCHEMA as MODEL_USAGE
+from bridge.pipeline.answer_later_tables import SCHEMA as ANSWER_LATER
 from bridge.routines.tables import SCHEMA as ROUTINES
 from bridge.slack_tables import SCHEMA as SLACK
 from bridge.team_tools.tables import SCHEMA as TEAM_TOOLS
@@ -19,4 +20,4 @@ from reflection.tables import SCHEMA as REFLECTION
 
 ALL_SCHEMAS: tuple[Schema, ...] = (
     *LAYER_SCHEMAS, MODEL_USAGE, SLACK, REFLECTION, MCP, TEAM_TOOLS,
-    CONNECTIONS, ROUTINES)
+    CONNECTIONS, ROUTINES, ANSWER_LATER)

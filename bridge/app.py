@@ -18,8 +18,12 @@ from bridge.model.cost_ledger import CostLedger
 from bridge.model.metered import MeteredModel
 from bridge.model.offline import OfflineResponder, SkillFinder
 from bridge.model.output_budget import REPLY_TOKENS, sized_max_tokens
+from bridge.model.overload import ModelCircuit
 from bridge.model.protocol import LanguageModel
 from bridge.model.retrying import RetryingModel
+from bridge.pipeline.answer_later import AnswerLater
+from bridge.pipeline.answer_later_job import AnswerLaterJob
+from bridge.pipeline.answer_later_store import AnswerLaterStore
 from bridge.pipeline.context import ContextSources
 from bridge.pipeline.context.dropped_turns import DroppedTurns
 from bridge.pipeline.context.memory_notes import KeptNotes
@@ -209,13 +213,14 @@ def build(
     that never embed (``init``, ``export``) start fast.
     """
     health = DependencyHealth()
-    db = open_database(settings)
+    db = open_database(settings, health)
     chosen_embedder = embedder or MiniLMEmbedder()
     episodic = build_episodic(settings, db, chosen_embedder)
     sessions = SessionStore(db)
     transcript = TranscriptStore(db)
     brain_peers = BrainPeers(db, settings.brain_remote) if settings.brain_remote else None
-    brain = Brain(settings.brain_path, remote=settings.brain_remote, peers=brain_peers)
+    brain = Brain(settings.brain_path, remote=settings.brain_remote, peers=brain_peers,
+                  health=health, remote_timeout_s=settings.brain_remote_timeout_s)
     brain_problem = ensure_brain(brain)
     # The brain's files when it exists; the shipped ones keep the agent whole if it does not.
     persona = PersonaLoader((brain.persona_dir, SHIPPED_PERSONA))
@@ -226,7 +231,7 @@ def build(
     off_tombstones = Offloaded(tombstones)
     identity = (
         None if settings.honcho_disabled
-        else build_identity(settings, db, chosen_embedder, tombstones)
+        else build_identity(settings, db, chosen_embedder, tombstones, health)
     )
     ingest = (
         IngestQueue(
@@ -240,8 +245,11 @@ def build(
     )
     user_models = UserModels(identity) if identity is not None else None
     ledger = CostLedger(db)
+    # The model's API overloaded: shared by every call of this process (model/overload.py).
+    circuit = ModelCircuit(probe_every_s=settings.model_probe_every_s, health=health)
     chosen_model = metered(settings, model or build_model(
-        settings, find_skills=lambda text: [(s.slug, s.description) for s in matcher.match(text)]
+        settings, find_skills=lambda text: [(s.slug, s.description) for s in matcher.match(text)],
+        health=health, circuit=circuit,
     ), ledger)
     leases = Leases(db, owner=process_name())
     memory_record = MemoryNotes(brain)
@@ -287,12 +295,13 @@ def build(
             settings, Offloaded(episodic), off_skills, identity, forgetting),
             # The model proposes routines where the transport shows a card for them.
             more=RoutineTools(routines, routine_place, team_tools)),
+        answer_later=AnswerLater(Offloaded(AnswerLaterStore(db, owner=leases.owner))),
     )
     drafts = SkillDrafts(db, brain, skills)
     reflections = ReflectionState(db, run_timeout_s=settings.reflection_timeout_s)
     session_end = build_session_end(settings, off_sessions, reflections, pipeline)
     mcp_tokens = McpTokens(db, audit)
-    slack_web = SlackWeb(settings, db)
+    slack_web = SlackWeb(settings, db, health=health)
     return Thoth(
         health=health,
         settings=settings,
@@ -342,6 +351,9 @@ def build(
             tombstones=off_tombstones,
             identity=identity,
             identity_ingest=ingest,
+            answer_later=lambda: answer_later_job(
+                settings, pipeline, db, slack_web, leases.owner, circuit),
+            answer_later_every_s=settings.answer_later_every_s,
         ),
         leases=leases,
         brain_problem=brain_problem,
@@ -358,11 +370,13 @@ def file_limits(settings: Settings) -> Limits:
     return Limits(max_bytes=settings.file_max_mb * MB)
 
 
-def open_database(settings: Settings) -> Database:
-    """PostgreSQL with ``DATABASE_URL``, else the SQLite file in THOTH_HOME; migrated."""
+def open_database(settings: Settings, health: DependencyHealth | None = None) -> Database:
+    """PostgreSQL with ``DATABASE_URL``, else the SQLite file in THOTH_HOME; migrated.
+    ``health`` is told when the database fails and recovers."""
     if settings.database_url is not None:
-        return connect_postgres(settings.database_url.get_secret_value(), schemas=ALL_SCHEMAS)
-    return open_sqlite(settings.db_path, schemas=ALL_SCHEMAS)
+        return connect_postgres(settings.database_url.get_secret_value(), schemas=ALL_SCHEMAS,
+                                health=health)
+    return open_sqlite(settings.db_path, schemas=ALL_SCHEMAS, health=health)
 
 
 def build_episodic(settings: Settings, db: Database, embedder: Embedder) -> EpisodicMemory:
@@ -502,7 +516,8 @@ def forget_settle_s(settings: Settings) -> float:
 
 
 def build_identity(
-    settings: Settings, db: Database, embedder: Embedder, tombstones: Tombstones
+    settings: Settings, db: Database, embedder: Embedder, tombstones: Tombstones,
+    health: DependencyHealth | None = None,
 ) -> IdentityBackend:
     if not uses_honcho(settings):
         return LocalIdentity(db, embedder)
@@ -539,6 +554,8 @@ def build_identity(
         api_key=api_key,
         unswept=tombstones.unswept,
         settle_s=forget_settle_s(settings),
+        # Honcho away: turns skip the user model, the outbox waits for a probe (one line).
+        health=health,
     )
 
 
@@ -558,8 +575,25 @@ def ensure_brain(brain: Brain) -> str | None:
     return None
 
 
-def build_model(settings: Settings, *, find_skills: SkillFinder | None = None) -> LanguageModel:
-    """Claude when ``ANTHROPIC_API_KEY`` is set, the offline responder otherwise."""
+def answer_later_job(settings: Settings, pipeline: TurnPipeline, db: Database,
+                     slack: SlackWeb, owner: str, circuit: ModelCircuit) -> AnswerLaterJob | None:
+    """What answers the Slack messages queued while the model was overloaded (serve runs
+    it); None without Slack."""
+    client = slack.client
+    if client is None:
+        return None
+    from bridge.slack_api.answer_later_posts import slack_answer_later_job
+
+    return slack_answer_later_job(
+        pipeline, db, client, owner=owner, workspace_of=slack.workspace_of,
+        ready=circuit.readiness, probe_every_s=settings.model_probe_every_s)
+
+
+def build_model(settings: Settings, *, find_skills: SkillFinder | None = None,
+                health: DependencyHealth | None = None,
+                circuit: ModelCircuit | None = None) -> LanguageModel:
+    """Claude when ``ANTHROPIC_API_KEY`` is set, the offline responder otherwise;
+    ``health`` is told when the model's API is overloaded and when it is back."""
     if settings.anthropic_api_key is None:
         return OfflineResponder(find_skills)
     # Imported here: the SDK takes seconds to import, and most commands never call it.
@@ -579,6 +613,8 @@ def build_model(settings: Settings, *, find_skills: SkillFinder | None = None) -
     return RetryingModel(
         AnthropicModel(client, settings.thoth_model),
         attempts=settings.model_max_attempts,
-        # The server's retry-after is honoured up to one call's timeout, then the person is told.
-        max_wait_s=settings.model_timeout_s,
+        # Retries (and the server's retry-after) within this, then the turn is queued.
+        budget_s=settings.model_retry_budget_s,
+        circuit=circuit or ModelCircuit(probe_every_s=settings.model_probe_every_s,
+                                        health=health),
     )

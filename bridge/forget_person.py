@@ -197,6 +197,9 @@ class PersonForgetting:
                          (person.team, person.user))
             conn.execute("DELETE FROM tool_asks WHERE team = ? AND asker = ?",
                          (person.team, person.user))
+            # What they said while the model was overloaded, waiting to be answered.
+            conn.execute('DELETE FROM answer_later WHERE team = ? AND "user" = ?',
+                         (person.team, person.user))
             return int(conn.execute(
                 "UPDATE mcp_tokens SET revoked_at = ?, revoked_by = ?"
                 ' WHERE team = ? AND "user" = ? AND revoked_at IS NULL',

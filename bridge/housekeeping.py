@@ -55,6 +55,10 @@ class Housekeeping:
     tombstones: Offloaded[Tombstones] | None = None
     identity: IdentityBackend | None = None
     identity_ingest: IngestQueue | None = None
+    # What answers the Slack messages queued while the model was overloaded (made when
+    # scheduled: it needs Slack's client; None without Slack).
+    answer_later: Callable[[], Callable[[], Coroutine[Any, Any, list[str]]] | None] | None = None
+    answer_later_every_s: float = 2.0
 
     def schedule(self, scheduler: BaseScheduler, on_turn_loop: OnTurnLoop) -> None:
         """Expire week-old skill drafts hourly, apply episode retention daily, and every
@@ -75,6 +79,11 @@ class Housekeeping:
                               minutes=1, id="forget-sweep", **every)
         scheduler.add_job(self.expire_drafts, "interval", hours=DRAFT_SWEEP_HOURS,
                           id="expire-skill-drafts", **every)
+        answering = self.answer_later() if self.answer_later is not None else None
+        if answering is not None:
+            # Every replica looks: each queued message is claimed by one of them.
+            scheduler.add_job(lambda: on_turn_loop(answering()), "interval",
+                              seconds=self.answer_later_every_s, id="answer-later", **every)
         if self.retention_days > 0:
             scheduler.add_job(self.episodic.purge_older_than, "interval",
                               args=[self.retention_days], hours=RETENTION_SWEEP_HOURS,

@@ -20,11 +20,21 @@ MODEL_FAILED = (
     "Sorry, I couldn't get an answer from the language model just now (it is"
     " unavailable or overloaded). Please try again in a minute."
 )
+# A Slack message queued while the model's API is overloaded: answered, once, in the
+# same thread when it is back (bridge/pipeline/answer_later.py).
+MODEL_OVERLOADED_LATER = "Claude is overloaded; I will answer when it is back."
 EMPTY_REPLY = (
     "Sorry, the language model finished without an answer. Please rephrase or try again."
 )
 INTERRUPTED = "(interrupted before the reply was complete)"
 INTERNAL_ERROR = "Sorry, something went wrong on my side while answering. Please try again."
+# A turn the database has no room to keep (issue 55, a full disk): not answered, so
+# nothing of it is half kept and nothing is answered twice when it is sent again.
+DISK_FULL = (
+    "I can't keep this conversation: the server's disk is full, so I haven't answered"
+    " this message. Please send it again once there is room (whoever runs Thoth has been"
+    " told)."
+)
 COST_CAP_REACHED = (
     "I've reached today's spending limit for the language model (DAILY_COST_CAP_USD ="
     " ${cap:.2f}), so I won't make new model calls until midnight UTC."
@@ -166,4 +176,10 @@ MCP_WAYS_IN_TOKENS = (
 MCP_WAYS_IN_SIGN_IN = (
     "each person with a Thoth token of their own (/thoth token in a DM with Thoth, or"
     " thoth tokens make), or by signing in with Slack (OAuth)"
+)
+# A message acked while the database was away, held in memory until the hold ran out
+# (bridge/slack/database_away.py): Slack will not send it again.
+NOT_KEPT_DATABASE_AWAY = (
+    "I could not keep your message: my database has been unavailable for ten minutes."
+    " Please send it again in a few minutes."
 )

@@ -65,6 +65,14 @@ class Settings(BaseSettings):
     # Tries per model call (429, 5xx, 529 overloaded and timeouts are retried).
     model_max_attempts: Annotated[int, Field(ge=1, le=10)] = 4
     model_timeout_s: Annotated[float, Field(gt=0)] = 60
+    # The wall-clock time within which a model call's retries may start (retry-after is
+    # honoured within it); past it the turn is queued and answered once the model is back.
+    model_retry_budget_s: Annotated[float, Field(gt=0)] = 30
+    # Once the model's API was found overloaded, one call is let through this often to
+    # see whether it is back (bridge/model/overload.py).
+    model_probe_every_s: Annotated[float, Field(gt=0)] = 5
+    # How often serve looks for turns queued while the model was overloaded.
+    answer_later_every_s: Annotated[float, Field(gt=0)] = 2
     # How much the model reasons (output_config.effort), per purpose. A turn is read live
     # in Slack: medium (Opus 5.5's own default) keeps replies quick. Reflection runs once
     # after the session and what it keeps lasts: high. A model without the level gets the
@@ -82,6 +90,12 @@ class Settings(BaseSettings):
     slack_app_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
     slack_api_url: str = DEFAULT_SLACK_API_URL
+    # How long one Slack Web API call may take before it counts as failed (a timed-out
+    # post may still have landed: bridge/slack_api/sure_posts.py checks before sending
+    # again), and how long a reply keeps trying to reach a failing Slack before the turn
+    # is told it was not delivered.
+    slack_timeout_s: Annotated[float, Field(gt=0)] = 30.0
+    slack_delivery_window_s: Annotated[float, Field(gt=0)] = 180.0
 
     honcho_api_key: SecretStr | None = None
     honcho_url: str | None = None
@@ -124,6 +138,9 @@ class Settings(BaseSettings):
     # Unset: no share, only DAILY_COST_CAP_USD.
     daily_cost_cap_per_person_usd: Annotated[float | None, Field(ge=0)] = None
     brain_remote: str | None = None
+    # Each fetch and push to BRAIN_REMOTE is killed past this; a remote that failed is
+    # then skipped (commits kept here, pushed when it answers) until a probe succeeds.
+    brain_remote_timeout_s: Annotated[float, Field(gt=0)] = 10
 
     reflection_idle_min: Annotated[float, Field(gt=0)] = 30
     # A reflection process is killed past this; a run older than it is retried. At high

@@ -31,7 +31,9 @@ _TEAM_ROWS = ("followups", "slack_replies", "slack_app_contexts", "identity_outb
               "identity_forgotten",
               # People's own connections end at the uninstall (revoked at their servers);
               # any left, and sign-ins and asks under way, go with the rest.
-              "connections", "connection_starts", "tool_asks", "tool_grants")
+              "connections", "connection_starts", "tool_asks", "tool_grants",
+              # Messages waiting for an overloaded model to come back.
+              "answer_later")
 
 
 @dataclass(frozen=True)

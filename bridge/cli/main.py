@@ -191,6 +191,11 @@ def _configure_logging(args: argparse.Namespace, err: TextIO) -> None:
     quiet = not args.verbose and not getattr(args, "long_running", False)
     for handler in logging.getLogger().handlers:
         (handler.addFilter if quiet else handler.removeFilter)(_own_records)
+    # While a service is away these say so on every reconnect attempt and every skipped
+    # round; the registry of failing services (layers/shared/dependency_health.py) says
+    # the outage once, and once when it is over.
+    for chatty in ("psycopg.pool", "apscheduler.scheduler"):
+        logging.getLogger(chatty).setLevel(logging.INFO if args.verbose else logging.ERROR)
 
 
 OWN_PACKAGES = frozenset({"bridge", "layers", "reflection", "__main__"})

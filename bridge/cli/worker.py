@@ -53,6 +53,9 @@ def run_worker(args: argparse.Namespace, app: Thoth, out: TextIO) -> int:
             tombstones=Offloaded(app.tombstones),
             # Any worker or replica may run a routine: each run is claimed once.
             routines=app.routine_runner(),
+            # Turns the overloaded model could not answer, answered once it is back.
+            answer_later=(app.housekeeping.answer_later()
+                          if app.housekeeping.answer_later is not None else None),
         )
     )
     jobs = ", ".join(worker.jobs()) or "nothing (every queue is turned off)"

@@ -2,7 +2,8 @@
 
 The SDK client is built by the composition root with ``max_retries=0``: retries
 belong to ``RetryingModel``, which knows whether text has already reached the
-user. Errors are sorted into retryable or not here, where the SDK's types are known.
+user. Errors are sorted into retryable or not here, where the SDK's types are known
+(a connection reset mid-stream comes as the SDK's HTTP library's error, ``httpx2``).
 
 The web (``ModelRequest.web``) is Anthropic's server tools, ``web_search_20250305`` and
 ``web_fetch_20250910`` (the versions without code execution: the later ones filter pages
@@ -21,6 +22,7 @@ import base64
 from typing import Any
 
 import anthropic
+import httpx2
 from anthropic.types import WebFetchTool20250910Param, WebSearchTool20250305Param
 from pydantic import SecretStr
 
@@ -119,6 +121,12 @@ class AnthropicModel:
             raise ModelUnavailable("the model timed out", retryable=True) from error
         except anthropic.APIConnectionError as error:
             raise ModelUnavailable(f"cannot reach the model: {error}", retryable=True) from error
+        except httpx2.TransportError as error:
+            # A connection reset while the stream is read comes through the SDK as its
+            # HTTP library's own error, not an APIConnectionError.
+            why = str(error) or type(error).__name__
+            raise ModelUnavailable(f"the connection to the model broke: {why}",
+                                   retryable=True) from error
         return _result(message)
 
     async def aclose(self) -> None:

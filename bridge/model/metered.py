@@ -71,6 +71,11 @@ class MeteredModel:
     def memory_only(self) -> bool:
         return self._inner.memory_only
 
+    @property
+    def inner(self) -> LanguageModel:
+        """The model it meters (its retries and their circuit, for the answer-later job)."""
+        return self._inner
+
     async def respond(self, request: ModelRequest, on_text: OnText) -> ModelResult:
         price = price_of(request.model, self._prices)
         estimate = estimated_cost(request, price)

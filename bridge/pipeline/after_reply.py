@@ -5,6 +5,10 @@ They run after the reply is shown, never before it, and a failure is logged and
 retried — never shown to the user. The transcript is written before the
 session's next turn may start (that turn reads it); the episode is written in
 the background, and ``drain()`` waits for what is still pending at shutdown.
+
+On a full disk each write is given up at once, in one line (``write_retried``): the others
+are still tried (a smaller one may fit), and the next turn's go through as soon as there
+is room.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from layers.episodic.memory import EpisodicMemory
 from layers.episodic.recall_uses import RecallUse
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
+from layers.shared.errors import DatabaseAway
 from layers.shared.offloaded import Offloaded
 from layers.shared.storage.retried import Sleep, write_retried
 from layers.working.sessions import SessionStore
@@ -25,7 +30,9 @@ from layers.working.transcript import TranscriptStore, TranscriptTurn
 
 log = logging.getLogger(__name__)
 
-RETRY_DELAYS_S: tuple[float, ...] = (0.2, 1.0, 5.0)
+# About a minute in all: a busy SQLite file is free a moment later, and a PostgreSQL
+# restart during a deploy (or a failover) is back within it (issue 55).
+RETRY_DELAYS_S: tuple[float, ...] = (0.2, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 
 
 class AfterReply:
@@ -51,11 +58,22 @@ class AfterReply:
         """Append the turn to the transcript and touch the session (the model's spend
         is already in the ledger: ``MeteredModel``). False if the writes failed for good.
         """
+        appended = False
+
         async def write() -> None:
-            await self._transcript.run(lambda transcript: transcript.append(session_id, turn))
+            nonlocal appended
+            # Two transactions: a retry after the touch failed must not append twice.
+            if not appended:
+                await self._transcript.run(
+                    lambda transcript: transcript.append(session_id, turn))
+                appended = True
             await self._sessions.run(lambda sessions: sessions.touch(session_id))
 
-        return await self._retried(f"transcript of session {session_id}", write)
+        # The database away for longer than the tries: raised, for the delivery to run
+        # the turn again once it is back (the transcript is what says it was answered).
+        return await write_retried(f"transcript of session {session_id}", write,
+                                   delays_s=self._delays, sleep=self._sleep,
+                                   raising=(DatabaseAway,))
 
     def remember(self, episode: Episode,
                  completed: Callable[[Episode], Awaitable[Episode]] | None = None) -> None:

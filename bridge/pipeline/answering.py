@@ -34,7 +34,7 @@ from bridge.pipeline.reply_sink import ReplySink, ReplyStopped
 from bridge.pipeline.tool_round import run_tool_round
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
-from layers.shared.errors import CostCapReached, PersonCapReached
+from layers.shared.errors import CostCapReached, DatabaseAway, PersonCapReached, StorageFull
 from layers.shared.redaction.stream import RedactingStream
 
 log = logging.getLogger(__name__)
@@ -77,10 +77,21 @@ class Answer:
     changed_memory: bool = False
     # The web pages the reply rests on, each once, in the order they came.
     sources: list[Source] = field(default_factory=list)
+    # The model's API was overloaded (or asked to wait) before anything was shown and
+    # before any tool ran: the turn may be answered later, from the start
+    # (``answer_later.py``), without repeating anything it did.
+    deferrable: bool = False
+    # Queued to be answered later: neither recorded nor remembered now.
+    put_off: bool = False
 
     def failed(self, message: str) -> None:
         self.text = message
         self.ok = False
+
+    def queued(self, message: str) -> None:
+        """Put off: ``message`` is shown, nothing of the turn is kept until its answer."""
+        self.failed(message)
+        self.put_off = True
 
     def add_sources(self, sources: tuple[Source, ...]) -> None:
         known = {source.url for source in self.sources}
@@ -132,22 +143,12 @@ async def answer_turn(
             request = await run_tool_round(request, result, turn, sink, tools)
             round_number += 1
         await reply.flush()
-    except CostCapReached as capped:
-        told = (messages.PERSON_CAP_REACHED if isinstance(capped, PersonCapReached)
-                else messages.COST_CAP_REACHED)
-        answer.failed(told.format(cap=capped.cap_usd))
-        return
-    except ReplyStopped:
-        log.info("the reply was stopped by its reader in session %s", session_id)
-        answer.stopped = True
-        answer.failed(f"{reply.text}\n\n{messages.STOPPED}".strip())
-        return
-    except ModelUnavailable as error:
-        answer.failed(told_for(error, session_id))
-        return
-    except Exception:
-        log.exception("turn failed for session %s", session_id)
-        answer.failed(messages.INTERNAL_ERROR)
+    except DatabaseAway:
+        # Nothing is lost by stopping here: the delivery runs the turn again once the
+        # database is back (bridge/slack/delivery_order.py).
+        raise
+    except Exception as error:
+        _failed(answer, error, reply, first_round=round_number == 0, session_id=session_id)
         return
     if not reply.text:
         # Only tool calls and no words (or an empty answer): not a reply to store or
@@ -158,8 +159,42 @@ async def answer_turn(
     answer.text = reply.text
 
 
-def told_for(error: ModelUnavailable, session_id: str) -> str:
-    """What the person reads when the model failed, and the line the operator gets."""
+def _failed(answer: Answer, error: Exception, reply: ReplyStream, *, first_round: bool,
+            session_id: str) -> None:
+    """What the person is told of a turn that stopped on ``error``."""
+    if isinstance(error, CostCapReached):
+        told = (messages.PERSON_CAP_REACHED if isinstance(error, PersonCapReached)
+                else messages.COST_CAP_REACHED)
+        answer.failed(told.format(cap=error.cap_usd))
+    elif isinstance(error, ReplyStopped):
+        log.info("the reply was stopped by its reader in session %s", session_id)
+        answer.stopped = True
+        answer.failed(f"{reply.text}\n\n{messages.STOPPED}".strip())
+    elif isinstance(error, ModelUnavailable):
+        # Before any tool ran: a tool (a team's, say) may have changed something that a
+        # turn run again from the start would change twice.
+        answer.deferrable = may_wait(error) and not reply.text and first_round
+        # A turn that may wait is logged once, where it is queued or told (the pipeline).
+        answer.failed(told_for(error, session_id, logged=not answer.deferrable))
+    elif isinstance(error, StorageFull):
+        # The model's spend could not be reserved: nothing was asked of it, and the turn
+        # is told it cannot be kept (``storage_full.py``).
+        answer.failed(messages.DISK_FULL)
+    else:
+        log.exception("turn failed for session %s", session_id, exc_info=error)
+        answer.failed(messages.INTERNAL_ERROR)
+
+
+def may_wait(error: ModelUnavailable) -> bool:
+    """Whether the turn could be answered once the model is back: its API was overloaded,
+    unreachable or asked to wait (``RetryingModel`` gave up on it), not refused."""
+    return isinstance(error, ModelAsksToWait) or (
+        error.retryable and not isinstance(error, SpendLimitReached))
+
+
+def told_for(error: ModelUnavailable, session_id: str, *, logged: bool = True) -> str:
+    """What the person reads when the model failed, and the line the operator gets
+    (unless not ``logged``: a turn that may wait is logged where it is queued)."""
     if isinstance(error, SpendLimitReached):
         log.error("model spend limit for session %s: %s", session_id, error)
         return messages.MODEL_SPEND_LIMIT
@@ -171,9 +206,11 @@ def told_for(error: ModelUnavailable, session_id: str) -> str:
         log.error("model refused the request for session %s: %s", session_id, error)
         return messages.MODEL_MISCONFIGURED
     if isinstance(error, ModelAsksToWait):
-        log.warning("model asks to wait %.0fs in session %s", error.seconds, session_id)
+        if logged:
+            log.warning("model asks to wait %.0fs in session %s", error.seconds, session_id)
         return messages.MODEL_ASKS_TO_WAIT.format(seconds=round(error.seconds))
-    log.error("model failed for session %s: %s", session_id, error)
+    if logged:
+        log.error("model failed for session %s: %s", session_id, error)
     return messages.MODEL_FAILED
 
 

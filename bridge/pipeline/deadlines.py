@@ -7,6 +7,8 @@ import logging
 from collections.abc import Awaitable
 from typing import TypeVar
 
+from layers.shared.redaction import redact
+
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
@@ -39,6 +41,10 @@ async def within_deadline(
         return await asyncio.wait_for(work, seconds)
     except TimeoutError:
         misses.missed(name, seconds)
-    except Exception:
-        log.exception("context source %s failed; left out", name)
+    except Exception as error:
+        # One line: while a service is away every turn's source fails the same way (the
+        # outage itself is said once: layers/shared/dependency_health.py).
+        log.warning("context source %s failed (%s: %s); left out", name,
+                    type(error).__name__, redact(" ".join(str(error).split()))[:200])
+        log.debug("context source %s failed", name, exc_info=True)
     return None

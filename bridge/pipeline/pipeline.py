@@ -5,6 +5,9 @@ Lock the session; gather persona, transcript and the context sources' blocks
 model answer through the transport's sink (``answering.py``: the stream, the tool
 rounds, what a reply that fell short says); then, with the reply already shown, write
 the transcript and the episode (``turn_episode.py``).
+
+A turn the database has no room for (a full disk) is told so and not answered
+(``storage_full.py``).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from dataclasses import dataclass, field, replace
 from bridge import messages
 from bridge.files.reading import Read
 from bridge.model.catalogue import CATALOGUE
-from bridge.model.protocol import LanguageModel
+from bridge.model.protocol import LanguageModel, ModelRequest
 from bridge.pipeline.after_reply import AfterReply
+from bridge.pipeline.answer_later import AnswerLater
 from bridge.pipeline.answering import Answer, answer_turn
 from bridge.pipeline.context import ContextAsk, ContextSources
 from bridge.pipeline.deadlines import MissedDeadlines, within_deadline
@@ -27,6 +31,7 @@ from bridge.pipeline.keyed_locks import KeyedLocks
 from bridge.pipeline.prompt import GatheredContext, build_request
 from bridge.pipeline.reply_sink import ReplySink, ReplyStopped
 from bridge.pipeline.shared_files import kept_files, with_files_named
+from bridge.pipeline.storage_full import ToldOnce, say_cannot_keep
 from bridge.pipeline.tools import ToolBox
 from bridge.pipeline.turn import Turn
 from bridge.pipeline.turn_episode import episode_of
@@ -38,6 +43,7 @@ from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
 from layers.procedural.persona import PersonaLoader
 from layers.procedural.skills import SkillLibrary
+from layers.shared.errors import StorageFull
 from layers.shared.offloaded import Offloaded
 from layers.working.budget import trim_to_budget
 from layers.working.sessions import Session, SessionStore
@@ -100,10 +106,12 @@ class TurnPipeline:
         after_reply: AfterReply | None = None,
         context: ContextSources | None = None,
         tools: ToolBox | None = None,
+        answer_later: AnswerLater | None = None,
     ) -> None:
         """``model`` comes with its cost cap and charge around it (``MeteredModel``);
         ``context`` are the sources whose blocks head the turn's message, and ``tools``
-        the ones the model may call (``bridge/app.py`` builds both lists).
+        the ones the model may call (``bridge/app.py`` builds both lists);
+        ``answer_later`` queues a Slack message the overloaded model could not answer.
         The stores come ``Offloaded``: a turn runs on the loop and reaches them only
         through a worker thread."""
         self._sessions = sessions
@@ -116,8 +124,11 @@ class TurnPipeline:
         self._context = context or ContextSources()
         self._tools = tools or ToolBox()
         self._after = after_reply or AfterReply(transcript, sessions, episodic, identity_ingest)
+        self._later = answer_later
         self._locks = KeyedLocks()
         self._misses = MissedDeadlines()
+        # The deliveries told their turn could not be kept (said once: ``storage_full.py``).
+        self._told_full = ToldOnce()
 
     @property
     def model(self) -> LanguageModel:
@@ -131,9 +142,18 @@ class TurnPipeline:
         ``session`` is the turn's open session when the transport has opened it already.
         """
         timings = TurnTimings(started=time.monotonic())
+        if self._told_full.told(turn.event_id):
+            # Come round again (its inbox row could not be marked done on the full disk):
+            # its person was told it would not be answered, and it is not.
+            log.info("a turn told it could not be kept came round again: not answered")
+            return TurnOutcome(session.id if session else "", messages.DISK_FULL, False,
+                               timings=timings)
         if session is None:
-            session = await self._sessions.run(
-                lambda sessions: sessions.open(turn.session_key, turn.place))
+            try:
+                session = await self._sessions.run(
+                    lambda sessions: sessions.open(turn.session_key, turn.place))
+            except StorageFull:
+                return await self._cannot_keep(turn, sink, timings)
         async with self._locks.hold(session.id):
             await sink.thinking()
             opened = session
@@ -163,8 +183,7 @@ class TurnPipeline:
                      else self._config.web.at(turn.place)),
             )
             try:
-                await answer_turn(answer, self._model, request, turn, sink, tools,
-                                  session.id)
+                await self._answer_or_queue(answer, request, turn, sink, tools, session.id)
             except asyncio.CancelledError:
                 # The transport gave up on the turn (Ctrl-C, shutdown): what was already
                 # spent still counts toward the cap, and the message is kept.
@@ -173,6 +192,10 @@ class TurnPipeline:
                 raise
             timings.model_seconds = answer.model_seconds
             timings.last_token = time.monotonic()
+            if not answer.ok and answer.text == messages.DISK_FULL:
+                # The model's spend could not be written (the disk filled since the
+                # session opened): told, not answered, nothing to record.
+                return await self._cannot_keep(turn, sink, timings, session.id)
             try:
                 await sink.finish(answer.notice or answer.text, ok=answer.ok,
                                   sources=answer.sources if answer.ok else ())
@@ -180,10 +203,17 @@ class TurnPipeline:
                 # Stop pressed while the reply was being closed: not a complete answer.
                 answer.stopped = True
                 answer.failed(f"{answer.text}\n\n{messages.STOPPED}".strip())
+            except StorageFull:
+                # The reply was shown; the transport's record of it found no room (the
+                # disk filled during the turn). The turn's own writes say what they lose.
+                log.warning("the reply in session %s was shown, not recorded: disk full",
+                            session.id)
             timings.shown = time.monotonic()
             episode_id = None
             # Asked only after a tool that changes memory: not a read on every turn.
-            if answer.changed_memory and await self._sessions.run(
+            if answer.put_off:
+                pass  # recorded when it is answered (``answer_later.py``)
+            elif answer.changed_memory and await self._sessions.run(
                     lambda sessions: sessions.get(opened.id)) is None:
                 # "Forget me" ran in this very turn and took its session with the rest of
                 # their DMs: nothing of the turn is kept either (bridge/forget_person.py).
@@ -208,6 +238,33 @@ class TurnPipeline:
         return TurnOutcome(
             session.id, answer.text, answer.ok, episode_id, answer.cost_usd, first_turn, timings
         )
+
+    async def _answer_or_queue(self, answer: Answer, request: ModelRequest, turn: Turn,
+                               sink: ReplySink, tools: ToolBox, session_id: str) -> None:
+        """The model's answer; or, the model overloaded (or a turn of the conversation
+        queued already), the turn queued to be answered later (``answer_later.py``)."""
+        later = self._later
+        if later is not None and await later.behind_another(turn) and await later.defer(turn):
+            answer.queued(messages.MODEL_OVERLOADED_LATER)  # answered after it, in order
+            return
+        await answer_turn(answer, self._model, request, turn, sink, tools, session_id)
+        if not answer.deferrable:
+            return
+        if later is not None and await later.defer(turn):
+            answer.queued(messages.MODEL_OVERLOADED_LATER)
+        else:
+            log.warning("the model is overloaded; the turn in session %s is told so, not"
+                        " queued", session_id)
+
+    async def _cannot_keep(self, turn: Turn, sink: ReplySink, timings: TurnTimings,
+                           session_id: str = "") -> TurnOutcome:
+        """Tell the person their turn cannot be kept (once per delivery); not answered.
+        (The full disk itself is said once, by the database's health.)"""
+        log.warning("a turn in %s is not answered: the database's disk is full",
+                    turn.place.channel)
+        if self._told_full.first_time(turn.event_id):
+            await say_cannot_keep(sink, turn.place.channel)
+        return TurnOutcome(session_id, messages.DISK_FULL, False, timings=timings)
 
     async def drain(self, timeout_s: float = 10.0) -> int:
         """Let background writes finish (at shutdown); returns how many did not."""

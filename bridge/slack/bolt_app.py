@@ -26,10 +26,12 @@ from slack_bolt.middleware.authorization.async_single_team_authorization import 
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
+from bridge import messages
 from bridge.app import Thoth
 from bridge.commands import Command
 from bridge.commands.table import slash_commands
 from bridge.console_links import console_links
+from bridge.pipeline.storage_full import ToldOnce
 from bridge.routines.managing import RoutineManager
 from bridge.routines.store import CREATOR_DEACTIVATED
 from bridge.slack.app_home import (
@@ -43,6 +45,7 @@ from bridge.slack.assistant import AssistantThreads
 from bridge.slack.commands import slash_command
 from bridge.slack.connect_links import CONNECT_BUTTON, ConnectLinks
 from bridge.slack.conversation import Conversation, ConversationDependencies
+from bridge.slack.database_away import StillAway
 from bridge.slack.delivery_order import DeliveryOrder
 from bridge.slack.events import Incoming, from_event, mentions
 from bridge.slack.feedback import FEEDBACK_ACTION
@@ -73,7 +76,7 @@ from bridge.slack_api.tool_cards import ALLOW_ALWAYS, ALLOW_ONCE, DENY
 from bridge.slack_api.workspace_client import WorkspaceOf, serving
 from bridge.slack_api.workspace_client import bot_user as served_bot_user
 from layers.shared.audit.log import AuditLog
-from layers.shared.errors import ConfigurationError
+from layers.shared.errors import ConfigurationError, StorageFull
 from layers.shared.offloaded import Offloaded
 from layers.shared.redaction import redact
 
@@ -180,7 +183,8 @@ async def build_bridge(thoth: Thoth, runner: TurnRunner) -> SlackTransport:
     bridge = SlackTransport(
         app, runner, conversation, reactions, assistant, home, Shortcuts(reactions.kit),
         stores, offloaded,
-        DeliveryOrder(offloaded, lease_s=settings.inbox_lease_s), bot_user,
+        DeliveryOrder(offloaded, lease_s=settings.inbox_lease_s,
+                      unavailable=thoth.db.unavailable_errors), bot_user,
         team=str(identity.get("team_id") or "") or None, workspace_of=workspace_of,
     )
     register(app, runner, [
@@ -222,10 +226,18 @@ def _authorized_as(app: AsyncApp, identity: AsyncSlackResponse) -> None:
 
 def _messages(bridge: SlackTransport) -> list[Listener]:
     bot_user, stores = bridge.bot_user, bridge.offloaded
+    # A message with no room to be stored is told so once, however many of its deliveries
+    # (the mention, its message event, their retries) come.
+    told_full = ToldOnce()
+
+    async def tell_full(incoming: Incoming) -> None:
+        if told_full.first_time(f"msg:{incoming.channel}:{incoming.ts}"):
+            await bridge.conversation.tell(incoming, messages.DISK_FULL)
 
     async def accept(body: dict[str, Any], *, addressed: bool) -> None:
         """On the runner: a delivery acked is never lost to the intake loop's shutdown
-        (the runner's waits for what it holds)."""
+        (the runner's waits for what it holds), nor to the database being away (held
+        until it is back: ``database_away.py``)."""
         event = body.get("event") or {}
         own = served_bot_user(bot_user)
         incoming = from_event(
@@ -234,25 +246,52 @@ def _messages(bridge: SlackTransport) -> list[Listener]:
         )
         if incoming is None:
             return
-        if not (addressed or await _followed(incoming, event, stores, own)):
+        said = incoming
+        try:
+            taken = await bridge.delivery_order.intake.take(
+                lambda: take(said, event, addressed=addressed, own=own),
+                f"a Slack message in {said.channel}")
+        except StillAway:
+            log.error("a Slack message in %s was not kept: the database stayed away",
+                      said.channel)
+            await bridge.conversation.tell(said, messages.NOT_KEPT_DATABASE_AWAY)
             return
+        except StorageFull:
+            # Not held: a full disk stays full until someone frees it. The person is told
+            # to send it again.
+            log.warning("a Slack message in %s was not kept: the disk is full", said.channel)
+            await tell_full(said)
+            return
+        if taken is None:
+            return
+        placed, entry = taken
+        conversation, runner = bridge.conversation, bridge.runner
+        await bridge.delivery_order.run(
+            entry, lambda: runner.as_turn(conversation.handle(placed), who=placed.user),
+            again=lambda: runner.as_turn(conversation.take_over(placed), who=placed.user),
+            unkept=lambda: tell_full(placed),
+        )
+
+    async def take(incoming: Incoming, event: dict[str, Any], *, addressed: bool,
+                   own: str | None) -> tuple[Incoming, InboxEntry] | None:
+        """The message placed and in the inbox; None if it is not Thoth's to answer or
+        was taken before."""
+        if not (addressed or await _followed(incoming, event, stores, own)):
+            return None
         incoming = await bridge.conversation.placed(incoming)
         if incoming.event_channel_type == "im":
             # The agent view says what the person is looking at as they write: kept before
             # the turn, which reads it to widen recall.
             await bridge.assistant.looking_at(event, incoming.team, incoming.user)
+        placed = incoming
         # A retry has the same event id; a mention also arrives as a message event.
         entry = await stores.run(lambda stores: stores.inbox.take(
-            (f"event:{incoming.event_id}", f"msg:{incoming.channel}:{incoming.ts}"),
-            lane=incoming.session_key,
+            (f"event:{placed.event_id}", f"msg:{placed.channel}:{placed.ts}"),
+            lane=placed.session_key,
             kind=MESSAGE,
-            payload=message_payload(incoming),
+            payload=message_payload(placed),
         ))
-        if entry is not None:
-            handle = bridge.conversation.handle
-            await bridge.delivery_order.run(
-                entry, lambda: bridge.runner.as_turn(handle(incoming), who=incoming.user)
-            )
+        return None if entry is None else (placed, entry)
 
     return [
         Listener("event", "app_mention", lambda body: accept(body, addressed=True)),
@@ -321,12 +360,21 @@ def _reactions_and_clicks(bridge: SlackTransport) -> list[Listener]:
         item = event.get("item") or {}
         # Reactions on one message apply in the order Slack sent them, across replicas
         # (an add and its removal a moment later must not swap).
-        entry = await stores.run(lambda stores: stores.inbox.take(
-            (f"event:{body['event_id']}",) if body.get("event_id") else (),
-            lane=f"reaction:{item.get('channel')}:{item.get('ts')}",
-            kind=REACTION,
-            payload={"event": event, "added": added, "team": body.get("team_id")},
-        ))
+        try:
+            entry = await bridge.delivery_order.intake.take(
+                lambda: stores.run(lambda stores: stores.inbox.take(
+                    (f"event:{body['event_id']}",) if body.get("event_id") else (),
+                    lane=f"reaction:{item.get('channel')}:{item.get('ts')}",
+                    kind=REACTION,
+                    payload={"event": event, "added": added, "team": body.get("team_id")},
+                )),
+                f"a Slack reaction in {item.get('channel')}")
+        except (StillAway, StorageFull) as unkept:
+            # Nobody to tell: a reaction has no thread of its own.
+            log.error("a reaction in %s was not kept: %s", item.get("channel"),
+                      "the disk is full" if isinstance(unkept, StorageFull)
+                      else "the database stayed away")
+            return
         if entry is not None:
             await bridge.delivery_order.run(entry, lambda: reactions.handle(event, added=added))
 

@@ -43,6 +43,7 @@ from layers.episodic.episode import Episode
 from layers.shared.errors import BadInput
 from layers.shared.offloaded import Offloaded
 from layers.shared.places import LOCAL_TEAM, Place
+from layers.shared.redaction import redact
 from layers.working.sessions import Session
 
 log = logging.getLogger(__name__)
@@ -181,7 +182,15 @@ class Conversation:
             # come while the reply is still streaming. The episode is filled in after.
             record = ReplyRecord(slack_channel, ts, place.team, thread_root, session.id,
                                  None, asker)
-            await self._stores.run(lambda stores: stores.replies.record(record))
+            try:
+                await self._stores.run(lambda stores: stores.replies.record(record))
+            except Exception as error:
+                # The disk filled or the database went away mid-turn: the reply goes on.
+                # Reactions to it will not find their turn, and a turn taken over finds it
+                # in the thread itself (``_begun_replies``).
+                log.warning("a reply in %s was posted but not recorded (%s: %s)",
+                            slack_channel, type(error).__name__,
+                            redact(" ".join(str(error).split()))[:200])
 
         sink = SlackSink(
             self._client,
@@ -294,6 +303,15 @@ class Conversation:
     @property
     def commands(self) -> CommandServices:
         return self._parts.commands
+
+    async def tell(self, incoming: Incoming, text: str) -> None:
+        """One line to the person in their message's thread, without the database (a
+        failure to post is logged: there is nothing else to tell them with)."""
+        try:
+            await self._post(incoming.channel, incoming.thread_root, text)
+        except SLACK_FAILURES as error:
+            log.warning("telling %s in %s failed (%s)", incoming.user, incoming.channel,
+                        _failure(error))
 
     async def say_in_thread(self, channel: str, thread_ts: str, reply: Reply) -> None:
         """A command's reply, for everyone in the thread."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,13 +74,30 @@ class SlackInbox:
         with self._db.write() as conn:
             conn.execute("DELETE FROM slack_inbox WHERE id = ?", (entry.id,))
 
-    def renew(self) -> int:
-        """Extend the lease on every row this process holds; returns how many."""
-        now = self._clock()
+    def keeps(self, entry: InboxEntry) -> bool:
+        """Renew this process's lease on ``entry``; False when another process took it
+        over meanwhile (its lease ran out while the database was away) or it is done."""
         with self._db.write() as conn:
             return conn.execute(
-                "UPDATE slack_inbox SET lease_until = ? WHERE owner = ?",
-                (now + self._lease_s, self._owner),
+                "UPDATE slack_inbox SET lease_until = ? WHERE id = ? AND owner = ?",
+                (self._clock() + self._lease_s, entry.id, self._owner),
+            ).rowcount == 1
+
+    def renew(self, running: Collection[int]) -> int:
+        """Extend this process's lease on the rows it is running; returns how many.
+
+        Only those: a row this process took but is not running (its ``take`` committed and
+        the answer was lost with the connection, as in a database restart) runs out and is
+        taken over like a dead process's, rather than held here for good.
+        """
+        if not running:
+            return 0
+        now = self._clock()
+        marks = ", ".join("?" for _ in running)
+        with self._db.write() as conn:
+            return conn.execute(
+                f"UPDATE slack_inbox SET lease_until = ? WHERE owner = ? AND id IN ({marks})",
+                (now + self._lease_s, self._owner, *running),
             ).rowcount
 
     def orphans(self) -> list[InboxEntry]:

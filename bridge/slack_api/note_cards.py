@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge.console_links import ConsoleLinks
+from bridge.slack_api.card_edits import edit_card
 from bridge.slack_api.clients import SLACK_FAILURES
 from bridge.slack_api.escaping import escape, mention
 from layers.notes.governance import NoteGovernance
@@ -78,11 +79,12 @@ def note_card_message(note: Note, console: ConsoleLinks | None) -> dict[str, Any
 async def show_on_cards(client: AsyncWebClient, note: Note,
                         cards: Sequence[tuple[str, str]], console: ConsoleLinks | None) -> None:
     """Each of the note's cards (channel, ts) edited to say what became of it; a card
-    Slack will not edit is logged, and the decision stands."""
+    Slack will not edit is logged, and the decision stands. While Slack fails an edit, it
+    is tried again in the background (``card_edits.py``)."""
     for channel, ts in cards:
         try:
-            await client.chat_update(channel=channel, ts=ts,
-                                     **note_card_message(note, console))
+            await edit_card(client, channel=channel, ts=ts, what=f"note {note.id}",
+                            **note_card_message(note, console))
         except SLACK_FAILURES as error:
             log.warning("the card of note %s in %s was not updated: %s", note.id, channel,
                         error)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+import aiohttp
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import AsyncRateLimitErrorRetryHandler
 from slack_sdk.http_retry.request import HttpRequest
@@ -38,6 +39,8 @@ from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
+
+from bridge.slack_api.slack_health import SlackHealth
 
 # The tier of each method Thoth calls (Slack's method reference: Tier 2 about 20 a
 # minute, Tier 3 50, Tier 4 100, each with bursts; "special" methods their own).
@@ -84,6 +87,10 @@ DEFAULT_WAIT_S = 1.0
 # their own a moment later, whose waits end a moment later too, and a loaded loop may
 # read those answers late. Seen on the loopback under load: up to about 30 ms.
 MARGIN_S = 0.25
+
+# How long a reply keeps trying to reach a failing Slack, unless the settings say
+# (``SLACK_DELIVERY_WINDOW_S``).
+DELIVERY_WINDOW_S = 180.0
 
 BudgetKey = tuple[str, str]
 
@@ -200,7 +207,16 @@ _CALLING: ContextVar[tuple[RateBudget, BudgetKey] | None] = ContextVar(
 
 class BudgetedAsyncWebClient(AsyncWebClient):
     """The SDK's async client, each call first waiting out its method's hold in the
-    budget of the workspace whose token the call carries."""
+    budget of the workspace whose token the call carries.
+
+    Each call's outcome goes to ``health`` too (set by ``clients.py``): a 5xx, a reset or
+    a timeout says Slack is failing, any answer of Slack's (even a refusal) that it works.
+    """
+
+    # Set where the client is built (``clients.build_async_web_client``).
+    health: SlackHealth | None = None
+    # How long a reply keeps trying to reach a failing Slack (``sure_posts.py``).
+    delivery_window_s: float = DELIVERY_WINDOW_S
 
     def call_token(self) -> str | None:
         """The token the next call carries (``workspace_client.py``: per workspace)."""
@@ -217,16 +233,34 @@ class BudgetedAsyncWebClient(AsyncWebClient):
         await budget.wait_turn(key)
         calling = _CALLING.set((budget, key))
         try:
-            return await super().api_call(api_method, **kwargs)
+            response = await super().api_call(api_method, **kwargs)
         except SlackApiError as error:
+            status = http_status(error)
             # The 429 the retry handler had no try left for: its wait holds all the same,
             # or the caller's own next try would go before it is over.
-            if error.response.status_code == 429:
+            if status == 429:
                 budget.hold(key, _seconds(_header(error.response.headers, "retry-after"))
                             + MARGIN_S)
+            if status >= 500:
+                self._failing(api_method, f"{api_method} answered HTTP {status}")
+            else:
+                self._working(api_method)
+            raise
+        except (OSError, aiohttp.ClientError) as error:  # a timeout is an OSError
+            self._failing(api_method, f"{api_method}: {type(error).__name__} {error}".strip())
             raise
         finally:
             _CALLING.reset(calling)
+        self._working(api_method)
+        return response
+
+    def _failing(self, method: str, why: str) -> None:
+        if self.health is not None:
+            self.health.failed(method, why)
+
+    def _working(self, method: str) -> None:
+        if self.health is not None:
+            self.health.answered(method)
 
 
 class SharedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
@@ -252,6 +286,14 @@ class SharedRateLimitRetryHandler(AsyncRateLimitErrorRetryHandler):
         budget.hold(key, _retry_after(response) + MARGIN_S)
         await budget.wait_turn(key)
         state.increment_current_attempt()
+
+
+def http_status(error: SlackApiError) -> int:
+    """The HTTP status of Slack's answer (a 5xx whose body was not JSON leaves the SDK
+    holding aiohttp's response, whose field is ``status``)."""
+    response: Any = error.response
+    status = getattr(response, "status_code", None) or getattr(response, "status", None)
+    return int(status) if isinstance(status, int) else 200
 
 
 def _bearer(request: HttpRequest) -> str:

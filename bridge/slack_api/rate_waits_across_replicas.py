@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 CHANNEL = "thoth_slack_holds"
 # How often the listener looks up from waiting to see whether it should stop.
 POLL_S = 0.5
+# A database that does not answer at all (a host gone) is given up on this soon, and tried
+# again.
+CONNECT_TIMEOUT_S = 5
 
 
 class RateWaitsAcrossReplicas:
@@ -69,18 +72,27 @@ class RateWaitsAcrossReplicas:
             log.warning("could not tell the other replicas of Slack's wait (%s)", error)
 
     def _listen(self) -> None:
+        # Said once when the listening stops and once when it is back: while the database
+        # is away it is tried again every second, and that is not a line a second.
+        failing = False
         while not self._stop.is_set():
             try:
-                with psycopg.connect(self._url, autocommit=True) as conn:
+                with psycopg.connect(self._url, autocommit=True,
+                                     connect_timeout=CONNECT_TIMEOUT_S) as conn:
                     conn.execute(f"LISTEN {CHANNEL}")
                     self._listening.set()
+                    if failing:
+                        failing = False
+                        log.warning("listening for the other replicas' Slack waits again")
                     while not self._stop.is_set():
                         for notify in conn.notifies(timeout=POLL_S):
                             self._heard(notify.payload)
             except psycopg.Error as error:
                 self._listening.set()
-                log.warning("listening for the other replicas' Slack waits failed (%s);"
-                            " trying again", error)
+                if not failing:
+                    failing = True
+                    log.warning("listening for the other replicas' Slack waits failed (%s);"
+                                " trying again every second", " ".join(str(error).split()))
                 self._stop.wait(1.0)
 
     def _heard(self, payload: str) -> None:

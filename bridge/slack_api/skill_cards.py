@@ -13,6 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bridge import messages
 from bridge.console_links import ConsoleLinks
+from bridge.slack_api.card_edits import edit_card
 from bridge.slack_api.escaping import SECTION_CHARS, escape, mention, preview, split_message
 from layers.procedural.drafts import Draft, DraftState
 from layers.shared.storage.database import Database
@@ -80,10 +81,11 @@ def card_message(draft: Draft, console: ConsoleLinks | None) -> dict[str, Any]:
 
 async def show_outcome(client: AsyncWebClient, draft: Draft, *, channel: str, ts: str,
                        console: ConsoleLinks | None) -> None:
-    """The card, edited to say who decided what; its buttons are gone."""
-    await client.chat_update(
-        channel=channel, ts=ts, text=outcome_text(draft), blocks=card_blocks(draft, console)
-    )
+    """The card, edited to say who decided what; its buttons are gone. While Slack fails
+    the edit, it is tried again in the background (``card_edits.py``): the decision is in
+    the database either way."""
+    await edit_card(client, channel=channel, ts=ts, what=f"skill draft {draft.id}",
+                    text=outcome_text(draft), blocks=card_blocks(draft, console))
 
 
 def outcome_text(draft: Draft) -> str:

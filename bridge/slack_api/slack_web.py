@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from bridge.settings import Settings
+from layers.shared.dependency_health import DependencyHealth
 from layers.shared.storage.database import Database
 
 if TYPE_CHECKING:
@@ -26,9 +27,12 @@ if TYPE_CHECKING:
 
 
 class SlackWeb:
-    def __init__(self, settings: Settings, db: Database) -> None:
+    def __init__(self, settings: Settings, db: Database, *,
+                 health: DependencyHealth | None = None) -> None:
         self._settings = settings
         self._db = db
+        # Told by the async client when Slack fails and when it answers again (/health).
+        self._health = health
 
     @property
     def configured(self) -> bool:
@@ -64,7 +68,8 @@ class SlackWeb:
         when Slack is not configured."""
         from bridge.slack_api.clients import build_async_web_client
 
-        return build_async_web_client(self._settings) if self.configured else None
+        return (build_async_web_client(self._settings, health=self._health)
+                if self.configured else None)
 
     @cached_property
     def memberships(self) -> SlackMemberships:

@@ -13,8 +13,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -57,6 +58,9 @@ class Queues:
     tombstones: Offloaded[Tombstones] | None = None
     # The routines, run as turns and posted to Slack (None without a Slack token).
     routines: RoutineRunner | None = None
+    # The Slack messages queued while the model was overloaded, answered once it is back
+    # (``bridge/pipeline/answer_later_job.py``; None without a Slack token).
+    answer_later: Callable[[], Coroutine[Any, Any, list[str]]] | None = None
 
 
 class Worker:
@@ -82,6 +86,13 @@ class Worker:
                 followups, slack, workspace_of=queues.workspace_of)
         if queues.routines is not None:
             jobs["routines"] = self.routines_once
+        if queues.answer_later is not None:
+            answer_later = queues.answer_later
+
+            async def answer_queued() -> int:
+                return len(await answer_later())
+
+            jobs["answer later"] = answer_queued
         return jobs
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -118,13 +129,21 @@ class Worker:
         return 1
 
     async def _every_round(self, name: str, job: Job, stop: asyncio.Event) -> None:
+        failing = False
         while not stop.is_set():
             try:
                 done = await job()
             except Exception:
-                # The database or a service is away: the next round tries again.
-                log.exception("the %s job failed", name)
+                # The database or a service is away: the next round tries again. Said
+                # once for the whole outage, not once a round.
+                if not failing:
+                    log.exception("the %s job failed; it is tried again every round", name)
+                failing = True
                 done = 0
+            else:
+                if failing:
+                    log.warning("the %s job works again", name)
+                failing = False
             if not done:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(stop.wait(), self._poll_s)

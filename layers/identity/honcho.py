@@ -23,17 +23,19 @@ import functools
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, Protocol, TypeVar
 
+from layers.identity.availability import PROBE_EVERY_S, Availability
 from layers.identity.conversations import TheirConversations
-from layers.identity.honcho_server import SCOPING_VERSION, key_accepted, server_version
+from layers.identity.honcho_server import SCOPING_VERSION, answers, key_accepted, server_version
 from layers.identity.ids import honcho_id
 from layers.identity.ingest_queue import described
 from layers.identity.protocol import Fact, Forgotten, Person, TurnMessages
 from layers.identity.scope import unplaced_visible
+from layers.shared.dependency_health import HONCHO, DependencyHealth
 from layers.shared.errors import BackendUnavailable
 from layers.shared.places import Viewer
 from layers.shared.redaction import redact
@@ -89,6 +91,8 @@ MAX_CONCLUSIONS_PER_CALL = 100
 MAX_CONCLUSION_BYTES = 8_000
 # Honcho's session allowlist takes at most this many sessions.
 MAX_SESSIONS = 1_000
+# A probe while Honcho is away waits this long for an answer: one that hangs is away too.
+PROBE_TIMEOUT_S = 2.0
 
 ClientFactory = Callable[[str], Any]
 
@@ -139,10 +143,18 @@ class HonchoIdentity:
         api_key: str | None = None,
         unswept: Unswept | None = None,
         settle_s: float = DEFAULT_SETTLE_S,
+        health: DependencyHealth | None = None,
+        probe_every_s: float = PROBE_EVERY_S,
+        probe_timeout_s: float = PROBE_TIMEOUT_S,
     ) -> None:
         """``unswept``: a forget whose sweep is still to come; facts made since are late
-        (drawn from before the forget) and are deleted where a read meets them."""
+        (drawn from before the forget) and are deleted where a read meets them.
+        ``health``: the process's registry, told when Honcho fails and when it is back
+        (``availability.py``: turns then skip the user model, the outbox waits for a probe)."""
         self.settle_s = settle_s
+        self._probe_timeout_s = probe_timeout_s
+        self.availability = Availability(
+            HONCHO, health or DependencyHealth(), self._probe, probe_every_s=probe_every_s)
         self._api_key = api_key
         self._unswept = unswept
         self._known: dict[str, _Known] = {}
@@ -159,6 +171,10 @@ class HonchoIdentity:
         self._lock = threading.Lock()
 
     async def ingest(self, turn: TurnMessages) -> None:
+        with self._watched():
+            await self._ingest(turn)
+
+    async def _ingest(self, turn: TurnMessages) -> None:
         person = await self._person(turn.person)
         agent = await self._agent(turn.person.team)
         session = await self._session(turn.person.team, honcho_id(turn.session_id))
@@ -187,6 +203,19 @@ class HonchoIdentity:
             return None
         if not sessions:
             return None  # nothing said anywhere this reader may read
+        if not self.availability.may_try():
+            # Known to be away: this turn goes on without it at once, not after the
+            # user model's whole deadline (one turn in a while asks, as the probe).
+            return None
+        try:
+            with self._watched():
+                return await self._asked_model(person, message, sessions)
+        except Exception as error:
+            if outage(error):
+                return None  # said once, by the health registry; not a traceback a turn
+            raise
+
+    async def _asked_model(self, person: Person, message: str, sessions: list[str]) -> str | None:
         peer = await self._person(person)
         allowed = [honcho_id(session) for session in sessions]
         query = redact(message)[:MAX_QUERY_CHARS]
@@ -209,6 +238,12 @@ class HonchoIdentity:
 
     async def observe(
         self, person: Person, observations: list[str], *, session_id: str | None, source: str
+    ) -> list[str]:
+        with self._watched():
+            return await self._observe(person, observations, session_id)
+
+    async def _observe(
+        self, person: Person, observations: list[str], session_id: str | None
     ) -> list[str]:
         session = honcho_id(session_id) if session_id else None
         if session is not None:
@@ -467,6 +502,23 @@ class HonchoIdentity:
             await client.aio.set_configuration(configuration)
         self._cards_off.add(id(client))
 
+    @contextlib.contextmanager
+    def _watched(self) -> Iterator[None]:
+        """Tell ``availability`` how a call to Honcho went: failing on an outage's error
+        (not on a refusal, which is the request's), working on an answer. A cancelled call
+        (the user model's deadline) says nothing either way."""
+        try:
+            yield
+        except Exception as error:
+            if outage(error):
+                self.availability.failed(described(error))
+            raise
+        self.availability.worked()
+
+    async def _probe(self) -> None:
+        await answers(self._server_url, self._api_key, self._workspace_id,
+                      timeout_s=self._probe_timeout_s)
+
     async def check(self) -> str:
         """Read the server's version and make one authenticated read, writing nothing (no
         workspace or peer is created)."""
@@ -521,6 +573,19 @@ class HonchoIdentity:
             if client is None:
                 client = self._clients[workspace] = self._client_for_workspace(workspace)
             return client
+
+
+def outage(error: BaseException) -> bool:
+    """An error Honcho will get over: unreachable, reset, timed out, 5xx, 408 or 429."""
+    import httpx
+    from honcho.http import exceptions as honcho_errors
+
+    if isinstance(error, honcho_errors.ConnectionError | honcho_errors.TimeoutError
+                  | honcho_errors.RateLimitError | honcho_errors.ServerError
+                  | httpx.TransportError):
+        return True
+    return isinstance(error, honcho_errors.HonchoError) and (
+        error.status >= 500 or error.status == 408)
 
 
 def turn_key(turn: TurnMessages) -> str:

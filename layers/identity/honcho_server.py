@@ -13,8 +13,12 @@ from __future__ import annotations
 import base64
 import json
 import re
+from typing import TYPE_CHECKING
 
 from layers.shared.errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    import httpx
 
 SCOPING_VERSION = (3, 0, 12)
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
@@ -68,12 +72,8 @@ async def key_accepted(
     import httpx
 
     root = base_url.rstrip("/")
-    url = (f"{root}/v3/workspaces/{workspace_id}/peers/list" if workspace_id
-           else f"{root}/v3/workspaces/list")
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        async with httpx.AsyncClient(timeout=timeout_s) as client:
-            response = await client.post(url, params={"size": 1}, json={}, headers=headers)
+        response, url = await _small_read(root, api_key, workspace_id, timeout_s)
     except httpx.HTTPError as error:
         raise BackendUnavailable(f"cannot reach Honcho at {root}: {error}") from error
     if response.status_code in (401, 403):
@@ -86,3 +86,33 @@ async def key_accepted(
         raise BackendUnavailable(
             f"Honcho answered {response.status_code} to an authenticated read at {url}"
         )
+
+
+async def answers(
+    base_url: str, api_key: str | None, workspace_id: str | None, *, timeout_s: float
+) -> None:
+    """One small authenticated read (the same as ``key_accepted``'s); raises when Honcho
+    cannot be reached or answers as a service that is away (5xx, 408, 429). A refused key
+    is an answer: the service is up, and the key's refusal is said where a turn meets it."""
+    import httpx
+
+    try:
+        response, _ = await _small_read(base_url.rstrip("/"), api_key, workspace_id,
+                                        timeout_s)
+    except httpx.HTTPError as error:
+        raise BackendUnavailable(f"cannot reach Honcho ({type(error).__name__})") from error
+    if response.status_code >= 500 or response.status_code in (408, 429):
+        raise BackendUnavailable(f"Honcho answered {response.status_code}")
+
+
+async def _small_read(root: str, api_key: str | None, workspace_id: str | None,
+                      timeout_s: float) -> tuple[httpx.Response, str]:
+    """One page of one item: a workspace's peers with a fixed workspace (a workspace key
+    may list them), else the workspaces (an admin key may). Returns the answer and the URL."""
+    import httpx
+
+    url = (f"{root}/v3/workspaces/{workspace_id}/peers/list" if workspace_id
+           else f"{root}/v3/workspaces/list")
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with httpx.AsyncClient(timeout=timeout_s) as client:
+        return await client.post(url, params={"size": 1}, json={}, headers=headers), url

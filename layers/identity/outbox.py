@@ -5,6 +5,14 @@ queue, deleted once the backend has it or has refused it for good. A row is held
 the process sending it (``claimed_until``), so replicas and workers sharing the
 database never send one turn twice at once; a row whose sender died, or whose retry
 time has come, is free again once its hold runs out.
+
+A person's turns go in the order they were said (a later "I prefer X" supersedes an
+earlier one): a claim never takes a turn while an earlier turn of the same person waits
+for its retry (it failed, ``attempts`` > 0, and is held until its retry time). A turn held
+by the process sending it right now does not hold back the next: each sender sends its
+own claims in id order, and the turns of one person that two senders hold at once (two
+replicas, each with its own) were never ordered between them. A turn held for a forget's
+sweep needs no rule: the person's later turns are held for the same sweep.
 """
 
 from __future__ import annotations
@@ -56,9 +64,13 @@ class IngestOutbox:
         with self._db.claim() as conn:
             rows = conn.execute(
                 "UPDATE identity_outbox SET claimed_until = ? WHERE id IN (SELECT id FROM"
-                " identity_outbox WHERE claimed_until IS NULL OR claimed_until < ?"
+                " identity_outbox AS later WHERE (claimed_until IS NULL OR claimed_until < ?)"
+                " AND NOT EXISTS (SELECT 1 FROM identity_outbox AS earlier"
+                " WHERE earlier.team = later.team AND earlier.\"user\" = later.\"user\""
+                " AND earlier.id < later.id AND earlier.attempts > 0"
+                " AND earlier.claimed_until >= ?)"
                 f" ORDER BY id LIMIT ?{self._db.skip_locked}) RETURNING {_COLUMNS}",
-                (now + hold_s, now, limit),
+                (now + hold_s, now, now, limit),
             ).fetchall()
         return sorted((_entry(row) for row in rows), key=lambda entry: entry[0])
 
@@ -92,6 +104,17 @@ class IngestOutbox:
         with self._db.write() as conn:
             conn.execute(
                 "UPDATE identity_outbox SET claimed_until = NULL WHERE id = ?", (entry_id,)
+            )
+
+    def release_all(self, entry_ids: list[int]) -> None:
+        """Free a batch's unsent turns (the sender stopped at a failure, to keep order)."""
+        if not entry_ids:
+            return
+        with self._db.write() as conn:
+            conn.execute(
+                "UPDATE identity_outbox SET claimed_until = NULL WHERE id IN"
+                f" ({', '.join('?' for _ in entry_ids)})",
+                tuple(entry_ids),
             )
 
     def remove(self, entry_id: int) -> None:

@@ -135,5 +135,15 @@ SCHEMA = Schema(
             UPDATE identity_forgotten SET sweep_at = forgotten_at, swept_at = forgotten_at;
             """,
         ),
+        Migration(
+            6,
+            "identity_outbox_person_order",
+            portable="""
+            -- A claim looks for an earlier held turn of the same person (their turns go in
+            -- order): found by this index, not a scan per row, when an outage has queued
+            -- thousands.
+            CREATE INDEX identity_outbox_person ON identity_outbox (team, "user", id);
+            """,
+        ),
     ),
 )

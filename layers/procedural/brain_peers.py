@@ -10,16 +10,23 @@ say the commit it made. After a push the process records the commit here; the ot
 read that row every couple of seconds and pull when it changed (``bridge/cli/
 brain_following.py``), so a skill approved on one replica is used by all within
 seconds. A process killed while holding the lock lets it go with its connection.
+
+While the remote does not answer, each process goes on committing to its own clone
+(``brain_remote.py``); its follower's step pushes what it kept as soon as the remote
+answers again (``Brain.push_pending``), replaying it on what the others pushed first.
+A replayed commit has a new sha: ``moved`` records it wherever the old one was kept.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 
 from layers.procedural.brain import Brain
+from layers.procedural.drafts import move_commit_shas
+from layers.shared.redaction import redact
 from layers.shared.storage.database import Database
 
 log = logging.getLogger(__name__)
@@ -52,6 +59,32 @@ class BrainPeers:
                 (self._remote, sha, time.time()),
             )
 
+    def remote_down(self, why: str) -> None:
+        """This process found the remote not answering: the others' writers skip it."""
+        with self._db.write() as conn:
+            conn.execute(
+                "INSERT INTO brain_remote_down (remote, since, why) VALUES (?, ?, ?)"
+                " ON CONFLICT (remote) DO NOTHING",
+                # git's words can carry the remote's URL, and a token in it.
+                (self._remote, time.time(), redact(why)),
+            )
+
+    def remote_answers(self) -> None:
+        with self._db.write() as conn:
+            conn.execute("DELETE FROM brain_remote_down WHERE remote = ?", (self._remote,))
+
+    def remote_found_down(self) -> str | None:
+        """Why another process found the remote down, if one did and none found it back."""
+        with self._db.read() as conn:
+            row = conn.execute(
+                "SELECT why FROM brain_remote_down WHERE remote = ?", (self._remote,)
+            ).fetchone()
+        return None if row is None else str(row[0])
+
+    def moved(self, shas: Mapping[str, str]) -> None:
+        """Our commits got new shas replayed on the others' (old → new)."""
+        move_commit_shas(self._db, shas)
+
     def latest(self) -> str | None:
         """The commit last pushed to the remote by any of us (None before the first)."""
         with self._db.read() as conn:
@@ -74,9 +107,14 @@ class BrainFollower:
         self._followed: str | None = None
         self._retry_at = 0.0
         self._backoff_s = FOLLOW_EVERY_S
+        self._push_failure: str | None = None
 
     def step(self) -> bool:
-        """Catch up if another process pushed; True when the brain's files changed."""
+        """Push what this clone kept while the remote was away, then catch up if another
+        process pushed; True when the brain's files changed."""
+        # Before the pull's backoff: a push kept here goes out as soon as a probe finds
+        # the remote back (push_pending paces its own probes), not a minute later.
+        self._push_pending()
         if self._clock() < self._retry_at:
             return False
         try:
@@ -91,6 +129,22 @@ class BrainFollower:
                 return changed
         except Exception as error:  # a broken brain, a database away: said, and retried
             log.warning("the brain could not follow its remote: %s", error)
+        if self._brain.remote_is_down():
+            # Said once by the health registry; the probe (push_pending) paces itself,
+            # and the pull follows within a step of the remote's return, not a minute.
+            self._retry_at = self._clock() + FOLLOW_EVERY_S
+            return False
         self._retry_at = self._clock() + self._backoff_s
         self._backoff_s = min(self._backoff_s * 2, FOLLOW_BACKOFF_MAX_S)
         return False
+
+    def _push_pending(self) -> None:
+        try:
+            self._brain.push_pending()
+        except Exception as error:  # a database away (the writers' lock): said once
+            said = str(error)
+            if said != self._push_failure:
+                log.warning("the brain could not push what it kept: %s", error)
+            self._push_failure = said
+        else:
+            self._push_failure = None

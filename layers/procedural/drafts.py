@@ -8,10 +8,11 @@ version instead of overwriting it. Every state change records who and when.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
@@ -27,6 +28,8 @@ from layers.procedural.skills import (
 from layers.shared.errors import BadInput
 from layers.shared.redaction import redact
 from layers.shared.storage.database import Database
+
+log = logging.getLogger(__name__)
 
 DRAFT_LIFETIME_S = 7 * 86_400
 # A body shorter than this is a wish, not a procedure anyone could follow.
@@ -176,12 +179,24 @@ class SkillDrafts:
         Refused when the installed skill is no longer the version the draft was made
         from (another draft was approved meanwhile) or has uncommitted hand edits:
         approving must never overwrite work nobody has reviewed.
+
+        The draft is decided under the brain's lock, so its commit and its record are one
+        step for every other writer. Decided: if the commit was made but the record
+        failed (a full disk, the database away), approving again does not refuse the
+        skill as "installed now" but finds the draft's own commit (its message names the
+        draft) and records that: the draft is accepted once, with the commit that
+        installed it, decided by the approver the commit names.
         """
         draft = self._pending(draft_id)
         folder = f"skills/{draft.slug}"
         with self._brain.writing():
             installed = self._library.get(draft.slug)
             current = installed.manifest.version if installed else None
+            if current == draft.version and (done := self._committed(draft)) is not None:
+                made, approver = done
+                log.warning("skill draft %s was committed (%s) but not recorded as accepted;"
+                            " recorded now", draft.id, made[:12])
+                return self._decide(draft, DraftState.ACCEPTED, approver, made)
             if current != draft.base_version:
                 raise BadInput(
                     f"skill draft {draft.id} was made from {draft.slug}"
@@ -203,11 +218,22 @@ class SkillDrafts:
             manifest = json.dumps(_manifest(draft, by), indent=2) + "\n"
             sha = self._brain.apply(
                 {f"{folder}/SKILL.md": skill_md, f"{folder}/manifest.json": manifest},
-                f"{action}\n\n{draft.description}\n\nWhy: skill draft {draft.id}, proposed by"
+                f"{action}\n\n{draft.description}\n\n{_why(draft)} proposed by"
                 f" {draft.proposed_by or 'reflection'}.\nApproved-by: {by}",
                 author=Author(by),
             )
-        return self._decide(draft, DraftState.ACCEPTED, by, sha)
+            return self._decide(draft, DraftState.ACCEPTED, by, sha)
+
+    def _committed(self, draft: Draft) -> tuple[str, str] | None:
+        """The commit that installed ``draft`` and who approved it, if one did."""
+        sha = self._brain.commit_saying(_why(draft))
+        if sha is None:
+            return None
+        message = self._brain.message_of(sha)
+        approver = next((line.removeprefix("Approved-by:").strip()
+                         for line in message.splitlines() if line.startswith("Approved-by:")),
+                        "")
+        return sha, approver or "unknown"
 
     def reject(self, draft_id: str, *, by: str) -> Draft:
         """Reject a pending draft: its text is deleted, who and when are kept."""
@@ -253,6 +279,15 @@ class SkillDrafts:
         return decided
 
 
+def move_commit_shas(db: Database, shas: Mapping[str, str]) -> None:
+    """Approved drafts whose commit was replayed on other replicas' (the remote was away
+    when it was made) point at the replayed commit: the one the remote holds."""
+    with db.write() as conn:
+        for old, new in shas.items():
+            conn.execute("UPDATE skill_drafts SET commit_sha = ? WHERE commit_sha = ?",
+                         (new, old))
+
+
 def remove_skill(brain: Brain, slug: str, *, by: str) -> str | None:
     """Delete an installed skill from the brain, as one commit."""
     try:
@@ -268,6 +303,11 @@ def remove_skill(brain: Brain, slug: str, *, by: str) -> str | None:
         f"Remove skill {slug}\n\nWhy: removed by hand.\nApproved-by: {by}",
         author=Author(by),
     )
+
+
+def _why(draft: Draft) -> str:
+    # The words in its commit's message that name the draft (``approve`` finds it by them).
+    return f"Why: skill draft {draft.id},"
 
 
 def _next_version(base: str | None) -> str:

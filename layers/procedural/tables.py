@@ -1,5 +1,6 @@
-"""The procedural layer's tables (L4): skill drafts awaiting a decision, and the brain
-commit each remote last received (how processes sharing it hear of a change)."""
+"""The procedural layer's tables (L4): skill drafts awaiting a decision, the brain commit
+each remote last received (how processes sharing it hear of a change), and the remotes
+found not answering."""
 
 from __future__ import annotations
 
@@ -84,6 +85,20 @@ SCHEMA = Schema(
             -- The Agent Skills field allowed-tools of a proposed skill (space-delimited):
             -- the team's tools it pre-approves while in use, approved with the rest of it.
             ALTER TABLE skill_drafts ADD COLUMN allowed_tools TEXT NOT NULL DEFAULT '';
+            """,
+        ),
+        Migration(
+            4,
+            "brain_remote_down",
+            portable="""
+            -- A brain remote a process found not answering (brain_remote.py): the others'
+            -- writers skip it at once instead of each waiting out its timeout under the
+            -- writers' lock. Deleted by the first process that finds it answering again.
+            CREATE TABLE brain_remote_down (
+                remote TEXT PRIMARY KEY,
+                since {real} NOT NULL,
+                why TEXT NOT NULL
+            );
             """,
         ),
     ),

@@ -89,7 +89,8 @@ class DependencyHealth:
 
 def _one_line(why: str | BaseException) -> str:
     text = (str(why).strip() or type(why).__name__) if isinstance(why, BaseException) else why
-    first = " ".join(text.split())
+    # Redacted whole, then cut: a secret cut in two would no longer look like one.
+    first = redact(" ".join(text.split()))
     if len(first) > WHY_MAX_CHARS:
         first = first[: WHY_MAX_CHARS - 1] + "…"
-    return redact(first)
+    return first

@@ -43,3 +43,20 @@ class PersonCapReached(CostCapReached):
             f" (${cap_usd:.2f}); their model calls resume after midnight UTC",
         )
         self.cap_usd = cap_usd
+
+
+class DatabaseAway(BackendUnavailable):
+    """The database cannot be reached for now: a restart during a deploy, a failover, a
+    network cut. What a caller holds is kept and tried again once it is back
+    (``bridge/slack/database_away.py``); the engine's own error is its cause."""
+
+
+class StorageFull(BackendUnavailable):
+    """The disk holding the database is full: a write did not happen, and nothing of it was
+    kept (its transaction rolled back whole). Writes go through again once there is room;
+    no restart is needed. Said to a person as ``bridge.messages.DISK_FULL``."""
+
+    def __init__(self, where: str, cause: str) -> None:
+        super().__init__(f"the disk holding the database {where} is full ({cause}):"
+                         " free some space; writes resume by themselves")
+        self.where = where

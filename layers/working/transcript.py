@@ -28,14 +28,23 @@ class TranscriptStore:
         self._db = db
 
     def append(self, session_id: str, turn: TranscriptTurn) -> int:
-        """Store ``turn`` (redacted) as the session's next turn; returns its number."""
+        """Store ``turn`` (redacted) as the session's next turn; returns its number.
+
+        A turn already the session's latest (the same words at the same moment) is not
+        stored again: a write retried after its commit's answer was lost with the
+        connection (a database restart) would otherwise store it twice.
+        """
         created_at = turn.created_at or time.time()
+        said = redact(turn.user_text)
         with self._db.write() as conn:
-            (last,) = conn.execute(
-                "SELECT COALESCE(MAX(seq), 0) FROM transcript_turns WHERE session_id = ?",
+            latest = conn.execute(
+                "SELECT seq, user_text, created_at FROM transcript_turns WHERE session_id = ?"
+                " ORDER BY seq DESC LIMIT 1",
                 (session_id,),
             ).fetchone()
-            seq = int(last) + 1
+            if latest is not None and str(latest[1]) == said and float(latest[2]) == created_at:
+                return int(latest[0])
+            seq = 1 if latest is None else int(latest[0]) + 1
             conn.execute(
                 'INSERT INTO transcript_turns (session_id, seq, "user", user_name, user_text,'
                 " reply_text, ok, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -44,7 +53,7 @@ class TranscriptStore:
                     seq,
                     turn.user,
                     turn.user_name,
-                    redact(turn.user_text),
+                    said,
                     redact(turn.reply_text),
                     int(turn.ok),
                     created_at,

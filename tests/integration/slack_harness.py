@@ -175,7 +175,8 @@ def serving(settings: Settings, embedder: HashingEmbedder,
     runner = TurnRunner()
     runner.start()
     bridge = runner.call(build_bridge(thoth, runner))
-    server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0)
+    server = SlackHttpServer(bridge.app, signing_secret=SECRET, host="127.0.0.1", port=0,
+                             health=thoth.health)
     server.start()
     try:
         yield thoth, bridge, f"http://127.0.0.1:{server.port}/slack/events"

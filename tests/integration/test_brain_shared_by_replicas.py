@@ -20,6 +20,7 @@ from layers.procedural.shipped import SHIPPED_PERSONA, SHIPPED_SKILLS
 from layers.procedural.skills import SkillLibrary
 from layers.shared.storage.database import Database
 from layers.shared.storage.migrations import Schema
+from tests.waiting import wait_until
 
 OpenDatabase = Callable[[Sequence[Schema]], Database]
 BODY = (
@@ -34,7 +35,10 @@ class Replica:
     def __init__(self, home: Path, remote: Path, db: Database) -> None:
         self.db = db
         self.peers = BrainPeers(db, str(remote))
-        self.brain = Brain(home / "brain", remote=str(remote), peers=self.peers)
+        # A remote that failed is tried again at once here (the probe's pause is
+        # test_fault_brain_remote.py's).
+        self.brain = Brain(home / "brain", remote=str(remote), peers=self.peers,
+                           probe_every_s=0.0)
         self.brain.create(SHIPPED_PERSONA, SHIPPED_SKILLS)
         self.skills = SkillLibrary((self.brain.skills_dir,))
         self.drafts = SkillDrafts(db, self.brain, self.skills)
@@ -131,13 +135,17 @@ def test_a_commit_whose_push_failed_is_replayed_on_the_others_and_pushed_later(
     remote.rename(away)  # the remote cannot be reached from replica one
     with caplog.at_level(logging.WARNING):
         MemoryNotes(one.brain).append([MemoryNote("said while offline", "Dana", "#eng", "🧠")])
-    assert "pushing the brain" in caplog.text
+    assert "brain-remote is failing" in caplog.text
     away.rename(remote)
+    # Two heard from one that the remote was down: it commits at once, and its probe
+    # (a thread of its own) finds the remote back and pushes.
     MemoryNotes(two.brain).append([MemoryNote("said on two", "Lee", "#ops", "🧠")])
-    assert len(_history(remote)) == 2  # two's note; one's is still only in one's clone
+    wait_until(lambda: len(_history(remote)) == 2, 10)  # one's is still only in one's clone
 
-    # One's next write catches up first: its own commit goes on top of two's, then both.
+    # One's next write is made locally at once (the remote was down when last tried) and
+    # a probe finds it back: one's commits go on top of two's, then all are pushed.
     MemoryNotes(one.brain).append([MemoryNote("back online", "Dana", "#eng", "🧠")])
+    wait_until(lambda: len(_history(remote)) == 4, 10)
     history = _history(remote)
     assert [c.summary for c in history[:3]] == [
         c.summary for c in git.Repo(one.brain.path).iter_commits("HEAD", max_count=3)

@@ -80,13 +80,30 @@ def test_a_dead_replicas_deliveries_are_taken_over_once_its_lease_runs_out(
     mine = alive.take(("event:C",), lane="thread-2", kind="message", payload={})
     assert left and later and mine
     clock.now += 20
-    assert alive.renew() == 1  # the living renew theirs; the dead cannot
+    assert alive.renew([mine.id]) == 1  # the living renew theirs; the dead cannot
     assert alive.orphans() == []  # not yet: the lease has 10 s to run
     clock.now += 15
     taken_over = alive.orphans()
     assert [entry.payload["text"] for entry in taken_over] == ["a", "b"]  # in lane order
     assert other.orphans() == []  # taken over once: now leased to `alive`
     assert alive.is_next(taken_over[0]) and not alive.is_next(taken_over[1])
+
+
+def test_a_row_its_taker_is_not_running_is_taken_over_too(
+    open_database: OpenDatabase,
+) -> None:
+    """A take whose commit landed but whose answer was lost (the database restarted):
+    the process that took it renews only what it runs, so the row is taken over."""
+    clock = Clock()
+    taker = SlackInbox(open_database(SCHEMAS), owner="taker", lease_s=30, clock=clock)
+    running = taker.take(("event:R",), lane="thread-1", kind="message", payload={"text": "r"})
+    lost = taker.take(("event:L",), lane="thread-2", kind="message", payload={"text": "l"})
+    assert running and lost
+    clock.now += 20
+    assert taker.renew([running.id]) == 1
+    assert taker.renew([]) == 0
+    clock.now += 15
+    assert [entry.payload["text"] for entry in taker.orphans()] == ["l"]
 
 
 def test_a_lease_is_held_by_one_replica_until_given_back_or_run_out(

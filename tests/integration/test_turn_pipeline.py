@@ -151,8 +151,11 @@ def test_429_500_529_are_retried_then_the_answer_arrives(
 
 
 def test_after_the_last_retry_the_user_gets_one_honest_message_and_nothing_is_stored(
-    app: Thoth, fake_anthropic: FakeAnthropic
+    model_settings: Settings, hashing_embedder: HashingEmbedder, fake_anthropic: FakeAnthropic
 ) -> None:
+    # The next turn is the overloaded API's next probe (bridge/model/overload.py) at once.
+    app = build(model_settings.model_copy(update={"model_probe_every_s": 1e-6}),
+                embedder=hashing_embedder)
     fake_anthropic.push(*[api.error(529)] * 4)
     outcome, _ = converse(app, [("s1", "Are you there?"), ("s1", "Hello again")])
 
@@ -167,6 +170,7 @@ def test_after_the_last_retry_the_user_gets_one_honest_message_and_nothing_is_st
     assert fake_anthropic.requests[-1].conversation() == [
         {"role": "user", "content": "Hello again"}
     ]
+    app.close()
 
 
 def test_a_client_error_is_not_retried(app: Thoth, fake_anthropic: FakeAnthropic) -> None:

@@ -6,6 +6,14 @@ content_block_start/delta/stop, ping, message_delta, message_stop). Replies come
 from a script the test pushes (text, tool_use, HTTP errors, in-stream errors,
 delays); with an empty script it answers with a short text. Every request is
 recorded whole: path, headers and JSON body.
+
+It also fails the way the real API does when it is in trouble, on command: a standing
+window in which every request gets 529 overloaded (or 500, with ``retry-after``)
+whatever the script says (``overloaded_for``), and connections reset with no response
+or in the middle of a stream (``reset_next``). What a request was billed (``billed``)
+is counted the way this project reads Anthropic's pricing: a response the API finished
+(a whole JSON body, or a stream to ``message_stop``) is billed its usage; an error
+status, a reset or an error event is not.
 """
 
 from __future__ import annotations
@@ -13,11 +21,13 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import socket
+import struct
 import threading
 import time
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -103,6 +113,8 @@ class Reply:
     error_details: dict[str, Any] | None = None
     # A server tool call before the words (``web_search`` / ``web_fetch``).
     web: WebCall | None = None
+    # The connection is reset after the first words (``FakeAnthropic.reset_next``).
+    reset_mid_stream: bool = False
 
 
 def text(content: str, **options: Any) -> Reply:
@@ -204,7 +216,67 @@ class FakeAnthropic(LoopbackServer):
         self.refusals: list[tuple[int, str]] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        # The standing overload window: until when (monotonic), with what status and
+        # retry-after; and the connections to reset, with where (None: before answering).
+        self._overloaded_until = 0.0
+        self._overload: tuple[int, str | None] = (529, None)
+        self._resets: deque[bool] = deque()
+        self._reset_every = 0
+        # The usage of every response the API finished (what Anthropic bills), in order.
+        self.billed: list[Usage] = []
+        self.overloaded_answers = 0
+        self.resets_done = 0
         self._serve(self._handler_class())
+
+    def overloaded_for(self, seconds: float, *, status: int = 529,
+                       retry_after: float | None = None, reset_every: int = 0) -> None:
+        """Answer every request ``status`` (529 overloaded_error, 500 api_error, 503) for
+        the next ``seconds``, with ``retry-after`` when given; the script waits. With
+        ``reset_every`` n, every n-th request of the window has its connection reset
+        instead (an overloaded front end drops some)."""
+        with self._lock:
+            self._overloaded_until = time.monotonic() + seconds
+            self._overload = (status, None if retry_after is None else f"{retry_after:g}")
+            self._reset_every = reset_every
+
+    def back(self) -> None:
+        """End the overload window now."""
+        with self._lock:
+            self._overloaded_until = 0.0
+
+    @property
+    def overloaded(self) -> bool:
+        with self._lock:
+            return time.monotonic() < self._overloaded_until
+
+    def reset_next(self, count: int = 1, *, mid_stream: bool = False) -> None:
+        """Reset the connection of the next ``count`` requests: before any response, or
+        (``mid_stream``) after a stream's first words."""
+        with self._lock:
+            self._resets.extend([mid_stream] * count)
+
+    def _failure_now(self) -> tuple[str, int, str | None] | None:
+        """What the next request meets instead of its reply, if anything."""
+        with self._lock:
+            if time.monotonic() < self._overloaded_until:
+                self.overloaded_answers += 1
+                if self._reset_every and self.overloaded_answers % self._reset_every == 0:
+                    self.resets_done += 1
+                    return ("reset", 0, None)
+                return ("status", *self._overload)
+            if self._resets:
+                self.resets_done += 1
+                return ("reset-mid" if self._resets.popleft() else "reset", 0, None)
+        return None
+
+    def _bill(self, usage: dict[str, Any]) -> None:
+        with self._lock:
+            self.billed.append(Usage(
+                input_tokens=int(usage.get("input_tokens") or 0),
+                output_tokens=int(usage.get("output_tokens") or 0),
+                cache_read_input_tokens=int(usage.get("cache_read_input_tokens") or 0),
+                cache_creation_input_tokens=int(usage.get("cache_creation_input_tokens") or 0),
+            ))
 
     def push(self, *replies: Reply) -> None:
         with self._lock:
@@ -256,7 +328,20 @@ class _Handler(LoopbackHandler):
             json.loads(self.read_body() or b"{}"),
             time.monotonic(),
         )
+        failure = None if _refusal(self.fake, request) is not None else self.fake._failure_now()
+        if failure is not None and failure[0] != "reset-mid":
+            with self.fake._lock:
+                self.fake.requests.append(request)
+                self.fake._lock.notify_all()
+            if failure[0] == "reset":
+                self._reset()
+            else:
+                self._send_json(failure[1], _error_body(failure[1], "Overloaded"),
+                                retry_after=failure[2])
+            return
         reply = self.fake._next_reply(request, refused=_refusal(self.fake, request) is not None)
+        if failure is not None:
+            reply = replace(reply, reset_mid_stream=True)
         with self.fake._lock:
             self.fake.in_flight += 1
             self.fake.max_in_flight = max(self.fake.max_in_flight, self.fake.in_flight)
@@ -287,17 +372,30 @@ class _Handler(LoopbackHandler):
         elif request.body.get("stream"):
             self._send_stream(reply, request.body)
         else:
-            self._send_json(200, _message(self.fake, reply, request.body))
+            message = _message(self.fake, reply, request.body)
+            self._send_json(200, message)
+            self.fake._bill(message["usage"])
+
+    def _reset(self) -> None:
+        """Close the connection with a TCP reset, as a proxy or a load balancer does."""
+        self.close_connection = True
+        try:
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                       struct.pack("ii", 1, 0))
+            self.connection.close()
+        except OSError:
+            pass
 
     def _send_json(
         self, status: int, payload: dict[str, Any], retry_after: str | None = None
     ) -> None:
         headers = {"request-id": f"req_{next(self.fake._ids)}"}
-        if retry_after is not None and status in (429, 529, 500):
+        if retry_after is not None and status in (429, 529, 500, 503):
             headers["retry-after"] = retry_after
         self.send_body(status, json.dumps(payload).encode(), "application/json", headers)
 
     def _send_stream(self, reply: Reply, body: dict[str, Any]) -> None:
+        usage: dict[str, Any] = {}
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.send_header("cache-control", "no-cache")
@@ -309,8 +407,17 @@ class _Handler(LoopbackHandler):
                 chunk = f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
                 self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                 self.wfile.flush()
+                if event == "content_block_delta" and reply.reset_mid_stream:
+                    self._reset()
+                    return
                 if event == "content_block_delta" and reply.chunk_delay_s:
                     self.fake._stopping.wait(reply.chunk_delay_s)
+                if event == "message_start":
+                    usage = dict(data["message"]["usage"])
+                elif event == "message_delta":
+                    usage["output_tokens"] = data["usage"]["output_tokens"]
+                elif event == "message_stop":
+                    self.fake._bill(usage)
             self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):

@@ -10,8 +10,15 @@ and messages about the observed peer, and representations are the stored conclus
 one a line.
 
 Every request is recorded whole (method, path, query, headers, JSON body). Faults are
-scripted: ``fail_next``, ``delay_next``, ``delay_all``, ``hang``. Use it as
-``with FakeHoncho() as server:`` and point ``Honcho(base_url=server.url, ...)`` at it.
+scripted: ``fail_next``, ``delay_next``, ``delay_all``, ``hang``, ``reset_after_applying``
+(the write lands, its answer is lost). An outage is ``down(mode)`` … ``up()``, or
+``down_for(seconds, mode)``, in the ways a real Honcho is away: ``"status"`` (every
+request answered 503, or 502/500, with ``Retry-After`` if asked: a load balancer with no
+healthy backend), ``"refused"`` (the port closed: connection refused; open keep-alive
+connections reset), ``"reset"`` (accepted, then reset without an answer) and ``"hang"``
+(accepted, never answered; reset at ``up``). Nothing done while down is recorded in
+``requests`` (``turned_away`` counts it). Use it as ``with FakeHoncho() as server:`` and
+point ``Honcho(base_url=server.url, ...)`` at it.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import json
 import math
 import random
 import re
+import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -32,7 +41,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from tests.servers.loopback import LoopbackHandler, LoopbackServer
+from tests.servers.loopback import LoopbackHandler, LoopbackServer, QuietServer
 
 ID_PATTERN = re.compile(r"^[a-zA-Z0-9_-]{1,512}$")
 MAX_MESSAGES_PER_CALL = 100
@@ -60,9 +69,21 @@ class RecordedRequest:
     received_at: float
 
 
+DOWN_MODES = ("status", "refused", "reset", "hang")
+
+
+@dataclass(frozen=True)
+class _Down:
+    mode: str
+    status: int
+    retry_after: float | None
+
+
 @dataclass
 class _Fault:
-    kind: str  # "fail", "delay" or "late" (answered after the work is done)
+    # "fail", "delay", "late" (answered after the work is done) or "lost" (the work is
+    # done, then the connection is reset: the client never hears it landed)
+    kind: str
     remaining: int
     match: str | None
     status: int = 500
@@ -944,6 +965,14 @@ class FakeHoncho(LoopbackServer):
         self._wake = threading.Event()
         self._wake.set()
         self._ids = itertools.count(1)
+        self._down: _Down | None = None
+        self._back = threading.Event()
+        self._back.set()
+        self._up_timer: threading.Timer | None = None
+        # Requests met while down (their paths), and when the last outage ended
+        # (time.monotonic).
+        self.turned_away_paths: list[str] = []
+        self.went_up_at: float | None = None
         # Ties in creation time come back in no fixed order; seeded, so a run repeats.
         self._shuffle = random.Random(7)
         self._api = _Api(self)
@@ -951,6 +980,9 @@ class FakeHoncho(LoopbackServer):
 
     def _release_waiters(self) -> None:
         self._wake.set()
+        self._back.set()
+        if self._up_timer is not None:
+            self._up_timer.cancel()
 
     # -- faults ---------------------------------------------------------------------
 
@@ -998,6 +1030,67 @@ class FakeHoncho(LoopbackServer):
         with self._lock:
             self._hanging = False
             self._wake.set()
+
+    def reset_after_applying(self, count: int = 1, *, match: str | None = None) -> None:
+        """Do the next ``count`` requests' work, then reset the connection unanswered: the
+        write landed, the client only sees a dropped connection."""
+        with self._lock:
+            self._faults.append(_Fault("lost", count, match))
+
+    def down(self, mode: str = "status", *, status: int = 503,
+             retry_after: float | None = None) -> None:
+        """Be away until ``up()``, the way ``mode`` says (``DOWN_MODES``)."""
+        if mode not in DOWN_MODES:
+            raise ValueError(f"mode must be one of {DOWN_MODES}")
+        with self._lock:
+            self._down = _Down(mode, status, retry_after)
+            self._back.clear()
+        if mode == "refused":
+            # Nothing listens on the port: a connect is refused. The port is kept for up().
+            self._server.shutdown()
+            self._server.server_close()
+
+    def up(self) -> None:
+        """Back: answer again (from now, new requests; a hung one was reset)."""
+        with self._lock:
+            down, self._down = self._down, None
+            if down is None:
+                return
+            if down.mode == "refused":
+                self._listen_again()
+            self.went_up_at = time.monotonic()
+            self._back.set()
+
+    def down_for(self, seconds: float, mode: str = "status", *, status: int = 503,
+                 retry_after: float | None = None) -> None:
+        """``down(...)`` now and ``up()`` by itself after ``seconds`` (returns at once)."""
+        self.down(mode, status=status, retry_after=retry_after)
+        self._up_timer = threading.Timer(seconds, self.up)
+        self._up_timer.daemon = True
+        self._up_timer.start()
+
+    @property
+    def is_down(self) -> bool:
+        with self._lock:
+            return self._down is not None
+
+    def _listen_again(self) -> None:
+        host, port = self._server.server_address[:2]
+        self._server = QuietServer((str(host), int(port)), self._handler_class())
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+
+    @property
+    def turned_away(self) -> int:
+        with self._lock:
+            return len(self.turned_away_paths)
+
+    def _outage(self, request: RecordedRequest) -> _Down | None:
+        with self._lock:
+            if self._down is not None:
+                self.turned_away_paths.append(request.path)
+            return self._down
 
     def clear_faults(self) -> None:
         with self._lock:
@@ -1194,6 +1287,10 @@ class _Handler(LoopbackHandler):
 
     def _handle(self) -> None:
         request = self._read()
+        down = self.fake._outage(request)
+        if down is not None:
+            self._away(down)
+            return
         fault = self.fake._record(request)
         try:
             if not self.fake._hold(fault):
@@ -1204,11 +1301,34 @@ class _Handler(LoopbackHandler):
                 fault.seconds
             ):
                 return
+            if fault is not None and fault.kind == "lost":
+                self._reset()
+                return
             self._send(status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (a timeout test); nothing to answer
         finally:
             self.fake._done()
+
+    def _away(self, down: _Down) -> None:
+        try:
+            if down.mode == "status":
+                headers = ({} if down.retry_after is None
+                           else {"retry-after": f"{down.retry_after:g}"})
+                self._send(down.status, {"detail": "Service Unavailable"}, headers)
+                return
+            if down.mode == "hang":
+                self.fake._back.wait()  # until up() or the server stops: then dropped
+            # "reset", "hang", and a keep-alive connection open when the port closed.
+            self._reset()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _reset(self) -> None:
+        """Drop the connection with a TCP reset, unanswered."""
+        self.close_connection = True
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.connection.close()
 
     def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
         if payload is NO_CONTENT:

@@ -11,7 +11,12 @@ State lives in memory: messages per channel (with threads and reactions), epheme
 messages, streams, assistant statuses, and the users and channels the test adds. Answers
 are shaped like Slack's: HTTP 200 with ``{"ok": true, ...}`` or ``{"ok": false, "error":
 ...}``. Faults are scripted with ``fail_next`` (429 with ``Retry-After``, 5xx, or a Slack
-error at HTTP 200) and ``delay_next``.
+error at HTTP 200) and ``delay_next``; the ways Slack fails when it is unwell with
+``fail_after_applying`` (did it, then answered 5xx), ``reset_next`` (the connection reset
+without an answer, before or after doing it) and ``down_for`` (a standing window: every
+call of the methods named answers 5xx, resets or hangs for so many seconds).
+``conversations.replies`` and ``.history`` show a message's ``metadata`` only when asked
+with ``include_all_metadata``, as Slack's method reference says.
 
 Refusals follow Slack's method reference (``slack_rules.py``): content limits
 (``text`` 40 000, ``markdown_text`` 12 000, 50 blocks, section text 3 000), who may
@@ -39,6 +44,8 @@ import email.parser
 import email.policy
 import itertools
 import json
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -135,15 +142,21 @@ class RecordedCall:
 
 @dataclass
 class _Fault:
-    kind: str  # "fail" or "delay"
+    kind: str  # "fail", "delay" or "reset" (the connection closed, no answer)
     method: str | None  # None: any method
-    remaining: int
+    remaining: float
     status: int = 429
     error: str | None = None
     retry_after: int | None = 1
     seconds: float = 0.0
+    applied: bool = False  # the call is done before the failure is answered
+    methods: frozenset[str] | None = None  # a window's methods (None: ``method``)
+    until: float | None = None  # a standing window's end (time.monotonic)
+    since: float = 0.0  # a standing window's beginning
 
     def applies_to(self, call: RecordedCall) -> bool:
+        if self.methods is not None:
+            return call.method in self.methods
         return self.method in (None, "*", call.method)
 
 
@@ -379,6 +392,37 @@ class FakeSlack(LoopbackServer):
         with self._lock:
             self._faults.append(_Fault("delay", method, count, seconds=seconds))
 
+    def fail_after_applying(self, method: str | None, status: int = 500,
+                            count: int = 1) -> None:
+        """Do the next ``count`` calls of ``method``, then answer them ``status`` (a 5xx
+        Slack sends after it made the message: the client cannot tell it from one that
+        made nothing)."""
+        with self._lock:
+            self._faults.append(_Fault("fail", method, count, status=status, applied=True))
+
+    def reset_next(self, method: str | None, count: int = 1, *, applied: bool = False) -> None:
+        """Reset the connection of the next ``count`` calls of ``method`` without an
+        answer; with ``applied``, after doing them."""
+        with self._lock:
+            self._faults.append(_Fault("reset", method, count, applied=applied))
+
+    def down_for(self, seconds: float, methods: frozenset[str] | set[str] | None = None, *,
+                 how: str = "5xx", status: int = 503, applied: bool = False,
+                 hang_s: float = 0.0, after_s: float = 0.0) -> None:
+        """For ``seconds`` (beginning in ``after_s``), every call of ``methods`` (None:
+        every method) fails: ``how`` is "5xx" (answered ``status``), "reset" (no answer)
+        or "hang" (held ``hang_s``, longer than the client waits, then answered
+        ``status``). With ``applied`` each call is done first, then fails."""
+        since = time.monotonic() + after_s
+        until = since + seconds
+        named = frozenset(methods) if methods is not None else frozenset(_METHODS)
+        kind = {"5xx": "fail", "reset": "reset", "hang": "fail"}[how]
+        with self._lock:
+            self._faults.append(_Fault(kind, None, float("inf"), status=status,
+                                       applied=applied, methods=named, until=until,
+                                       since=since,
+                                       seconds=hang_s if how == "hang" else 0.0))
+
     def clear_faults(self) -> None:
         with self._lock:
             self._faults.clear()
@@ -482,8 +526,11 @@ class FakeSlack(LoopbackServer):
     def _find(self, channel: str, ts: str | None) -> dict[str, Any] | None:
         return next((m for m in self._messages.get(channel, []) if m["ts"] == ts), None)
 
-    def _visible(self, channel: str, message: dict[str, Any]) -> dict[str, Any]:
+    def _visible(self, channel: str, message: dict[str, Any],
+                 metadata: bool = True) -> dict[str, Any]:
         shown = copy.deepcopy(message)
+        if not metadata:
+            shown.pop("metadata", None)  # a reader must ask for it (include_all_metadata)
         reactions = self._reactions.get((channel, message["ts"]))
         if reactions:
             shown["reactions"] = copy.deepcopy(reactions)
@@ -618,13 +665,18 @@ class FakeSlack(LoopbackServer):
             self.requests.append(call)
             self._lock.notify_all()
             failure, delay = None, 0.0
+            now = time.monotonic()
             for fault in list(self._faults):
-                if not fault.applies_to(call):
+                if fault.until is not None and now >= fault.until:
+                    self._faults.remove(fault)
+                    continue
+                if not fault.applies_to(call) or now < fault.since:
                     continue
                 if fault.kind == "delay" and not delay:
                     delay = fault.seconds
-                elif fault.kind == "fail" and failure is None:
+                elif fault.kind in ("fail", "reset") and failure is None:
                     failure = fault
+                    delay = delay or fault.seconds  # a window that hangs, then fails
                 else:
                     continue
                 fault.remaining -= 1
@@ -655,6 +707,8 @@ class FakeSlack(LoopbackServer):
     def _respond(
         self, call: RecordedCall, failure: _Fault | None
     ) -> tuple[int, dict[str, Any], dict[str, str]]:
+        if failure is not None and failure.applied:
+            self._respond(call, None)  # done, whatever is answered
         if failure is not None:
             error = failure.error or ERRORS_BY_STATUS.get(failure.status, "fatal_error")
             headers = {}
@@ -1107,7 +1161,9 @@ class FakeSlack(LoopbackServer):
         else:
             listed = [m for m in window if Decimal(m["ts"]) >= resume]
         page, rest = listed[:limit], listed[limit:]
-        return {"messages": [self._visible(channel, m) for m in page], "has_more": bool(rest),
+        metadata = _flag(call, "include_all_metadata")
+        return {"messages": [self._visible(channel, m, metadata) for m in page],
+                "has_more": bool(rest),
                 "response_metadata": {"next_cursor": _encode_cursor(rest[0]["ts"]) if rest
                                       else ""}}
 
@@ -1116,7 +1172,8 @@ class FakeSlack(LoopbackServer):
         channel = self._readable(call)
         top = [m for m in self._messages.get(channel, [])
                if m.get("thread_ts") in (None, m["ts"])]
-        newest_first = [self._visible(channel, m) for m in reversed(top)]
+        metadata = _flag(call, "include_all_metadata")
+        newest_first = [self._visible(channel, m, metadata) for m in reversed(top)]
         return _page(newest_first, call, default_limit=100)
 
 
@@ -1292,7 +1349,8 @@ class _Handler(LoopbackHandler):
         if call.path in (AUTHORIZE_PATH, INSTALL_AUTHORIZE_PATH):
             # The browser's step of Sign in with Slack, or of installing, on slack.com.
             sign_in, installs = self.fake.sign_in, self.fake.installs
-            status, headers, text = (400, {}, "invalid_client_id")
+            headers: dict[str, str] = {}
+            status, text = 400, "invalid_client_id"
             if call.path == AUTHORIZE_PATH and sign_in is not None:
                 status, headers, text = sign_in.authorize(call.query)
             if call.path == INSTALL_AUTHORIZE_PATH and installs is not None:
@@ -1325,6 +1383,11 @@ class _Handler(LoopbackHandler):
             if delay and self.fake._stopping.wait(delay):
                 self.close_connection = True
                 return
+            if failure is not None and failure.kind == "reset":
+                if failure.applied:
+                    self.fake._respond(call, None)
+                self._reset()
+                return
             status, payload, headers = self.fake._respond(call, failure)
             self._send(status, payload, headers)
         except (BrokenPipeError, ConnectionResetError):
@@ -1332,6 +1395,12 @@ class _Handler(LoopbackHandler):
 
     def _send_text(self, status: int, text: str) -> None:
         self.send_body(status, text.encode(), "text/plain; charset=utf-8")
+
+    def _reset(self) -> None:
+        """Close the connection with a TCP reset, no answer (SO_LINGER 0)."""
+        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                   struct.pack("ii", 1, 0))
+        self.close_connection = True
 
     def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
         every = {"x-slack-req-id": f"req{next(self.fake._ids):06d}",

@@ -41,6 +41,9 @@ class Database(ABC):
     # Appended to a queue's SELECT inside ``claim()``: rows another process is claiming
     # are passed over, not waited for (empty where one writer at a time makes it moot).
     skip_locked: str
+    # What an engine raises while the database is away for a while (a restart, a
+    # failover): the caller may keep what it holds and try again once it is back.
+    unavailable_errors: tuple[type[Exception], ...] = ()
 
     @property
     @abstractmethod

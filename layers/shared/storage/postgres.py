@@ -19,9 +19,10 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
-from layers.shared.errors import ConfigurationError
+from layers.shared.dependency_health import POSTGRES, DependencyHealth
+from layers.shared.errors import ConfigurationError, DatabaseAway
 from layers.shared.storage.connection import Parameters
 from layers.shared.storage.database import Database
 from layers.shared.storage.migrations import RECORD_MIGRATION, Migration, Schema
@@ -33,6 +34,14 @@ WRITE_LOCK = 0x74686F7468
 POOL_MIN = 1
 POOL_MAX = 10
 CONNECT_TIMEOUT_S = 10.0
+# How long a caller waits for a pooled connection before it hears the database is away:
+# a restart during a deploy takes a few seconds; callers that must not lose what they
+# hold (the Slack intake, a delivery's turn) try again themselves.
+POOL_WAIT_S = 10.0
+# How long the pool keeps reconnecting with its growing backoff (1, 2, 4 s…) before it
+# lets the attempt go; the next caller starts a new one at 1 s. Short, so a database back
+# after a long outage is reconnected to within seconds, not after a 30 s backoff step.
+RECONNECT_WINDOW_S = 5.0
 
 
 class PostgresConnection:
@@ -97,6 +106,19 @@ def _first_line(error: Exception) -> str:
     return " ".join(lines) if lines else type(error).__name__
 
 
+def _away(error: Exception) -> bool:
+    """Whether ``error`` says the database is away rather than that a statement failed:
+    no connection (none made, none lent in time, the server closed it: SQLSTATE class 08,
+    57P01-57P03). A deadlock, a statement timeout or a full disk on the server are the
+    statement's failures, said as they are."""
+    if isinstance(error, PoolTimeout):
+        return True
+    if not isinstance(error, psycopg.OperationalError):
+        return False
+    state = error.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
 def _starts_name(char: str) -> bool:
     return char.isalpha() or char == "_"
 
@@ -105,10 +127,15 @@ class PostgresDatabase(Database):
     dialect = "postgresql"
     duplicate_key_errors = (psycopg.errors.UniqueViolation,)
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    # Raised for a connection the server closed or that cannot be made, and when none
+    # came within POOL_WAIT_S (``_away``), with psycopg's error as its cause.
+    unavailable_errors = (DatabaseAway,)
 
-    def __init__(self, pool: ConnectionPool[psycopg.Connection[Any]], url: str) -> None:
+    def __init__(self, pool: ConnectionPool[psycopg.Connection[Any]], url: str,
+                 health: DependencyHealth | None = None) -> None:
         self._pool = pool
         self._url = url
+        self._health = health or DependencyHealth()
 
     @property
     def where(self) -> str:
@@ -116,9 +143,11 @@ class PostgresDatabase(Database):
 
     @classmethod
     def connect_url(
-        cls, url: str, *, schemas: Sequence[Schema], named_by: str = "DATABASE_URL"
+        cls, url: str, *, schemas: Sequence[Schema], named_by: str = "DATABASE_URL",
+        health: DependencyHealth | None = None,
     ) -> PostgresDatabase:
-        """``named_by``: the setting or option the URL came from, for the error."""
+        """``named_by``: the setting or option the URL came from, for the error;
+        ``health``: told when the database goes away and comes back."""
         try:
             # One connection first: a refused port or a bad password is said at once,
             # where the pool would retry in the background until its timeout.
@@ -135,6 +164,11 @@ class PostgresDatabase(Database):
             kwargs={"autocommit": True},
             open=False,
             name="thoth",
+            # A connection the server closed in a restart is found out when it is lent,
+            # not by the caller it was lent to.
+            check=ConnectionPool.check_connection,
+            timeout=POOL_WAIT_S,
+            reconnect_timeout=RECONNECT_WINDOW_S,
         )
         try:
             pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
@@ -144,7 +178,7 @@ class PostgresDatabase(Database):
                 f"cannot connect to the database {redacted_url(url)}: {_first_line(error)}"
                 f" (check {named_by}, and that PostgreSQL is running)"
             ) from error
-        database = cls(pool, url)
+        database = cls(pool, url, health)
         try:
             database.migrate(schemas)
         except BaseException:
@@ -153,8 +187,23 @@ class PostgresDatabase(Database):
         return database
 
     @contextmanager
+    def _connection(self) -> Iterator[psycopg.Connection[Any]]:
+        """A pooled connection; the database said failing while it is away, and working
+        again once a block runs through."""
+        try:
+            with self._pool.connection() as connection:
+                yield connection
+        except (psycopg.OperationalError, PoolTimeout) as error:
+            if not _away(error):
+                raise
+            self._health.failing(POSTGRES, _first_line(error))
+            raise DatabaseAway(f"the database {self.where} is away: {_first_line(error)}"
+                               ) from error
+        self._health.working(POSTGRES)
+
+    @contextmanager
     def write(self, *, durable: bool = True) -> Iterator[PostgresConnection]:
-        with self._pool.connection() as connection, connection.transaction():
+        with self._connection() as connection, connection.transaction():
             if not durable:
                 # PostgreSQL's asynchronous commit: the same promise as SQLite's NORMAL.
                 connection.execute("SET LOCAL synchronous_commit = off")
@@ -164,24 +213,27 @@ class PostgresDatabase(Database):
     @contextmanager
     def claim(self) -> Iterator[PostgresConnection]:
         # No writer lock: the claim's own row locks keep two workers off one row.
-        with self._pool.connection() as connection, connection.transaction():
+        with self._connection() as connection, connection.transaction():
             yield PostgresConnection(connection)
 
     @contextmanager
     def read(self) -> Iterator[PostgresConnection]:
-        with self._pool.connection() as connection:
+        with self._connection() as connection:
             yield PostgresConnection(connection)
 
     @contextmanager
     def exclusive(self, name: str) -> Iterator[None]:
         # A session lock on a connection kept for the block: PostgreSQL lets it go
         # when the connection drops, so a killed holder never blocks the others.
-        with self._pool.connection() as connection:
+        with self._connection() as connection:
             connection.execute("SELECT pg_advisory_lock(hashtext(%s))", (name,))
             try:
                 yield
             finally:
-                connection.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
+                # A connection lost in the block took its lock with it: nothing to let go,
+                # and the block's own error (if any) is the one to hear.
+                if not connection.closed:
+                    connection.execute("SELECT pg_advisory_unlock(hashtext(%s))", (name,))
 
     def engine(self) -> str:
         with self.read() as conn:
