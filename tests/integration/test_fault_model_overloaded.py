@@ -17,6 +17,7 @@ Slack Web API, a real SQLite database. What each test shows:
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from functools import partial
@@ -272,8 +273,13 @@ def test_a_queued_turn_recorded_by_a_process_that_died_is_posted_not_asked_again
     fake_anthropic.back()
     key = f"slack:T1:{CHANNEL}:{thread}"
     session = h.thoth.sessions.open(key, Place("T1", CHANNEL, "public", thread))
+    # Recorded as the pipeline records it: the turn's words at the moment it was received.
+    with h.thoth.db.read() as conn:
+        (queued,) = conn.execute("SELECT turn FROM answer_later").fetchone()
+    received_at = float(json.loads(queued)["received_at"])
     h.thoth.transcript.append(session.id, TranscriptTurn(
-        "what did we decide?", "We decided to ship on Friday.", ok=True, user="U1"))
+        "what did we decide?", "We decided to ship on Friday.", ok=True, user="U1",
+        created_at=received_at))
     asked = len(fake_anthropic.requests)
 
     time.sleep(0.35)

@@ -187,3 +187,25 @@ def test_forget_me_takes_the_tools_she_always_allowed_and_her_waiting_asks(
         assert left == ["erin"]
     finally:
         app.close()
+
+
+def test_forget_me_takes_what_she_said_while_the_model_was_overloaded(
+    isolated_environment: Path,
+) -> None:
+    """A message queued to be answered later (bridge/pipeline/answer_later.py) is hers:
+    forgotten, it is never answered, recorded or sent to the model."""
+    from bridge.pipeline.answer_later_store import AnswerLaterStore
+
+    app = build(Settings(_env_file=None))  # type: ignore[call-arg]
+    try:
+        queue = AnswerLaterStore(app.db, owner="test")
+        for user in ("dana", "erin"):
+            assert queue.add(f"Ev-{user}", f"slack:{LOCAL_TEAM}:C1:1.0", {"text": LOCKER},
+                             team=LOCAL_TEAM, user=user)
+        asyncio.run(app.forgetting.forget([Person(LOCAL_TEAM, "dana")], actor="test",
+                                          origin="test"))
+        with app.db.read() as conn:
+            left = [str(row[0]) for row in conn.execute('SELECT "user" FROM answer_later')]
+        assert left == ["erin"]
+    finally:
+        app.close()
