@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 
 import pytest
 
-from bridge.slack.database_away import LONGEST_WAIT_S, StillAway, until_back
+from bridge.slack.database_away import LONGEST_WAIT_S, HeldInOrder, StillAway, until_back
 
 
 class Away(Exception):
@@ -72,3 +73,33 @@ def test_another_failure_is_not_waited_out() -> None:
         asyncio.run(until_back(step, unavailable=(Away,), what="a Slack message",
                                hold_s=60, sleep=clock.sleep, clock=clock))
     assert clock.waits == []
+
+
+def test_deliveries_held_while_away_are_taken_in_the_order_they_came() -> None:
+    """Each retrying on its own, the second could reach the inbox first; held in order,
+    it never does, and one that comes after the return still waits behind them."""
+    away = [True]
+    taken: list[str] = []
+
+    async def scenario() -> None:
+        held = HeldInOrder((Away,), hold_s=60)
+
+        def step(name: str) -> Callable[[], Awaitable[str]]:
+            async def take() -> str:
+                await asyncio.sleep(0)
+                if away[0]:
+                    raise Away("connection refused")
+                taken.append(name)
+                return name
+            return take
+
+        first = asyncio.create_task(held.take(step("first"), "first"))
+        await asyncio.sleep(0.01)
+        second = asyncio.create_task(held.take(step("second"), "second"))
+        await asyncio.sleep(0.3)
+        away[0] = False
+        third = asyncio.create_task(held.take(step("third"), "third"))
+        assert await asyncio.gather(first, second, third) == ["first", "second", "third"]
+
+    asyncio.run(scenario())
+    assert taken == ["first", "second", "third"]
