@@ -22,7 +22,6 @@ from layers.episodic.memory import EpisodicMemory
 from layers.episodic.recall_uses import RecallUse
 from layers.identity.ingest_queue import IngestQueue
 from layers.identity.protocol import TurnMessages
-from layers.shared.errors import DatabaseAway
 from layers.shared.offloaded import Offloaded
 from layers.shared.storage.retried import Sleep, write_retried
 from layers.working.sessions import SessionStore
@@ -69,11 +68,10 @@ class AfterReply:
                 appended = True
             await self._sessions.run(lambda sessions: sessions.touch(session_id))
 
-        # The database away for longer than the tries: raised, for the delivery to run
-        # the turn again once it is back (the transcript is what says it was answered).
-        return await write_retried(f"transcript of session {session_id}", write,
-                                   delays_s=self._delays, sleep=self._sleep,
-                                   raising=(DatabaseAway,))
+        # Decided: a database away for longer than the tries loses this turn's transcript
+        # (logged), rather than the turn being run again: the reply was seen, and a turn
+        # run again would be asked of the model twice and run its tools twice.
+        return await self._retried(f"transcript of session {session_id}", write)
 
     def remember(self, episode: Episode,
                  completed: Callable[[Episode], Awaitable[Episode]] | None = None) -> None:

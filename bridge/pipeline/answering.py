@@ -143,10 +143,15 @@ async def answer_turn(
             request = await run_tool_round(request, result, turn, sink, tools)
             round_number += 1
         await reply.flush()
-    except DatabaseAway:
-        # Nothing is lost by stopping here: the delivery runs the turn again once the
-        # database is back (bridge/slack/delivery_order.py).
-        raise
+    except DatabaseAway as away:
+        if turn.event_id is not None and round_number == 0 and not reply.text:
+            # A Slack delivery, before any word or tool: nothing is lost by stopping
+            # here, as the delivery runs the turn again once the database is back
+            # (bridge/slack/delivery_order.py). After a tool, running it again would run
+            # the tool twice; elsewhere nothing runs it again: told, as any failure.
+            raise
+        _failed(answer, away, reply, first_round=round_number == 0, session_id=session_id)
+        return
     except Exception as error:
         _failed(answer, error, reply, first_round=round_number == 0, session_id=session_id)
         return

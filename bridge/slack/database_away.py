@@ -73,23 +73,35 @@ class HeldInOrder:
     Each retrying on its own, the one that came second could reach the inbox first once
     the database is back, and be answered first. So once one waits, every later one
     queues behind it (a lock's waiters are woken in order) and only the head tries; with
-    none waiting a delivery goes straight in, as it always did.
+    none waiting a delivery goes straight in, as it always did. Each delivery's hold is
+    counted from when it came, not from when it reached the head of the queue.
     """
 
     def __init__(self, unavailable: tuple[type[Exception], ...], *,
-                 hold_s: float = INTAKE_HOLD_S) -> None:
+                 hold_s: float = INTAKE_HOLD_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._unavailable = unavailable
         self._hold_s = hold_s
+        self._clock = clock
         self._queue = asyncio.Lock()
+        # Deliveries queued or at the head: counted here, since a released lock reads as
+        # free before its next waiter has run (one arriving then would jump the queue).
+        self._held = 0
 
     async def take(self, step: Callable[[], Awaitable[T]], what: str) -> T:
         """``step()``'s result, in arrival order while the database is away; raises
         ``StillAway`` once the hold has run out."""
-        if not self._queue.locked():
+        came = self._clock()
+        if not self._held:
             try:
                 return await step()
             except self._unavailable:
                 pass  # into the queue, behind any that failed before it
-        async with self._queue:
-            return await until_back(step, unavailable=self._unavailable, what=what,
-                                    hold_s=self._hold_s)
+        self._held += 1
+        try:
+            async with self._queue:
+                return await until_back(
+                    step, unavailable=self._unavailable, what=what,
+                    hold_s=self._hold_s - (self._clock() - came), clock=self._clock)
+        finally:
+            self._held -= 1

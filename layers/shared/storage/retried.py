@@ -26,12 +26,10 @@ async def write_retried(
     *,
     delays_s: Sequence[float],
     sleep: Sleep = asyncio.sleep,
-    raising: tuple[type[Exception], ...] = (),
 ) -> bool:
     """Await ``write`` (a store's ``Offloaded.run``: the write itself runs in a thread),
-    again after each of ``delays_s`` while it fails; False (logged) when it failed every
-    time, or at once when the disk is full. A last failure that is one of ``raising`` is
-    raised instead, for the caller to keep what it holds (the database away).
+    again after each of ``delays_s`` while it fails; False (logged, never raised) when it
+    failed every time, or at once when the disk is full.
 
     Logged: one line when a write first fails, one when it gives up (the tries between
     are at debug level: a database away fails every write the same way)."""
@@ -44,10 +42,6 @@ async def write_retried(
             return False
         except Exception as error:
             if attempt == len(delays_s):
-                if isinstance(error, raising):
-                    log.warning("writing %s failed after %d attempts (%s)", what,
-                                attempt + 1, _one_line(error))
-                    raise
                 log.exception("writing %s failed for good after %d attempts", what, attempt + 1)
                 return False
             (log.warning if attempt == 0 else log.debug)(
