@@ -7,7 +7,7 @@ import logging
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from layers.shared.redaction import redact
+from layers.shared.one_line import one_line
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,6 @@ async def within_deadline(
         # One line: while a service is away every turn's source fails the same way (the
         # outage itself is said once: layers/shared/dependency_health.py).
         log.warning("context source %s failed (%s: %s); left out", name,
-                    type(error).__name__, redact(" ".join(str(error).split()))[:200])
+                    type(error).__name__, one_line(error))
         log.debug("context source %s failed", name, exc_info=True)
     return None

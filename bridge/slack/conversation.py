@@ -42,8 +42,8 @@ from bridge.slack_api.workspace_client import bot_user
 from layers.episodic.episode import Episode
 from layers.shared.errors import BadInput
 from layers.shared.offloaded import Offloaded
+from layers.shared.one_line import one_line
 from layers.shared.places import LOCAL_TEAM, Place
-from layers.shared.redaction import redact
 from layers.working.sessions import Session
 
 log = logging.getLogger(__name__)
@@ -190,7 +190,7 @@ class Conversation:
                 # in the thread itself (``_begun_replies``).
                 log.warning("a reply in %s was posted but not recorded (%s: %s)",
                             slack_channel, type(error).__name__,
-                            redact(" ".join(str(error).split()))[:200])
+                            one_line(error))
 
         sink = SlackSink(
             self._client,

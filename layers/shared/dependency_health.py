@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from layers.shared.redaction import redact
+from layers.shared.one_line import one_line
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class DependencyHealth:
 
     def failing(self, service: str, why: str | BaseException) -> bool:
         """Note that ``service`` is failing; True (and one log line) if it was not already."""
-        reason = _one_line(why)
+        reason = one_line(why, max_chars=WHY_MAX_CHARS)
         with self._lock:
             if service in self._failing:
                 return False
@@ -85,12 +85,3 @@ class DependencyHealth:
         parts = [f"{service} ({now - failure.since:.0f} s: {failure.why})"
                  for service, failure in sorted(failing.items())]
         return "degraded: " + "; ".join(parts)
-
-
-def _one_line(why: str | BaseException) -> str:
-    text = (str(why).strip() or type(why).__name__) if isinstance(why, BaseException) else why
-    # Redacted whole, then cut: a secret cut in two would no longer look like one.
-    first = redact(" ".join(text.split()))
-    if len(first) > WHY_MAX_CHARS:
-        first = first[: WHY_MAX_CHARS - 1] + "…"
-    return first

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 
 from layers.shared.errors import StorageFull
-from layers.shared.redaction import redact
+from layers.shared.one_line import one_line
 
 log = logging.getLogger(__name__)
 
@@ -51,5 +51,4 @@ async def write_retried(
 
 
 def _one_line(error: Exception) -> str:
-    # Redacted whole, then cut: a secret cut in two would no longer look like one.
-    return redact(" ".join(f"{type(error).__name__}: {error}".split()))[:200]
+    return one_line(f"{type(error).__name__}: {error}")
